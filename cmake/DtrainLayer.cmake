@@ -1,0 +1,43 @@
+# dtrain_layer(NAME DEPS ...): a static library from every src/NAME/*.cc (main.cc excluded),
+# an INTERFACE library while the folder has no sources yet. Headers are included as
+# "NAME/file.h" from src/.
+function(dtrain_layer name)
+  cmake_parse_arguments(L "" "" "DEPS" ${ARGN})
+  file(GLOB srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/*.cc)
+  list(FILTER srcs EXCLUDE REGEX "/main\\.cc$")
+  if(srcs)
+    add_library(dtrain_${name} STATIC ${srcs})
+    target_include_directories(dtrain_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+    target_link_libraries(dtrain_${name} PUBLIC ${L_DEPS})
+  else()
+    add_library(dtrain_${name} INTERFACE)
+    target_include_directories(dtrain_${name} INTERFACE ${PROJECT_SOURCE_DIR}/src)
+    target_link_libraries(dtrain_${name} INTERFACE ${L_DEPS})
+  endif()
+endfunction()
+
+# dtrain_tests(LAYER LIBS ...): one executable per tests/LAYER/*_test.cc, each case a CTest test
+# labelled with the layer. A file named *_mp_test.cc starts processes (label "multiprocess"),
+# *_slow_test.cc is slow (label "slow").
+function(dtrain_tests layer)
+  cmake_parse_arguments(T "" "" "LIBS" ${ARGN})
+  file(GLOB tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${layer}/*_test.cc)
+  foreach(src ${tests})
+    get_filename_component(exe ${src} NAME_WE)
+    add_executable(${exe} ${src})
+    target_link_libraries(${exe} PRIVATE ${T_LIBS} dtrain_test_support GTest::gtest GTest::gmock)
+    set_target_properties(${exe} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+    set(labels ${layer})
+    if(exe MATCHES "_mp_test$")
+      list(APPEND labels multiprocess)
+    endif()
+    if(exe MATCHES "_slow_test$")
+      list(APPEND labels slow)
+    endif()
+    gtest_discover_tests(${exe}
+      WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+      PROPERTIES LABELS "${labels}" TIMEOUT 300
+      ENVIRONMENT "DTRAIN_BIN=${CMAKE_BINARY_DIR}/bin/dtrain;DTRAIN_SHARED_DATA=${PROJECT_SOURCE_DIR}/../shared/data"
+      DISCOVERY_TIMEOUT 60)
+  endforeach()
+endfunction()

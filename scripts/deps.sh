@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian packages dtrain needs to build, test and run, when any is missing.
+# Usage: scripts/deps.sh [--main]   (--main adds the Fashion-MNIST dataset package)
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build pkg-config git python3
+      libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libopenblas-dev nlohmann-json3-dev
+      iproute2 procps)
+if [[ "${1:-}" == "--main" ]]; then pkgs+=(dataset-fashion-mnist); fi
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then missing+=("$p"); fi
+done
+if ((${#missing[@]})); then
+  echo "dtrain: installing ${missing[*]}"
+  SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

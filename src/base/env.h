@@ -1,0 +1,23 @@
+// base/env.h — typed reads of environment variables with clear errors.
+//
+// Contract: env_string returns the fallback when unset; env_int / env_double throw
+// InvalidArgument naming the variable when it is set but not a number.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace dtrain {
+
+std::optional<std::string> env_get(const char* name);
+std::string env_string(const char* name, const std::string& fallback);
+int64_t env_int(const char* name, int64_t fallback);
+double env_double(const char* name, double fallback);
+
+// Parses "123", "64K", "4M", "2G" (powers of 1024), "1.5M"; throws InvalidArgument naming what.
+int64_t parse_size(const std::string& text, const std::string& what);
+// Formats bytes as "64 KiB", "4 MiB", ...
+std::string format_bytes(double bytes);
+
+}  // namespace dtrain
