@@ -1,0 +1,76 @@
+// optim/optimizer.h — optimizers over flat spans, steppable by range, with saveable state.
+//
+// Contract
+// - An Optimizer manages a contiguous range of `size()` elements of a flat parameter buffer
+//   (the whole model, or a ZeRO / parameter-server shard [offset, offset + size)). Its state
+//   (momentum, Adam moments) is sized to that range. step(params, grads) takes the spans OF
+//   THAT RANGE (length == size(), InvalidArgument otherwise); the caller slices:
+//       opt.step(all_params.subspan(offset, len), all_grads.subspan(offset, len));
+//   Stepping ranges [0, a) and [a, n) with two optimizers equals stepping [0, n) with one,
+//   bit for bit (every update is element-wise).
+// - lr() is the learning rate the next step uses; a schedule sets it: set_lr(s.at(step)).
+// - steps() counts completed steps (Adam's bias correction uses it).
+// - save_state() serializes kind, size, step count, hyper-parameters and state arrays;
+//   load_state() restores them exactly and throws Corrupt / InvalidArgument if the bytes are
+//   for another kind or size.
+// - An optional ThreadPool splits the update (deterministically) across threads.
+// Thread-safety: one caller at a time per Optimizer; different Optimizers over disjoint
+// ranges may step concurrently.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dtrain {
+
+class ThreadPool;
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+
+  virtual void step(std::span<float> params, std::span<const float> grads) = 0;
+  // Short name: "sgd", "adam", "adamw".
+  virtual const char* kind() const = 0;
+
+  int64_t size() const { return size_; }
+  int64_t steps() const { return steps_; }
+  float lr() const { return lr_; }
+  void set_lr(float lr) { lr_ = lr; }
+  void set_pool(ThreadPool* pool) { pool_ = pool; }
+
+  std::vector<uint8_t> save_state() const;
+  void load_state(std::span<const uint8_t> bytes);
+
+ protected:
+  Optimizer(int64_t size, float lr);
+  void check_spans(std::span<float> params, std::span<const float> grads) const;
+  // State arrays, each of size() floats, in a fixed order, and scalar hyper-parameters.
+  virtual std::vector<std::vector<float>*> state_arrays() = 0;
+  virtual std::vector<float> hyper_params() const = 0;
+  virtual void set_hyper_params(std::span<const float> values) = 0;
+
+  int64_t size_;
+  int64_t steps_ = 0;
+  float lr_;
+  ThreadPool* pool_ = nullptr;
+};
+
+// Everything a command line or config file can say about an optimizer.
+struct OptimizerConfig {
+  std::string kind = "sgd";  // sgd | adam | adamw
+  float lr = 0.01f;
+  float momentum = 0.0f;  // sgd
+  bool nesterov = false;  // sgd
+  float weight_decay = 0.0f;
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;  // adam, adamw
+};
+
+// Builds the optimizer for a range of `size` elements; throws InvalidArgument for an
+// unknown kind or invalid hyper-parameters.
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, int64_t size);
+
+}  // namespace dtrain

@@ -1,0 +1,40 @@
+// optim/sgd.h — SGD with optional momentum, Nesterov momentum and weight decay.
+//
+// Algorithm (PyTorch torch.optim.SGD semantics, so results match it step for step):
+//   g' = g + wd * p
+//   momentum == 0:  p -= lr * g'
+//   otherwise:      v = mu * v + g'   (v starts at 0, so the first step sets v = g')
+//                   p -= lr * (nesterov ? g' + mu * v : v)
+// Contract and thread-safety: see optim/optimizer.h.
+#pragma once
+
+#include "optim/optimizer.h"
+
+namespace dtrain {
+
+struct SgdOptions {
+  float lr = 0.01f;
+  float momentum = 0.0f;
+  bool nesterov = false;
+  float weight_decay = 0.0f;
+};
+
+class Sgd : public Optimizer {
+ public:
+  Sgd(int64_t size, const SgdOptions& options);
+  void step(std::span<float> params, std::span<const float> grads) override;
+  const char* kind() const override { return "sgd"; }
+  const SgdOptions& options() const { return options_; }
+  std::span<const float> momentum_buffer() const { return velocity_; }
+
+ protected:
+  std::vector<std::vector<float>*> state_arrays() override { return {&velocity_}; }
+  std::vector<float> hyper_params() const override;
+  void set_hyper_params(std::span<const float> values) override;
+
+ private:
+  SgdOptions options_;
+  std::vector<float> velocity_;  // empty when momentum == 0
+};
+
+}  // namespace dtrain

@@ -1,0 +1,34 @@
+// tensor/blas.h — matrix products through OpenBLAS (blas.cc is the only file with cblas).
+//
+// Contract
+// - gemm computes C = alpha * op(A) * op(B) + beta * C for row-major matrices, where
+//   op(X) = X or X^T. op(A) is [m, k], op(B) is [k, n], C is [m, n]; lda/ldb/ldc are row
+//   strides in elements. Transposes are free (no copy is made). beta == 0 ignores C's old
+//   contents (NaN-safe). m, n or k == 0 is allowed (k == 0 scales C by beta).
+// - OpenBLAS keeps its own process-wide thread pool. dtrain never changes its size behind
+//   your back: set_blas_threads(n) calls openblas_set_num_threads(n) and is the only place
+//   that does. Call it once at program start (the CLI does, from --blas-threads). With
+//   several training threads calling gemm at once (thread replicas, HOGWILD!) use 1, or
+//   the threads oversubscribe the cores. blas_threads() reports the current setting.
+// Thread-safety: gemm may be called from several threads at once. set_blas_threads must not
+// race with running gemms.
+#pragma once
+
+#include <cstdint>
+
+namespace dtrain {
+
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+          const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+          int64_t ldc);
+
+// Matrix-vector: y = alpha * op(A) x + beta * y, A row-major [rows, cols].
+void gemv(bool trans_a, int64_t rows, int64_t cols, float alpha, const float* a, int64_t lda,
+          const float* x, float beta, float* y);
+
+void set_blas_threads(int threads);
+int blas_threads();
+// OpenBLAS's configuration string (core type, thread build), for benchmark headers.
+const char* blas_config();
+
+}  // namespace dtrain
