@@ -1,0 +1,80 @@
+// coll/communicator.h — a group of ranks that talk: point-to-point, barrier, split.
+//
+// Contract
+// - A Communicator is created collectively (every member calls the constructor or split with
+//   matching arguments, in the same order) and owns one Transport among its members.
+// - rank() is this process's index in the group, size() the group's size; world_rank(r) maps a
+//   group rank to the rank in the job (error messages name both when they differ).
+// - send/recv/isend/irecv carry a user tag < 2^32; tags at or above 2^32 are reserved for
+//   collectives, which draw them from next_sequence() (one number per collective call, so
+//   concurrent collectives never mix messages) through collective_tag(seq, step).
+// - barrier() is a dissemination barrier: ceil(log2 p) rounds of one send and one receive.
+// - split(color, key) makes sub-groups of the ranks with equal color, ordered by (key, rank),
+//   each with its own transport (so a sub-group of one host can use shm while the parent uses
+//   tcp). color < 0 returns nullptr (not in any group). Every rank of the parent must call it.
+// - Every blocking call is bounded by timeout() (from DTRAIN_TIMEOUT or the constructor).
+// Thread-safety: p2p calls may come from several threads; collectives on one communicator
+// must be issued in the same order on every rank.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/store.h"
+#include "comm/transport.h"
+#include "comm/world.h"
+
+namespace dtrain {
+
+class Communicator {
+ public:
+  // Collective over the ranks of `store` (which this communicator namespaces under `name`).
+  Communicator(std::shared_ptr<Store> store, int rank, int size, const TransportOptions& opts,
+               std::string name = "world", std::vector<int> world_ranks = {});
+  // The job's world, from the environment (see comm/world.h).
+  static std::shared_ptr<Communicator> from_env();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int world_rank(int r) const { return world_ranks_.empty() ? r : world_ranks_[r]; }
+  double timeout() const { return opts_.timeout_s; }
+  const std::string& name() const { return name_; }
+  Transport& transport() { return *transport_; }
+  Store& store() { return *store_; }
+  const TransportOptions& options() const { return opts_; }
+
+  void send(int peer, const void* data, size_t bytes, uint32_t tag = 0);
+  void recv(int peer, void* data, size_t bytes, uint32_t tag = 0);
+  Request isend(int peer, const void* data, size_t bytes, uint32_t tag = 0);
+  Request irecv(int peer, void* data, size_t bytes, uint32_t tag = 0);
+
+  void barrier();
+  std::shared_ptr<Communicator> split(int color, int key);
+
+  uint64_t next_sequence() { return sequence_.fetch_add(1, std::memory_order_relaxed); }
+  static uint64_t collective_tag(uint64_t seq, uint32_t step) {
+    return (uint64_t{1} << 63) | ((seq & ((uint64_t{1} << 39) - 1)) << 24) | (step & 0xffffff);
+  }
+
+  // Keeps an object (e.g. the store server rank 0 hosts) alive as long as this communicator.
+  void keep_alive(std::shared_ptr<void> p) { keepalive_.push_back(std::move(p)); }
+
+ private:
+  void check_peer(int peer, const char* what) const;
+
+  std::shared_ptr<Store> base_store_;
+  std::shared_ptr<Store> store_;
+  int rank_, size_;
+  TransportOptions opts_;
+  std::string name_;
+  std::vector<int> world_ranks_;
+  std::unique_ptr<Transport> transport_;
+  std::atomic<uint64_t> sequence_{0};
+  int splits_ = 0;
+  std::vector<std::shared_ptr<void>> keepalive_;
+};
+
+}  // namespace dtrain

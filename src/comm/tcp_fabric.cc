@@ -1,0 +1,174 @@
+// comm/tcp_fabric.cc — the tcp fabric: one TCP connection per peer pair.
+//
+// Setup (collective): each rank listens on opts.bind_host:0 and publishes "tcp/RANK" =
+// "HOST:PORT" in the store. Rank r then connects to every lower rank (the listen backlog
+// accepts them before anyone calls accept) and accepts one connection from every higher
+// rank. A connecting rank introduces itself with {magic, rank, job token}; a connection with
+// a wrong magic or token is logged and dropped. Sockets are non-blocking with TCP_NODELAY:
+// the engine writes whole small messages at once and lets the kernel pipeline large ones.
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <sstream>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "comm/fabric.h"
+#include "comm/socket.h"
+#include "comm/store.h"
+
+namespace dtrain {
+namespace {
+
+constexpr uint64_t kMagic = 0x6474726e74637031ull;  // "dtrntcp1"
+
+class TcpChannel : public Channel {
+ public:
+  TcpChannel(Fd fd, int me, int peer) : fd_(std::move(fd)), me_(me), peer_(peer), name_(peer_name(fd_.get())) {}
+  size_t write_some(const void* data, size_t n) override {
+    ssize_t k = ::send(fd_.get(), data, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (k >= 0) return static_cast<size_t>(k);
+    if (errno == EAGAIN || errno == EINTR) return 0;
+    fail("send failed: " + errno_string(errno));
+  }
+  size_t read_some(void* data, size_t n) override {
+    if (n == 0) return 0;
+    ssize_t k = ::recv(fd_.get(), data, n, MSG_DONTWAIT);
+    if (k > 0) return static_cast<size_t>(k);
+    if (k == 0) fail("connection closed by the peer (it exited or closed its transport)");
+    if (errno == EAGAIN || errno == EINTR) return 0;
+    fail("recv failed: " + errno_string(errno));
+  }
+  int fd() const { return fd_.get(); }
+  void shutdown() { ::shutdown(fd_.get(), SHUT_RDWR); }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) {
+    throw PeerFailure("rank " + std::to_string(me_) + " <-> rank " + std::to_string(peer_) + " (tcp " + name_ +
+                          "): " + why,
+                      peer_);
+  }
+  Fd fd_;
+  int me_, peer_;
+  std::string name_;
+};
+
+class TcpFabric : public Fabric {
+ public:
+  TcpFabric(int rank, int size) : rank_(rank), channels_(size) {
+    int efd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    DT_SYSCHECK(efd, "eventfd");
+    wake_fd_ = Fd(efd);
+  }
+  const char* kind() const override { return "tcp"; }
+  Channel* channel(int peer) override { return channels_[peer].get(); }
+  uint64_t activity_token() override { return 0; }
+  void sleep(uint64_t, int timeout_ms, const std::vector<int>& want_write) override {
+    std::vector<pollfd> fds;
+    fds.push_back({wake_fd_.get(), POLLIN, 0});
+    for (size_t p = 0; p < channels_.size(); ++p)
+      if (channels_[p]) fds.push_back({channels_[p]->fd(), POLLIN, 0});
+    for (int p : want_write)
+      for (auto& f : fds)
+        if (channels_[p] && f.fd == channels_[p]->fd()) f.events |= POLLOUT;
+    ::poll(fds.data(), fds.size(), timeout_ms);
+    if (fds[0].revents) {
+      uint64_t v;
+      ssize_t ignored = ::read(wake_fd_.get(), &v, sizeof v);
+      (void)ignored;
+    }
+  }
+  std::string peer_gone(int) override { return ""; }  // a dead peer's socket reports it
+  void close() override {
+    for (auto& c : channels_)
+      if (c) c->shutdown();
+    wake();
+  }
+  void wake() override {
+    uint64_t one = 1;
+    ssize_t ignored = ::write(wake_fd_.get(), &one, sizeof one);
+    (void)ignored;
+  }
+
+  int rank_;
+  std::vector<std::unique_ptr<TcpChannel>> channels_;
+  Fd wake_fd_;
+};
+
+}  // namespace
+
+std::unique_ptr<Fabric> make_tcp_fabric(Store& store, int rank, int size, const FabricOptions& opts) {
+  auto fabric = std::make_unique<TcpFabric>(rank, size);
+  Deadline deadline = Deadline::after(opts.connect_timeout_s);
+  int port = 0;
+  Fd listener = listen_tcp(opts.bind_host, 0, &port);
+  std::string host = opts.bind_host;
+  if (host.empty() || host == "0.0.0.0") {
+    char name[256] = {0};
+    ::gethostname(name, sizeof name - 1);
+    host = name;
+  }
+  store.set("tcp/" + std::to_string(rank), host + ":" + std::to_string(port));
+
+  // Connect to every lower rank.
+  for (int peer = 0; peer < rank; ++peer) {
+    auto [phost, pport] = split_host_port(store.get("tcp/" + std::to_string(peer), deadline.remaining_seconds()),
+                                          "tcp address of rank " + std::to_string(peer));
+    Fd fd = connect_tcp(phost, pport, deadline);
+    std::string hello(16, '\0');
+    uint32_t r = static_cast<uint32_t>(rank), tlen = static_cast<uint32_t>(opts.token.size());
+    std::memcpy(hello.data(), &kMagic, 8);
+    std::memcpy(hello.data() + 8, &r, 4);
+    std::memcpy(hello.data() + 12, &tlen, 4);
+    hello += opts.token;
+    write_full(fd.get(), hello.data(), hello.size(), deadline, "tcp hello to rank " + std::to_string(peer));
+    fabric->channels_[peer] = std::make_unique<TcpChannel>(std::move(fd), rank, peer);
+  }
+  // Accept one connection from every higher rank.
+  int expected = size - 1 - rank;
+  while (expected > 0) {
+    Fd fd = accept_tcp(listener.get(), deadline);
+    if (!fd.valid()) {
+      std::ostringstream missing;
+      for (int peer = rank + 1; peer < size; ++peer)
+        if (!fabric->channels_[peer]) missing << " " << peer;
+      DT_THROW(Timeout, "rank " << rank << ": tcp transport: ranks" << missing.str() << " never connected within "
+                                << opts.connect_timeout_s << " s (did they start? can they reach " << host << ":"
+                                << port << "?)");
+    }
+    char hello[16];
+    uint64_t magic = 0;
+    uint32_t r = 0, tlen = 0;
+    std::string token;
+    try {
+      read_full(fd.get(), hello, 16, Deadline::after(std::min(5.0, deadline.remaining_seconds())), "tcp hello");
+      std::memcpy(&magic, hello, 8);
+      std::memcpy(&r, hello + 8, 4);
+      std::memcpy(&tlen, hello + 12, 4);
+      if (magic == kMagic && tlen < 4096) {
+        token.resize(tlen);
+        read_full(fd.get(), token.data(), tlen, Deadline::after(5), "tcp hello");
+      }
+    } catch (const Error& e) {
+      DT_LOG(Warn) << "rank " << rank << ": dropped a tcp connection from " << peer_name(fd.get()) << ": " << e.what();
+      continue;
+    }
+    if (magic != kMagic || token != opts.token || r <= static_cast<uint32_t>(rank) || r >= static_cast<uint32_t>(size) ||
+        fabric->channels_[r]) {
+      DT_LOG(Warn) << "rank " << rank << ": refused a tcp connection from " << peer_name(fd.get())
+                   << " (not a rank of this job: wrong magic, token or rank)";
+      continue;
+    }
+    fabric->channels_[r] = std::make_unique<TcpChannel>(std::move(fd), rank, static_cast<int>(r));
+    --expected;
+  }
+  for (auto& c : fabric->channels_)
+    if (c) set_nonblocking(c->fd(), true);
+  return fabric;
+}
+
+}  // namespace dtrain

@@ -1,0 +1,522 @@
+#include "comm/transport.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "base/env.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "comm/store.h"
+
+namespace dtrain {
+
+// The message engine.
+//
+// Every message on a peer's byte stream is a 16-byte header {tag, size} followed by `size`
+// payload bytes. Sends to a peer go out strictly in the order they were issued (a FIFO per
+// peer); a small message is staged with its header so it leaves in one write. On the
+// receiving side a header is matched against the receives posted for (peer, tag) in order;
+// with none posted, the payload is buffered as an "unexpected" message that a later irecv
+// claims. A receive posted while its unexpected message is still arriving takes over the
+// stream: the bytes so far are copied once and the rest land directly in the user's buffer.
+//
+// Progress is driven by waiters: wait() runs progress passes over all peers (send what fits,
+// read what arrived) until its operation completes, spinning for spin_s_ and then sleeping in
+// the fabric until there is news or a 100 ms slice ends, when it checks that the peers it
+// waits on are still alive.
+
+namespace detail {
+struct Op {
+  enum Kind { kSend, kRecv } kind;
+  int peer;
+  uint64_t tag;
+  char* data;
+  size_t bytes;
+  size_t done = 0;          // payload bytes moved
+  std::string staged;       // send: header (+ small payload) not yet written
+  size_t staged_done = 0;
+  bool started = false;     // any byte moved: can no longer be cancelled
+  std::atomic<bool> complete{false};
+  std::exception_ptr error;
+};
+}  // namespace detail
+
+using detail::Op;
+
+struct Transport::Unexpected {
+  uint64_t tag;
+  std::vector<char> data;
+  size_t got = 0;
+  bool complete() const { return got == data.size(); }
+  std::shared_ptr<Op> claimant;  // a receive posted while this was still arriving
+};
+
+struct Transport::Peer {
+  Channel* channel = nullptr;
+  std::deque<std::shared_ptr<Op>> sends;
+  std::map<uint64_t, std::deque<std::shared_ptr<Op>>> posted;
+  std::map<uint64_t, std::deque<std::shared_ptr<Unexpected>>> unexpected;
+  // The message being read.
+  char header[16];
+  size_t header_got = 0;
+  bool in_message = false;
+  size_t msg_size = 0, msg_got = 0;
+  std::shared_ptr<Op> target;             // a posted receive, or
+  std::shared_ptr<Unexpected> buffer;     // an unexpected message, or neither (discard)
+  std::exception_ptr error;
+  bool busy() const { return !sends.empty() || !posted.empty() || in_message; }
+};
+
+namespace {
+constexpr size_t kHeader = 16;
+constexpr size_t kStageLimit = 4096;  // payloads up to this go out with their header in one write
+
+void complete_op(Op& op, std::exception_ptr err = nullptr) {
+  op.error = err;
+  op.complete.store(true, std::memory_order_release);
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+int online_cpus() {
+  long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+}  // namespace
+
+TransportKind parse_transport_kind(const std::string& name) {
+  if (name == "auto") return TransportKind::kAuto;
+  if (name == "shm") return TransportKind::kShm;
+  if (name == "tcp") return TransportKind::kTcp;
+  DT_THROW(InvalidArgument, "unknown transport '" << name << "' (use auto, shm or tcp)");
+}
+
+const char* transport_kind_name(TransportKind k) {
+  switch (k) {
+    case TransportKind::kAuto: return "auto";
+    case TransportKind::kShm: return "shm";
+    case TransportKind::kTcp: return "tcp";
+  }
+  return "?";
+}
+
+namespace {
+std::string host_id() {
+  if (auto v = env_get("DTRAIN_HOST_ID")) return *v;
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(boot, id);
+  return std::string(host) + "/" + id;
+}
+}  // namespace
+
+std::unique_ptr<Transport> Transport::create(Store& store, int rank, int size, const TransportOptions& opts) {
+  DT_CHECK(size >= 1 && rank >= 0 && rank < size, InvalidArgument,
+           "transport: rank " << rank << " is outside a group of size " << size);
+  TransportKind kind = opts.kind;
+  if (kind == TransportKind::kAuto) {
+    store.set("host/" + std::to_string(rank), host_id());
+    std::vector<std::string> keys;
+    for (int r = 0; r < size; ++r) keys.push_back("host/" + std::to_string(r));
+    store.wait(keys, opts.fabric.connect_timeout_s);
+    std::string mine = store.get("host/0");
+    kind = TransportKind::kShm;
+    for (int r = 1; r < size; ++r)
+      if (store.get("host/" + std::to_string(r)) != mine) kind = TransportKind::kTcp;
+  }
+  std::unique_ptr<Fabric> fabric = kind == TransportKind::kShm ? make_shm_fabric(store, rank, size, opts.fabric)
+                                                               : make_tcp_fabric(store, rank, size, opts.fabric);
+  return std::make_unique<Transport>(rank, size, std::move(fabric), opts);
+}
+
+Transport::Transport(int rank, int size, std::unique_ptr<Fabric> fabric, const TransportOptions& opts)
+    : rank_(rank), size_(size), fabric_(std::move(fabric)), opts_(opts) {
+  for (int p = 0; p < size; ++p) {
+    peers_.push_back(std::make_unique<Peer>());
+    if (p != rank) peers_.back()->channel = fabric_->channel(p);
+  }
+  // Spinning pays only while the peer is running on another core. When ranks outnumber cores
+  // (the launcher exports LOCAL_WORLD_SIZE), spin only briefly before sleeping.
+  double spin_us = opts.spin_us;
+  if (spin_us < 0) {
+    int local = static_cast<int>(env_int("LOCAL_WORLD_SIZE", size));
+    spin_us = env_double("DTRAIN_SPIN_US", local > online_cpus() ? 2 : 50);
+  }
+  spin_s_ = spin_us * 1e-6;
+}
+
+Transport::~Transport() {
+  try {
+    close();
+  } catch (...) {
+  }
+}
+
+void Transport::close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) return;
+  closed_ = true;
+  fabric_->close();
+  for (int p = 0; p < size_; ++p) {
+    auto err = std::make_exception_ptr(
+        PeerFailure("rank " + std::to_string(rank_) + ": transport closed locally", p));
+    fail_peer_locked(p, err);
+  }
+}
+
+std::string Transport::describe(const Op& op) const {
+  std::ostringstream os;
+  os << "rank " << rank_ << (op.kind == Op::kSend ? " -> rank " : " <- rank ") << op.peer << ": "
+     << (op.kind == Op::kSend ? "send" : "recv") << " (tag " << op.tag << ", " << op.bytes << " bytes)";
+  return os.str();
+}
+
+Request Transport::isend(int peer, uint64_t tag, const void* data, size_t bytes) {
+  DT_CHECK(peer >= 0 && peer < size_, InvalidArgument,
+           "rank " << rank_ << ": send to rank " << peer << " outside a group of size " << size_);
+  auto op = std::make_shared<Op>();
+  op->kind = Op::kSend;
+  op->peer = peer;
+  op->tag = tag;
+  op->data = const_cast<char*>(static_cast<const char*>(data));
+  op->bytes = bytes;
+  std::lock_guard<std::mutex> lock(mu_);
+  Peer& p = *peers_[peer];
+  if (p.error) {
+    complete_op(*op, p.error);
+    return Request(this, op);
+  }
+  if (peer == rank_) {  // to oneself: hand over in memory
+    auto& q = p.posted[tag];
+    if (!q.empty()) {
+      auto r = q.front();
+      q.pop_front();
+      if (q.empty()) p.posted.erase(tag);
+      if (r->bytes != bytes) {
+        complete_op(*r, std::make_exception_ptr(InvalidArgument(
+                            describe(*r) + ": message has " + std::to_string(bytes) + " bytes, buffer has " +
+                            std::to_string(r->bytes))));
+      } else {
+        if (bytes) std::memcpy(r->data, data, bytes);
+        complete_op(*r);
+      }
+    } else {
+      if (q.empty()) p.posted.erase(tag);
+      auto u = std::make_shared<Unexpected>();
+      u->tag = tag;
+      u->data.assign(static_cast<const char*>(data), static_cast<const char*>(data) + bytes);
+      u->got = bytes;
+      p.unexpected[tag].push_back(u);
+    }
+    complete_op(*op);
+    return Request(this, op);
+  }
+  char header[kHeader];
+  uint64_t size64 = bytes;
+  std::memcpy(header, &tag, 8);
+  std::memcpy(header + 8, &size64, 8);
+  op->staged.assign(header, kHeader);
+  if (bytes <= kStageLimit) {
+    op->staged.append(static_cast<const char*>(data), bytes);
+    op->done = bytes;
+  }
+  p.sends.push_back(op);
+  progress_send_locked(peer);  // small messages usually leave right here
+  return Request(this, op);
+}
+
+Request Transport::irecv(int peer, uint64_t tag, void* data, size_t bytes) {
+  DT_CHECK(peer >= 0 && peer < size_, InvalidArgument,
+           "rank " << rank_ << ": recv from rank " << peer << " outside a group of size " << size_);
+  auto op = std::make_shared<Op>();
+  op->kind = Op::kRecv;
+  op->peer = peer;
+  op->tag = tag;
+  op->data = static_cast<char*>(data);
+  op->bytes = bytes;
+  std::lock_guard<std::mutex> lock(mu_);
+  Peer& p = *peers_[peer];
+  auto size_error = [&](size_t msg) {
+    return std::make_exception_ptr(InvalidArgument(describe(*op) + ": the message has " + std::to_string(msg) +
+                                                   " bytes but the receive buffer has " + std::to_string(bytes) +
+                                                   " (buffer sizes differ across ranks)"));
+  };
+  auto uq = p.unexpected.find(tag);
+  if (uq != p.unexpected.end() && !uq->second.empty()) {
+    auto u = uq->second.front();
+    // Only the oldest unexpected message of this tag may be claimed, and only once.
+    if (!u->claimant) {
+      uq->second.pop_front();
+      if (uq->second.empty()) p.unexpected.erase(uq);
+      if (u->data.size() != bytes) {
+        complete_op(*op, size_error(u->data.size()));
+        if (!u->complete() && p.buffer == u) { /* keep draining into u, then drop it */ }
+      } else if (u->complete()) {
+        if (bytes) std::memcpy(data, u->data.data(), bytes);
+        complete_op(*op);
+      } else if (p.buffer == u) {
+        // Still arriving: copy what came so far and let the rest land in the user's buffer.
+        if (u->got) std::memcpy(data, u->data.data(), u->got);
+        op->done = u->got;
+        op->started = true;
+        p.target = op;
+        p.buffer.reset();
+      } else {
+        u->claimant = op;
+      }
+      return Request(this, op);
+    }
+  }
+  if (p.error) {
+    complete_op(*op, p.error);
+    return Request(this, op);
+  }
+  p.posted[tag].push_back(op);
+  return Request(this, op);
+}
+
+void Transport::progress_send_locked(int peer) {
+  Peer& p = *peers_[peer];
+  while (!p.sends.empty()) {
+    Op& op = *p.sends.front();
+    if (op.staged_done < op.staged.size()) {
+      size_t k = p.channel->write_some(op.staged.data() + op.staged_done, op.staged.size() - op.staged_done);
+      if (k) op.started = true;
+      op.staged_done += k;
+      if (op.staged_done < op.staged.size()) return;
+    }
+    while (op.done < op.bytes) {
+      size_t k = p.channel->write_some(op.data + op.done, op.bytes - op.done);
+      if (k == 0) return;
+      op.done += k;
+    }
+    bytes_sent_.fetch_add(op.bytes, std::memory_order_relaxed);
+    auto done = p.sends.front();
+    p.sends.pop_front();
+    complete_op(*done);
+  }
+}
+
+void Transport::deliver_header_locked(int peer) {
+  Peer& p = *peers_[peer];
+  uint64_t tag, size64;
+  std::memcpy(&tag, p.header, 8);
+  std::memcpy(&size64, p.header + 8, 8);
+  p.in_message = true;
+  p.msg_size = size64;
+  p.msg_got = 0;
+  p.target.reset();
+  p.buffer.reset();
+  auto q = p.posted.find(tag);
+  if (q != p.posted.end() && !q->second.empty()) {
+    auto op = q->second.front();
+    q->second.pop_front();
+    if (q->second.empty()) p.posted.erase(q);
+    if (op->bytes != size64) {
+      complete_op(*op, std::make_exception_ptr(InvalidArgument(
+                           describe(*op) + ": the message has " + std::to_string(size64) +
+                           " bytes but the receive buffer has " + std::to_string(op->bytes) +
+                           " (buffer sizes differ across ranks)")));
+      // The payload is read and dropped below (no target, no buffer).
+    } else {
+      op->started = true;
+      p.target = op;
+    }
+  } else {
+    auto u = std::make_shared<Unexpected>();
+    u->tag = tag;
+    u->data.resize(size64);
+    p.buffer = u;
+    p.unexpected[tag].push_back(u);
+  }
+}
+
+void Transport::progress_recv_locked(int peer) {
+  Peer& p = *peers_[peer];
+  char discard[4096];
+  for (;;) {
+    if (!p.in_message) {
+      size_t k = p.channel->read_some(p.header + p.header_got, kHeader - p.header_got);
+      p.header_got += k;
+      if (p.header_got < kHeader) return;
+      p.header_got = 0;
+      deliver_header_locked(peer);
+    }
+    while (p.msg_got < p.msg_size) {
+      size_t want = p.msg_size - p.msg_got;
+      size_t k;
+      if (p.target) {
+        k = p.channel->read_some(p.target->data + p.target->done, want);
+        p.target->done += k;
+      } else if (p.buffer) {
+        k = p.channel->read_some(p.buffer->data.data() + p.buffer->got, want);
+        p.buffer->got += k;
+      } else {
+        k = p.channel->read_some(discard, std::min(want, sizeof discard));
+      }
+      if (k == 0) return;
+      p.msg_got += k;
+    }
+    bytes_received_.fetch_add(p.msg_size, std::memory_order_relaxed);
+    p.in_message = false;
+    if (p.target) complete_op(*p.target);
+    if (p.buffer && p.buffer->claimant) {
+      auto u = p.buffer;
+      auto op = u->claimant;
+      auto& uq = p.unexpected[u->tag];
+      uq.erase(std::find(uq.begin(), uq.end(), u));
+      if (uq.empty()) p.unexpected.erase(u->tag);
+      if (!u->data.empty()) std::memcpy(op->data, u->data.data(), u->data.size());
+      complete_op(*op);
+    }
+    p.target.reset();
+    p.buffer.reset();
+  }
+}
+
+void Transport::fail_peer_locked(int peer, std::exception_ptr error) {
+  Peer& p = *peers_[peer];
+  if (!p.error) p.error = error;
+  for (auto& op : p.sends) complete_op(*op, p.error);
+  p.sends.clear();
+  for (auto& [tag, q] : p.posted)
+    for (auto& op : q) complete_op(*op, p.error);
+  p.posted.clear();
+  for (auto& [tag, q] : p.unexpected)
+    for (auto& u : q)
+      if (u->claimant) complete_op(*u->claimant, p.error);
+  if (p.target && !p.target->complete.load()) complete_op(*p.target, p.error);
+  p.target.reset();
+  p.buffer.reset();
+  p.in_message = false;
+}
+
+void Transport::progress_locked() {
+  for (int peer = 0; peer < size_; ++peer) {
+    Peer& p = *peers_[peer];
+    if (peer == rank_ || p.error) continue;
+    try {
+      progress_send_locked(peer);
+      progress_recv_locked(peer);
+    } catch (const PeerFailure&) {
+      fail_peer_locked(peer, std::current_exception());
+    }
+  }
+}
+
+void Transport::check_liveness_locked() {
+  for (int peer = 0; peer < size_; ++peer) {
+    Peer& p = *peers_[peer];
+    if (peer == rank_ || p.error || !p.busy()) continue;
+    std::string why = fabric_->peer_gone(peer);
+    if (why.empty()) continue;
+    // Drain whatever the peer wrote before it went away, then fail what is left.
+    try {
+      progress_recv_locked(peer);
+    } catch (const PeerFailure&) {
+    }
+    fail_peer_locked(peer, std::make_exception_ptr(PeerFailure(
+                               "rank " + std::to_string(rank_) + " <-> rank " + std::to_string(peer) + ": " + why, peer)));
+  }
+}
+
+void Transport::on_timeout_locked(Op& op, double timeout_s) {
+  std::ostringstream msg;
+  msg << describe(op) << ": timed out after " << timeout_s << " s";
+  Peer& p = *peers_[op.peer];
+  if (!op.started) {
+    // Cancel cleanly: nothing of it has moved, so the link stays usable.
+    if (op.kind == Op::kSend) {
+      p.sends.erase(std::find_if(p.sends.begin(), p.sends.end(), [&](auto& o) { return o.get() == &op; }));
+    } else {
+      auto& q = p.posted[op.tag];
+      auto it = std::find_if(q.begin(), q.end(), [&](auto& o) { return o.get() == &op; });
+      if (it != q.end()) q.erase(it);
+      if (q.empty()) p.posted.erase(op.tag);
+      for (auto& [tag, uq] : p.unexpected)
+        for (auto& u : uq)
+          if (u->claimant.get() == &op) u->claimant.reset();
+    }
+    msg << (op.kind == Op::kRecv ? " (rank " + std::to_string(op.peer) + " sent nothing with this tag)"
+                                 : " (rank " + std::to_string(op.peer) + " is not receiving)");
+    complete_op(op, std::make_exception_ptr(Timeout(msg.str())));
+  } else {
+    msg << " mid-transfer (" << op.done << " of " << op.bytes << " bytes); the link to rank " << op.peer
+        << " is broken";
+    fail_peer_locked(op.peer, std::make_exception_ptr(Timeout(msg.str())));
+  }
+}
+
+void Transport::wait(Op& op, double timeout_s) {
+  if (timeout_s == -2) timeout_s = opts_.timeout_s;
+  Deadline deadline = Deadline::after(timeout_s);
+  double spin_until = now_seconds() + spin_s_;
+  double next_liveness = now_seconds() + 0.1;
+  std::vector<int> want_write;
+  while (!op.complete.load(std::memory_order_acquire)) {
+    uint64_t token = fabric_->activity_token();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      progress_locked();
+      if (op.complete.load(std::memory_order_acquire)) break;
+      double now = now_seconds();
+      if (now >= next_liveness) {
+        check_liveness_locked();
+        next_liveness = now + 0.1;
+        if (op.complete.load(std::memory_order_acquire)) break;
+      }
+      if (deadline.expired()) {
+        on_timeout_locked(op, timeout_s);
+        break;
+      }
+      if (now < spin_until) {
+        cpu_relax();
+        continue;
+      }
+      want_write.clear();
+      for (int p = 0; p < size_; ++p)
+        if (!peers_[p]->sends.empty()) want_write.push_back(p);
+    }
+    fabric_->sleep(token, std::min(deadline.remaining_ms(), 100), want_write);
+  }
+  if (op.error) std::rethrow_exception(op.error);
+}
+
+void Request::wait(double timeout_s) {
+  DT_CHECK(op_, InvalidArgument, "wait on an empty Request");
+  t_->wait(*op_, timeout_s);
+}
+
+bool Request::test() {
+  DT_CHECK(op_, InvalidArgument, "test on an empty Request");
+  if (op_->complete.load(std::memory_order_acquire)) return true;
+  std::lock_guard<std::mutex> lock(t_->mu_);
+  t_->progress_locked();
+  return op_->complete.load(std::memory_order_acquire);
+}
+
+void Transport::wait_all(std::span<Request> requests, double timeout_s) {
+  std::exception_ptr first;
+  for (auto& r : requests) {
+    try {
+      r.wait(timeout_s);
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+
+}  // namespace dtrain

@@ -1,0 +1,126 @@
+// comm/transport.h — point-to-point messages between the ranks of a group.
+//
+// Contract
+// - A Transport connects `size` ranks (one Connection per peer pair: a socket for tcp, a pair
+//   of shared-memory rings for shm) and is created collectively: every rank calls
+//   Transport::create with the same store namespace.
+// - isend(peer, tag, data, n) / irecv(peer, tag, data, n) return a Request at once; the buffer
+//   must stay valid and untouched until the Request completes. send/recv block (with the
+//   transport's timeout). Messages between a pair with the same tag arrive in the order they
+//   were sent; different tags may be received in any order (early messages are buffered).
+//   Sending to oneself works.
+// - A receive whose buffer size differs from the message's fails with InvalidArgument naming
+//   both sizes. A peer that dies, closes, or breaks the link makes every pending and future
+//   operation with it fail with PeerFailure naming the peer. A wait that runs out throws
+//   Timeout naming the operation and peer; an operation that had not started is cancelled,
+//   one that had started breaks the link (its state is undefined after that).
+// - Progress is made by whoever waits: wait() drives every pending operation of the
+//   transport (sends and receives to all peers), so paired isend/irecv never deadlock. It spins
+//   briefly, then sleeps (futex for shm, poll for tcp), so more ranks than cores do not collapse.
+// Thread-safety: all methods may be called from several threads; operations are serialised
+// on one internal lock, waits sleep without it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "comm/fabric.h"
+
+namespace dtrain {
+
+enum class TransportKind { kAuto, kShm, kTcp };
+TransportKind parse_transport_kind(const std::string& name);  // "auto" | "shm" | "tcp"
+const char* transport_kind_name(TransportKind k);
+
+struct TransportOptions {
+  TransportKind kind = TransportKind::kAuto;
+  double timeout_s = 300;  // default for blocking calls; -1 = forever
+  FabricOptions fabric;
+  // Spin this long before sleeping; -1 = choose from ranks-per-core (short when oversubscribed).
+  double spin_us = -1;
+};
+
+class Transport;
+namespace detail {
+struct Op;
+}
+
+class Request {
+ public:
+  Request() = default;
+  // Blocks until complete (timeout_s < 0 waits forever; default = the transport's). Re-throws
+  // the operation's error.
+  void wait(double timeout_s = -2);
+  // Makes progress once without blocking; true when complete (errors re-thrown by wait()).
+  bool test();
+  bool valid() const { return op_ != nullptr; }
+
+ private:
+  friend class Transport;
+  Request(Transport* t, std::shared_ptr<detail::Op> op) : t_(t), op_(std::move(op)) {}
+  Transport* t_ = nullptr;
+  std::shared_ptr<detail::Op> op_;
+};
+
+class Transport {
+ public:
+  // Collective over the ranks sharing `store`. kAuto picks shm when every rank reports the
+  // same host id (DTRAIN_HOST_ID, else hostname + boot id), tcp otherwise.
+  static std::unique_ptr<Transport> create(Store& store, int rank, int size, const TransportOptions& opts);
+  Transport(int rank, int size, std::unique_ptr<Fabric> fabric, const TransportOptions& opts);
+  ~Transport();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const char* kind() const { return fabric_->kind(); }
+  double timeout() const { return opts_.timeout_s; }
+
+  Request isend(int peer, uint64_t tag, const void* data, size_t bytes);
+  Request irecv(int peer, uint64_t tag, void* data, size_t bytes);
+  void send(int peer, uint64_t tag, const void* data, size_t bytes) { isend(peer, tag, data, bytes).wait(); }
+  void recv(int peer, uint64_t tag, void* data, size_t bytes) { irecv(peer, tag, data, bytes).wait(); }
+  // Waits for all; re-throws the first error after every request has finished or failed.
+  static void wait_all(std::span<Request> requests, double timeout_s = -2);
+
+  // Leaves the group: pending operations fail here and on the peers. Idempotent.
+  void close();
+
+  // Total bytes this rank sent / received (payload only), for benchmarks and traces.
+  uint64_t bytes_sent() const { return bytes_sent_.load(std::memory_order_relaxed); }
+  uint64_t bytes_received() const { return bytes_received_.load(std::memory_order_relaxed); }
+
+ private:
+  friend class Request;
+  struct Peer;
+  struct Unexpected;
+
+  void wait(detail::Op& op, double timeout_s);
+  void progress_locked();
+  void progress_send_locked(int peer);
+  void progress_recv_locked(int peer);
+  void deliver_header_locked(int peer);
+  void fail_peer_locked(int peer, std::exception_ptr error);
+  void check_liveness_locked();
+  void on_timeout_locked(detail::Op& op, double timeout_s);
+  std::string describe(const detail::Op& op) const;
+
+  int rank_, size_;
+  std::unique_ptr<Fabric> fabric_;
+  TransportOptions opts_;
+  double spin_s_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Peer>> peers_;
+  bool closed_ = false;
+  std::atomic<uint64_t> bytes_sent_{0}, bytes_received_{0};
+};
+
+}  // namespace dtrain

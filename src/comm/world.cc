@@ -1,0 +1,71 @@
+#include "comm/world.h"
+
+#include <unistd.h>
+
+#include "base/env.h"
+#include "base/error.h"
+#include "comm/file_store.h"
+#include "comm/socket.h"
+#include "comm/tcp_store.h"
+
+namespace dtrain {
+
+WorldInfo world_from_env() {
+  WorldInfo w;
+  auto pick = [&](const char* rank_var, const char* size_var, const char* by) {
+    if (w.launched_by != "single" || !env_get(rank_var) || !env_get(size_var)) return;
+    w.rank = static_cast<int>(env_int(rank_var, 0));
+    w.size = static_cast<int>(env_int(size_var, 1));
+    w.launched_by = by;
+  };
+  pick("RANK", "WORLD_SIZE", env_get("DTRAIN_STORE") ? "dtrain" : "torchrun-env");
+  pick("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "mpirun");
+  pick("PMI_RANK", "PMI_SIZE", "mpirun");
+  pick("SLURM_PROCID", "SLURM_NTASKS", "srun");
+  DT_CHECK(w.size >= 1 && w.rank >= 0 && w.rank < w.size, InvalidArgument,
+           "rank " << w.rank << " and world size " << w.size << " from the environment do not fit together");
+  w.local_rank = static_cast<int>(env_int("LOCAL_RANK", env_int("OMPI_COMM_WORLD_LOCAL_RANK", env_int("SLURM_LOCALID", w.rank))));
+  w.local_size = static_cast<int>(env_int("LOCAL_WORLD_SIZE", env_int("OMPI_COMM_WORLD_LOCAL_SIZE", w.size)));
+  w.token = env_string("DTRAIN_TOKEN", "");
+  w.store_url = env_string("DTRAIN_STORE", "");
+  w.transport.kind = parse_transport_kind(env_string("DTRAIN_TRANSPORT", "auto"));
+  w.transport.timeout_s = env_double("DTRAIN_TIMEOUT", 300);
+  w.transport.fabric.connect_timeout_s = std::max(60.0, w.transport.timeout_s);
+  w.transport.fabric.bind_host = env_string("DTRAIN_BIND_ADDR", "127.0.0.1");
+  w.transport.fabric.shm_ring_bytes =
+      static_cast<size_t>(parse_size(env_string("DTRAIN_SHM_RING_BYTES", "1M"), "DTRAIN_SHM_RING_BYTES"));
+  w.transport.fabric.token = w.token;
+  return w;
+}
+
+std::shared_ptr<Store> open_world_store(const WorldInfo& w, std::shared_ptr<void>* keepalive) {
+  double t = w.transport.fabric.connect_timeout_s;
+  if (!w.store_url.empty()) {
+    DT_CHECK(w.store_url.rfind("tcp://", 0) != 0 || !w.token.empty(), InvalidArgument,
+             "DTRAIN_STORE is a tcp store but DTRAIN_TOKEN is empty: every rank must present the job's secret token");
+    return open_store(w.store_url, w.token, t);
+  }
+  if (w.size == 1) return std::make_shared<MemoryStore>(t);
+  if (auto addr = env_get("MASTER_ADDR")) {
+    auto port = env_get("MASTER_PORT");
+    DT_CHECK(port.has_value(), InvalidArgument, "MASTER_ADDR is set but MASTER_PORT is not");
+    DT_CHECK(!w.token.empty(), InvalidArgument,
+             "MASTER_ADDR/MASTER_PORT rendezvous needs DTRAIN_TOKEN: export the same secret on every rank "
+             "(e.g. DTRAIN_TOKEN=$(openssl rand -hex 16); with mpirun add -x DTRAIN_TOKEN)");
+    auto [host, p] = split_host_port(*addr + ":" + *port, "MASTER_ADDR:MASTER_PORT");
+    if (w.rank == 0) {
+      auto server = std::make_shared<TcpStoreServer>(host, p, w.token);
+      *keepalive = server;
+    }
+    return std::make_shared<TcpStore>(host, p, w.token, t);
+  }
+  // mpirun/srun on one host without an address: a private directory keyed by the job id.
+  std::string job = env_string("SLURM_JOB_ID", env_string("OMPI_MCA_ess_base_jobid", ""));
+  DT_CHECK(!job.empty(), InvalidArgument,
+           "no rendezvous: world size " << w.size << " but neither DTRAIN_STORE nor MASTER_ADDR/MASTER_PORT is set "
+                                        << "(start the ranks with 'dtrain run -n N', or set MASTER_ADDR, MASTER_PORT "
+                                           "and DTRAIN_TOKEN)");
+  return std::make_shared<FileStore>("/tmp/dtrain-" + std::to_string(::getuid()) + "-" + job, t);
+}
+
+}  // namespace dtrain

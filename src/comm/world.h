@@ -1,0 +1,42 @@
+// comm/world.h — who am I in the job: rank, size and rendezvous, read from the environment.
+//
+// Contract: world_from_env() reads, in order of precedence,
+//   rank/size: RANK + WORLD_SIZE (dtrain run, torchrun), OMPI_COMM_WORLD_RANK/SIZE (mpirun),
+//              PMI_RANK/PMI_SIZE, SLURM_PROCID/SLURM_NTASKS (srun); else a single process.
+//   local:     LOCAL_RANK/LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK/SIZE, SLURM_LOCALID.
+//   store:     DTRAIN_STORE (tcp://HOST:PORT or file:///DIR, set by dtrain run); else
+//              MASTER_ADDR + MASTER_PORT, where rank 0 serves the store; else, for a job on
+//              one host started by mpirun/srun, a private FileStore under /tmp named after
+//              the job id; a single process gets an in-memory store.
+//   token:     DTRAIN_TOKEN (the launcher generates it). A TCP store needs it; its absence
+//              is an InvalidArgument saying how to set it.
+//   transport: DTRAIN_TRANSPORT (auto|shm|tcp), DTRAIN_TIMEOUT (seconds, default 300),
+//              DTRAIN_BIND_ADDR (address the tcp transport listens on and publishes,
+//              default 127.0.0.1), DTRAIN_SHM_RING_BYTES.
+// A malformed value is an InvalidArgument naming the variable.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "comm/store.h"
+#include "comm/transport.h"
+
+namespace dtrain {
+
+struct WorldInfo {
+  int rank = 0, size = 1;
+  int local_rank = 0, local_size = 1;
+  std::string launched_by = "single";  // "dtrain", "torchrun-env", "mpirun", "srun", "single"
+  std::string store_url;               // empty: decided by open_world_store
+  std::string token;
+  TransportOptions transport;
+};
+
+WorldInfo world_from_env();
+
+// Opens (and for MASTER_ADDR jobs, on rank 0, serves) the store described by `info`.
+// *keepalive holds a store server that must outlive the store's users.
+std::shared_ptr<Store> open_world_store(const WorldInfo& info, std::shared_ptr<void>* keepalive);
+
+}  // namespace dtrain

@@ -1,0 +1,228 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+#include "base/error.h"
+#include "support/world.h"
+
+namespace dtrain {
+namespace {
+
+using testing::pattern_byte;
+using testing::run_world;
+
+std::vector<unsigned char> pattern(int from, int to, uint64_t tag, size_t n) {
+  std::vector<unsigned char> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = pattern_byte(from, to, tag, i);
+  return v;
+}
+
+class TransportTest : public ::testing::TestWithParam<TransportKind> {};
+
+// Every rank exchanges messages of awkward sizes with every other rank at once.
+TEST_P(TransportTest, AllPairsAwkwardSizes) {
+  for (int n : {2, 3, 5}) {
+    run_world(n, GetParam(), [&](Communicator& c) {
+      EXPECT_STREQ(c.transport().kind(), GetParam() == TransportKind::kShm ? "shm" : "tcp");
+      for (size_t bytes : {size_t{0}, size_t{1}, size_t{7}, size_t{4095}, size_t{4097}, size_t{65537}, size_t{1000003}}) {
+        std::vector<std::vector<unsigned char>> out(n), in(n);
+        std::vector<Request> reqs;
+        for (int p = 0; p < n; ++p) {
+          out[p] = pattern(c.rank(), p, bytes, bytes);
+          in[p].assign(bytes, 0);
+          reqs.push_back(c.irecv(p, in[p].data(), bytes, 3));
+          reqs.push_back(c.isend(p, out[p].data(), bytes, 3));
+        }
+        Transport::wait_all(reqs);
+        for (int p = 0; p < n; ++p) ASSERT_EQ(in[p], pattern(p, c.rank(), bytes, bytes)) << "from " << p << " size " << bytes;
+      }
+    });
+  }
+}
+
+TEST_P(TransportTest, LargeMessage64MiB) {
+  run_world(2, GetParam(), [&](Communicator& c) {
+    const size_t bytes = 64u << 20;
+    std::vector<unsigned char> buf(bytes);
+    if (c.rank() == 0) {
+      for (size_t i = 0; i < bytes; ++i) buf[i] = static_cast<unsigned char>(i * 131 + (i >> 20));
+      c.send(1, buf.data(), bytes, 9);
+    } else {
+      c.recv(0, buf.data(), bytes, 9);
+      for (size_t i = 0; i < bytes; i += 4093) ASSERT_EQ(buf[i], static_cast<unsigned char>(i * 131 + (i >> 20)));
+      EXPECT_EQ(buf[bytes - 1], static_cast<unsigned char>((bytes - 1) * 131 + ((bytes - 1) >> 20)));
+    }
+  });
+}
+
+// Messages of one tag arrive in order; receives of other tags posted in another order still
+// match the right messages (early ones are buffered).
+TEST_P(TransportTest, TagsInterleavedAndOrderedPerTag) {
+  run_world(2, GetParam(), [&](Communicator& c) {
+    const int tags = 6, per_tag = 20;
+    if (c.rank() == 0) {
+      std::vector<std::vector<int>> msgs;
+      std::vector<Request> reqs;
+      msgs.reserve(tags * per_tag);
+      for (int i = 0; i < per_tag; ++i)
+        for (int t = 0; t < tags; ++t) {
+          msgs.push_back(std::vector<int>(100 + t * 1000, t * 1000 + i));
+          reqs.push_back(c.isend(1, msgs.back().data(), msgs.back().size() * sizeof(int), t));
+        }
+      Transport::wait_all(reqs);
+    } else {
+      for (int t = tags - 1; t >= 0; --t)  // reverse tag order: everything else gets buffered
+        for (int i = 0; i < per_tag; ++i) {
+          std::vector<int> got(100 + t * 1000);
+          c.recv(0, got.data(), got.size() * sizeof(int), t);
+          ASSERT_EQ(got.front(), t * 1000 + i);
+          ASSERT_EQ(got.back(), t * 1000 + i);
+        }
+    }
+  });
+}
+
+TEST_P(TransportTest, SendToSelf) {
+  run_world(1, GetParam(), [&](Communicator& c) {
+    int a = 42, b = 0;
+    Request r = c.isend(0, &a, sizeof a, 1);
+    c.recv(0, &b, sizeof b, 1);
+    r.wait();
+    EXPECT_EQ(b, 42);
+  });
+}
+
+TEST_P(TransportTest, WrongSizeNamesBothSizes) {
+  run_world(2, GetParam(), [&](Communicator& c) {
+    std::vector<char> buf(c.rank() == 0 ? 1000 : 2000);
+    if (c.rank() == 0) {
+      c.send(1, buf.data(), buf.size(), 5);
+    } else {
+      try {
+        c.recv(0, buf.data(), buf.size(), 5);
+        ADD_FAILURE() << "wrong-size receive succeeded";
+      } catch (const InvalidArgument& e) {
+        std::string w = e.what();
+        EXPECT_NE(w.find("1000 bytes"), std::string::npos) << w;
+        EXPECT_NE(w.find("2000"), std::string::npos) << w;
+      }
+    }
+    // The link stays usable after a size error.
+    int x = c.rank();
+    int y = -1;
+    Request r = c.irecv(1 - c.rank(), &y, sizeof y, 6);
+    c.send(1 - c.rank(), &x, sizeof x, 6);
+    r.wait();
+    EXPECT_EQ(y, 1 - c.rank());
+  });
+}
+
+TEST_P(TransportTest, ClosedPeerFailsPendingReceive) {
+  run_world(2, GetParam(), [&](Communicator& c) {
+    if (c.rank() == 1) {
+      c.barrier();
+      c.transport().close();
+      return;
+    }
+    c.barrier();
+    int x;
+    try {
+      c.recv(1, &x, sizeof x, 77);
+      ADD_FAILURE() << "receive from a closed peer succeeded";
+    } catch (const PeerFailure& e) {
+      EXPECT_EQ(e.peer(), 1);
+      EXPECT_NE(std::string(e.what()).find("rank 1"), std::string::npos) << e.what();
+    }
+    // Future operations fail at once too.
+    EXPECT_THROW(c.send(1, &x, sizeof x, 78), PeerFailure);
+  });
+}
+
+TEST_P(TransportTest, ReceiveTimeoutNamesPeerAndCancels) {
+  run_world(2, GetParam(), [&](Communicator& c) {
+    int x = 0;
+    if (c.rank() == 0) {
+      try {
+        c.transport().irecv(1, 11, &x, sizeof x).wait(0.2);
+        ADD_FAILURE() << "no timeout";
+      } catch (const Timeout& e) {
+        std::string w = e.what();
+        EXPECT_NE(w.find("rank 0 <- rank 1: recv (tag 11, 4 bytes): timed out"), std::string::npos) << w;
+      }
+    }
+    c.barrier();  // the link still works: the receive was cancelled cleanly
+    if (c.rank() == 1) {
+      int v = 5;
+      c.send(0, &v, sizeof v, 12);
+    } else {
+      c.recv(1, &x, sizeof x, 12);
+      EXPECT_EQ(x, 5);
+    }
+  });
+}
+
+// More ranks than cores: every rank sends a ring of messages; nothing collapses or hangs.
+TEST_P(TransportTest, OversubscribedRingOf8) {
+  run_world(8, GetParam(), [&](Communicator& c) {
+    int n = c.size(), r = c.rank();
+    std::vector<int> out(5000), in(5000);
+    for (int round = 0; round < 30; ++round) {
+      for (int i = 0; i < 5000; ++i) out[i] = r * 100000 + round * 10 + i;
+      Request rr = c.irecv((r + n - 1) % n, in.data(), in.size() * sizeof(int), round);
+      Request sr = c.isend((r + 1) % n, out.data(), out.size() * sizeof(int), round);
+      rr.wait();
+      sr.wait();
+      int from = (r + n - 1) % n;
+      ASSERT_EQ(in[0], from * 100000 + round * 10);
+      ASSERT_EQ(in[4999], from * 100000 + round * 10 + 4999);
+    }
+    c.barrier();
+  });
+}
+
+TEST_P(TransportTest, SplitMakesWorkingSubgroups) {
+  run_world(6, GetParam(), [&](Communicator& c) {
+    auto sub = c.split(c.rank() % 2, -c.rank());  // reverse order by key
+    ASSERT_TRUE(sub);
+    EXPECT_EQ(sub->size(), 3);
+    // key = -rank: the highest world rank of each color gets rank 0.
+    int expect_rank = (c.rank() % 2 == 0) ? (4 - c.rank()) / 2 : (5 - c.rank()) / 2;
+    EXPECT_EQ(sub->rank(), expect_rank);
+    EXPECT_EQ(sub->world_rank(sub->rank()), c.rank());
+    int token = c.rank(), got = -1;
+    int next = (sub->rank() + 1) % 3, prev = (sub->rank() + 2) % 3;
+    Request r = sub->irecv(prev, &got, sizeof got);
+    sub->send(next, &token, sizeof token);
+    r.wait();
+    EXPECT_EQ(got % 2, c.rank() % 2);  // same color
+    EXPECT_EQ(sub->world_rank(prev), got);
+    auto none = c.split(c.rank() == 0 ? -1 : 0, 0);
+    EXPECT_EQ(none == nullptr, c.rank() == 0);
+    if (none) {
+      EXPECT_EQ(none->size(), 5);
+      none->barrier();
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, TransportTest, ::testing::Values(TransportKind::kShm, TransportKind::kTcp),
+                         [](const auto& info) { return std::string(transport_kind_name(info.param)); });
+
+TEST(Transport, SmallRingStillStreamsLargeMessages) {
+  testing::WorldOptions o;
+  o.kind = TransportKind::kShm;
+  o.shm_ring_bytes = 4096;
+  run_world(3, o, [&](Communicator& c) {
+    std::vector<int> out(100003, c.rank()), in(100003, -1);
+    int n = c.size();
+    Request r = c.irecv((c.rank() + n - 1) % n, in.data(), in.size() * 4);
+    c.send((c.rank() + 1) % n, out.data(), out.size() * 4);
+    r.wait();
+    EXPECT_EQ(in[100002], (c.rank() + n - 1) % n);
+  });
+}
+
+}  // namespace
+}  // namespace dtrain
