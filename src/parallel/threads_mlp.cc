@@ -1,0 +1,146 @@
+// MlpModel: the TrainableModel adapter for nn/mlp.h. Every replica is its own MLP object
+// bound to the parameters it is asked to evaluate at and to the caller's gradient buffer,
+// so replicas share no mutable state.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "autograd/loss.h"
+#include "base/error.h"
+#include "base/thread_pool.h"
+#include "nn/mlp.h"
+#include "parallel/threads_model.h"
+
+namespace dtrain {
+namespace {
+
+// Gathers rows `examples` of a dense dataset into x (B, D) and their labels.
+void gather(const data::Dataset& ds, std::span<const int64_t> examples, std::vector<float>& x,
+            std::vector<int32_t>& y) {
+  x.resize(examples.size() * static_cast<size_t>(ds.cols));
+  y.resize(examples.size());
+  for (size_t i = 0; i < examples.size(); ++i) {
+    const float* row = ds.dense_row(examples[i]);
+    std::copy(row, row + ds.cols, x.data() + i * static_cast<size_t>(ds.cols));
+    y[i] = ds.labels[static_cast<size_t>(examples[i])];
+  }
+}
+
+// Mean cross-entropy and correct count from logits (B, K).
+void score_logits(const Tensor& logits, std::span<const int32_t> y, double* loss_sum, int64_t* correct) {
+  const int64_t b = logits.dim(0), k = logits.dim(1);
+  const float* z = logits.data();
+  for (int64_t i = 0; i < b; ++i) {
+    const float* row = z + i * k;
+    const float mx = *std::max_element(row, row + k);
+    double sum = 0;
+    for (int64_t c = 0; c < k; ++c) sum += std::exp(static_cast<double>(row[c] - mx));
+    *loss_sum += std::log(sum) + mx - row[y[static_cast<size_t>(i)]];
+    *correct += (std::max_element(row, row + k) - row) == y[static_cast<size_t>(i)];
+  }
+}
+
+class MlpReplica : public Replica {
+ public:
+  MlpReplica(const std::string& spec, const data::Dataset& ds)
+      : mlp_(spec, MlpOptions{.allocate = false}), ds_(ds), scratch_grad_(static_cast<size_t>(mlp_.num_params())) {}
+
+  LossAcc loss_grad(std::span<const float> params, std::span<const int64_t> examples,
+                    std::span<float> grad) override {
+    LossAcc r;
+    r.examples = static_cast<int64_t>(examples.size());
+    if (examples.empty()) {
+      std::fill(grad.begin(), grad.end(), 0.0f);
+      return r;
+    }
+    gather(ds_, examples, x_, y_);
+    // The MLP only reads its parameter buffer; bind() wants a mutable span.
+    std::span<float> p(const_cast<float*>(params.data()), params.size());
+    mlp_.bind(p, grad.empty() ? std::span<float>(scratch_grad_) : grad);
+    Tensor x = Tensor::wrap(x_.data(), {r.examples, ds_.cols});
+    if (grad.empty()) {
+      Tensor logits = mlp_.logits(x);
+      score_logits(logits, y_, &r.loss, &r.correct);
+      r.loss /= static_cast<double>(r.examples);
+      return r;
+    }
+    Graph g;
+    Var logits = mlp_.forward(g, x);
+    Var loss = cross_entropy(logits, y_);
+    g.backward(loss);
+    r.loss = loss.item();
+    double unused = 0;
+    score_logits(logits.value(), y_, &unused, &r.correct);
+    return r;
+  }
+
+ private:
+  MLP mlp_;
+  const data::Dataset& ds_;
+  std::vector<float> scratch_grad_;
+  std::vector<float> x_;
+  std::vector<int32_t> y_;
+};
+
+class MlpModel : public TrainableModel {
+ public:
+  MlpModel(const std::string& spec, const data::Dataset& train, uint64_t seed)
+      : master_(spec, MlpOptions{.seed = seed}), spec_(master_.spec()), train_(train) {
+    DT_CHECK(!train.sparse, InvalidArgument,
+             "mlp:" << spec << " needs dense features but " << train.source
+                    << " is sparse; use --model logreg, svm or softmax");
+    DT_CHECK(master_.input_dim() == train.cols, InvalidArgument,
+             "mlp:" << spec << " takes " << master_.input_dim() << " inputs but " << train.source << " has "
+                    << train.cols << " features; start the spec with " << train.cols);
+    DT_CHECK(master_.output_dim() == train.num_classes, InvalidArgument,
+             "mlp:" << spec << " has " << master_.output_dim() << " outputs but " << train.source << " has "
+                    << train.num_classes << " classes; end the spec with " << train.num_classes);
+  }
+  std::string describe() const override {
+    return "mlp " + spec_ + " (" + std::to_string(num_params()) + " parameters)";
+  }
+  int64_t num_params() const override { return master_.num_params(); }
+  std::span<float> params() override { return master_.param_span(); }
+  const data::Dataset& train_set() const override { return train_; }
+  std::unique_ptr<Replica> make_replica() override { return std::make_unique<MlpReplica>(spec_, train_); }
+
+  LossAcc evaluate(const data::Dataset& ds, ThreadPool* pool) override {
+    DT_CHECK(!ds.sparse && ds.cols == master_.input_dim(), InvalidArgument,
+             ds.source << " does not match the model's " << master_.input_dim() << " dense inputs");
+    // Fixed chunks of 1000 rows, one replica per chunk range, reduced in chunk order.
+    constexpr int64_t kChunk = 1000;
+    const int64_t chunks = (ds.rows + kChunk - 1) / kChunk;
+    std::vector<LossAcc> parts(static_cast<size_t>(chunks));
+    auto run = [&](int64_t lo, int64_t hi) {
+      MlpReplica rep(spec_, ds);
+      for (int64_t c = lo; c < hi; ++c) {
+        std::vector<int64_t> ids(static_cast<size_t>(std::min(ds.rows, (c + 1) * kChunk) - c * kChunk));
+        std::iota(ids.begin(), ids.end(), c * kChunk);
+        parts[static_cast<size_t>(c)] = rep.loss_grad(master_.param_span(), ids, {});
+      }
+    };
+    if (pool) pool->parallel_for(0, chunks, 1, run);
+    else run(0, chunks);
+    LossAcc total;
+    for (const auto& p : parts) {
+      total.loss += p.loss * static_cast<double>(p.examples);
+      total.correct += p.correct;
+      total.examples += p.examples;
+    }
+    if (total.examples) total.loss /= static_cast<double>(total.examples);
+    return total;
+  }
+
+ private:
+  MLP master_;
+  std::string spec_;
+  const data::Dataset& train_;
+};
+
+}  // namespace
+
+std::unique_ptr<TrainableModel> make_mlp_model(const std::string& spec, const data::Dataset& train, uint64_t seed) {
+  return std::make_unique<MlpModel>(spec, train, seed);
+}
+
+}  // namespace dtrain
