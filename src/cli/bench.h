@@ -1,0 +1,14 @@
+// cli/bench.h — the benchmarks behind `dtrain bench NAME`.
+// Each takes the arguments after its name and returns the exit code. They print
+// nccl-tests-style tables on rank 0 and, with --json FILE, machine-readable rows.
+#pragma once
+
+#include "cli/commands.h"
+
+namespace dtrain::cli {
+
+int bench_p2p(const Args& args);          // latency and bandwidth per transport (bench_p2p.cc)
+int bench_collectives(const Args& args);  // every collective x algorithm (bench_collectives.cc)
+int bench_calibrate(const Args& args);    // alpha-beta-gamma calibration (bench_calibrate.cc)
+
+}  // namespace dtrain::cli

@@ -1,0 +1,40 @@
+// cli/launch.h — starting ranks: the engine behind `dtrain run` and every `-n N` subcommand.
+//
+// Contract
+// - launch(opts, argv) starts opts.nproc local copies of argv with the environment torchrun
+//   users know (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) plus
+//   DTRAIN_STORE (the rendezvous the launcher serves, or node 0's for --nnodes > 1),
+//   DTRAIN_TOKEN (a fresh 128-bit secret, or the one given for multi-node jobs),
+//   DTRAIN_TRANSPORT and DTRAIN_TIMEOUT. It returns 0 when every rank exits 0.
+// - When a rank exits non-zero or is killed, the others get SIGTERM (SIGKILL after a grace
+//   period), and launch returns non-zero after printing which rank failed, how (exit code or
+//   signal), and the tail of its stderr. SIGINT/SIGTERM to the launcher reach every rank.
+// - Output lines are prefixed with "[rank R] " when opts.tag_output (stderr always passes
+//   through line by line).
+// - relaunch_self(opts, args) runs this same executable with `args` under launch(): how a
+//   subcommand given -n N spawns its own ranks. inside_launched_rank() says whether this
+//   process is already one rank of a job (so subcommands don't spawn again).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace dtrain::cli {
+
+struct LaunchOptions {
+  int nproc = 1;                 // ranks on this node
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master;            // HOST:PORT of node 0's store (multi-node); "" = local, any port
+  std::string transport = "auto";
+  double timeout_s = 300;        // per blocking call inside the ranks
+  std::string token;             // "" = generate (single node) / DTRAIN_TOKEN (multi-node)
+  bool tag_output = true;
+  double grace_s = 5;            // SIGTERM -> SIGKILL
+};
+
+int launch(const LaunchOptions& opts, const std::vector<std::string>& argv);
+int relaunch_self(const LaunchOptions& opts, const std::vector<std::string>& args);
+bool inside_launched_rank();
+
+}  // namespace dtrain::cli
