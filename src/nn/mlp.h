@@ -88,7 +88,6 @@ class MLP : public Module {
   static std::vector<int64_t> parse_spec(const std::string& spec);
 
  private:
-  void build(const MlpOptions& options);
 
   std::vector<int64_t> dims_;
   std::vector<std::unique_ptr<Linear>> layers_;

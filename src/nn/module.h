@@ -35,7 +35,8 @@
 namespace dtrain {
 
 struct Parameter {
-  std::string name;  // dotted path, e.g. "layers.0.weight"
+  std::string name;        // dotted path from the root, e.g. "layers.0.weight" (set by parameters())
+  std::string local_name;  // as registered, e.g. "weight"
   Shape shape;
   Init init;
   int64_t offset = 0;  // into the flat buffers, valid after layout

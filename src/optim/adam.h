@@ -36,7 +36,7 @@ class Adam : public Optimizer {
   std::vector<float> m_, v_;
 };
 
-// AdamW: Adam with decoupled weight decay (default wd 0.01 as in PyTorch).
+// AdamW: Adam with decoupled weight decay (set options.weight_decay; PyTorch defaults to 0.01).
 class AdamW : public Adam {
  public:
   AdamW(int64_t size, AdamOptions options) : Adam(size, with_decoupled(options)) {}

@@ -4,8 +4,8 @@
 //   constant      base
 //   step          base * gamma^floor(step / step_size)
 //   cosine        min + (base - min) * (1 + cos(pi * min(step, total) / total)) / 2
-//   warmup_cosine linear from base/warmup... : base * (step + 1) / warmup for step < warmup,
-//                 then cosine from base to min over the remaining total - warmup steps
+//   warmup_cosine base * (step + 1) / warmup for step < warmup (linear warmup), then
+//                 cosine from base to min over the remaining total - warmup steps
 // parse("warmup_cosine:warmup=100,total=1000,min=0", base) builds one from text (the CLI's
 // --lr-schedule); unknown names or keys throw InvalidArgument listing the valid ones.
 // Thread-safety: immutable value type.

@@ -1,0 +1,52 @@
+// tensor/blas.cc — the one file that talks to OpenBLAS (cblas).
+#include "tensor/blas.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+
+#include "base/error.h"
+
+namespace dtrain {
+
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+          const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+          int64_t ldc) {
+  DT_CHECK(m >= 0 && n >= 0 && k >= 0, InvalidArgument,
+           "gemm with negative size m=" << m << " n=" << n << " k=" << k);
+  if (m == 0 || n == 0) return;
+  // cblas rejects ld < 1 even when the matrix is empty in that direction.
+  lda = std::max<int64_t>(lda, 1);
+  ldb = std::max<int64_t>(ldb, 1);
+  if (k == 0) {
+    // C = beta * C; BLAS would do the same but some builds skip beta == 0 NaN clearing.
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
+              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+}
+
+void gemv(bool trans_a, int64_t rows, int64_t cols, float alpha, const float* a, int64_t lda,
+          const float* x, float beta, float* y) {
+  if (rows == 0 || cols == 0) {
+    int64_t ny = trans_a ? cols : rows;
+    for (int64_t i = 0; i < ny; ++i) y[i] = beta == 0.0f ? 0.0f : beta * y[i];
+    return;
+  }
+  cblas_sgemv(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, static_cast<blasint>(rows),
+              static_cast<blasint>(cols), alpha, a, static_cast<blasint>(lda), x, 1, beta, y, 1);
+}
+
+void set_blas_threads(int threads) {
+  DT_CHECK(threads >= 1, InvalidArgument, "BLAS thread count must be >= 1, got " << threads);
+  openblas_set_num_threads(threads);
+}
+
+int blas_threads() { return openblas_get_num_threads(); }
+
+const char* blas_config() { return openblas_get_config(); }
+
+}  // namespace dtrain
