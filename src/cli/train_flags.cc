@@ -1,0 +1,160 @@
+#include "cli/train_flags.h"
+
+#include <algorithm>
+#include <charconv>
+#include <functional>
+#include <sstream>
+
+#include "base/error.h"
+
+namespace dtrain::cli {
+namespace {
+
+struct FlagSpec {
+  const char* name;   // without the leading "--"
+  const char* value;  // value name for --help; nullptr for a switch
+  const char* help;
+  std::function<void(TrainFlags&, const std::string&)> set;
+};
+
+int64_t to_int(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
+  int64_t x = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  DT_CHECK(ec == std::errc() && end == v.data() + v.size(), InvalidArgument,
+           "--" << flag << " expects an integer, got '" << v << "'");
+  DT_CHECK(x >= lo && x <= hi, InvalidArgument,
+           "--" << flag << " must be between " << lo << " and " << hi << ", got " << x);
+  return x;
+}
+
+float to_float(const std::string& flag, const std::string& v, double lo, double hi) {
+  double x = 0;
+  const char* b = v.data();
+  auto [end, ec] = std::from_chars(b, v.data() + v.size(), x);
+  DT_CHECK(ec == std::errc() && end == v.data() + v.size() && !v.empty(), InvalidArgument,
+           "--" << flag << " expects a number, got '" << v << "'");
+  DT_CHECK(x >= lo && x <= hi, InvalidArgument, "--" << flag << " must be in [" << lo << ", " << hi << "], got " << v);
+  return static_cast<float>(x);
+}
+
+const std::vector<FlagSpec>& table() {
+  static const std::vector<FlagSpec> t = {
+      {"strategy", "NAME", "how to parallelize (see the list below)", [](TrainFlags& f, const std::string& v) { f.strategy = v; }},
+      {"threads", "T", "threads on this machine (short: -t)",
+       [](TrainFlags& f, const std::string& v) { f.threads = static_cast<int>(to_int("threads", v, 1, 1024)); }},
+      {"ranks", "N", "processes for multi-process strategies (short: -n)",
+       [](TrainFlags& f, const std::string& v) { f.ranks = static_cast<int>(to_int("ranks", v, 1, 4096)); }},
+      {"model", "SPEC", "mlp:784-256-128-10 | logreg | svm | softmax", [](TrainFlags& f, const std::string& v) { f.model = v; }},
+      {"data", "SPEC", "dataset (see the list below)", [](TrainFlags& f, const std::string& v) { f.data = v; }},
+      {"epochs", "E", "passes over the training set (default 5)",
+       [](TrainFlags& f, const std::string& v) { f.epochs = to_int("epochs", v, 1, 1000000); }},
+      {"batch", "B", "minibatch size (default 64; hogwild: per thread, 1 = the paper's setting)",
+       [](TrainFlags& f, const std::string& v) { f.batch = to_int("batch", v, 1, 1 << 24); }},
+      {"lr", "LR", "learning rate (default: sgd 0.1, momentum/nesterov 0.05, adam/adamw 0.001)",
+       [](TrainFlags& f, const std::string& v) { f.lr = to_float("lr", v, 1e-12, 1e6); }},
+      {"optimizer", "NAME", "sgd | momentum | nesterov | adam | adamw",
+       [](TrainFlags& f, const std::string& v) {
+         static const char* kinds[] = {"sgd", "momentum", "nesterov", "adam", "adamw"};
+         DT_CHECK(std::find_if(std::begin(kinds), std::end(kinds), [&](const char* k) { return v == k; }) != std::end(kinds),
+                  InvalidArgument, "--optimizer '" << v << "' is unknown; use sgd, momentum, nesterov, adam or adamw");
+         f.optimizer = v;
+       }},
+      {"momentum", "MU", "momentum for --optimizer momentum|nesterov (default 0.9)",
+       [](TrainFlags& f, const std::string& v) { f.momentum = to_float("momentum", v, 0, 0.999999); }},
+      {"weight-decay", "WD", "weight decay (adamw: decoupled)",
+       [](TrainFlags& f, const std::string& v) { f.weight_decay = to_float("weight-decay", v, 0, 1e3); }},
+      {"l2", "L", "L2 penalty of the sparse models, applied to touched coordinates",
+       [](TrainFlags& f, const std::string& v) { f.l2 = to_float("l2", v, 0, 1e3); }},
+      {"seed", "S", "seed for initialization and data order (default 0)",
+       [](TrainFlags& f, const std::string& v) { f.seed = static_cast<uint64_t>(to_int("seed", v, 0, INT64_MAX)); }},
+      {"checkpoint", "DIR", "save DIR/checkpoint.dtc after every epoch", [](TrainFlags& f, const std::string& v) { f.checkpoint = v; }},
+      {"resume", nullptr, "continue from DIR/checkpoint.dtc (needs --checkpoint)", [](TrainFlags& f, const std::string&) { f.resume = true; }},
+      {"json", "FILE", "write the run's results as JSON to FILE", [](TrainFlags& f, const std::string& v) { f.json = v; }},
+      {"quiet", nullptr, "print only the final result", [](TrainFlags& f, const std::string&) { f.quiet = true; }},
+      {"help", nullptr, "show this help", [](TrainFlags& f, const std::string&) { f.help = true; }},
+  };
+  return t;
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+const FlagSpec& find_flag(const std::string& name, const std::string& as_written) {
+  const auto& t = table();
+  for (const auto& f : t)
+    if (name == f.name) return f;
+  const FlagSpec* best = nullptr;
+  size_t best_d = 3;
+  for (const auto& f : t) {
+    size_t d = edit_distance(name, f.name);
+    if (d < best_d) best_d = d, best = &f;
+  }
+  if (best) DT_THROW(InvalidArgument, "unknown flag '" << as_written << "'; did you mean --" << best->name << "? (see 'dtrain train --help')");
+  DT_THROW(InvalidArgument, "unknown flag '" << as_written << "'; see 'dtrain train --help' for the flags");
+}
+
+}  // namespace
+
+TrainFlags parse_train_flags(const std::vector<std::string>& args) {
+  TrainFlags f;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i];
+    if (a == "-h") a = "--help";
+    if (a == "-n") a = "--ranks";
+    if (a == "-t") a = "--threads";
+    DT_CHECK(a.size() > 2 && a.compare(0, 2, "--") == 0, InvalidArgument,
+             "unexpected argument '" << args[i] << "'; options are written --name VALUE (see 'dtrain train --help')");
+    std::string name = a.substr(2), value;
+    bool has_value = false;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    const FlagSpec& spec = find_flag(name, args[i]);
+    if (spec.value == nullptr) {
+      DT_CHECK(!has_value, InvalidArgument, "--" << name << " is a switch and takes no value (got '" << args[i] << "')");
+    } else if (!has_value) {
+      DT_CHECK(i + 1 < args.size(), InvalidArgument,
+               "--" << name << " needs a value: --" << name << " " << spec.value);
+      value = args[++i];
+      DT_CHECK(value.size() < 2 || value.compare(0, 2, "--") != 0, InvalidArgument,
+               "--" << name << " needs a value (" << spec.value << ") but got the flag '" << value << "'");
+    }
+    spec.set(f, value);
+  }
+  return f;
+}
+
+std::string train_usage(const std::string& extra) {
+  std::ostringstream os;
+  os << "usage: dtrain train [options]\n\n"
+        "Trains a model and reports test accuracy. Examples:\n"
+        "  dtrain train --model mlp:784-256-128-10 --data fashion-mnist --epochs 20 --optimizer momentum\n"
+        "  dtrain train --strategy hogwild --threads 2 --model logreg --data a9a --batch 1 --lr 0.05\n\n"
+        "options:\n";
+  for (const auto& f : table()) {
+    std::string left = std::string("--") + f.name + (f.value ? std::string(" ") + f.value : "");
+    os << "  " << left << std::string(left.size() < 22 ? 22 - left.size() : 1, ' ') << f.help << "\n";
+  }
+  os << extra;
+  return os.str();
+}
+
+float effective_lr(const TrainFlags& f) {
+  if (f.lr) return *f.lr;
+  if (f.optimizer == "adam" || f.optimizer == "adamw") return 1e-3f;
+  if (f.optimizer == "momentum" || f.optimizer == "nesterov") return 0.05f;
+  return 0.1f;
+}
+
+}  // namespace dtrain::cli

@@ -1,0 +1,49 @@
+// train/progress.h — what a training run prints while it runs.
+//
+// Contract
+// - On a terminal (tty = true) one status line is redrawn in place with '\r', at most 10
+//   times a second: epoch e/E, a bar, examples done, running loss and accuracy, examples/s
+//   and the ETA of the whole run. When the epoch ends the line is replaced by the epoch's
+//   summary and a newline.
+// - Otherwise (a pipe or file) only the per-epoch summary lines are printed, so logs stay
+//   readable.
+// - A null stream prints nothing.
+// Thread-safety: one thread (the trainer's).
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace dtrain {
+
+struct EpochRow {
+  int64_t epoch = 0;  // 1-based
+  float lr = 0;
+  double train_loss = 0, train_accuracy = 0;
+  double test_loss = 0, test_accuracy = 0;
+  double seconds = 0;
+  double examples_per_second = 0;
+};
+
+class Progress {
+ public:
+  Progress(std::FILE* out, bool tty, int64_t epochs, int64_t examples_per_epoch);
+  void begin_epoch(int64_t epoch);  // 1-based
+  void update(int64_t done, double loss);
+  void end_epoch(const EpochRow& row, bool has_test);
+  void message(const std::string& line);
+
+ private:
+  std::FILE* out_;
+  bool tty_;
+  int64_t epochs_, per_epoch_;
+  int64_t epoch_ = 0;
+  double epoch_start_ = 0, last_draw_ = 0, run_start_ = 0;
+  int64_t epochs_done_in_run_ = 0;
+};
+
+// True when the stream is a terminal (isatty on its descriptor).
+bool is_tty(std::FILE* f);
+
+}  // namespace dtrain
