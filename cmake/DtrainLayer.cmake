@@ -18,7 +18,8 @@ endfunction()
 
 # dtrain_tests(LAYER LIBS ...): one executable per tests/LAYER/*_test.cc, each case a CTest test
 # labelled with the layer. A file named *_mp_test.cc starts processes (label "multiprocess"),
-# *_slow_test.cc is slow (label "slow").
+# *_slow_test.cc is slow (label "slow"). Every program gets DTRAIN_BIN, DTRAIN_TEST_RANK and
+# DTRAIN_SHARED_DATA in its environment (tests/support/test_env.cc).
 function(dtrain_tests layer)
   cmake_parse_arguments(T "" "" "LIBS" ${ARGN})
   file(GLOB tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${layer}/*_test.cc)
@@ -34,10 +35,10 @@ function(dtrain_tests layer)
     if(exe MATCHES "_slow_test$")
       list(APPEND labels slow)
     endif()
+    target_sources(${exe} PRIVATE $<TARGET_OBJECTS:dtrain_test_env>)
     gtest_discover_tests(${exe}
       WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
       PROPERTIES LABELS "${labels}" TIMEOUT 300
-      ENVIRONMENT "DTRAIN_BIN=${CMAKE_BINARY_DIR}/bin/dtrain;DTRAIN_SHARED_DATA=${PROJECT_SOURCE_DIR}/../shared/data"
       DISCOVERY_TIMEOUT 60)
   endforeach()
 endfunction()

@@ -1,9 +1,343 @@
+// cli/launch.cc — the launcher: fork N ranks, serve their rendezvous, watch them, stop them.
+//
+// The launcher hosts the TCP store (node 0 of a multi-node job hosts it at --master) so the
+// ranks rendezvous without any of them being special. Each rank runs in its own process group
+// with its stdout/stderr on pipes; one poll loop reads the pipes (prefixing whole lines with
+// the rank), a signalfd (SIGCHLD: a rank ended; SIGINT/SIGTERM: forward to every rank) and a
+// timer for the kill grace period. The first rank to fail decides the job: the others get
+// SIGTERM, then SIGKILL after the grace period, and the report names that rank.
 #include "cli/launch.h"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "base/clock.h"
+#include "base/env.h"
 #include "base/error.h"
+#include "comm/socket.h"
+#include "comm/tcp_store.h"
+
+extern char** environ;
 
 namespace dtrain::cli {
-int launch(const LaunchOptions&, const std::vector<std::string>&) { DT_THROW(Error, "launcher not built yet"); }
-int relaunch_self(const LaunchOptions& o, const std::vector<std::string>& a) { return launch(o, a); }
-bool inside_launched_rank() { return false; }
+namespace {
+
+std::string random_token() {
+  unsigned char b[16];
+  size_t got = 0;
+  while (got < sizeof b) {
+    ssize_t k = ::getrandom(b + got, sizeof b - got, 0);
+    DT_SYSCHECK(k, "getrandom for the job token");
+    got += static_cast<size_t>(k);
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string s;
+  for (unsigned char c : b) {
+    s += hex[c >> 4];
+    s += hex[c & 15];
+  }
+  return s;
+}
+
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+struct Rank {
+  int global = 0, local = 0;
+  pid_t pid = -1;
+  bool running = false;
+  int status = 0;
+  Fd out, err;
+  std::string out_partial, err_partial;
+  std::deque<std::string> err_tail;  // last lines of stderr, for the failure report
+};
+
+class Launcher {
+ public:
+  Launcher(const LaunchOptions& o, std::vector<std::string> argv) : o_(o), argv_(std::move(argv)) {}
+  int run();
+
+ private:
+  void start(Rank& r, const std::vector<std::string>& env);
+  void pump(Rank& r, bool is_err, bool flush_all);
+  void emit(Rank& r, bool is_err, const std::string& line);
+  void reap();
+  void signal_all(int sig);
+
+  LaunchOptions o_;
+  std::vector<std::string> argv_;
+  std::vector<Rank> ranks_;
+  int failed_ = -1;  // index into ranks_ of the first failure
+  int interrupted_ = 0;
+  Deadline kill_at_ = Deadline::never();
+  bool killing_ = false;
+};
+
+void Launcher::start(Rank& r, const std::vector<std::string>& env) {
+  int out[2], err[2];
+  DT_SYSCHECK(::pipe2(out, O_CLOEXEC), "pipe");
+  DT_SYSCHECK(::pipe2(err, O_CLOEXEC), "pipe");
+  std::vector<char*> cargv, cenv;
+  for (auto& a : argv_) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  for (auto& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
+  cenv.push_back(nullptr);
+  pid_t pid = ::fork();
+  DT_SYSCHECK(pid, "fork rank " << r.global);
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    ::execvpe(cargv[0], cargv.data(), cenv.data());
+    std::string msg = "dtrain run: cannot execute '" + argv_[0] + "': " + errno_string(errno) + "\n";
+    ssize_t ignored = ::write(2, msg.data(), msg.size());
+    (void)ignored;
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);
+  ::close(out[1]);
+  ::close(err[1]);
+  r.out = Fd(out[0]);
+  r.err = Fd(err[0]);
+  set_nonblocking(r.out.get(), true);
+  set_nonblocking(r.err.get(), true);
+  r.pid = pid;
+  r.running = true;
+}
+
+void Launcher::emit(Rank& r, bool is_err, const std::string& line) {
+  if (is_err) {
+    r.err_tail.push_back(line);
+    if (r.err_tail.size() > 20) r.err_tail.pop_front();
+  }
+  std::string text = o_.tag_output ? "[rank " + std::to_string(r.global) + "] " + line + "\n" : line + "\n";
+  ssize_t ignored = ::write(is_err ? 2 : 1, text.data(), text.size());
+  (void)ignored;
+}
+
+// Reads what a rank wrote and passes on whole lines (all of it when flush_all: EOF).
+void Launcher::pump(Rank& r, bool is_err, bool flush_all) {
+  Fd& fd = is_err ? r.err : r.out;
+  std::string& partial = is_err ? r.err_partial : r.out_partial;
+  if (!fd.valid()) return;
+  char buf[65536];
+  for (;;) {
+    ssize_t k = ::read(fd.get(), buf, sizeof buf);
+    if (k > 0) {
+      partial.append(buf, static_cast<size_t>(k));
+      continue;
+    }
+    if (k == 0) {
+      fd.reset();
+      flush_all = true;
+    }
+    break;
+  }
+  size_t start = 0;
+  for (size_t nl; (nl = partial.find('\n', start)) != std::string::npos; start = nl + 1)
+    emit(r, is_err, partial.substr(start, nl - start));
+  partial.erase(0, start);
+  if (flush_all && !partial.empty()) {
+    emit(r, is_err, partial);
+    partial.clear();
+  }
+}
+
+void Launcher::signal_all(int sig) {
+  for (auto& r : ranks_)
+    if (r.running) ::kill(-r.pid, sig);
+}
+
+void Launcher::reap() {
+  for (;;) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) return;
+    for (size_t i = 0; i < ranks_.size(); ++i) {
+      Rank& r = ranks_[i];
+      if (r.pid != pid) continue;
+      r.running = false;
+      r.status = status;
+      bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      if (!ok && failed_ < 0 && !interrupted_) {
+        failed_ = static_cast<int>(i);
+        if (!killing_) {
+          killing_ = true;
+          signal_all(SIGTERM);
+          kill_at_ = Deadline::after(o_.grace_s);
+        }
+      }
+    }
+  }
+}
+
+int Launcher::run() {
+  DT_CHECK(o_.nproc >= 1, InvalidArgument, "-n must be at least 1 (got " << o_.nproc << ")");
+  DT_CHECK(o_.nnodes >= 1 && o_.node_rank >= 0 && o_.node_rank < o_.nnodes, InvalidArgument,
+           "--node-rank " << o_.node_rank << " is outside --nnodes " << o_.nnodes);
+  DT_CHECK(!argv_.empty(), InvalidArgument, "no program to run: put it after '--' (dtrain run -n 4 -- ./train)");
+  std::string token = o_.token.empty() ? env_string("DTRAIN_TOKEN", "") : o_.token;
+  std::unique_ptr<TcpStoreServer> server;
+  std::string host;
+  int port;
+  if (o_.nnodes == 1 && o_.master.empty()) {
+    if (token.empty()) token = random_token();
+    server = std::make_unique<TcpStoreServer>("127.0.0.1", 0, token);
+    host = "127.0.0.1";
+    port = server->port();
+  } else {
+    DT_CHECK(!o_.master.empty(), InvalidArgument, "--nnodes " << o_.nnodes << " needs --master HOST:PORT (node 0's address)");
+    DT_CHECK(!token.empty(), InvalidArgument,
+             "a multi-node job needs the same secret on every node: export DTRAIN_TOKEN=... (e.g. $(openssl rand -hex 16)) "
+             "or pass --token");
+    std::tie(host, port) = split_host_port(o_.master, "--master");
+    DT_CHECK(port > 0, InvalidArgument, "--master needs a fixed port (got " << o_.master << ")");
+    if (o_.node_rank == 0) server = std::make_unique<TcpStoreServer>(host, port, token);
+  }
+  bool v6 = host.find(':') != std::string::npos;
+  std::string store_url = "tcp://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  int world = o_.nnodes * o_.nproc;
+  long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  std::string threads = std::to_string(std::max<long>(1, cpus / o_.nproc));
+
+  // Block the signals we handle so they arrive on the signalfd; ranks unblock them.
+  sigset_t mask, old;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGCHLD);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGTERM);
+  ::sigprocmask(SIG_BLOCK, &mask, &old);
+  Fd sfd(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+  DT_SYSCHECK(sfd.get(), "signalfd");
+
+  ranks_.resize(o_.nproc);
+  for (int l = 0; l < o_.nproc; ++l) {
+    Rank& r = ranks_[l];
+    r.local = l;
+    r.global = o_.node_rank * o_.nproc + l;
+    std::map<std::string, std::string> env;
+    for (char** e = environ; *e; ++e) {
+      std::string kv = *e;
+      auto eq = kv.find('=');
+      if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    env["RANK"] = std::to_string(r.global);
+    env["LOCAL_RANK"] = std::to_string(l);
+    env["WORLD_SIZE"] = std::to_string(world);
+    env["LOCAL_WORLD_SIZE"] = std::to_string(o_.nproc);
+    env["GROUP_RANK"] = std::to_string(o_.node_rank);
+    env["MASTER_ADDR"] = host;
+    env["MASTER_PORT"] = std::to_string(port);
+    env["DTRAIN_STORE"] = store_url;
+    env["DTRAIN_TOKEN"] = token;
+    env["DTRAIN_TRANSPORT"] = o_.transport;
+    std::ostringstream t;
+    t << o_.timeout_s;
+    env["DTRAIN_TIMEOUT"] = t.str();
+    if (!env.count("OMP_NUM_THREADS")) env["OMP_NUM_THREADS"] = threads;
+    if (!env.count("OPENBLAS_NUM_THREADS")) env["OPENBLAS_NUM_THREADS"] = threads;
+    std::vector<std::string> list;
+    for (auto& [k, v] : env) list.push_back(k + "=" + v);
+    start(r, list);
+  }
+
+  for (;;) {
+    bool any_running = false, any_pipe = false;
+    for (auto& r : ranks_) {
+      any_running |= r.running;
+      any_pipe |= r.out.valid() || r.err.valid();
+    }
+    if (!any_running && !any_pipe) break;
+    std::vector<pollfd> fds{{sfd.get(), POLLIN, 0}};
+    for (auto& r : ranks_) {
+      if (r.out.valid()) fds.push_back({r.out.get(), POLLIN, 0});
+      if (r.err.valid()) fds.push_back({r.err.get(), POLLIN, 0});
+    }
+    int timeout = killing_ ? std::max(1, std::min(kill_at_.remaining_ms(), 200)) : 1000;
+    // Once every rank is gone, give stray holders of the pipes (a rank's children) 1 s.
+    if (!any_running) timeout = 1000;
+    int rc = ::poll(fds.data(), fds.size(), timeout);
+    if (rc == 0 && !any_running) break;
+    signalfd_siginfo si;
+    while (::read(sfd.get(), &si, sizeof si) == sizeof si) {
+      if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM) {
+        interrupted_ = static_cast<int>(si.ssi_signo);
+        signal_all(static_cast<int>(si.ssi_signo));
+        if (!killing_) {
+          killing_ = true;
+          kill_at_ = Deadline::after(o_.grace_s);
+        }
+      }
+    }
+    for (auto& r : ranks_) {
+      pump(r, false, false);
+      pump(r, true, false);
+    }
+    reap();
+    if (killing_ && kill_at_.expired()) signal_all(SIGKILL);
+  }
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+
+  if (failed_ >= 0) {
+    Rank& r = ranks_[failed_];
+    std::ostringstream os;
+    os << "dtrain run: rank " << r.global << " (pid " << r.pid << ") ";
+    if (WIFSIGNALED(r.status)) os << "was killed by " << signal_name(WTERMSIG(r.status));
+    else os << "exited with code " << WEXITSTATUS(r.status);
+    os << "; stopped the other " << (world - 1) << " rank" << (world == 2 ? "" : "s") << ".\n";
+    if (!r.err_tail.empty()) {
+      os << "last lines of rank " << r.global << "'s stderr:\n";
+      for (auto& l : r.err_tail) os << "  | " << l << "\n";
+    }
+    std::string s = os.str();
+    ssize_t ignored = ::write(2, s.data(), s.size());
+    (void)ignored;
+    if (WIFSIGNALED(r.status)) return 128 + WTERMSIG(r.status);
+    return WEXITSTATUS(r.status) ? WEXITSTATUS(r.status) : 1;
+  }
+  if (interrupted_) {
+    std::string s = "dtrain run: interrupted by " + signal_name(interrupted_) + "; stopped every rank.\n";
+    ssize_t ignored = ::write(2, s.data(), s.size());
+    (void)ignored;
+    return 128 + interrupted_;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int launch(const LaunchOptions& opts, const std::vector<std::string>& argv) { return Launcher(opts, argv).run(); }
+
+int relaunch_self(const LaunchOptions& opts, const std::vector<std::string>& args) {
+  char path[4096];
+  ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
+  DT_SYSCHECK(n, "readlink /proc/self/exe");
+  path[n] = '\0';
+  std::vector<std::string> argv{path};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return launch(opts, argv);
+}
+
+bool inside_launched_rank() {
+  for (const char* v : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"})
+    if (env_get(v)) return true;
+  return false;
+}
+
 }  // namespace dtrain::cli

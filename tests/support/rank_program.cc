@@ -1,0 +1,89 @@
+// dtrain_test_rank — a tiny rank program the multi-process tests start through `dtrain run`.
+//
+//   exchange N      every rank sends N bytes to every other rank and checks what it got;
+//                   rank 0 prints "exchange ok WORLD TRANSPORT"
+//   die-mid-transfer  rank 1 exits with status 0 in the middle of a 256 MiB transfer (without
+//                   closing anything); rank 0 must see PeerFailure naming rank 1, prints
+//                   "survivor saw: <what>" and exits 3
+//   barrier-split   barrier, split into even/odd groups, exchange inside them
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "coll/communicator.h"
+#include "support/world.h"
+
+using namespace dtrain;
+
+static int exchange(Communicator& c, size_t bytes) {
+  int n = c.size();
+  std::vector<std::vector<unsigned char>> out(n), in(n);
+  std::vector<Request> reqs;
+  for (int p = 0; p < n; ++p) {
+    out[p].resize(bytes);
+    in[p].assign(bytes, 0);
+    for (size_t i = 0; i < bytes; ++i) out[p][i] = testing::pattern_byte(c.rank(), p, 1, i);
+    reqs.push_back(c.irecv(p, in[p].data(), bytes, 1));
+    reqs.push_back(c.isend(p, out[p].data(), bytes, 1));
+  }
+  Transport::wait_all(reqs);
+  for (int p = 0; p < n; ++p)
+    for (size_t i = 0; i < bytes; ++i)
+      if (in[p][i] != testing::pattern_byte(p, c.rank(), 1, i)) {
+        std::fprintf(stderr, "rank %d: wrong byte %zu from rank %d\n", c.rank(), i, p);
+        return 1;
+      }
+  c.barrier();
+  if (c.rank() == 0) std::printf("exchange ok %d %s\n", n, c.transport().kind());
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  std::string what = argc > 1 ? argv[1] : "exchange";
+  try {
+    auto comm = Communicator::from_env();
+    Communicator& c = *comm;
+    if (what == "exchange") return exchange(c, argc > 2 ? std::stoul(argv[2]) : 100000);
+    if (what == "die-mid-transfer") {
+      const size_t bytes = 256u << 20;
+      std::vector<char> buf(bytes, 7);
+      c.barrier();
+      if (c.rank() == 1) {
+        // Take in part of the message (a bounded number of progress passes while rank 0 is
+        // sending), then vanish without closing anything.
+        Request r = c.irecv(0, buf.data(), bytes, 2);
+        for (int i = 0; i < 2000 && !r.test(); ++i) {
+        }
+        std::fflush(stdout);
+        ::_exit(0);
+      }
+      try {
+        c.send(1, buf.data(), bytes, 2);
+        std::vector<char> more(16);
+        c.recv(1, more.data(), more.size(), 3);
+        std::printf("survivor saw nothing\n");
+        return 0;
+      } catch (const PeerFailure& e) {
+        std::printf("survivor saw: peer=%d %s\n", e.peer(), e.what());
+        std::fflush(stdout);
+        return 3;
+      }
+    }
+    if (what == "barrier-split") {
+      c.barrier();
+      auto sub = c.split(c.rank() % 2, c.rank());
+      int rc = exchange(*sub, 1000);
+      c.barrier();
+      return rc;
+    }
+    std::fprintf(stderr, "unknown scenario %s\n", what.c_str());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank error: %s\n", e.what());
+    return 1;
+  }
+}
