@@ -34,7 +34,9 @@ Var bias_add(const Var& x, const Var& bias);
 // op(a) (m, k) x op(b) (k, n) -> (m, n); transposes cost nothing.
 Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false);
 // Fused fully connected layer: act(x (B, in) . w^T (out, in) + b (out)) -> (B, out).
-// bias may be undefined (Var()). The fused ReLU path makes one pass over the output.
+// bias may be undefined (Var()). The fused ReLU path makes one pass over the output, and its
+// backward masks the output's gradient buffer in place, so after backward the grad() of a
+// ReLU linear's output reads as the gradient of the pre-activation.
 Var linear(const Var& x, const Var& w, const Var& bias, Activation act = Activation::kNone);
 
 // --- activations ---

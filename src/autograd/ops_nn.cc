@@ -115,7 +115,10 @@ Var linear(const Var& x, const Var& w, const Var& bias, Activation act) {
   if (!bias.defined()) inputs.pop_back();
   return g.make(z, inputs, [act, pre](Graph& g, int self) {
     const std::vector<int>& in = g.inputs(self);
-    Tensor gz = activation_grad(g.grad(self), g.value(self), pre, act, g.pool());
+    // ReLU: mask the output gradient in place (no temporary); it is not read again.
+    Tensor gz = g.grad(self);
+    if (act == Activation::kRelu) kernels().relu_backward(g.value(self).data(), gz.data(), gz.data(), gz.numel());
+    else gz = activation_grad(gz, g.value(self), pre, act, g.pool());
     const Tensor &X = g.value(in[0]), &W = g.value(in[1]);
     if (in.size() > 2)
       write_grad(g, in[2], [&](Tensor& s, bool acc) { sum_rows_into(gz, s.data(), acc, g.pool()); });

@@ -1,0 +1,129 @@
+// Compute-core benchmarks: the full MLP training step that the project measures itself by,
+// plus the pieces it is made of (sgemm, element-wise kernels, optimizer update).
+//
+// The headline: MLP 784-1024-1024-1024-10, batch 256, cross-entropy, SGD lr 0.05 momentum
+// 0.9, one thread (OpenBLAS set to 1 thread), synthetic data — the same model and step as
+// /work/shared/peers/py/ddp_mlp.py "single 1" (PyTorch 1.13: 5,971 examples/s).
+//   build-compute/bench/compute_bench --benchmark_filter=MlpTrainStep
+// Counters: examples/s, and GFLOP/s counted as PyTorch's summary does (6 x multiply-adds per
+// example: forward 2, backward 4) — "gflops_exact" leaves out the input gradient of layer 1,
+// which is never computed.
+#include <benchmark/benchmark.h>
+
+#include <vector>
+
+#include "autograd/loss.h"
+#include "base/thread_pool.h"
+#include "nn/mlp.h"
+#include "optim/sgd.h"
+#include "tensor/blas.h"
+#include "tensor/kernels.h"
+#include "tensor/random.h"
+
+namespace dtrain {
+namespace {
+
+struct Batch {
+  Tensor x;
+  std::vector<int32_t> y;
+};
+
+Batch synthetic_batch(int64_t b, int64_t d, int64_t classes, uint64_t seed) {
+  Batch out{Tensor::empty({b, d}), std::vector<int32_t>(b)};
+  Rng rng(seed);
+  rng.fill_normal(out.x.span(), 0.0f, 1.0f);
+  for (auto& l : out.y) l = static_cast<int32_t>(rng.below(classes));
+  return out;
+}
+
+void set_counters(benchmark::State& state, const MLP& model, int64_t batch) {
+  double macs = static_cast<double>(model.macs_per_example());
+  double exact = 6.0 * macs - 2.0 * model.dims()[0] * model.dims()[1];
+  double n = static_cast<double>(state.iterations()) * batch;
+  state.counters["examples_per_s"] = benchmark::Counter(n, benchmark::Counter::kIsRate);
+  state.counters["gflops_3x"] = benchmark::Counter(n * 6.0 * macs / 1e9, benchmark::Counter::kIsRate);
+  state.counters["gflops_exact"] = benchmark::Counter(n * exact / 1e9, benchmark::Counter::kIsRate);
+}
+
+// args: batch, threads (BLAS threads; the element-wise pool gets the same count)
+void BM_MlpTrainStep(benchmark::State& state) {
+  int64_t batch = state.range(0);
+  int threads = static_cast<int>(state.range(1));
+  set_blas_threads(threads);
+  ThreadPool pool(threads);
+  MLP model("784-1024-1024-1024-10", {.seed = 0});
+  Sgd opt(model.num_params(), {.lr = 0.05f, .momentum = 0.9f});
+  opt.set_pool(&pool);
+  Batch data = synthetic_batch(batch, 784, 10, 1);
+  float loss = 0;
+  for (auto _ : state) {
+    Graph g(&pool);
+    Var l = cross_entropy(model.forward(g, data.x), data.y);
+    g.backward(l);
+    opt.step(model.param_span(), model.grad_span());
+    loss = l.item();
+  }
+  benchmark::DoNotOptimize(loss);
+  set_counters(state, model, batch);
+  state.SetLabel(std::string(isa_name(kernels().isa)));
+}
+BENCHMARK(BM_MlpTrainStep)->ArgNames({"batch", "threads"})->Args({256, 1})->Args({128, 1})->Args({64, 1})
+    ->Args({256, 2})->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
+
+// Forward + backward only (PyTorch "fwdbwd").
+void BM_MlpFwdBwd(benchmark::State& state) {
+  int64_t batch = state.range(0);
+  set_blas_threads(1);
+  MLP model("784-1024-1024-1024-10", {.seed = 0});
+  Batch data = synthetic_batch(batch, 784, 10, 1);
+  for (auto _ : state) benchmark::DoNotOptimize(model.loss_and_grad(data.x, data.y));
+  set_counters(state, model, batch);
+}
+BENCHMARK(BM_MlpFwdBwd)->ArgNames({"batch"})->Arg(256)->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();
+
+// The BLAS ceiling on this machine: C = A B and the two transposed shapes the step uses.
+void BM_Sgemm(benchmark::State& state) {
+  int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  bool ta = state.range(3) != 0, tb = state.range(4) != 0;
+  set_blas_threads(1);
+  std::vector<float> a(m * k, 0.5f), b(k * n, 0.25f), c(m * n);
+  for (auto _ : state)
+    gemm(ta, tb, m, n, k, 1.0f, a.data(), ta ? m : k, b.data(), tb ? k : n, 0.0f, c.data(), n);
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Sgemm)->ArgNames({"m", "n", "k", "ta", "tb"})
+    ->Args({1024, 1024, 1024, 0, 0})
+    ->Args({256, 1024, 1024, 0, 1})   // forward: x w^T
+    ->Args({1024, 1024, 256, 1, 0})   // weight gradient: gz^T x
+    ->Args({256, 1024, 1024, 0, 0})   // input gradient: gz w
+    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_KernelAddRelu(benchmark::State& state) {
+  int64_t n = state.range(0);
+  std::vector<float> a(n, 1.0f), b(n, -0.5f), o(n);
+  for (auto _ : state) kernels().add_relu(a.data(), b.data(), o.data(), n);
+  state.SetBytesProcessed(state.iterations() * n * 12);
+}
+BENCHMARK(BM_KernelAddRelu)->Arg(1 << 18);
+
+void BM_KernelExp(benchmark::State& state) {
+  int64_t n = state.range(0);
+  std::vector<float> a(n, 0.3f), o(n);
+  for (auto _ : state) kernels().exp(a.data(), o.data(), n);
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_KernelExp)->Arg(1 << 16);
+
+void BM_SgdMomentumStep(benchmark::State& state) {
+  int64_t n = state.range(0);
+  std::vector<float> p(n, 1.0f), g(n, 0.01f);
+  Sgd opt(n, {.lr = 0.05f, .momentum = 0.9f});
+  for (auto _ : state) opt.step(p, g);
+  state.SetBytesProcessed(state.iterations() * n * 20);
+}
+BENCHMARK(BM_SgdMomentumStep)->Arg(2913290)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace dtrain
+
+BENCHMARK_MAIN();
