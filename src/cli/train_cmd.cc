@@ -12,6 +12,7 @@
 #include "cli/train_flags.h"
 #include "cli/train_strategies.h"
 #include "data/registry.h"
+#include "nn/mlp.h"
 #include "tensor/blas.h"
 
 namespace dtrain::cli {
@@ -31,9 +32,18 @@ OptimizerConfig optimizer_config(const TrainFlags& f) {
   return c;
 }
 
+bool is_mlp(const std::string& m) { return m == "mlp" || m.rfind("mlp:", 0) == 0; }
+
+// Checked before the data is loaded, so a typo fails in milliseconds.
+void check_model_flag(const std::string& m) {
+  DT_CHECK(is_mlp(m) || m == "logreg" || m == "svm" || m == "softmax", InvalidArgument,
+           "unknown --model '" << m << "'; use mlp:784-256-128-10 (any widths), logreg, svm or softmax");
+  if (is_mlp(m) && m.size() > 4) MLP::parse_spec(m.substr(4));
+}
+
 std::unique_ptr<TrainableModel> build_model(const TrainFlags& f, const data::Dataset& train) {
   const std::string& m = f.model;
-  if (m == "mlp" || m.rfind("mlp:", 0) == 0) {
+  if (is_mlp(m)) {
     std::string spec = m.size() > 4 ? m.substr(4) : "";
     if (spec.empty()) spec = std::to_string(train.cols) + "-256-128-" + std::to_string(train.num_classes);
     return make_mlp_model(spec, train, f.seed);
@@ -98,6 +108,7 @@ int train_main(const Args& args) {
   }
   const StrategyEntry& strategy = find_strategy(f.strategy);
   strategy.validate(f);
+  check_model_flag(f.model);
   // Replicas call gemm from several threads at once, and bit-identical results need a fixed
   // BLAS thread count: parallelism comes from the strategy, not from BLAS.
   set_blas_threads(1);
