@@ -30,7 +30,7 @@ WorldInfo world_from_env() {
   w.store_url = env_string("DTRAIN_STORE", "");
   w.transport.kind = parse_transport_kind(env_string("DTRAIN_TRANSPORT", "auto"));
   w.transport.timeout_s = env_double("DTRAIN_TIMEOUT", 300);
-  w.transport.fabric.connect_timeout_s = std::max(60.0, w.transport.timeout_s);
+  w.transport.fabric.connect_timeout_s = env_double("DTRAIN_CONNECT_TIMEOUT", w.transport.timeout_s);
   w.transport.fabric.bind_host = env_string("DTRAIN_BIND_ADDR", "127.0.0.1");
   w.transport.fabric.shm_ring_bytes =
       static_cast<size_t>(parse_size(env_string("DTRAIN_SHM_RING_BYTES", "1M"), "DTRAIN_SHM_RING_BYTES"));

@@ -10,7 +10,8 @@
 //              the job id; a single process gets an in-memory store.
 //   token:     DTRAIN_TOKEN (the launcher generates it). A TCP store needs it; its absence
 //              is an InvalidArgument saying how to set it.
-//   transport: DTRAIN_TRANSPORT (auto|shm|tcp), DTRAIN_TIMEOUT (seconds, default 300),
+//   transport: DTRAIN_TRANSPORT (auto|shm|tcp), DTRAIN_TIMEOUT (seconds, default 300, for every
+//              blocking call), DTRAIN_CONNECT_TIMEOUT (rendezvous; default DTRAIN_TIMEOUT),
 //              DTRAIN_BIND_ADDR (address the tcp transport listens on and publishes,
 //              default 127.0.0.1), DTRAIN_SHM_RING_BYTES.
 // A malformed value is an InvalidArgument naming the variable.
