@@ -97,6 +97,7 @@ int64_t Tensor::dim(int i) const {
 }
 
 bool Tensor::is_contiguous() const {
+  if (numel_ == 0) return true;  // nothing to lay out
   int64_t s = 1;
   for (int i = ndim() - 1; i >= 0; --i) {
     if (shape_[i] != 1 && strides_[i] != s) return false;
