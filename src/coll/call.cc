@@ -1,0 +1,264 @@
+#include "coll/call.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "base/env.h"
+#include "base/error.h"
+#include "coll/reduce_kernels.h"
+
+namespace dtrain {
+namespace {
+
+// The fingerprint stream: one fixed tag outside any sequence number a run will reach, so a
+// rank that skipped or repeated a collective is caught by the sequence field, not by a hang.
+constexpr uint64_t kFingerprintSeq = (uint64_t{1} << 39) - 1;
+constexpr uint32_t kFingerprintStep = 0xfffff0;
+
+std::string rank_name(Communicator& c, int r) {
+  std::ostringstream os;
+  os << "rank " << r;
+  if (c.world_rank(r) != r) os << " (world rank " << c.world_rank(r) << ")";
+  return os.str();
+}
+
+}  // namespace
+
+std::string Fingerprint::describe() const {
+  std::ostringstream os;
+  os << coll_op_name(static_cast<CollOp>(op)) << "(" << dtype_name(static_cast<DType>(dtype)) << " x " << count;
+  auto cop = static_cast<CollOp>(op);
+  if (cop == CollOp::kAllreduce || cop == CollOp::kReduce || cop == CollOp::kReduceScatter)
+    os << ", " << reduce_op_name(static_cast<ReduceOp>(redop));
+  if (root >= 0) os << ", root " << root;
+  os << ", " << algorithm_name(static_cast<Algorithm>(algorithm)) << ")";
+  return os.str();
+}
+
+size_t resolve_segment_bytes(const CollOptions& opts) {
+  if (opts.segment_bytes > 0) return opts.segment_bytes;
+  static const int64_t from_env = env_int("DTRAIN_SEGMENT_BYTES", 1 << 20);  // read-only config
+  return static_cast<size_t>(std::max<int64_t>(from_env, 1));
+}
+
+bool fingerprint_enabled(const CollOptions& opts) {
+  static const bool env_on = env_int("DTRAIN_COLL_CHECK", 1) != 0;  // read-only config
+  return opts.check && env_on;
+}
+
+Call::Call(Communicator& comm, CollOp op, const CollOptions& opts, Algorithm algorithm, DType dtype, uint64_t count,
+           int root, ReduceOp redop)
+    : comm_(comm),
+      op_(op),
+      opts_(opts),
+      rank_(comm.rank()),
+      size_(comm.size()),
+      dtype_(dtype),
+      elem_(dtype_size(dtype)),
+      redop_(redop) {
+  seg_elems_ = std::max<size_t>(1, resolve_segment_bytes(opts) / elem_);
+  timeout_s_ = opts.timeout_s < -1.5 ? comm.timeout() : opts.timeout_s;
+  deadline_ = Deadline::after(timeout_s_);
+  fp_.seq = comm.next_sequence();
+  fp_.count = count;
+  fp_.root = root;
+  fp_.op = static_cast<uint8_t>(op);
+  fp_.dtype = static_cast<uint8_t>(dtype);
+  fp_.redop = static_cast<uint8_t>(redop);
+  fp_.algorithm = static_cast<uint8_t>(algorithm);
+  if (size_ > 1 && fingerprint_enabled(opts)) {
+    uint64_t t = Communicator::collective_tag(kFingerprintSeq, kFingerprintStep);
+    Transport& tr = comm.transport();
+    fp_recv_ = tr.irecv((rank_ + size_ - 1) % size_, t, &peer_fp_, sizeof peer_fp_);
+    fp_send_ = tr.isend((rank_ + 1) % size_, t, &fp_, sizeof fp_);
+  } else {
+    fp_checked_ = true;
+  }
+}
+
+Call::~Call() {
+  // On an error path the fingerprint requests may still be pending; a zero wait cancels
+  // one that has not started, so the transport never writes into this object afterwards.
+  for (Request* r : {&fp_recv_, &fp_send_}) {
+    if (!r->valid()) continue;
+    try {
+      if (!r->test()) r->wait(0);
+    } catch (...) {
+    }
+  }
+}
+
+std::string Call::describe() const {
+  std::ostringstream os;
+  os << coll_op_name(op_) << " #" << fp_.seq << " (" << algorithm_name(static_cast<Algorithm>(fp_.algorithm)) << ", "
+     << dtype_name(dtype_) << " x " << fp_.count << ")";
+  return os.str();
+}
+
+std::string Call::culprit_key(const char* what) const {
+  return std::string("coll/") + what + "/" + std::to_string(fp_.seq);
+}
+
+void Call::check_fingerprint(bool after_error) {
+  if (fp_checked_) return;
+  if (after_error) {
+    // The neighbour's record is usually here already; give it a moment, not the full timeout.
+    double grace = remaining() < 0 ? 0.2 : std::min(0.2, remaining());
+    fp_recv_.wait(grace);
+  } else {
+    wait(fp_recv_);
+  }
+  fp_checked_ = true;
+  const Fingerprint& a = fp_;
+  const Fingerprint& b = peer_fp_;
+  bool same = a.seq == b.seq && a.count == b.count && a.root == b.root && a.op == b.op && a.dtype == b.dtype &&
+              a.redop == b.redop && a.algorithm == b.algorithm;
+  if (!same) {
+    int prev = (rank_ + size_ - 1) % size_;
+    std::ostringstream m;
+    m << rank_name(comm_, rank_) << " called " << a.describe() << " as collective #" << a.seq << " but "
+      << rank_name(comm_, prev) << " called " << b.describe() << " as collective #" << b.seq;
+    try {
+      comm_.store().set(culprit_key("dead"), std::to_string(rank_) + "|" + m.str());
+    } catch (...) {
+    }
+    DT_THROW(Desync, m.str());
+  }
+  if (fp_send_.valid()) wait(fp_send_);
+}
+
+void Call::finish() { check_fingerprint(false); }
+
+void Call::fail(std::exception_ptr e) {
+  // A mismatched call explains everything that follows; report it first.
+  try {
+    check_fingerprint(true);
+  } catch (const Desync&) {
+    throw;
+  } catch (...) {
+  }
+  Store& store = comm_.store();
+  try {
+    std::rethrow_exception(e);
+  } catch (const PeerFailure& pf) {
+    int dead = pf.peer();
+    std::string reason;
+    std::string key = culprit_key("dead");
+    try {
+      if (store.check({key})) {
+        std::string v = store.get(key, 1);
+        dead = std::stoi(v.substr(0, v.find('|')));
+        if (v.find('|') != std::string::npos) reason = v.substr(v.find('|') + 1);
+      } else {
+        store.set(key, std::to_string(dead) + "|");
+      }
+    } catch (...) {
+    }
+    std::ostringstream m;
+    m << rank_name(comm_, rank_) << ": " << describe() << " failed: " << rank_name(comm_, dead) << " is gone";
+    if (dead != pf.peer()) m << " (learned from " << rank_name(comm_, pf.peer()) << ")";
+    if (!reason.empty()) m << "; it reported: " << reason;
+    m << " [" << pf.what() << "]";
+    throw PeerFailure(m.str(), dead);
+  } catch (const Timeout& t) {
+    // Which ranks ever reached this call? Each rank that times out says so, waits a moment
+    // for the others, and names the ones that never arrived.
+    std::string base = culprit_key("arrived");
+    std::vector<int> missing;
+    try {
+      store.set(base + "/" + std::to_string(rank_), "1");
+      std::vector<std::string> keys;
+      for (int r = 0; r < size_; ++r) keys.push_back(base + "/" + std::to_string(r));
+      try {
+        store.wait(keys, std::min(2.0, std::max(0.2, 0.1 * timeout_s_)));
+      } catch (const Timeout&) {
+      }
+      for (int r = 0; r < size_; ++r)
+        if (!store.check({keys[r]})) missing.push_back(r);
+    } catch (...) {
+    }
+    std::ostringstream m;
+    m << rank_name(comm_, rank_) << ": " << describe() << " timed out after " << timeout_s_ << " s";
+    if (!missing.empty()) {
+      m << "; never reached by";
+      for (int r : missing) m << " " << rank_name(comm_, r);
+    }
+    m << " [" << t.what() << "]";
+    throw Timeout(m.str());
+  }
+}
+
+Request Call::post_send(int to, uint32_t t, const void* buf, size_t n) {
+  return comm_.transport().isend(to, tag(t), buf, n * elem_);
+}
+Request Call::post_recv(int from, uint32_t t, void* buf, size_t n) {
+  return comm_.transport().irecv(from, tag(t), buf, n * elem_);
+}
+
+void Call::wait(Request& r) { r.wait(remaining()); }
+
+void Call::wait_all(std::vector<Request>& rs) { Transport::wait_all(rs, remaining()); }
+
+char* Call::scratch(size_t bytes) {
+  if (scratch_.size() < bytes) scratch_.resize(bytes);
+  return scratch_.data();
+}
+
+void Call::flow(int from, uint32_t rtag, void* rbuf, size_t rn, bool reduce, int to, uint32_t stag, const void* sbuf,
+                size_t sn, bool forward) {
+  Transport& tr = comm_.transport();
+  const size_t es = elem_, seg = seg_elems_;
+  std::vector<Request> sends;
+  if (to >= 0 && !forward) {
+    for (size_t lo = 0; lo < sn; lo += seg)
+      sends.push_back(tr.isend(to, tag(stag), static_cast<const char*>(sbuf) + lo * es, std::min(seg, sn - lo) * es));
+  }
+  if (from >= 0 && rn > 0) {
+    const size_t nseg = (rn + seg - 1) / seg;
+    // Reductions receive into a small ring of scratch segments; copies land in place.
+    const size_t window = reduce ? std::min<size_t>(4, nseg) : nseg;
+    std::vector<char> local;
+    char* slots = nullptr;
+    if (reduce) {
+      local.resize(window * seg * es);
+      slots = local.data();
+    }
+    std::vector<Request> recvs(nseg);
+    auto post = [&](size_t k) {
+      size_t lo = k * seg, len = std::min(seg, rn - lo);
+      char* dst = reduce ? slots + (k % window) * seg * es : static_cast<char*>(rbuf) + lo * es;
+      recvs[k] = tr.irecv(from, tag(rtag), dst, len * es);
+    };
+    for (size_t k = 0; k < window; ++k) post(k);
+    for (size_t k = 0; k < nseg; ++k) {
+      wait(recvs[k]);
+      size_t lo = k * seg, len = std::min(seg, rn - lo);
+      char* at = static_cast<char*>(rbuf) + lo * es;
+      if (reduce) {
+        reduce_into(dtype_, redop_, at, slots + (k % window) * seg * es, len);
+        if (k + window < nseg) post(k + window);
+      }
+      if (forward && to >= 0) sends.push_back(tr.isend(to, tag(stag), at, len * es));
+    }
+  }
+  if (!sends.empty()) wait_all(sends);
+}
+
+void Call::send(int to, uint32_t t, const void* buf, size_t n) { flow(-1, 0, nullptr, 0, false, to, t, buf, n, false); }
+void Call::recv(int from, uint32_t t, void* buf, size_t n) { flow(from, t, buf, n, false, -1, 0, nullptr, 0, false); }
+void Call::recv_reduce(int from, uint32_t t, void* acc, size_t n) {
+  flow(from, t, acc, n, true, -1, 0, nullptr, 0, false);
+}
+void Call::recv_reduce_send(int from, uint32_t rtag, int to, uint32_t stag, void* acc, size_t n) {
+  flow(from, rtag, acc, n, true, to, stag, nullptr, 0, true);
+}
+void Call::recv_copy_send(int from, uint32_t rtag, int to, uint32_t stag, void* buf, size_t n) {
+  flow(from, rtag, buf, n, false, to, stag, nullptr, 0, true);
+}
+void Call::exchange(int to, uint32_t stag, const void* sbuf, size_t sn, int from, uint32_t rtag, void* rbuf, size_t rn,
+                    bool reduce) {
+  flow(from, rtag, rbuf, rn, reduce, to, stag, sbuf, sn, false);
+}
+
+}  // namespace dtrain

@@ -1,0 +1,128 @@
+// coll/call.h — one collective call in flight, and the primitives every algorithm is written on.
+//
+// Contract
+// - A Call is made at the top of every collective (after the algorithm is resolved). It draws
+//   the call's sequence number, fixes the deadline (the options' timeout, else the
+//   communicator's) and posts the fingerprint exchange with the ring neighbours: a 40-byte
+//   record (sequence, op, type, count, root, reduce op, algorithm) on a reserved tag stream,
+//   sent to rank+1 and received from rank-1. The exchange overlaps the algorithm; run()
+//   compares at the end (or first, when the algorithm failed) and throws Desync naming both
+//   calls and both ranks. Ranks that agree pairwise around the ring agree globally.
+// - run(fn) executes the algorithm and turns transport errors into errors that name the call
+//   ("allreduce #17 (ring, float32 x 1000)") and the rank at fault: the first rank to see a
+//   peer die records it in the store under the call's sequence number, and ranks that learn
+//   of the failure second-hand (a neighbour that gave up) name the original dead rank. A
+//   Timeout records which ranks reached the call and names the ones that never did.
+// - Primitives move `n` elements between this rank and a peer, in segments of
+//   segment_elems() so that long transfers pipeline (a receive of segment k+1 overlaps the
+//   reduction of segment k and the forwarding send of segment k):
+//     send(to, tag, buf, n)                 recv(from, tag, buf, n)
+//     recv_reduce(from, tag, acc, n)        acc op= incoming
+//     recv_reduce_send(from, rtag, to, stag, acc, n)   acc op= incoming, then forward acc
+//     recv_copy_send(from, rtag, to, stag, buf, n)     buf = incoming, then forward buf
+//     exchange(to, stag, sbuf, sn, from, rtag, rbuf, rn, reduce)  independent send + receive
+//   Each returns when its own sends and receives are complete. Zero-length transfers are
+//   skipped on both sides (both sides compute the same lengths).
+// Thread-safety: a Call belongs to the thread running the collective.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "coll/communicator.h"
+#include "coll/types.h"
+
+namespace dtrain {
+
+struct Fingerprint {
+  uint64_t seq = 0;
+  uint64_t count = 0;  // elements (per rank for gather-like ops); a hash for variable counts
+  int32_t root = -1;
+  uint8_t op = 0, dtype = 0, redop = 0, algorithm = 0;
+  uint32_t reserved = 0;
+  std::string describe() const;  // "allreduce(float32 x 1000, sum, ring)"
+};
+
+class Call {
+ public:
+  Call(Communicator& comm, CollOp op, const CollOptions& opts, Algorithm algorithm, DType dtype, uint64_t count,
+       int root = -1, ReduceOp redop = ReduceOp::kSum);
+  ~Call();
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+
+  template <class F>
+  void run(F&& fn) {
+    try {
+      fn();
+    } catch (...) {
+      fail(std::current_exception());
+    }
+    finish();
+  }
+
+  Communicator& comm() { return comm_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  uint64_t seq() const { return fp_.seq; }
+  DType dtype() const { return dtype_; }
+  size_t elem() const { return elem_; }
+  ReduceOp redop() const { return redop_; }
+  bool deterministic() const { return opts_.deterministic; }
+  const CollOptions& options() const { return opts_; }
+  size_t segment_elems() const { return seg_elems_; }
+  uint64_t tag(uint32_t step) const { return Communicator::collective_tag(fp_.seq, step); }
+  double remaining() const { return deadline_.infinite() ? -1 : deadline_.remaining_seconds(); }
+  std::string describe() const;
+
+  void send(int to, uint32_t tag, const void* buf, size_t n);
+  void recv(int from, uint32_t tag, void* buf, size_t n);
+  void recv_reduce(int from, uint32_t tag, void* acc, size_t n);
+  void recv_reduce_send(int from, uint32_t rtag, int to, uint32_t stag, void* acc, size_t n);
+  void recv_copy_send(int from, uint32_t rtag, int to, uint32_t stag, void* buf, size_t n);
+  void exchange(int to, uint32_t stag, const void* sbuf, size_t sn, int from, uint32_t rtag, void* rbuf, size_t rn,
+                bool reduce);
+
+  // Unsegmented messages (one message per call, both sides must use these): for direct
+  // algorithms that post many transfers at once and wait for them together.
+  Request post_send(int to, uint32_t tag, const void* buf, size_t n);
+  Request post_recv(int from, uint32_t tag, void* buf, size_t n);
+  // Waits with the call's deadline.
+  void wait(Request& r);
+  void wait_all(std::vector<Request>& rs);
+  // Scratch of at least `bytes`, owned by the call (reused across primitives).
+  char* scratch(size_t bytes);
+
+ private:
+  // The engine behind the primitives: receive (copy or reduce) and/or send, segment by segment.
+  void flow(int from, uint32_t rtag, void* rbuf, size_t rn, bool reduce, int to, uint32_t stag, const void* sbuf,
+            size_t sn, bool forward);
+  void check_fingerprint(bool after_error);
+  [[noreturn]] void fail(std::exception_ptr e);
+  void finish();
+  std::string culprit_key(const char* what) const;
+
+  Communicator& comm_;
+  CollOp op_;
+  CollOptions opts_;
+  int rank_, size_;
+  DType dtype_;
+  size_t elem_;
+  ReduceOp redop_;
+  size_t seg_elems_;
+  Deadline deadline_;
+  double timeout_s_;
+  Fingerprint fp_, peer_fp_;
+  Request fp_send_, fp_recv_;
+  bool fp_checked_ = false;
+  std::vector<char> scratch_;
+};
+
+// The segment size in bytes an option struct asks for (0 = DTRAIN_SEGMENT_BYTES or 1 MiB).
+size_t resolve_segment_bytes(const CollOptions& opts);
+// Whether fingerprints are exchanged (opts.check and DTRAIN_COLL_CHECK != 0).
+bool fingerprint_enabled(const CollOptions& opts);
+
+}  // namespace dtrain

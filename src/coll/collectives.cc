@@ -1,0 +1,237 @@
+// The public collectives: argument checks, algorithm resolution, the working buffer
+// (copy-in for out-of-place calls), dispatch to coll/algorithms.h, and kAvg's final division.
+#include "coll/collectives.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "base/error.h"
+#include "coll/algorithms.h"
+#include "coll/call.h"
+#include "coll/cost_model.h"
+#include "coll/hierarchical.h"
+#include "coll/reduce_kernels.h"
+
+namespace dtrain {
+namespace {
+
+void check_root(Communicator& comm, int root, const char* op) {
+  DT_CHECK(root >= 0 && root < comm.size(), InvalidArgument,
+           op << ": root " << root << " is outside communicator '" << comm.name() << "' of size " << comm.size());
+}
+
+void copy_if_needed(void* dst, const void* src, size_t bytes) {
+  if (dst != src && bytes) std::memmove(dst, src, bytes);
+}
+
+uint64_t hash_counts(const std::vector<size_t>& counts) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t c : counts) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t count, DType t, ReduceOp op,
+                    const AllreduceOptions& opts) {
+  const size_t bytes = count * dtype_size(t);
+  Algorithm a = resolve_algorithm(CollOp::kAllreduce, opts.algorithm, comm, bytes, opts);
+  Call call(comm, CollOp::kAllreduce, opts, a, t, count, -1, op);
+  char* buf = static_cast<char*>(recv);
+  call.run([&] {
+    copy_if_needed(buf, send, bytes);
+    if (opts.deterministic && a != Algorithm::kHierarchical && a != Algorithm::kShmDirect) {
+      if (a == Algorithm::kNaive)
+        algo::allreduce_naive(call, buf, count);  // already rank-ordered
+      else
+        algo::allreduce_deterministic(call, buf, count, a);
+    } else {
+      switch (a) {
+        case Algorithm::kNaive: algo::allreduce_naive(call, buf, count); break;
+        case Algorithm::kRing: algo::allreduce_ring(call, buf, count); break;
+        case Algorithm::kTree: algo::allreduce_tree(call, buf, count); break;
+        case Algorithm::kRecursiveDoubling: algo::allreduce_recursive_doubling(call, buf, count); break;
+        case Algorithm::kHalvingDoubling: algo::allreduce_halving_doubling(call, buf, count); break;
+        case Algorithm::kButterfly: {
+          CostParams cp = cost_params_for(comm.transport().kind());
+          size_t seg = resolve_segment_bytes(opts);
+          bool small = predict_seconds(CollOp::kAllreduce, Algorithm::kRecursiveDoubling, comm.size(), bytes, cp, seg) <=
+                       predict_seconds(CollOp::kAllreduce, Algorithm::kHalvingDoubling, comm.size(), bytes, cp, seg);
+          if (small)
+            algo::allreduce_recursive_doubling(call, buf, count);
+          else
+            algo::allreduce_halving_doubling(call, buf, count);
+          break;
+        }
+        case Algorithm::kParamServer: algo::allreduce_param_server(call, buf, count); break;
+        case Algorithm::kShmDirect: algo::allreduce_shm_direct(call, buf, count); break;
+        case Algorithm::kHierarchical: allreduce_hierarchical_once(call, buf, count); break;
+        default: DT_THROW(InvalidArgument, "allreduce: unsupported algorithm " << algorithm_name(a));
+      }
+    }
+    if (op == ReduceOp::kAvg) finish_avg(t, buf, count, comm.size());
+  });
+  return a;
+}
+
+Algorithm broadcast(Communicator& comm, void* buf, size_t count, DType t, int root, const BroadcastOptions& opts) {
+  check_root(comm, root, "broadcast");
+  Algorithm a = resolve_algorithm(CollOp::kBroadcast, opts.algorithm, comm, count * dtype_size(t), opts);
+  Call call(comm, CollOp::kBroadcast, opts, a, t, count, root);
+  char* b = static_cast<char*>(buf);
+  call.run([&] {
+    if (a == Algorithm::kChain)
+      algo::broadcast_chain(call, b, count, root, 0);
+    else if (a == Algorithm::kNaive)
+      algo::broadcast_naive(call, b, count, root, 0);
+    else
+      algo::broadcast_binomial(call, b, count, root, 0);
+  });
+  return a;
+}
+
+Algorithm reduce(Communicator& comm, const void* send, void* recv, size_t count, DType t, ReduceOp op, int root,
+                 const ReduceOptions& opts) {
+  check_root(comm, root, "reduce");
+  const size_t bytes = count * dtype_size(t);
+  Algorithm a = resolve_algorithm(CollOp::kReduce, opts.algorithm, comm, bytes, opts);
+  Call call(comm, CollOp::kReduce, opts, a, t, count, root, op);
+  call.run([&] {
+    // The root reduces into its output; the others need a scratch accumulator.
+    std::vector<char> acc_storage;
+    char* acc;
+    if (comm.rank() == root) {
+      acc = static_cast<char*>(recv);
+    } else {
+      acc_storage.resize(bytes);
+      acc = acc_storage.data();
+    }
+    copy_if_needed(acc, send, bytes);
+    if (a == Algorithm::kNaive || opts.deterministic)
+      algo::reduce_naive(call, acc, count, root, 0);
+    else
+      algo::reduce_binomial(call, acc, count, root, 0);
+    if (op == ReduceOp::kAvg && comm.rank() == root) finish_avg(t, acc, count, comm.size());
+  });
+  return a;
+}
+
+Algorithm allgatherv(Communicator& comm, const void* send, void* recv, const std::vector<size_t>& counts, DType t,
+                     const AllgatherOptions& opts) {
+  DT_CHECK_EQ(counts.size(), static_cast<size_t>(comm.size()), InvalidArgument, "allgatherv: one count per rank");
+  algo::Blocks blocks(counts);
+  const size_t es = dtype_size(t);
+  Algorithm a = resolve_algorithm(CollOp::kAllgather, opts.algorithm, comm, blocks.total() * es, opts);
+  if (a == Algorithm::kRecursiveDoubling && (comm.size() & (comm.size() - 1))) a = Algorithm::kBruck;
+  bool equal = std::all_of(counts.begin(), counts.end(), [&](size_t c) { return c == counts[0]; });
+  Call call(comm, CollOp::kAllgather, opts, a, t, equal ? counts[0] : hash_counts(counts));
+  char* out = static_cast<char*>(recv);
+  call.run([&] {
+    copy_if_needed(out + blocks.off[comm.rank()] * es, send, counts[comm.rank()] * es);
+    switch (a) {
+      case Algorithm::kRing: algo::allgather_ring(call, out, blocks, 0); break;
+      case Algorithm::kRecursiveDoubling: algo::allgather_recursive_doubling(call, out, blocks, 0); break;
+      case Algorithm::kBruck: algo::allgather_bruck(call, out, blocks, 0); break;
+      default: algo::allgather_naive(call, out, blocks, 0); break;
+    }
+  });
+  return a;
+}
+
+Algorithm allgather(Communicator& comm, const void* send, void* recv, size_t count, DType t,
+                    const AllgatherOptions& opts) {
+  return allgatherv(comm, send, recv, std::vector<size_t>(comm.size(), count), t, opts);
+}
+
+Algorithm reduce_scatter(Communicator& comm, const void* send, void* recv, size_t count, DType t, ReduceOp op,
+                         const ReduceScatterOptions& opts) {
+  const int p = comm.size();
+  const size_t es = dtype_size(t), total = count * p;
+  Algorithm a = resolve_algorithm(CollOp::kReduceScatter, opts.algorithm, comm, total * es, opts);
+  Call call(comm, CollOp::kReduceScatter, opts, a, t, count, -1, op);
+  call.run([&] {
+    std::vector<char> work(total * es);  // the algorithms clobber blocks they do not own
+    copy_if_needed(work.data(), send, total * es);
+    algo::Blocks blocks(total, p);
+    if (opts.deterministic || a == Algorithm::kNaive)
+      algo::reduce_scatter_direct(call, work.data(), blocks, 0);
+    else if (a == Algorithm::kHalvingDoubling)
+      algo::reduce_scatter_halving(call, work.data(), blocks, 0);
+    else
+      algo::reduce_scatter_ring(call, work.data(), blocks, 0);
+    char* mine = work.data() + blocks.off[comm.rank()] * es;
+    if (op == ReduceOp::kAvg) finish_avg(t, mine, count, p);
+    std::memmove(recv, mine, count * es);
+  });
+  return a;
+}
+
+Algorithm gather(Communicator& comm, const void* send, void* recv, size_t count, DType t, int root,
+                 const GatherOptions& opts) {
+  check_root(comm, root, "gather");
+  const size_t es = dtype_size(t);
+  Algorithm a = resolve_algorithm(CollOp::kGather, opts.algorithm, comm, count * es * comm.size(), opts);
+  Call call(comm, CollOp::kGather, opts, a, t, count, root);
+  call.run([&] {
+    // In place on the root (send == its block of recv) is fine: both paths copy via memcpy of
+    // equal ranges or read the send block before writing it.
+    std::vector<char> mine(static_cast<const char*>(send), static_cast<const char*>(send) + count * es);
+    if (a == Algorithm::kNaive)
+      algo::gather_naive(call, mine.data(), static_cast<char*>(recv), count, root);
+    else
+      algo::gather_binomial(call, mine.data(), static_cast<char*>(recv), count, root);
+  });
+  return a;
+}
+
+Algorithm scatter(Communicator& comm, const void* send, void* recv, size_t count, DType t, int root,
+                  const ScatterOptions& opts) {
+  check_root(comm, root, "scatter");
+  const size_t es = dtype_size(t);
+  Algorithm a = resolve_algorithm(CollOp::kScatter, opts.algorithm, comm, count * es * comm.size(), opts);
+  Call call(comm, CollOp::kScatter, opts, a, t, count, root);
+  call.run([&] {
+    std::vector<char> mine(count * es);
+    if (a == Algorithm::kNaive)
+      algo::scatter_naive(call, static_cast<const char*>(send), mine.data(), count, root);
+    else
+      algo::scatter_binomial(call, static_cast<const char*>(send), mine.data(), count, root);
+    copy_if_needed(recv, mine.data(), count * es);
+  });
+  return a;
+}
+
+Algorithm alltoall(Communicator& comm, const void* send, void* recv, size_t count, DType t,
+                   const AlltoallOptions& opts) {
+  const size_t es = dtype_size(t), total = count * comm.size() * es;
+  Algorithm a = resolve_algorithm(CollOp::kAlltoall, opts.algorithm, comm, total, opts);
+  Call call(comm, CollOp::kAlltoall, opts, a, t, count);
+  call.run([&] {
+    std::vector<char> in_copy;
+    const char* in = static_cast<const char*>(send);
+    if (send == recv) {
+      in_copy.assign(in, in + total);
+      in = in_copy.data();
+    }
+    if (a == Algorithm::kNaive)
+      algo::alltoall_naive(call, in, static_cast<char*>(recv), count);
+    else
+      algo::alltoall_pairwise(call, in, static_cast<char*>(recv), count);
+  });
+  return a;
+}
+
+Algorithm barrier(Communicator& comm, const BarrierOptions& opts) {
+  Algorithm a = resolve_algorithm(CollOp::kBarrier, opts.algorithm, comm, 0, opts);
+  Call call(comm, CollOp::kBarrier, opts, a, DType::kUInt8, 0);
+  call.run([&] {
+    if (a == Algorithm::kRecursiveDoubling)
+      algo::barrier_recursive_doubling(call);
+    else
+      algo::barrier_dissemination(call);
+  });
+  return a;
+}
+
+}  // namespace dtrain

@@ -1,0 +1,59 @@
+// coll/collectives.h — the collective operations, as free functions on a Communicator.
+//
+// Contract
+// - Buffers are typed byte spans: a pointer, an element count and a DType. `count` is per
+//   rank where noted. Every rank of the communicator calls the same collective, in the same
+//   order, with matching count, type, op and root (checked: see coll/call.h — a mismatch is
+//   a Desync error naming both calls and both ranks).
+// - In place: allreduce/reduce with send == recv; allgather with send == recv + rank*count;
+//   reduce_scatter with recv == send + rank*count; otherwise buffers must not overlap.
+// - Counts of 0 and counts smaller than or not divisible by the group size all work.
+// - Result guarantees: every rank holds bit-identical results; with opts.deterministic the
+//   bits also do not depend on the algorithm or segment size (rank-ordered reduction).
+// - Errors: InvalidArgument for bad arguments or an algorithm the op lacks; Desync; PeerFailure
+//   naming a rank that died (on every surviving rank); Timeout naming the ranks that never
+//   arrived, all within opts.timeout_s (default: the communicator's).
+// - The algorithm actually used is returned (auto resolved by coll/cost_model.h).
+// Thread-safety: collectives on one communicator must be issued in the same order on every
+// rank; use coll/work.h to run them on a progress thread.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "coll/communicator.h"
+#include "coll/types.h"
+
+namespace dtrain {
+
+Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t count, DType t, ReduceOp op,
+                    const AllreduceOptions& opts = {});
+inline Algorithm allreduce(Communicator& comm, void* buf, size_t count, DType t, ReduceOp op,
+                           const AllreduceOptions& opts = {}) {
+  return allreduce(comm, buf, buf, count, t, op, opts);
+}
+Algorithm broadcast(Communicator& comm, void* buf, size_t count, DType t, int root, const BroadcastOptions& opts = {});
+// recv is used on the root only (may be null elsewhere).
+Algorithm reduce(Communicator& comm, const void* send, void* recv, size_t count, DType t, ReduceOp op, int root,
+                 const ReduceOptions& opts = {});
+// recv holds size()*count elements in rank order.
+Algorithm allgather(Communicator& comm, const void* send, void* recv, size_t count, DType t,
+                    const AllgatherOptions& opts = {});
+// Variable counts: rank q contributes counts[q] elements; recv holds sum(counts) in rank order.
+Algorithm allgatherv(Communicator& comm, const void* send, void* recv, const std::vector<size_t>& counts, DType t,
+                     const AllgatherOptions& opts = {});
+// send holds size()*count elements; rank r receives the reduction of block r (count elements).
+Algorithm reduce_scatter(Communicator& comm, const void* send, void* recv, size_t count, DType t, ReduceOp op,
+                         const ReduceScatterOptions& opts = {});
+// recv (root only) holds size()*count elements in rank order.
+Algorithm gather(Communicator& comm, const void* send, void* recv, size_t count, DType t, int root,
+                 const GatherOptions& opts = {});
+// send (root only) holds size()*count elements; every rank receives its block.
+Algorithm scatter(Communicator& comm, const void* send, void* recv, size_t count, DType t, int root,
+                  const ScatterOptions& opts = {});
+// send and recv hold size()*count elements; block q of send goes to rank q.
+Algorithm alltoall(Communicator& comm, const void* send, void* recv, size_t count, DType t,
+                   const AlltoallOptions& opts = {});
+Algorithm barrier(Communicator& comm, const BarrierOptions& opts = {});
+
+}  // namespace dtrain

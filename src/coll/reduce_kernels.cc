@@ -1,0 +1,144 @@
+// Elementwise reduction kernels. Each (type, op) pair is one tight loop the compiler can
+// vectorise; half types go through float32 per element.
+#pragma GCC optimize("O3")
+#include "coll/reduce_kernels.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "base/error.h"
+
+namespace dtrain {
+namespace {
+
+template <class T>
+struct Native {
+  using Acc = T;
+  static T load(const void* p, size_t i) { return static_cast<const T*>(p)[i]; }
+  static void store(void* p, size_t i, T v) { static_cast<T*>(p)[i] = v; }
+};
+struct Half {
+  using Acc = float;
+  static float load(const void* p, size_t i) { return fp16_to_float(static_cast<const uint16_t*>(p)[i]); }
+  static void store(void* p, size_t i, float v) { static_cast<uint16_t*>(p)[i] = float_to_fp16(v); }
+};
+struct BHalf {
+  using Acc = float;
+  static float load(const void* p, size_t i) { return bf16_to_float(static_cast<const uint16_t*>(p)[i]); }
+  static void store(void* p, size_t i, float v) { static_cast<uint16_t*>(p)[i] = float_to_bf16(v); }
+};
+
+struct Add {
+  template <class A>
+  static A f(A a, A b) { return a + b; }
+};
+struct Mul {
+  template <class A>
+  static A f(A a, A b) { return a * b; }
+};
+struct Min {
+  template <class A>
+  static A f(A a, A b) { return b < a ? b : a; }
+};
+struct Max {
+  template <class A>
+  static A f(A a, A b) { return a < b ? b : a; }
+};
+
+// Native types: a plain loop over restrict pointers vectorises.
+template <class T, class F>
+void native_into(void* dst, const void* src, size_t n) {
+  T* __restrict d = static_cast<T*>(dst);
+  const T* __restrict s = static_cast<const T*>(src);
+  for (size_t i = 0; i < n; ++i) d[i] = F::f(d[i], s[i]);
+}
+
+template <class L, class F>
+void widened_into(void* dst, const void* src, size_t n) {
+  for (size_t i = 0; i < n; ++i) L::store(dst, i, F::template f<typename L::Acc>(L::load(dst, i), L::load(src, i)));
+}
+
+// Ordered accumulation in blocks so the accumulator stays in cache.
+template <class L, class F>
+void ordered(void* out, const void* const* srcs, int k, size_t n) {
+  using Acc = typename L::Acc;
+  constexpr size_t kBlock = 1024;
+  Acc acc[kBlock];
+  for (size_t lo = 0; lo < n; lo += kBlock) {
+    size_t m = std::min(kBlock, n - lo);
+    for (size_t i = 0; i < m; ++i) acc[i] = L::load(srcs[0], lo + i);
+    for (int j = 1; j < k; ++j)
+      for (size_t i = 0; i < m; ++i) acc[i] = F::template f<Acc>(acc[i], L::load(srcs[j], lo + i));
+    for (size_t i = 0; i < m; ++i) L::store(out, lo + i, acc[i]);
+  }
+}
+
+template <class F>
+void into_by_type(DType t, void* dst, const void* src, size_t n) {
+  switch (t) {
+    case DType::kFloat32: return native_into<float, F>(dst, src, n);
+    case DType::kFloat64: return native_into<double, F>(dst, src, n);
+    case DType::kInt32: return native_into<int32_t, F>(dst, src, n);
+    case DType::kInt64: return native_into<int64_t, F>(dst, src, n);
+    case DType::kUInt8: return native_into<uint8_t, F>(dst, src, n);
+    case DType::kFloat16: return widened_into<Half, F>(dst, src, n);
+    case DType::kBFloat16: return widened_into<BHalf, F>(dst, src, n);
+  }
+}
+
+template <class F>
+void ordered_by_type(DType t, void* out, const void* const* srcs, int k, size_t n) {
+  switch (t) {
+    case DType::kFloat32: return ordered<Native<float>, F>(out, srcs, k, n);
+    case DType::kFloat64: return ordered<Native<double>, F>(out, srcs, k, n);
+    case DType::kInt32: return ordered<Native<int32_t>, F>(out, srcs, k, n);
+    case DType::kInt64: return ordered<Native<int64_t>, F>(out, srcs, k, n);
+    case DType::kUInt8: return ordered<Native<uint8_t>, F>(out, srcs, k, n);
+    case DType::kFloat16: return ordered<Half, F>(out, srcs, k, n);
+    case DType::kBFloat16: return ordered<BHalf, F>(out, srcs, k, n);
+  }
+}
+
+template <class L, class D>
+void divide(void* buf, size_t n, D p) {
+  for (size_t i = 0; i < n; ++i) L::store(buf, i, static_cast<typename L::Acc>(L::load(buf, i) / p));
+}
+
+}  // namespace
+
+void reduce_into(DType t, ReduceOp op, void* dst, const void* src, size_t n) {
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg: return into_by_type<Add>(t, dst, src, n);
+    case ReduceOp::kProd: return into_by_type<Mul>(t, dst, src, n);
+    case ReduceOp::kMin: return into_by_type<Min>(t, dst, src, n);
+    case ReduceOp::kMax: return into_by_type<Max>(t, dst, src, n);
+  }
+}
+
+void reduce_ordered(DType t, ReduceOp op, void* out, const void* const* srcs, int k, size_t n) {
+  DT_CHECK(k >= 1, InvalidArgument, "reduce_ordered needs at least one source");
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg: return ordered_by_type<Add>(t, out, srcs, k, n);
+    case ReduceOp::kProd: return ordered_by_type<Mul>(t, out, srcs, k, n);
+    case ReduceOp::kMin: return ordered_by_type<Min>(t, out, srcs, k, n);
+    case ReduceOp::kMax: return ordered_by_type<Max>(t, out, srcs, k, n);
+  }
+}
+
+void finish_avg(DType t, void* buf, size_t n, int p) {
+  switch (t) {
+    case DType::kFloat32: return divide<Native<float>>(buf, n, static_cast<float>(p));
+    case DType::kFloat64: return divide<Native<double>>(buf, n, static_cast<double>(p));
+    case DType::kInt32: return divide<Native<int32_t>>(buf, n, static_cast<int32_t>(p));
+    case DType::kInt64: return divide<Native<int64_t>>(buf, n, static_cast<int64_t>(p));
+    case DType::kUInt8: return divide<Native<uint8_t>>(buf, n, static_cast<unsigned>(p));
+    case DType::kFloat16: return divide<Half>(buf, n, static_cast<float>(p));
+    case DType::kBFloat16: return divide<BHalf>(buf, n, static_cast<float>(p));
+  }
+}
+
+}  // namespace dtrain

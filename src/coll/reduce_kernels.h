@@ -1,0 +1,26 @@
+// coll/reduce_kernels.h — the arithmetic of the collectives: elementwise reductions per type.
+//
+// Contract
+// - reduce_into(t, op, dst, src, n): dst[i] = dst[i] op src[i]. kAvg reduces like kSum (the
+//   division happens once, in finish_avg). Half types are widened to float32, combined, and
+//   rounded back (round-to-nearest-even), so a op b == b op a bit for bit for every op: two
+//   ranks that combine the same two partial results in either order hold the same bits.
+// - reduce_ordered(t, op, out, srcs, k, n): out[i] = srcs[0][i] op srcs[1][i] op ... in that
+//   order, accumulated in float32 for half types (one rounding at the end) and in the native
+//   type otherwise. This is the deterministic-mode kernel: the order is the rank order.
+//   `out` may alias any source.
+// - finish_avg(t, buf, n, p): buf[i] /= p (float types in float32/64, integers truncate).
+// Thread-safety: pure functions on caller-owned memory.
+#pragma once
+
+#include <cstddef>
+
+#include "coll/types.h"
+
+namespace dtrain {
+
+void reduce_into(DType t, ReduceOp op, void* dst, const void* src, size_t n);
+void reduce_ordered(DType t, ReduceOp op, void* out, const void* const* srcs, int k, size_t n);
+void finish_avg(DType t, void* buf, size_t n, int p);
+
+}  // namespace dtrain

@@ -1,0 +1,81 @@
+// coll/work.h — asynchronous collectives: a Work handle and a per-communicator progress thread.
+//
+// Contract
+// - ProgressQueue(comm) starts one thread that runs submitted collectives on `comm`, one at a
+//   time, in submission order — so if every rank submits the same sequence, every rank runs
+//   the same sequence, while the caller computes. Destruction finishes the queued work, then
+//   joins. Do not issue blocking collectives on the same communicator while work is queued
+//   (their order relative to the queue would differ between ranks).
+// - submit(name, fn) returns a Work at once. Work::wait(timeout) blocks until the collective
+//   finished and re-throws its error; a wait that runs out throws Timeout naming the work
+//   (the collective keeps running). done() never blocks; error() is the stored exception (or
+//   null). A failed collective does not stop later ones from being attempted; they usually
+//   fail fast with the same PeerFailure.
+// - Typed helpers (allreduce_async, ...) capture pointers: buffers must stay valid and
+//   untouched until the Work is done.
+// Thread-safety: submit() and Work's methods may be called from any thread.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "coll/communicator.h"
+#include "coll/types.h"
+
+namespace dtrain {
+
+class Work {
+ public:
+  Work() = default;
+  void wait(double timeout_s = -1);
+  bool done() const;
+  std::exception_ptr error() const;
+  bool valid() const { return state_ != nullptr; }
+
+ private:
+  friend class ProgressQueue;
+  struct State {
+    std::string name;
+    mutable std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    std::exception_ptr error;
+  };
+  explicit Work(std::shared_ptr<State> s) : state_(std::move(s)) {}
+  std::shared_ptr<State> state_;
+};
+
+class ProgressQueue {
+ public:
+  explicit ProgressQueue(Communicator& comm);
+  ~ProgressQueue();
+  ProgressQueue(const ProgressQueue&) = delete;
+  ProgressQueue& operator=(const ProgressQueue&) = delete;
+
+  Communicator& comm() { return comm_; }
+  Work submit(std::string name, std::function<void(Communicator&)> fn);
+
+ private:
+  void loop();
+  Communicator& comm_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<std::shared_ptr<Work::State>, std::function<void(Communicator&)>>> queue_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+Work allreduce_async(ProgressQueue& q, void* buf, size_t count, DType t, ReduceOp op, const AllreduceOptions& opts = {});
+Work broadcast_async(ProgressQueue& q, void* buf, size_t count, DType t, int root, const BroadcastOptions& opts = {});
+Work allgather_async(ProgressQueue& q, const void* send, void* recv, size_t count, DType t,
+                     const AllgatherOptions& opts = {});
+Work reduce_scatter_async(ProgressQueue& q, const void* send, void* recv, size_t count, DType t, ReduceOp op,
+                          const ReduceScatterOptions& opts = {});
+
+}  // namespace dtrain
