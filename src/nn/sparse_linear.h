@@ -71,12 +71,13 @@ class SparseLinear {
   // scores[0..K) of a row.
   template <class Access>
   void scores(const float* params, const data::SparseRow& row, float* out) const {
-    const float* bias = params + bias_offset();
-    for (int c = 0; c < k_; ++c) out[c] = Access::load(bias + c);
+    const int k = k_;
+    const float* bias = params + features_ * k;
+    for (int c = 0; c < k; ++c) out[c] = Access::load(bias + c);
     for (int64_t n = 0; n < row.nnz; ++n) {
       const float x = row.val[n];
-      const float* w = params + int64_t{row.idx[n]} * k_;
-      for (int c = 0; c < k_; ++c) out[c] += x * Access::load(w + c);
+      const float* w = params + int64_t{row.idx[n]} * k;
+      for (int c = 0; c < k; ++c) out[c] += x * Access::load(w + c);
     }
   }
 
@@ -89,17 +90,20 @@ class SparseLinear {
   // dscore, plus the lazy L2 term (-lr * l2 * w on touched weights when scale = -lr).
   template <class Access>
   void update(float* params, const data::SparseRow& row, const float* dscore, float scale) const {
+    // k and l2 in locals: the compiler cannot keep members in registers across atomic stores.
+    const int k = k_;
+    const float l2 = l2_;
     for (int64_t n = 0; n < row.nnz; ++n) {
-      const float x = row.val[n];
-      float* w = params + int64_t{row.idx[n]} * k_;
-      for (int c = 0; c < k_; ++c) {
-        float g = x * dscore[c];
-        if (l2_ != 0.0f) g += l2_ * Access::load(w + c);
-        Access::add(w + c, scale * g);
+      const float sx = scale * row.val[n];
+      float* w = params + int64_t{row.idx[n]} * k;
+      if (l2 == 0.0f) {
+        for (int c = 0; c < k; ++c) Access::add(w + c, sx * dscore[c]);
+      } else {
+        for (int c = 0; c < k; ++c) Access::add(w + c, sx * dscore[c] + scale * l2 * Access::load(w + c));
       }
     }
     float* bias = params + bias_offset();
-    for (int c = 0; c < k_; ++c) Access::add(bias + c, scale * dscore[c]);
+    for (int c = 0; c < k; ++c) Access::add(bias + c, scale * dscore[c]);
   }
 
   // One example end to end: scores, loss, gradient, and the update with scale -lr*weight.
