@@ -1,0 +1,161 @@
+// Collectives fail loudly and name the culprit: mismatched calls (Desync), a rank that dies
+// mid-collective (PeerFailure on every survivor, naming it), a rank that never arrives
+// (Timeout naming it), bad arguments (InvalidArgument).
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
+
+#include "base/error.h"
+#include "coll/collectives.h"
+#include "support/world.h"
+
+namespace dtrain {
+namespace {
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+class CollErrorsTest : public ::testing::TestWithParam<TransportKind> {};
+
+TEST_P(CollErrorsTest, MismatchedCountIsDesyncNamingBothCalls) {
+  const int p = 4;
+  std::mutex mu;
+  std::vector<std::string> errors(p);
+  std::vector<int> desyncs(p, 0);
+  testing::run_world(p, GetParam(), [&](Communicator& c) {
+    size_t n = c.rank() == 2 ? 2000 : 1000;
+    std::vector<float> buf(n, 1.0f);
+    AllreduceOptions o;
+    o.algorithm = Algorithm::kRing;
+    o.timeout_s = 20;
+    try {
+      allreduce(c, buf.data(), n, DType::kFloat32, ReduceOp::kSum, o);
+    } catch (const Desync& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      errors[c.rank()] = e.what();
+      desyncs[c.rank()] = 1;
+    } catch (const Error& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      errors[c.rank()] = e.what();
+    }
+  });
+  // Rank 2 compares with rank 1 and rank 3 with rank 2: both see the mismatch.
+  ASSERT_TRUE(desyncs[2]) << errors[2];
+  EXPECT_TRUE(contains(errors[2], "rank 2 called allreduce(float32 x 2000, sum, ring) as collective #0")) << errors[2];
+  EXPECT_TRUE(contains(errors[2], "rank 1 called allreduce(float32 x 1000, sum, ring)")) << errors[2];
+  ASSERT_TRUE(desyncs[3]) << errors[3];
+  EXPECT_TRUE(contains(errors[3], "rank 2 called allreduce(float32 x 2000")) << errors[3];
+  // Everyone failed; nobody hung or returned garbage silently.
+  for (int r = 0; r < p; ++r) EXPECT_FALSE(errors[r].empty()) << "rank " << r << " did not fail";
+}
+
+TEST_P(CollErrorsTest, SkippedCollectiveIsDesyncNamingSequence) {
+  std::vector<std::string> errors(3);
+  std::mutex mu;
+  testing::run_world(3, GetParam(), [&](Communicator& c) {
+    int x = 1;
+    try {
+      if (c.rank() != 1) broadcast(c, &x, 1, DType::kInt32, 0);  // rank 1 skips this one
+      barrier(c);
+      allreduce(c, &x, 1, DType::kInt32, ReduceOp::kSum);
+    } catch (const Error& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      errors[c.rank()] = e.what();
+    }
+  });
+  // Rank 2 (next after rank 1) sees rank 1's barrier #0 against its own barrier #1, or rank 1
+  // sees broadcast #0 against its barrier #0.
+  bool named = contains(errors[1], "called barrier") || contains(errors[2], "as collective #1 but rank 1");
+  EXPECT_TRUE(named) << errors[1] << "\n" << errors[2];
+  for (int r = 0; r < 3; ++r) EXPECT_FALSE(errors[r].empty()) << "rank " << r;
+}
+
+TEST_P(CollErrorsTest, DeadRankMidCollectiveNamedOnEverySurvivor) {
+  const int p = 5, dead = 2;
+  for (Algorithm a : {Algorithm::kRing, Algorithm::kTree, Algorithm::kHalvingDoubling}) {
+    std::mutex mu;
+    std::vector<std::string> errors(p);
+    std::vector<int> peers(p, -1);
+    testing::run_world(p, GetParam(), [&](Communicator& c) {
+      std::vector<float> buf(100000, 1.0f);
+      AllreduceOptions o;
+      o.algorithm = a;
+      o.segment_bytes = 4096;
+      o.timeout_s = 20;
+      try {
+        allreduce(c, buf.data(), buf.size(), DType::kFloat32, ReduceOp::kSum, o);  // a warm-up that succeeds
+        if (c.rank() == dead) {
+          c.transport().close();  // dies between collectives: the next one is mid-flight for others
+          return;
+        }
+        allreduce(c, buf.data(), buf.size(), DType::kFloat32, ReduceOp::kSum, o);
+      } catch (const PeerFailure& e) {
+        std::lock_guard<std::mutex> lock(mu);
+        errors[c.rank()] = e.what();
+        peers[c.rank()] = e.peer();
+      }
+    });
+    for (int r = 0; r < p; ++r) {
+      if (r == dead) continue;
+      EXPECT_EQ(peers[r], dead) << algorithm_name(a) << " rank " << r << ": " << errors[r];
+      EXPECT_TRUE(contains(errors[r], "rank 2 is gone")) << errors[r];
+      EXPECT_TRUE(contains(errors[r], "allreduce #1")) << errors[r];
+    }
+  }
+}
+
+TEST_P(CollErrorsTest, TimeoutNamesTheRankThatNeverArrived) {
+  const int p = 3, absent = 2;
+  std::mutex mu;
+  std::condition_variable cv;
+  int finished = 0;
+  std::vector<std::string> errors(p);
+  testing::run_world(p, GetParam(), [&](Communicator& c) {
+    if (c.rank() == absent) {
+      // Alive but silent until the others have given up.
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return finished == p - 1; });
+      return;
+    }
+    std::vector<float> buf(1000, 1.0f);
+    AllreduceOptions o;
+    o.timeout_s = 0.5;
+    try {
+      allreduce(c, buf.data(), buf.size(), DType::kFloat32, ReduceOp::kSum, o);
+    } catch (const Error& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      errors[c.rank()] = e.what();
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    ++finished;
+    cv.notify_all();
+  });
+  for (int r = 0; r < p; ++r) {
+    if (r == absent) continue;
+    EXPECT_TRUE(contains(errors[r], "never reached by rank 2") || contains(errors[r], "rank 2 is gone")) << errors[r];
+  }
+}
+
+TEST(CollArgumentsTest, BadRootAndUnknownAlgorithm) {
+  testing::run_world(2, TransportKind::kShm, [&](Communicator& c) {
+    int x = 0;
+    EXPECT_THROW(broadcast(c, &x, 1, DType::kInt32, 2), InvalidArgument);
+    BroadcastOptions o;
+    o.algorithm = Algorithm::kShmDirect;
+    try {
+      broadcast(c, &x, 1, DType::kInt32, 0, o);
+      ADD_FAILURE() << "broadcast accepted shm_direct";
+    } catch (const InvalidArgument& e) {
+      EXPECT_TRUE(contains(e.what(), "broadcast has no algorithm 'shm_direct'")) << e.what();
+      EXPECT_TRUE(contains(e.what(), "binomial")) << e.what();
+    }
+    EXPECT_THROW(parse_algorithm("bogus"), InvalidArgument);
+    barrier(c);  // both ranks still agree on the sequence: argument errors draw no number
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, CollErrorsTest, ::testing::Values(TransportKind::kShm, TransportKind::kTcp),
+                         [](const auto& info) { return std::string(transport_kind_name(info.param)); });
+
+}  // namespace
+}  // namespace dtrain
