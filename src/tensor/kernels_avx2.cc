@@ -11,6 +11,10 @@
 #include "tensor/kernels.h"
 
 #pragma GCC push_options
+// Vector arguments/returns only cross functions of this file (internal linkage), so the
+// "ABI changes without AVX" note does not apply.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
 #pragma GCC target("avx2,fma")
 
 #include "tensor/kernels_impl.h"
@@ -61,6 +65,7 @@ struct Avx2Ops {
 
 }  // namespace
 
+#pragma GCC diagnostic pop
 #pragma GCC pop_options
 
 // Built outside the target region: filling the table runs no ISA-specific instruction.
