@@ -73,6 +73,7 @@ void write_json(const std::string& path, const TrainFlags& f, const TrainableMod
   j["batch"] = f.batch;
   j["epochs"] = f.epochs;
   j["seed"] = f.seed;
+  j["normalize"] = f.normalize;
   j["test_accuracy"] = r.test.accuracy();
   j["test_loss"] = r.test.loss;
   j["metrics_on"] = r.test_is_train ? "train" : "test";
@@ -114,6 +115,10 @@ int train_main(const Args& args) {
   set_blas_threads(1);
 
   data::DataSplit split = data::load_dataset(f.data);
+  if (f.normalize) {
+    data::normalize_rows(split.train);
+    data::normalize_rows(split.test);
+  }
   std::unique_ptr<TrainableModel> model = build_model(f, split.train);
   FILE* out = f.quiet ? nullptr : stdout;
   if (out) {

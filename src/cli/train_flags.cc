@@ -70,6 +70,7 @@ const std::vector<FlagSpec>& table() {
       {"checkpoint", "DIR", "save DIR/checkpoint.dtc after every epoch", [](TrainFlags& f, const std::string& v) { f.checkpoint = v; }},
       {"resume", nullptr, "continue from DIR/checkpoint.dtc (needs --checkpoint)", [](TrainFlags& f, const std::string&) { f.resume = true; }},
       {"json", "FILE", "write the run's results as JSON to FILE", [](TrainFlags& f, const std::string& v) { f.json = v; }},
+      {"normalize", nullptr, "scale every example (train and test) to unit L2 norm", [](TrainFlags& f, const std::string&) { f.normalize = true; }},
       {"quiet", nullptr, "print only the final result", [](TrainFlags& f, const std::string&) { f.quiet = true; }},
       {"help", nullptr, "show this help", [](TrainFlags& f, const std::string&) { f.help = true; }},
   };

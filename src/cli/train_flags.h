@@ -38,6 +38,7 @@ struct TrainFlags {
   std::string checkpoint;
   bool resume = false;
   std::string json;
+  bool normalize = false;  // scale every example to unit L2 norm
   bool quiet = false;
   bool help = false;
 };

@@ -94,3 +94,21 @@ DataSplit holdout_split(const Dataset& ds, double fraction, uint64_t seed) {
 }
 
 }  // namespace dtrain::data
+
+#include <cmath>
+
+namespace dtrain::data {
+
+void normalize_rows(Dataset& ds) {
+  for (int64_t i = 0; i < ds.rows; ++i) {
+    float* v = ds.sparse ? ds.values.data() + ds.row_ptr[i] : ds.dense.data() + i * ds.cols;
+    const int64_t n = ds.sparse ? ds.row_ptr[i + 1] - ds.row_ptr[i] : ds.cols;
+    double ss = 0;
+    for (int64_t k = 0; k < n; ++k) ss += static_cast<double>(v[k]) * v[k];
+    if (ss == 0) continue;
+    const auto inv = static_cast<float>(1.0 / std::sqrt(ss));
+    for (int64_t k = 0; k < n; ++k) v[k] *= inv;
+  }
+}
+
+}  // namespace dtrain::data

@@ -73,3 +73,11 @@ Dataset subset(const Dataset& ds, const std::vector<int64_t>& ids);
 DataSplit holdout_split(const Dataset& ds, double fraction, uint64_t seed);
 
 }  // namespace dtrain::data
+
+namespace dtrain::data {
+
+// Scales every row to unit L2 norm (rows of all zeros stay zero). Term-count data such as
+// news20 trains far better this way (LIBSVM's "news20.scale" is the same idea).
+void normalize_rows(Dataset& ds);
+
+}  // namespace dtrain::data

@@ -109,3 +109,24 @@ TEST(Dirichlet, PartitionIsExactAndSkewFollowsAlpha) {
 
 }  // namespace
 }  // namespace dtrain::data
+
+#include "data/dataset.h"
+
+namespace dtrain::data {
+namespace {
+TEST(Transform, NormalizeRowsGivesUnitNorm) {
+  Dataset ds;
+  ds.sparse = true;
+  ds.rows = 2;
+  ds.cols = 3;
+  ds.num_classes = 1;
+  ds.labels = {0, 0};
+  ds.row_ptr = {0, 2, 2};
+  ds.col_idx = {0, 2};
+  ds.values = {3, 4};
+  normalize_rows(ds);
+  EXPECT_FLOAT_EQ(ds.values[0], 0.6f);
+  EXPECT_FLOAT_EQ(ds.values[1], 0.8f);  // the empty second row stays empty
+}
+}  // namespace
+}  // namespace dtrain::data
