@@ -247,6 +247,7 @@ int Launcher::run() {
     env["DTRAIN_STORE"] = store_url;
     env["DTRAIN_TOKEN"] = token;
     env["DTRAIN_TRANSPORT"] = o_.transport;
+    if (!o_.bind_addr.empty()) env["DTRAIN_BIND_ADDR"] = o_.bind_addr;
     std::ostringstream t;
     t << o_.timeout_s;
     env["DTRAIN_TIMEOUT"] = t.str();

@@ -29,6 +29,7 @@ struct LaunchOptions {
   std::string transport = "auto";
   double timeout_s = 300;        // per blocking call inside the ranks
   std::string token;             // "" = generate (single node) / DTRAIN_TOKEN (multi-node)
+  std::string bind_addr;         // tcp transport address or interface for this node's ranks
   bool tag_output = true;
   double grace_s = 5;            // SIGTERM -> SIGKILL
 };

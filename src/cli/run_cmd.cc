@@ -36,6 +36,7 @@ int run_main(const Args& args) {
   o.node_rank = static_cast<int>(f.get_int("node-rank", 0, "this node's index, 0..nnodes-1"));
   o.master = f.get_string("master", "", "HOST:PORT where node 0 serves the rendezvous (multi-node)");
   o.timeout_s = f.get_double("timeout", 300, "seconds any blocking communication may wait");
+  o.bind_addr = f.get_string("bind-addr", "", "address or interface the ranks' tcp transport uses (multi-node)");
   o.token = f.get_string("token", "", "job secret for multi-node jobs (default: $DTRAIN_TOKEN)");
   o.tag_output = !f.get_bool("no-tag-output", "do not prefix output lines with [rank R]");
   if (f.help_requested()) {

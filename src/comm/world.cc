@@ -1,5 +1,8 @@
 #include "comm/world.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include "base/env.h"
@@ -9,6 +12,26 @@
 #include "comm/tcp_store.h"
 
 namespace dtrain {
+
+// DTRAIN_BIND_ADDR may name an interface ("eth0"): use its first IPv4 address.
+std::string resolve_bind_address(const std::string& value) {
+  if (value.empty() || value.find_first_of(".:") != std::string::npos) return value;
+  ifaddrs* list = nullptr;
+  DT_SYSCHECK(::getifaddrs(&list), "getifaddrs");
+  std::string found;
+  for (ifaddrs* a = list; a; a = a->ifa_next) {
+    if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET || value != a->ifa_name) continue;
+    char buf[INET_ADDRSTRLEN];
+    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, buf, sizeof buf);
+    found = buf;
+    break;
+  }
+  ::freeifaddrs(list);
+  if (found.empty() && value != "localhost")
+    DT_THROW(InvalidArgument, "DTRAIN_BIND_ADDR='" << value << "' is neither an address nor an interface with an IPv4 "
+                                                   << "address (see 'ip -4 addr')");
+  return found.empty() ? value : found;
+}
 
 WorldInfo world_from_env() {
   WorldInfo w;
@@ -31,7 +54,7 @@ WorldInfo world_from_env() {
   w.transport.kind = parse_transport_kind(env_string("DTRAIN_TRANSPORT", "auto"));
   w.transport.timeout_s = env_double("DTRAIN_TIMEOUT", 300);
   w.transport.fabric.connect_timeout_s = env_double("DTRAIN_CONNECT_TIMEOUT", w.transport.timeout_s);
-  w.transport.fabric.bind_host = env_string("DTRAIN_BIND_ADDR", "127.0.0.1");
+  w.transport.fabric.bind_host = resolve_bind_address(env_string("DTRAIN_BIND_ADDR", "127.0.0.1"));
   w.transport.fabric.shm_ring_bytes =
       static_cast<size_t>(parse_size(env_string("DTRAIN_SHM_RING_BYTES", "1M"), "DTRAIN_SHM_RING_BYTES"));
   w.transport.fabric.token = w.token;

@@ -12,8 +12,8 @@
 //              is an InvalidArgument saying how to set it.
 //   transport: DTRAIN_TRANSPORT (auto|shm|tcp), DTRAIN_TIMEOUT (seconds, default 300, for every
 //              blocking call), DTRAIN_CONNECT_TIMEOUT (rendezvous; default DTRAIN_TIMEOUT),
-//              DTRAIN_BIND_ADDR (address the tcp transport listens on and publishes,
-//              default 127.0.0.1), DTRAIN_SHM_RING_BYTES.
+//              DTRAIN_BIND_ADDR (address or interface name the tcp transport listens on and
+//              publishes, default 127.0.0.1), DTRAIN_SHM_RING_BYTES.
 // A malformed value is an InvalidArgument naming the variable.
 #pragma once
 
@@ -35,6 +35,9 @@ struct WorldInfo {
 };
 
 WorldInfo world_from_env();
+
+// An address as given, or the first IPv4 address of the interface named; InvalidArgument else.
+std::string resolve_bind_address(const std::string& value);
 
 // Opens (and for MASTER_ADDR jobs, on rank 0, serves) the store described by `info`.
 // *keepalive holds a store server that must outlive the store's users.
