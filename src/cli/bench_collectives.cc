@@ -1,6 +1,137 @@
+// dtrain bench collectives — every collective x algorithm x size, in nccl-tests columns.
+//
+//   dtrain bench collectives -n 4 --op allreduce,allgather --algo all --transport shm
+//       --type float32 --sizes 8:256M --check --json rows.json
+//
+// Outside a job it relaunches itself as -n ranks through the launcher (or, with --threads,
+// runs the ranks as threads of this process); inside a rank it builds one communicator per
+// transport asked for over the job's store and runs cli/bench_coll_runner.h on it.
+#include <cstdio>
+#include <fstream>
+#include <algorithm>
+#include <memory>
+
+#include "base/env.h"
 #include "base/error.h"
 #include "cli/bench.h"
+#include "cli/bench_coll_runner.h"
+#include "cli/flags.h"
+#include "cli/launch.h"
+#include "coll/communicator.h"
 
 namespace dtrain::cli {
-int bench_collectives(const Args&) { DT_THROW(Error, "'dtrain bench collectives' is not built yet"); }
+namespace {
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  for (size_t pos = 0; pos <= s.size();) {
+    size_t comma = s.find(',', pos);
+    if (comma == std::string::npos) comma = s.size();
+    if (comma > pos) out.push_back(s.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int bench_collectives(const Args& args) {
+  Flags f("bench collectives", args);
+  int n = static_cast<int>(f.get_int("nproc", 2, "ranks to start", "n"));
+  std::string ops = f.get_string("op", "allreduce",
+                                 "comma list: allreduce, allgather, reducescatter, broadcast, reduce, gather, scatter, "
+                                 "alltoall, barrier");
+  std::string algos = f.get_string("algo", "auto", "algorithm name(s), auto, or all");
+  std::string transport = f.get_string("transport", "shm", "shm, tcp, or both (shm,tcp)");
+  std::string type = f.get_string("type", "float32", "element type", "t");
+  std::string redop = f.get_string("redop", "sum", "sum, avg, prod, min or max", "o");
+  int root = static_cast<int>(f.get_int("root", 0, "root of rooted collectives", "r"));
+  std::string sizes = f.get_string("sizes", "8:256M", "buffer sizes MIN:MAX in bytes (K, M, G suffixes)");
+  int factor = static_cast<int>(f.get_int("factor", 4, "size multiplier between rows"));
+  double seconds = f.get_double("seconds", 0.2, "target time per row");
+  int warmup = static_cast<int>(f.get_int("warmup", 2, "untimed calls per row", "w"));
+  bool check = f.get_bool("check", "verify every result against closed-form values (#wrong)");
+  bool in_place = f.get_bool("inplace", "in-place all-reduce");
+  bool deterministic = f.get_bool("deterministic", "rank-ordered reduction (bit-identical across algorithms)");
+  int64_t segment = f.get_int("segment", 0, "pipelining segment in bytes (0 = default 1 MiB)");
+  bool threads = f.get_bool("threads", "run the ranks as threads of this process instead of processes");
+  std::string json = f.get_string("json", "", "write the rows as JSON to FILE");
+  double timeout = f.get_double("timeout", 300, "seconds any blocking call may wait");
+  if (f.help_requested()) {
+    std::printf("%s", f.help_text("-n N [--op allreduce,...] [--algo ring|tree|...|auto|all] [--transport shm|tcp] "
+                                  "[--type float32] [--sizes 8:256M] [--check] [--json FILE]")
+                          .c_str());
+    return 0;
+  }
+  f.finish();
+
+  CollBenchConfig cfg;
+  cfg.ops.clear();
+  for (const auto& o : split_list(ops)) cfg.ops.push_back(parse_coll_op(o));
+  cfg.algos = split_list(algos);
+  for (const auto& a : cfg.algos)
+    if (a != "all") parse_algorithm(a);  // reject typos before starting ranks
+  cfg.dtype = parse_dtype(type);
+  cfg.redop = parse_reduce_op(redop);
+  cfg.root = root;
+  cfg.sizes = parse_size_range(sizes, factor);
+  cfg.seconds = seconds;
+  cfg.warmup = warmup;
+  cfg.check = check;
+  cfg.in_place = in_place;
+  cfg.deterministic = deterministic;
+  cfg.segment_bytes = static_cast<size_t>(std::max<int64_t>(0, segment));
+  std::vector<TransportKind> kinds;
+  for (const auto& k : split_list(transport)) {
+    TransportKind kind = parse_transport_kind(k);
+    DT_CHECK(kind != TransportKind::kAuto, InvalidArgument, "--transport: name shm or tcp, not auto");
+    kinds.push_back(kind);
+  }
+  DT_CHECK(!kinds.empty(), InvalidArgument, "--transport: name at least one of shm, tcp");
+
+  std::vector<CollBenchRow> rows;
+  if (threads) {
+    DT_CHECK(n >= 1, InvalidArgument, "-n must be >= 1");
+    DT_CHECK(root >= 0 && root < n, InvalidArgument, "--root " << root << " outside 0.." << n - 1);
+    for (TransportKind kind : kinds) {
+      auto got = bench_collectives_threads(n, kind, cfg);
+      rows.insert(rows.end(), got.begin(), got.end());
+    }
+  } else if (!inside_launched_rank()) {
+    DT_CHECK(n >= 1, InvalidArgument, "-n must be >= 1");
+    LaunchOptions o;
+    o.nproc = n;
+    o.timeout_s = timeout;
+    o.tag_output = false;
+    Args again{"bench", "collectives"};
+    again.insert(again.end(), args.begin(), args.end());
+    return relaunch_self(o, again);
+  } else {
+    WorldInfo info = world_from_env();
+    DT_CHECK(root >= 0 && root < info.size, InvalidArgument, "--root " << root << " outside 0.." << info.size - 1);
+    std::shared_ptr<void> keepalive;
+    auto store = open_world_store(info, &keepalive);
+    cfg.print = info.rank == 0;
+    for (TransportKind kind : kinds) {
+      TransportOptions t = info.transport;
+      t.kind = kind;
+      t.timeout_s = timeout;
+      Communicator world(store, info.rank, info.size, t, std::string("collbench-") + transport_kind_name(kind));
+      auto got = run_collective_bench(world, cfg);
+      rows.insert(rows.end(), got.begin(), got.end());
+      world.barrier();
+    }
+    if (info.rank != 0) return 0;
+  }
+  if (!json.empty()) {
+    std::ofstream out(json);
+    DT_CHECK(out.good(), IoError, "cannot write --json file " << json);
+    out << rows_to_json(rows);
+  }
+  int64_t wrong = 0;
+  for (const auto& r : rows) wrong += r.wrong > 0 ? r.wrong : 0;
+  if (wrong > 0) std::fprintf(stderr, "dtrain bench collectives: %lld wrong elements\n", static_cast<long long>(wrong));
+  return wrong > 0 ? 1 : 0;
+}
+
 }  // namespace dtrain::cli

@@ -1,0 +1,330 @@
+#include "cli/bench_coll_runner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "base/clock.h"
+#include "base/env.h"
+#include "base/error.h"
+#include "coll/call.h"
+#include "coll/collectives.h"
+#include "coll/cost_model.h"
+
+namespace dtrain::cli {
+namespace {
+
+// Closed-form inputs for --check: small integers, exact in every type for up to 8 ranks.
+double value(int r, size_t i, ReduceOp op) {
+  if (op == ReduceOp::kProd) return (r + i) % 3 == 0 ? 2 : 1;
+  return 1 + static_cast<double>((r + i) % 4);
+}
+void put(DType t, void* p, size_t i, double v) {
+  switch (t) {
+    case DType::kFloat32: static_cast<float*>(p)[i] = static_cast<float>(v); break;
+    case DType::kFloat64: static_cast<double*>(p)[i] = v; break;
+    case DType::kFloat16: static_cast<uint16_t*>(p)[i] = float_to_fp16(static_cast<float>(v)); break;
+    case DType::kBFloat16: static_cast<uint16_t*>(p)[i] = float_to_bf16(static_cast<float>(v)); break;
+    case DType::kInt32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); break;
+    case DType::kInt64: static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v); break;
+    case DType::kUInt8: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(static_cast<int64_t>(v) & 0xff); break;
+  }
+}
+double get(DType t, const void* p, size_t i) {
+  switch (t) {
+    case DType::kFloat32: return static_cast<const float*>(p)[i];
+    case DType::kFloat64: return static_cast<const double*>(p)[i];
+    case DType::kFloat16: return fp16_to_float(static_cast<const uint16_t*>(p)[i]);
+    case DType::kBFloat16: return bf16_to_float(static_cast<const uint16_t*>(p)[i]);
+    case DType::kInt32: return static_cast<const int32_t*>(p)[i];
+    case DType::kInt64: return static_cast<double>(static_cast<const int64_t*>(p)[i]);
+    case DType::kUInt8: return static_cast<const uint8_t*>(p)[i];
+  }
+  return 0;
+}
+double reduced(int p, size_t i, ReduceOp op, DType t) {
+  double acc = value(0, i, op);
+  for (int r = 1; r < p; ++r) {
+    double v = value(r, i, op);
+    if (op == ReduceOp::kSum || op == ReduceOp::kAvg) acc += v;
+    if (op == ReduceOp::kProd) acc *= v;
+    if (op == ReduceOp::kMin) acc = std::min(acc, v);
+    if (op == ReduceOp::kMax) acc = std::max(acc, v);
+  }
+  if (op == ReduceOp::kAvg) {
+    bool integer = t == DType::kInt32 || t == DType::kInt64 || t == DType::kUInt8;
+    acc = integer ? std::floor(acc / p) : acc / p;
+  }
+  if (t == DType::kUInt8) acc = static_cast<double>(static_cast<int64_t>(acc) & 0xff);
+  return acc;
+}
+bool close_enough(double got, double want, DType t) {
+  double tol = (t == DType::kFloat16 || t == DType::kBFloat16) ? 1e-2 : 1e-6;
+  return std::fabs(got - want) <= tol * std::max(1.0, std::fabs(want));
+}
+
+struct Point {
+  CollOp op;
+  size_t per_rank, total, in_elems, out_elems;
+};
+
+Point shape(CollOp op, size_t bytes, size_t es, int p) {
+  size_t n = std::max<size_t>(1, bytes / es);
+  switch (op) {
+    case CollOp::kAllgather:
+    case CollOp::kGather: {
+      size_t per = std::max<size_t>(1, n / p);
+      return {op, per, per * p, per, per * p};
+    }
+    case CollOp::kReduceScatter:
+    case CollOp::kScatter:
+    case CollOp::kAlltoall: {
+      size_t per = std::max<size_t>(1, n / p);
+      return {op, per, per * p, per * p, op == CollOp::kAlltoall ? per * p : per};
+    }
+    default: return {op, n, n, n, n};
+  }
+}
+
+Algorithm run_once(Communicator& c, const Point& pt, Algorithm a, const CollBenchConfig& cfg, char* in, char* out) {
+  CollOptions o;
+  o.algorithm = a;
+  o.segment_bytes = cfg.segment_bytes;
+  o.deterministic = cfg.deterministic;
+  DType t = cfg.dtype;
+  switch (pt.op) {
+    case CollOp::kAllreduce: return allreduce(c, in, cfg.in_place ? in : out, pt.total, t, cfg.redop, AllreduceOptions{o});
+    case CollOp::kBroadcast: return broadcast(c, in, pt.total, t, cfg.root, BroadcastOptions{o});
+    case CollOp::kReduce: return reduce(c, in, out, pt.total, t, cfg.redop, cfg.root, ReduceOptions{o});
+    case CollOp::kAllgather: return allgather(c, in, out, pt.per_rank, t, AllgatherOptions{o});
+    case CollOp::kReduceScatter: return reduce_scatter(c, in, out, pt.per_rank, t, cfg.redop, ReduceScatterOptions{o});
+    case CollOp::kGather: return gather(c, in, out, pt.per_rank, t, cfg.root, GatherOptions{o});
+    case CollOp::kScatter: return scatter(c, in, out, pt.per_rank, t, cfg.root, ScatterOptions{o});
+    case CollOp::kAlltoall: return alltoall(c, in, out, pt.per_rank, t, AlltoallOptions{o});
+    case CollOp::kBarrier: return barrier(c, BarrierOptions{o});
+  }
+  return a;
+}
+
+// Fills inputs, runs once, counts wrong elements on this rank.
+int64_t check_once(Communicator& c, const Point& pt, Algorithm a, const CollBenchConfig& cfg, char* in, char* out) {
+  const int p = c.size(), me = c.rank();
+  const DType t = cfg.dtype;
+  const ReduceOp op = cfg.redop;
+  for (size_t i = 0; i < pt.in_elems; ++i) put(t, in, i, value(me, i, op));
+  run_once(c, pt, a, cfg, in, out);
+  const char* res = cfg.in_place && pt.op == CollOp::kAllreduce ? in : out;
+  int64_t wrong = 0;
+  auto expect = [&](const void* buf, size_t i, double want) { wrong += !close_enough(get(t, buf, i), want, t); };
+  const size_t per = pt.per_rank;
+  switch (pt.op) {
+    case CollOp::kAllreduce:
+      for (size_t i = 0; i < pt.total; ++i) expect(res, i, reduced(p, i, op, t));
+      break;
+    case CollOp::kBroadcast:
+      for (size_t i = 0; i < pt.total; ++i) expect(in, i, value(cfg.root, i, op));
+      break;
+    case CollOp::kReduce:
+      if (me == cfg.root)
+        for (size_t i = 0; i < pt.total; ++i) expect(out, i, reduced(p, i, op, t));
+      break;
+    case CollOp::kAllgather:
+      for (int q = 0; q < p; ++q)
+        for (size_t j = 0; j < per; ++j) expect(out, q * per + j, value(q, j, op));
+      break;
+    case CollOp::kGather:
+      if (me == cfg.root)
+        for (int q = 0; q < p; ++q)
+          for (size_t j = 0; j < per; ++j) expect(out, q * per + j, value(q, j, op));
+      break;
+    case CollOp::kReduceScatter:
+      for (size_t j = 0; j < per; ++j) expect(out, j, reduced(p, me * per + j, op, t));
+      break;
+    case CollOp::kScatter:
+      for (size_t j = 0; j < per; ++j) expect(out, j, value(cfg.root, me * per + j, op));
+      break;
+    case CollOp::kAlltoall:
+      for (int q = 0; q < p; ++q)
+        for (size_t j = 0; j < per; ++j) expect(out, q * per + j, value(q, me * per + j, op));
+      break;
+    case CollOp::kBarrier: break;
+  }
+  return wrong;
+}
+
+std::vector<Algorithm> algorithms_for(CollOp op, const std::vector<std::string>& names, bool shm) {
+  std::vector<Algorithm> out;
+  for (const auto& name : names) {
+    if (name == "all") {
+      for (Algorithm a : supported_algorithms(op))
+        if (a != Algorithm::kHierarchical && !(a == Algorithm::kShmDirect && !shm)) out.push_back(a);
+      continue;
+    }
+    Algorithm a = normalize_algorithm(op, parse_algorithm(name));
+    auto sup = supported_algorithms(op);
+    if (a == Algorithm::kAuto || std::find(sup.begin(), sup.end(), a) != sup.end()) out.push_back(a);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<size_t> parse_size_range(const std::string& spec, int factor) {
+  auto colon = spec.find(':');
+  int64_t lo, hi;
+  if (colon == std::string::npos) {
+    lo = hi = parse_size(spec, "--sizes");
+  } else {
+    lo = parse_size(spec.substr(0, colon), "--sizes");
+    hi = parse_size(spec.substr(colon + 1), "--sizes");
+  }
+  DT_CHECK(lo >= 1 && hi >= lo, InvalidArgument, "--sizes " << spec << ": need 1 <= MIN <= MAX");
+  DT_CHECK(factor >= 2, InvalidArgument, "--factor must be >= 2");
+  std::vector<size_t> out;
+  for (int64_t s = lo; s <= hi; s *= factor) out.push_back(static_cast<size_t>(s));
+  if (out.back() != static_cast<size_t>(hi)) out.push_back(static_cast<size_t>(hi));
+  return out;
+}
+
+double bus_factor(CollOp op, int p) {
+  switch (op) {
+    case CollOp::kAllreduce: return 2.0 * (p - 1) / p;
+    case CollOp::kAllgather:
+    case CollOp::kReduceScatter:
+    case CollOp::kAlltoall:
+    case CollOp::kGather:
+    case CollOp::kScatter: return static_cast<double>(p - 1) / p;
+    default: return 1.0;
+  }
+}
+
+std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchConfig& cfg) {
+  const int p = c.size();
+  const size_t es = dtype_size(cfg.dtype);
+  const std::string kind = c.transport().kind();
+  const bool shm = kind == "shm";
+  const bool lead = c.rank() == 0 && cfg.print;
+  std::vector<CollBenchRow> rows;
+  CostParams cp = cost_params_for(kind);
+  CollOptions seg_opts;
+  seg_opts.segment_bytes = cfg.segment_bytes;
+  if (lead) {
+    std::printf("# dtrain bench collectives: %d ranks, transport %s, type %s, cost model %s\n", p, kind.c_str(),
+                dtype_name(cfg.dtype), cp.source.c_str());
+    std::printf("# time = max over ranks of the mean per call; GB/s = 1e9 bytes/s; pred = cost model\n");
+    std::printf("%12s %12s %9s %6s %5s %18s %11s %8s %8s %7s %10s %7s\n", "size(B)", "count", "type", "redop", "root",
+                "algo", "time(us)", "algbw", "busbw", "#wrong", "pred(us)", "err");
+    std::fflush(stdout);
+  }
+  for (CollOp op : cfg.ops) {
+    for (Algorithm requested : algorithms_for(op, cfg.algos, shm)) {
+      for (size_t bytes : cfg.sizes) {
+        Point pt = shape(op, bytes, es, p);
+        std::vector<char> in(pt.in_elems * es), out(pt.out_elems * es);
+        for (size_t i = 0; i < pt.in_elems; ++i) put(cfg.dtype, in.data(), i, value(c.rank(), i, cfg.redop));
+        Algorithm used = requested;
+        for (int w = 0; w < cfg.warmup; ++w) used = run_once(c, pt, requested, cfg, in.data(), out.data());
+        // Trial: the slowest rank's time of one call decides the iteration count everywhere.
+        double t0 = now_seconds();
+        run_once(c, pt, requested, cfg, in.data(), out.data());
+        double trial = now_seconds() - t0;
+        allreduce(c, &trial, 1, DType::kFloat64, ReduceOp::kMax);
+        int64_t iters = std::clamp<int64_t>(static_cast<int64_t>(cfg.seconds / std::max(trial, 1e-7)), 1, cfg.max_iters);
+        c.barrier();
+        t0 = now_seconds();
+        for (int64_t i = 0; i < iters; ++i) run_once(c, pt, requested, cfg, in.data(), out.data());
+        double per_call = (now_seconds() - t0) / static_cast<double>(iters);
+        allreduce(c, &per_call, 1, DType::kFloat64, ReduceOp::kMax);
+        int64_t wrong = -1;
+        if (cfg.check) {
+          wrong = check_once(c, pt, requested, cfg, in.data(), out.data());
+          allreduce(c, &wrong, 1, DType::kInt64, ReduceOp::kSum);
+        }
+        CollBenchRow row;
+        row.op = coll_op_name(op);
+        row.algo = algorithm_name(used);
+        row.transport = kind;
+        row.type = dtype_name(cfg.dtype);
+        row.redop = (op == CollOp::kAllreduce || op == CollOp::kReduce || op == CollOp::kReduceScatter)
+                        ? reduce_op_name(cfg.redop)
+                        : "none";
+        row.root = (op == CollOp::kBroadcast || op == CollOp::kReduce || op == CollOp::kGather || op == CollOp::kScatter)
+                       ? cfg.root
+                       : -1;
+        row.world_size = p;
+        row.size_bytes = pt.total * es;
+        row.count = pt.total;
+        row.time_us = per_call * 1e6;
+        row.algbw_gbps = row.size_bytes / per_call / 1e9;
+        row.busbw_gbps = row.algbw_gbps * bus_factor(op, p);
+        row.predicted_us = predict_seconds(op, used, p, row.size_bytes, cp, resolve_segment_bytes(seg_opts)) * 1e6;
+        row.wrong = wrong;
+        row.iters = iters;
+        rows.push_back(row);
+        if (lead) {
+          double err = row.time_us > 0 ? (row.predicted_us - row.time_us) / row.time_us * 100 : 0;
+          std::printf("%12zu %12zu %9s %6s %5d %18s %11.1f %8.3f %8.3f %7s %10.1f %6.0f%%\n", row.size_bytes, row.count,
+                      row.type.c_str(), row.redop.c_str(), row.root, row.algo.c_str(), row.time_us, row.algbw_gbps,
+                      row.busbw_gbps, wrong < 0 ? "N/A" : std::to_string(wrong).c_str(), row.predicted_us, err);
+          std::fflush(stdout);
+        }
+      }
+    }
+  }
+  return rows;
+}
+
+std::vector<CollBenchRow> bench_collectives_threads(int nproc, TransportKind kind, const CollBenchConfig& cfg) {
+  auto store = std::make_shared<MemoryStore>(120);
+  TransportOptions t;
+  t.kind = kind;
+  t.timeout_s = env_double("DTRAIN_TIMEOUT", 300);
+  t.fabric.token = "bench-threads";
+  std::mutex mu;
+  std::exception_ptr first;
+  std::vector<CollBenchRow> rows;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < nproc; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        Communicator comm(store, r, nproc, t, std::string("bench-") + transport_kind_name(kind));
+        auto got = run_collective_bench(comm, cfg);
+        if (r == 0) rows = std::move(got);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!first) first = std::current_exception();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  if (first) std::rethrow_exception(first);
+  return rows;
+}
+
+std::string rows_to_json(const std::vector<CollBenchRow>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : rows)
+    out.push_back({{"op", r.op},
+                   {"algo", r.algo},
+                   {"transport", r.transport},
+                   {"world_size", r.world_size},
+                   {"type", r.type},
+                   {"redop", r.redop},
+                   {"root", r.root},
+                   {"size_bytes", r.size_bytes},
+                   {"count", r.count},
+                   {"time_us", r.time_us},
+                   {"algbw_gbps", r.algbw_gbps},
+                   {"busbw_gbps", r.busbw_gbps},
+                   {"wrong", r.wrong},
+                   {"predicted_us", r.predicted_us},
+                   {"iters", r.iters}});
+  return out.dump(2) + "\n";
+}
+
+}  // namespace dtrain::cli

@@ -1,0 +1,62 @@
+// cli/bench_coll_runner.h — the measurement engine behind `dtrain bench collectives`.
+//
+// Contract
+// - run_collective_bench(comm, cfg) is collective over comm: every rank calls it with the same
+//   config. For each op x algorithm x size it warms up, agrees on an iteration count (rank 0
+//   decides from a trial run so each point takes about cfg.seconds), times the loop on every
+//   rank and reduces the per-iteration time with max over ranks (the nccl-tests convention).
+//   With cfg.check it then runs the collective once more on closed-form inputs and counts
+//   wrong elements over all ranks.
+// - Sizes are bytes of the whole buffer as nccl-tests counts them: the all-reduce/broadcast/
+//   reduce buffer, the all-gather/gather output, the reduce-scatter/scatter/all-to-all input;
+//   counts are rounded down to a multiple of the group size where the op needs it (and to at
+//   least one element per rank).
+// - Rank 0 prints one row per point in nccl-tests columns (size, count, type, redop, root,
+//   algo, time us, algbw, busbw, #wrong) plus the cost model's prediction and its error, and
+//   the rows are returned on every rank (rank 0's values).
+// - bench_collectives_threads(nproc, kind, cfg) runs the same in-process with ranks as
+//   threads (for tests and for machines without the launcher).
+// Thread-safety: one call per communicator at a time.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "coll/communicator.h"
+#include "coll/types.h"
+
+namespace dtrain::cli {
+
+struct CollBenchConfig {
+  std::vector<CollOp> ops{CollOp::kAllreduce};
+  std::vector<std::string> algos{"auto"};  // names, "auto" or "all"
+  DType dtype = DType::kFloat32;
+  ReduceOp redop = ReduceOp::kSum;
+  int root = 0;
+  std::vector<size_t> sizes;
+  double seconds = 0.2;
+  int max_iters = 1000000;
+  int warmup = 2;
+  bool check = false;
+  bool in_place = false;
+  bool deterministic = false;
+  size_t segment_bytes = 0;
+  bool print = true;
+};
+
+struct CollBenchRow {
+  std::string op, algo, transport, type, redop;
+  int world_size = 0, root = -1;
+  size_t size_bytes = 0, count = 0;
+  double time_us = 0, algbw_gbps = 0, busbw_gbps = 0, predicted_us = 0;
+  int64_t wrong = -1;  // -1: not checked
+  int64_t iters = 0;
+};
+
+std::vector<size_t> parse_size_range(const std::string& spec, int factor);
+double bus_factor(CollOp op, int p);
+std::vector<CollBenchRow> run_collective_bench(Communicator& comm, const CollBenchConfig& cfg);
+std::vector<CollBenchRow> bench_collectives_threads(int nproc, TransportKind kind, const CollBenchConfig& cfg);
+std::string rows_to_json(const std::vector<CollBenchRow>& rows);
+
+}  // namespace dtrain::cli
