@@ -95,6 +95,10 @@ void Module::bind(std::span<float> flat_params, std::span<float> flat_grads) {
        Tensor::wrap(flat_grads.data(), {static_cast<int64_t>(flat_grads.size())}));
 }
 
+void Module::bind_readonly(std::span<const float> flat_params, std::span<float> flat_grads) {
+  bind(std::span<float>(const_cast<float*>(flat_params.data()), flat_params.size()), flat_grads);
+}
+
 // Parameter i draws from the stream derive_seed(seed, i): independent of the others.
 void Module::init(uint64_t seed) {
   DT_CHECK(bound(), InvalidArgument, "init: the module has no parameter buffer (call allocate or bind)");

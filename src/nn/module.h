@@ -66,6 +66,9 @@ class Module {
   void bind(Tensor flat_params, Tensor flat_grads);
   // Convenience for raw buffers (e.g. a std::vector<float> per replica).
   void bind(std::span<float> flat_params, std::span<float> flat_grads);
+  // Read-only parameters (a replica evaluating at someone else's weights): forward/backward
+  // never write the parameter buffer; only init() would, so do not call it after this.
+  void bind_readonly(std::span<const float> flat_params, std::span<float> flat_grads);
   bool bound() const { return flat_params_.defined(); }
   void init(uint64_t seed);
   void zero_grad();

@@ -82,6 +82,7 @@ TEST(Mlp, ReplicasShareParametersAndKeepTheirOwnGradients) {
   r2.bind(master.param_span(), std::span<float>(g2));
   EXPECT_EQ(r1.layer(0).weight().value.data(), master.layer(0).weight().value.data());
 
+  const std::vector<float> params_copy = master.flat_params().to_vector();
   Tensor xa = random_batch(4, 6, 1), xb = random_batch(4, 6, 2);
   std::vector<int32_t> ya = {0, 1, 2, 0}, yb = {2, 2, 1, 0};
   float la = r1.loss_and_grad(xa, ya);
@@ -99,6 +100,14 @@ TEST(Mlp, ReplicasShareParametersAndKeepTheirOwnGradients) {
   EXPECT_NEAR(lab, (la + lb) / 2, 1e-5);
   std::vector<float> gab = master.flat_grads().to_vector();
   for (size_t i = 0; i < gab.size(); ++i) ASSERT_NEAR(gab[i], (g1[i] + g2[i]) / 2, 1e-5) << i;
+
+  // A read-only binding (e.g. evaluating at another thread's weights) computes the same.
+  std::vector<float> g3(master.num_params());
+  const std::vector<float>& frozen = params_copy;
+  MLP r3("6-8-3", {.allocate = false});
+  r3.bind_readonly(std::span<const float>(frozen), std::span<float>(g3));
+  r3.loss_and_grad(xa, ya);
+  EXPECT_EQ(g3, g1);
 
   // A step on the shared buffer is seen by every replica.
   master.param_span()[0] += 1.0f;
