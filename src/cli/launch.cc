@@ -55,6 +55,19 @@ std::string signal_name(int sig) {
   return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
+// Blocks SIGCHLD, SIGINT and SIGTERM for the scope; restores the previous mask.
+struct SignalBlock {
+  sigset_t mask, old;
+  SignalBlock() {
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGCHLD);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    ::pthread_sigmask(SIG_BLOCK, &mask, &old);
+  }
+  ~SignalBlock() { ::pthread_sigmask(SIG_SETMASK, &old, nullptr); }
+};
+
 struct Rank {
   int global = 0, local = 0;
   pid_t pid = -1;
@@ -192,6 +205,9 @@ int Launcher::run() {
   DT_CHECK(o_.nnodes >= 1 && o_.node_rank >= 0 && o_.node_rank < o_.nnodes, InvalidArgument,
            "--node-rank " << o_.node_rank << " is outside --nnodes " << o_.nnodes);
   DT_CHECK(!argv_.empty(), InvalidArgument, "no program to run: put it after '--' (dtrain run -n 4 -- ./train)");
+  // Block the signals we handle before any thread exists (the store server's thread inherits
+  // the mask), so they arrive only on the signalfd; ranks unblock them after fork.
+  SignalBlock blocked;
   std::string token = o_.token.empty() ? env_string("DTRAIN_TOKEN", "") : o_.token;
   std::unique_ptr<TcpStoreServer> server;
   std::string host;
@@ -216,14 +232,7 @@ int Launcher::run() {
   long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
   std::string threads = std::to_string(std::max<long>(1, cpus / o_.nproc));
 
-  // Block the signals we handle so they arrive on the signalfd; ranks unblock them.
-  sigset_t mask, old;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGCHLD);
-  sigaddset(&mask, SIGINT);
-  sigaddset(&mask, SIGTERM);
-  ::sigprocmask(SIG_BLOCK, &mask, &old);
-  Fd sfd(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+  Fd sfd(::signalfd(-1, &blocked.mask, SFD_CLOEXEC | SFD_NONBLOCK));
   DT_SYSCHECK(sfd.get(), "signalfd");
 
   ranks_.resize(o_.nproc);
@@ -293,8 +302,6 @@ int Launcher::run() {
     reap();
     if (killing_ && kill_at_.expired()) signal_all(SIGKILL);
   }
-  ::sigprocmask(SIG_SETMASK, &old, nullptr);
-
   if (failed_ >= 0) {
     Rank& r = ranks_[failed_];
     std::ostringstream os;

@@ -119,5 +119,38 @@ TEST_F(LauncherTest, MultiNodeWithoutTokenIsRefused) {
   EXPECT_NE(r.output.find("DTRAIN_TOKEN"), std::string::npos) << r.output;
 }
 
+// SIGTERM to the launcher reaches every rank. Ranks announce readiness with a file; the test
+// waits for the files (bounded), then signals the launcher.
+TEST_F(LauncherTest, SigtermReachesEveryRank) {
+  std::string dir = "/tmp/dtrain-sigterm-" + std::to_string(::getpid());
+  std::string rank_script = "trap \"echo rank $RANK got TERM; exit 0\" TERM; touch " + dir +
+                            "/ready.$RANK; while :; do sleep 0.1; done";
+  std::string cmd = "mkdir -p " + dir + "; " + bin_ + " run -n 3 -- sh -c '" + rank_script +
+                    "' & pid=$!; i=0; while [ $(ls " + dir + " | wc -l) -lt 3 ] && [ $i -lt 600 ]; do sleep 0.05; "
+                    "i=$((i+1)); done; kill -TERM $pid; wait $pid; echo launcher=$?; rm -rf " + dir;
+  auto r = run_command(cmd);
+  for (int k = 0; k < 3; ++k)
+    EXPECT_NE(r.output.find("rank " + std::to_string(k) + " got TERM"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("interrupted by SIGTERM"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("launcher=143"), std::string::npos) << r.output;
+}
+
+// Ranks started by mpirun or srun (simulated by their environment variables) find their rank
+// and size and meet through a private file store keyed by the job id, without dtrain run.
+TEST_F(LauncherTest, MpirunAndSrunEnvironmentsWithoutLauncher) {
+  std::string job = std::to_string(::getpid());
+  std::string ompi = "env -u RANK -u WORLD_SIZE -u DTRAIN_STORE -u MASTER_ADDR OMPI_MCA_ess_base_jobid=t" + job +
+                     " OMPI_COMM_WORLD_SIZE=2 ";
+  auto r = run_command(ompi + "OMPI_COMM_WORLD_RANK=1 " + rank_ + " exchange 1000 & " + ompi +
+                       "OMPI_COMM_WORLD_RANK=0 " + rank_ + " exchange 1000; wait $!; echo other=$?");
+  EXPECT_NE(r.output.find("exchange ok 2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("other=0"), std::string::npos) << r.output;
+  std::string slurm = "env -u RANK -u WORLD_SIZE -u DTRAIN_STORE -u MASTER_ADDR SLURM_JOB_ID=s" + job + " SLURM_NTASKS=3 ";
+  r = run_command(slurm + "SLURM_PROCID=1 " + rank_ + " exchange 10 & " + slurm + "SLURM_PROCID=2 " + rank_ +
+                  " exchange 10 & " + slurm + "SLURM_PROCID=0 " + rank_ + " exchange 10; wait");
+  EXPECT_NE(r.output.find("exchange ok 3"), std::string::npos) << r.output;
+  run_command("rm -rf /tmp/dtrain-$(id -u)-t" + job + " /tmp/dtrain-$(id -u)-s" + job);
+}
+
 }  // namespace
 }  // namespace dtrain
