@@ -1,6 +1,181 @@
+// dtrain bench calibrate — measure the cost model's alpha, beta, gamma on this machine.
+//
+//   dtrain bench calibrate [-n 2] [--transport shm,tcp] [--out FILE] [--threads]
+//
+// For each transport: gamma = seconds per byte of a local float32 sum (reduce kernel on
+// 16 MiB); alpha from an 8-byte ring all-reduce (2(p-1) messages: alpha = T / 2(p-1)); beta
+// from a 16 MiB ring all-reduce, solving the ring formula
+//   T = 2(p-1) alpha + 2(p-1)/p n beta + (p-1)/p n gamma
+// for beta. Times are max over ranks. The result goes to FILE (default $DTRAIN_CALIBRATION
+// or ~/.cache/dtrain/calibration.json), keeping the entry of a transport not measured; later
+// runs and `dtrain plan collective` read it.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "base/clock.h"
+#include "base/env.h"
 #include "base/error.h"
 #include "cli/bench.h"
+#include "cli/flags.h"
+#include "cli/launch.h"
+#include "coll/collectives.h"
+#include "coll/cost_model.h"
+#include "coll/reduce_kernels.h"
 
 namespace dtrain::cli {
-int bench_calibrate(const Args&) { DT_THROW(Error, "'dtrain bench calibrate' is not built yet"); }
+namespace {
+
+// Mean seconds per call of fn, max over ranks, running about `seconds`.
+template <class Fn>
+double time_collective(Communicator& c, double seconds, Fn&& fn) {
+  fn();
+  double t0 = now_seconds();
+  fn();
+  double trial = now_seconds() - t0;
+  allreduce(c, &trial, 1, DType::kFloat64, ReduceOp::kMax);
+  int64_t iters = std::clamp<int64_t>(static_cast<int64_t>(seconds / std::max(trial, 1e-7)), 3, 100000);
+  c.barrier();
+  t0 = now_seconds();
+  for (int64_t i = 0; i < iters; ++i) fn();
+  double per = (now_seconds() - t0) / static_cast<double>(iters);
+  allreduce(c, &per, 1, DType::kFloat64, ReduceOp::kMax);
+  return per;
+}
+
+CostParams calibrate(Communicator& c, double seconds) {
+  const int p = c.size();
+  CostParams cp;
+  const size_t big = 4u << 20;  // elements: 16 MiB of float32
+  std::vector<float> a(big, 1.0f), b(big, 2.0f);
+  double t0 = now_seconds();
+  int reps = 0;
+  do {
+    reduce_into(DType::kFloat32, ReduceOp::kSum, a.data(), b.data(), big);
+    ++reps;
+  } while (now_seconds() - t0 < seconds / 2);
+  double gamma = (now_seconds() - t0) / reps / (big * 4.0);
+  allreduce(c, &gamma, 1, DType::kFloat64, ReduceOp::kMax);
+  cp.gamma_s_per_byte = gamma;
+  AllreduceOptions ring;
+  ring.algorithm = Algorithm::kRing;
+  float tiny[2] = {1, 2};
+  double t_small = time_collective(c, seconds, [&] { allreduce(c, tiny, 2, DType::kFloat32, ReduceOp::kSum, ring); });
+  cp.alpha_s = p > 1 ? t_small / (2.0 * (p - 1)) : t_small;
+  double t_big = time_collective(c, seconds, [&] { allreduce(c, a.data(), big, DType::kFloat32, ReduceOp::kSum, ring); });
+  const double n = big * 4.0, frac = p > 1 ? (p - 1.0) / p : 1.0;
+  double beta = (t_big - 2.0 * (p - 1) * cp.alpha_s - frac * n * gamma) / (2.0 * frac * n);
+  cp.beta_s_per_byte = std::max(beta, 1e-12);
+  cp.source = "measured";
+  if (c.rank() == 0) {
+    std::printf("%-5s p=%d  alpha %.2f us   beta %.3f GB/s   gamma %.3f GB/s   (ring 8 B: %.1f us, 16 MiB: %.1f us)\n",
+                c.transport().kind(), p, cp.alpha_s * 1e6, 1e-9 / cp.beta_s_per_byte, 1e-9 / cp.gamma_s_per_byte,
+                t_small * 1e6, t_big * 1e6);
+    std::fflush(stdout);
+  }
+  return cp;
+}
+
+void write_calibration(const std::string& path, const std::vector<std::pair<std::string, CostParams>>& measured) {
+  CostParams shm = default_cost_params("shm"), tcp = default_cost_params("tcp");
+  std::ifstream in(path);
+  if (in) {
+    std::stringstream ss;
+    ss << in.rdbuf();
+    parse_calibration(ss.str(), "shm", &shm);
+    parse_calibration(ss.str(), "tcp", &tcp);
+  }
+  for (const auto& [kind, cp] : measured) (kind == "shm" ? shm : tcp) = cp;
+  for (size_t slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1))
+    ::mkdir(path.substr(0, slash).c_str(), 0755);
+  std::ofstream out(path);
+  DT_CHECK(out.good(), IoError, "cannot write calibration file " << path);
+  out << format_calibration(shm, tcp);
+  std::printf("wrote %s\n", path.c_str());
+}
+
+}  // namespace
+
+int bench_calibrate(const Args& args) {
+  Flags f("bench calibrate", args);
+  int n = static_cast<int>(f.get_int("nproc", 2, "ranks to start", "n"));
+  std::string transport = f.get_string("transport", "shm,tcp", "shm, tcp or both");
+  std::string out = f.get_string("out", default_calibration_path(), "calibration file to write");
+  double seconds = f.get_double("seconds", 0.5, "time per measurement");
+  bool threads = f.get_bool("threads", "run the ranks as threads of this process");
+  double timeout = f.get_double("timeout", 120, "seconds any blocking call may wait");
+  if (f.help_requested()) {
+    std::printf("%s", f.help_text("[-n 2] [--transport shm,tcp] [--out FILE]").c_str());
+    return 0;
+  }
+  f.finish();
+  std::vector<TransportKind> kinds;
+  for (size_t pos = 0; pos <= transport.size();) {
+    size_t comma = transport.find(',', pos);
+    if (comma == std::string::npos) comma = transport.size();
+    TransportKind k = parse_transport_kind(transport.substr(pos, comma - pos));
+    DT_CHECK(k != TransportKind::kAuto, InvalidArgument, "--transport: name shm or tcp, not auto");
+    kinds.push_back(k);
+    pos = comma + 1;
+  }
+  DT_CHECK(!out.empty(), InvalidArgument, "--out: no calibration path (set HOME or DTRAIN_CALIBRATION)");
+  std::vector<std::pair<std::string, CostParams>> measured;
+  if (threads) {
+    for (TransportKind kind : kinds) {
+      auto store = std::make_shared<MemoryStore>(timeout);
+      TransportOptions t;
+      t.kind = kind;
+      t.timeout_s = timeout;
+      t.fabric.token = "calibrate";
+      std::mutex mu;
+      std::exception_ptr first;
+      CostParams result;
+      std::vector<std::thread> ts;
+      for (int r = 0; r < n; ++r)
+        ts.emplace_back([&, r] {
+          try {
+            Communicator c(store, r, n, t, "calibrate");
+            CostParams cp = calibrate(c, seconds);
+            if (r == 0) result = cp;
+          } catch (...) {
+            std::lock_guard<std::mutex> lock(mu);
+            if (!first) first = std::current_exception();
+          }
+        });
+      for (auto& th : ts) th.join();
+      if (first) std::rethrow_exception(first);
+      measured.emplace_back(transport_kind_name(kind), result);
+    }
+    write_calibration(out, measured);
+    return 0;
+  }
+  if (!inside_launched_rank()) {
+    LaunchOptions o;
+    o.nproc = n;
+    o.timeout_s = timeout;
+    o.tag_output = false;
+    Args again{"bench", "calibrate"};
+    again.insert(again.end(), args.begin(), args.end());
+    return relaunch_self(o, again);
+  }
+  WorldInfo info = world_from_env();
+  std::shared_ptr<void> keepalive;
+  auto store = open_world_store(info, &keepalive);
+  for (TransportKind kind : kinds) {
+    TransportOptions t = info.transport;
+    t.kind = kind;
+    t.timeout_s = timeout;
+    Communicator c(store, info.rank, info.size, t, std::string("calibrate-") + transport_kind_name(kind));
+    measured.emplace_back(transport_kind_name(kind), calibrate(c, seconds));
+    c.barrier();
+  }
+  if (info.rank == 0) write_calibration(out, measured);
+  return 0;
+}
+
 }  // namespace dtrain::cli
