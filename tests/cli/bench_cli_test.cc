@@ -1,0 +1,104 @@
+// dtrain bench collectives / calibrate and dtrain plan collective, run in-process with ranks
+// as threads (--threads): the JSON rows carry the documented keys, --check finds no wrong
+// element, auto reports the algorithm it actually used, and bad flags are usage errors.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "cli/bench.h"
+#include "cli/bench_coll_runner.h"
+#include "cli/commands.h"
+
+namespace dtrain::cli {
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "/" + name + "-" + std::to_string(::getpid());
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << path;
+  return nlohmann::json::parse(in);
+}
+
+TEST(BenchCollectivesCli, AllAlgorithmsCheckedWithJsonRows) {
+  std::string json = temp_path("rows.json");
+  int rc = bench_collectives({"-n", "3", "--threads", "--op", "allreduce,allgather,reducescatter,broadcast", "--algo",
+                              "all", "--sizes", "8:4K", "--factor", "8", "--seconds", "0.002", "--warmup", "1",
+                              "--check", "--json", json, "--segment", "256"});
+  EXPECT_EQ(rc, 0);
+  auto rows = read_json(json);
+  ASSERT_TRUE(rows.is_array());
+  std::set<std::string> algos;
+  for (const auto& row : rows) {
+    for (const char* key : {"op", "algo", "transport", "world_size", "type", "size_bytes", "count", "time_us",
+                            "algbw_gbps", "busbw_gbps", "wrong"})
+      ASSERT_TRUE(row.contains(key)) << key << " missing in " << row.dump();
+    EXPECT_EQ(row["wrong"], 0) << row.dump();
+    EXPECT_EQ(row["world_size"], 3);
+    EXPECT_EQ(row["transport"], "shm");
+    EXPECT_GT(row["time_us"].get<double>(), 0);
+    algos.insert(row["op"].get<std::string>() + "/" + row["algo"].get<std::string>());
+  }
+  for (const char* want : {"allreduce/ring", "allreduce/tree", "allreduce/halving_doubling", "allreduce/shm_direct",
+                           "allgather/bruck", "reducescatter/halving_doubling", "broadcast/chain"})
+    EXPECT_TRUE(algos.count(want)) << want;
+  std::remove(json.c_str());
+}
+
+TEST(BenchCollectivesCli, AutoReportsTheAlgorithmUsedAndBusBandwidthFactor) {
+  CollBenchConfig cfg;
+  cfg.sizes = {8, 1 << 20};
+  cfg.seconds = 0.002;
+  cfg.warmup = 1;
+  cfg.check = true;
+  cfg.print = false;
+  auto rows = bench_collectives_threads(4, TransportKind::kTcp, cfg);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& r : rows) {
+    EXPECT_NE(r.algo, "auto");
+    EXPECT_EQ(r.wrong, 0);
+    EXPECT_NEAR(r.busbw_gbps, r.algbw_gbps * 2 * 3 / 4, 1e-9);
+  }
+  EXPECT_DOUBLE_EQ(bus_factor(CollOp::kAllgather, 4), 0.75);
+  EXPECT_DOUBLE_EQ(bus_factor(CollOp::kBroadcast, 4), 1.0);
+}
+
+TEST(BenchCollectivesCli, UsageErrors) {
+  EXPECT_THROW(bench_collectives({"--threads", "--bogus"}), InvalidArgument);
+  EXPECT_THROW(bench_collectives({"--threads", "--algo", "warp"}), InvalidArgument);
+  EXPECT_THROW(bench_collectives({"--threads", "--op", "allsum"}), InvalidArgument);
+  EXPECT_THROW(bench_collectives({"--threads", "--sizes", "9:3"}), InvalidArgument);
+  EXPECT_EQ(parse_size_range("8:256M", 4).front(), 8u);
+  EXPECT_EQ(parse_size_range("8:256M", 4).back(), 256u << 20);
+}
+
+TEST(BenchCalibrateCli, WritesAFileThePlannerReads) {
+  std::string path = temp_path("calib.json");
+  EXPECT_EQ(bench_calibrate({"-n", "2", "--threads", "--transport", "shm", "--seconds", "0.02", "--out", path}), 0);
+  auto j = read_json(path);
+  for (const char* kind : {"shm", "tcp"}) {
+    ASSERT_TRUE(j.contains(kind)) << j.dump();
+    EXPECT_GT(j[kind]["beta_gbps"].get<double>(), 0);
+    EXPECT_GT(j[kind]["gamma_gbps"].get<double>(), 0);
+    EXPECT_GE(j[kind]["alpha_us"].get<double>(), 0);
+  }
+  EXPECT_EQ(plan_main({"collective", "--op", "allreduce", "-n", "8", "--size", "64M", "--calibration", path}), 0);
+  std::remove(path.c_str());
+}
+
+TEST(PlanCli, CollectiveAndUsageErrors) {
+  EXPECT_EQ(plan_main({"collective", "--op", "allreduce", "-n", "8", "--size", "64M", "--transport", "tcp"}), 0);
+  EXPECT_EQ(plan_main({"collective", "--op", "broadcast", "-n", "3", "--size", "1K", "--json"}), 0);
+  EXPECT_THROW(plan_main({"collective", "--op", "allreduce", "--bogus", "1"}), InvalidArgument);
+  EXPECT_THROW(plan_main({"strategy"}), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace dtrain::cli
