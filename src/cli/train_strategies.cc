@@ -33,14 +33,16 @@ std::unique_ptr<LocalStrategy> make_hogwild(TrainableModel& m, const float* lr, 
 
 const std::vector<StrategyEntry>& strategies() {
   static const std::vector<StrategyEntry> table = {
-      {"single", "one thread, minibatch SGD/Adam (the reference)",
+      {"single", "one thread, minibatch SGD/Adam, whole-batch gradients (the fast reference)",
        [](const TrainFlags& f) {
          single_process(f);
          DT_CHECK(f.threads == 1, InvalidArgument,
                   "--strategy single uses one thread; for --threads " << f.threads << " use --strategy threads");
        },
        [](TrainableModel& m, Optimizer& opt, const float*, const TrainOptions&) -> std::unique_ptr<LocalStrategy> {
-         return std::make_unique<SyncThreads>(m, opt, 1);
+         // One shard: the whole minibatch in one gemm. (threads uses 8 fixed shards so that
+         // every T gives the same bits; with T = 1 that only costs time.)
+         return std::make_unique<SyncThreads>(m, opt, 1, /*shards=*/1);
        }},
       {"threads", "each minibatch split over --threads T, gradients summed in a fixed order (bit-identical for any T <= 8)",
        single_process,
