@@ -28,12 +28,13 @@ function(dtrain_tests layer)
     add_executable(${exe} ${src})
     target_link_libraries(${exe} PRIVATE ${T_LIBS} dtrain_test_support GTest::gtest GTest::gmock)
     set_target_properties(${exe} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+    # One label per test (a CMake list would be split by gtest_discover_tests); ctest -L takes
+    # a regex, so "coll_slow" is selected by -L coll and by -L slow alike.
     set(labels ${layer})
     if(exe MATCHES "_mp_test$")
-      list(APPEND labels multiprocess)
-    endif()
-    if(exe MATCHES "_slow_test$")
-      list(APPEND labels slow)
+      set(labels ${layer}_multiprocess)
+    elseif(exe MATCHES "_slow_test$")
+      set(labels ${layer}_slow)
     endif()
     target_sources(${exe} PRIVATE $<TARGET_OBJECTS:dtrain_test_env>)
     gtest_discover_tests(${exe}
