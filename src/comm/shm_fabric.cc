@@ -6,7 +6,8 @@
 // writer, `tail` (bytes ever read) to the reader, each on its own cache line; payload bytes
 // are published with a release store of head and consumed after an acquire load (and the
 // reverse for tail), so no lock is needed. Large messages stream through the ring in
-// pieces, the writer filling while the reader drains: a pipelined two-copy path.
+// pieces of 64 KiB, each published as soon as it is copied, so the writer fills while the
+// reader drains: a pipelined two-copy path.
 //
 // Sleeping: every rank has a 32-bit doorbell (a futex word) in its segment. Whoever changes
 // something a rank may wait for — new bytes in its inbound ring, or space freed in a ring it
@@ -41,6 +42,8 @@ namespace dtrain {
 namespace {
 
 constexpr uint64_t kMagic = 0x6474726e73686d31ull;  // "dtrnshm1"
+// Ring positions are published every kChunk bytes so writer and reader overlap on big copies.
+constexpr size_t kChunk = 64 << 10;
 
 struct alignas(64) SegmentHeader {
   uint64_t magic;
@@ -109,9 +112,15 @@ class ShmChannel : public Channel {
     uint64_t tail = out_->tail.load(std::memory_order_acquire);
     size_t k = std::min<size_t>(n, cap_ - static_cast<size_t>(head - tail));
     if (k == 0) return 0;
-    copy_in(out_ring_, head, static_cast<const char*>(data), k);
-    out_->head.store(head + k, std::memory_order_release);
-    ring_doorbell(peer_h_);
+    // Publish every chunk as it lands so the reader copies out while we copy in.
+    const char* src = static_cast<const char*>(data);
+    for (size_t done = 0; done < k;) {
+      size_t c = std::min(k - done, kChunk);
+      copy_in(out_ring_, head + done, src + done, c);
+      done += c;
+      out_->head.store(head + done, std::memory_order_release);
+      if (done == c || done == k) ring_doorbell(peer_h_);  // wake a sleeping reader early
+    }
     return k;
   }
 
@@ -124,8 +133,13 @@ class ShmChannel : public Channel {
         fail("rank " + std::to_string(peer_id()) + " closed its transport");
       return 0;
     }
-    copy_out(in_ring_, tail, static_cast<char*>(data), k);
-    in_->tail.store(tail + k, std::memory_order_release);
+    char* dst = static_cast<char*>(data);
+    for (size_t done = 0; done < k;) {
+      size_t c = std::min(k - done, kChunk);
+      copy_out(in_ring_, tail + done, dst + done, c);
+      done += c;
+      in_->tail.store(tail + done, std::memory_order_release);  // space for the writer, chunk by chunk
+    }
     ring_doorbell(peer_h_);  // the writer may be waiting for space
     return k;
   }
