@@ -23,7 +23,7 @@ namespace dtrain {
 // peer); a small message is staged with its header so it leaves in one write. On the
 // receiving side a header is matched against the receives posted for (peer, tag) in order;
 // with none posted, the payload is buffered as an "unexpected" message that a later irecv
-// claims. A receive posted while its unexpected message is still arriving takes over the
+// takes (the oldest of its tag first). A receive posted while its unexpected message is still arriving takes over the
 // stream: the bytes so far are copied once and the rest land directly in the user's buffer.
 //
 // Progress is driven by waiters: wait() runs progress passes over all peers (send what fits,
@@ -54,7 +54,6 @@ struct Transport::Unexpected {
   std::vector<char> data;
   size_t got = 0;
   bool complete() const { return got == data.size(); }
-  std::shared_ptr<Op> claimant;  // a receive posted while this was still arriving
 };
 
 struct Transport::Peer {
@@ -255,29 +254,28 @@ Request Transport::irecv(int peer, uint64_t tag, void* data, size_t bytes) {
   };
   auto uq = p.unexpected.find(tag);
   if (uq != p.unexpected.end() && !uq->second.empty()) {
+    // The oldest unexpected message of this tag is ours.
     auto u = uq->second.front();
-    // Only the oldest unexpected message of this tag may be claimed, and only once.
-    if (!u->claimant) {
-      uq->second.pop_front();
-      if (uq->second.empty()) p.unexpected.erase(uq);
-      if (u->data.size() != bytes) {
-        complete_op(*op, size_error(u->data.size()));
-        if (!u->complete() && p.buffer == u) { /* keep draining into u, then drop it */ }
-      } else if (u->complete()) {
-        if (bytes) std::memcpy(data, u->data.data(), bytes);
-        complete_op(*op);
-      } else if (p.buffer == u) {
-        // Still arriving: copy what came so far and let the rest land in the user's buffer.
-        if (u->got) std::memcpy(data, u->data.data(), u->got);
-        op->done = u->got;
-        op->started = true;
-        p.target = op;
-        p.buffer.reset();
-      } else {
-        u->claimant = op;
-      }
-      return Request(this, op);
+    uq->second.pop_front();
+    if (uq->second.empty()) p.unexpected.erase(uq);
+    if (u->data.size() != bytes) {
+      complete_op(*op, size_error(u->data.size()));  // if still arriving, it drains into u and is dropped
+    } else if (u->complete()) {
+      if (bytes) std::memcpy(data, u->data.data(), bytes);
+      complete_op(*op);
+    } else if (p.buffer == u) {
+      // Still arriving: copy what came so far and let the rest land in the user's buffer.
+      if (u->got) std::memcpy(data, u->data.data(), u->got);
+      op->done = u->got;
+      op->started = true;
+      p.target = op;
+      p.buffer.reset();
+    } else {
+      // Only the message being read can be incomplete; any other was cut off by a failure.
+      complete_op(*op, p.error ? p.error
+                               : std::make_exception_ptr(PeerFailure(describe(*op) + ": message cut off", peer)));
     }
+    return Request(this, op);
   }
   if (p.error) {
     complete_op(*op, p.error);
@@ -372,15 +370,6 @@ void Transport::progress_recv_locked(int peer) {
     bytes_received_.fetch_add(p.msg_size, std::memory_order_relaxed);
     p.in_message = false;
     if (p.target) complete_op(*p.target);
-    if (p.buffer && p.buffer->claimant) {
-      auto u = p.buffer;
-      auto op = u->claimant;
-      auto& uq = p.unexpected[u->tag];
-      uq.erase(std::find(uq.begin(), uq.end(), u));
-      if (uq.empty()) p.unexpected.erase(u->tag);
-      if (!u->data.empty()) std::memcpy(op->data, u->data.data(), u->data.size());
-      complete_op(*op);
-    }
     p.target.reset();
     p.buffer.reset();
   }
@@ -394,9 +383,6 @@ void Transport::fail_peer_locked(int peer, std::exception_ptr error) {
   for (auto& [tag, q] : p.posted)
     for (auto& op : q) complete_op(*op, p.error);
   p.posted.clear();
-  for (auto& [tag, q] : p.unexpected)
-    for (auto& u : q)
-      if (u->claimant) complete_op(*u->claimant, p.error);
   if (p.target && !p.target->complete.load()) complete_op(*p.target, p.error);
   p.target.reset();
   p.buffer.reset();
@@ -445,9 +431,6 @@ void Transport::on_timeout_locked(Op& op, double timeout_s) {
       auto it = std::find_if(q.begin(), q.end(), [&](auto& o) { return o.get() == &op; });
       if (it != q.end()) q.erase(it);
       if (q.empty()) p.posted.erase(op.tag);
-      for (auto& [tag, uq] : p.unexpected)
-        for (auto& u : uq)
-          if (u->claimant.get() == &op) u->claimant.reset();
     }
     msg << (op.kind == Op::kRecv ? " (rank " + std::to_string(op.peer) + " sent nothing with this tag)"
                                  : " (rank " + std::to_string(op.peer) + " is not receiving)");
