@@ -1,27 +1,25 @@
-// All-reduce, shared-memory direct (ranks on one host).
+// All-reduce, shared-memory direct (ranks on one host): each rank reduces its slice straight
+// out of the other ranks' buffers.
 //
-// Every rank maps a shared-memory segment of its own and the segments of all its peers.
-// The buffer is processed in chunks of at most kChunkBytes: each rank copies its chunk into
-// its segment; after a barrier, rank r reduces slice r of the chunk straight out of the p
-// segments, in rank order, writing the total back into slice r of its own segment (nobody
-// else reads that slice in this phase); after a second barrier every rank copies slice q
-// from rank q's segment; a third barrier lets the segments be reused. No message carries
-// payload: each byte is copied in once, read p times by one reducer and copied out once, so
-// the transport's two copies per hop disappear. Results are rank-ordered, hence
-// bit-identical everywhere (and equal to the deterministic mode's).
+// The ranks first swap (pid, buffer address) records, which doubles as the barrier saying
+// every input is in place. Rank r then owns slice r of the buffer (Blocks(n, p)): it reads
+// slice r of every peer's buffer with cross-memory attach (process_vm_readv: one copy, no
+// message, no intermediate ring), in pieces that stay in cache, and reduces the p copies in
+// rank order into slice r of its own buffer. After a barrier every rank reads each finished
+// slice q straight from rank q's buffer into its own; a last barrier keeps every buffer
+// untouched until all reads are done. Per rank that is 2(p-1)/p n bytes copied once — half
+// of what a ring over the two-copy transport moves — plus 3 rounds of tiny messages.
+// Results are rank-ordered, hence bit-identical everywhere (and equal to deterministic mode).
 //
-// Segments are created per call (shm_open under a random name, published in the store,
-// mapped by every peer, then unlinked after a barrier) — the communicator has no place to
-// cache them yet — so the first touch of each page costs a fault; MAP_POPULATE prefaults.
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
+// Ranks that are threads of one process read with memcpy. Where the kernel forbids
+// cross-memory attach (e.g. Yama ptrace restrictions), every rank learns it from a one-byte
+// probe folded into a barrier, and all of them fall back to the ring algorithm together.
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
-#include <random>
-#include <string>
 #include <vector>
 
 #include "base/error.h"
@@ -31,23 +29,51 @@
 namespace dtrain::algo {
 namespace {
 
-constexpr size_t kChunkBytes = 16u << 20;
+constexpr size_t kPieceBytes = 256u << 10;
 
-struct Mapping {
-  void* addr = MAP_FAILED;
-  size_t bytes = 0;
-  ~Mapping() {
-    if (addr != MAP_FAILED) ::munmap(addr, bytes);
-  }
-  char* data() const { return static_cast<char*>(addr); }
+struct Peer {
+  int64_t pid = 0;
+  uint64_t addr = 0;
 };
 
-void map_segment(Mapping& m, int fd, size_t bytes, const std::string& name) {
-  m.bytes = bytes;
-  m.addr = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-  int err = errno;
-  ::close(fd);
-  DT_CHECK(m.addr != MAP_FAILED, IoError, "shm_direct: mmap of " << name << " failed: " << errno_string(err));
+// Copies `bytes` from address `remote` of process `pid` into `local`; false when the kernel
+// refuses (EPERM/ENOSYS), throws on other errors.
+bool read_remote(const Peer& peer, size_t offset, void* local, size_t bytes, int peer_rank) {
+  if (bytes == 0) return true;
+  char* src = reinterpret_cast<char*>(peer.addr) + offset;
+  if (peer.pid == ::getpid()) {
+    std::memcpy(local, src, bytes);
+    return true;
+  }
+  size_t done = 0;
+  while (done < bytes) {
+    iovec l{static_cast<char*>(local) + done, bytes - done};
+    iovec r{src + done, bytes - done};
+    ssize_t got = ::process_vm_readv(static_cast<pid_t>(peer.pid), &l, 1, &r, 1, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EPERM || errno == ENOSYS || errno == EACCES) return false;
+      DT_THROW(IoError, "shm_direct: reading rank " << peer_rank << "'s buffer (pid " << peer.pid
+                                                    << "): " << errno_string(errno));
+    }
+    if (got == 0) DT_THROW(IoError, "shm_direct: rank " << peer_rank << "'s buffer vanished (pid " << peer.pid << ")");
+    done += static_cast<size_t>(got);
+  }
+  return true;
+}
+
+// Dissemination barrier that also ORs a flag across ranks.
+bool barrier_or(Call& c, uint32_t base, bool flag) {
+  const int p = c.size(), me = c.rank();
+  char mine = flag, got = 0;
+  for (int d = 1, round = 0; d < p; d <<= 1, ++round) {
+    Transport& t = c.comm().transport();
+    std::vector<Request> real{t.irecv((me - d + p) % p, c.tag(base + round), &got, 1),
+                              t.isend((me + d) % p, c.tag(base + round), &mine, 1)};
+    c.wait_all(real);
+    mine = static_cast<char>(mine | got);
+  }
+  return mine != 0;
 }
 
 }  // namespace
@@ -56,70 +82,63 @@ void allreduce_shm_direct(Call& c, char* buf, size_t n) {
   const int p = c.size(), me = c.rank();
   if (p == 1 || n == 0) return;
   const size_t es = c.elem();
-  const size_t chunk = std::max<size_t>(1, std::min(n, kChunkBytes / es));
-  const size_t seg_bytes = chunk * es;
-  uint32_t barrier_step = 0;
-  auto barrier = [&] {
-    // Dissemination barrier on this call's tags.
-    char token = 1, got = 0;
-    Transport& t = c.comm().transport();
-    for (int d = 1; d < p; d <<= 1) {
-      uint32_t step = 16 + barrier_step++;
-      std::vector<Request> rs{t.irecv((me - d + p) % p, c.tag(step), &got, 1), t.isend((me + d) % p, c.tag(step), &token, 1)};
-      c.wait_all(rs);
-    }
-  };
+  const uint32_t kSwap = 0, kProbe = 8, kReduced = 40, kGathered = 72;
 
-  std::random_device rd;
-  std::string own = "/dtrain-shmd-" + std::to_string(::getpid()) + "-" + std::to_string(rd()) + std::to_string(rd());
-  std::vector<Mapping> segs(p);
-  {
-    int fd = ::shm_open(own.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-    DT_CHECK(fd >= 0, IoError, "shm_direct: shm_open " << own << ": " << errno_string(errno));
-    if (::ftruncate(fd, static_cast<off_t>(seg_bytes)) != 0) {
-      int err = errno;
-      ::close(fd);
-      ::shm_unlink(own.c_str());
-      DT_THROW(IoError, "shm_direct: ftruncate " << own << ": " << errno_string(err));
-    }
-    map_segment(segs[me], fd, seg_bytes, own);
+  // 1. Swap (pid, address): every rank's input is in place once its record arrives.
+  Peer self{::getpid(), reinterpret_cast<uint64_t>(buf)};
+  std::vector<Peer> peers(p);
+  peers[me] = self;
+  std::vector<Request> reqs;
+  for (int q = 0; q < p; ++q) {
+    if (q == me) continue;
+    reqs.push_back(c.comm().transport().irecv(q, c.tag(kSwap), &peers[q], sizeof(Peer)));
+    reqs.push_back(c.comm().transport().isend(q, c.tag(kSwap), &self, sizeof(Peer)));
   }
-  Store& store = c.comm().store();
-  std::string key = "shmd/" + std::to_string(c.seq()) + "/";
-  bool unlinked = false;
-  try {
-    store.set(key + std::to_string(me), own);
-    for (int q = 0; q < p; ++q) {
-      if (q == me) continue;
-      std::string name = store.get(key + std::to_string(q), c.remaining() < 0 ? Store::kDefaultTimeout : c.remaining());
-      int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
-      DT_CHECK(fd >= 0, IoError,
-               "shm_direct: cannot open rank " << q << "'s segment " << name << " (ranks on different hosts?): "
-                                               << errno_string(errno));
-      map_segment(segs[q], fd, seg_bytes, name);
-    }
-    barrier();  // everyone has mapped everything: the names can go
-    ::shm_unlink(own.c_str());
-    unlinked = true;
-  } catch (...) {
-    if (!unlinked) ::shm_unlink(own.c_str());
-    throw;
+  c.wait_all(reqs);
+
+  // 2. Can everyone read everyone? Probe one byte per peer, agree on the answer.
+  bool refused = false;
+  for (int q = 0; q < p && !refused; ++q) {
+    char byte;
+    if (q != me && !read_remote(peers[q], 0, &byte, 1, q)) refused = true;
+  }
+  if (barrier_or(c, kProbe, refused)) {
+    Blocks blocks(n, p);
+    reduce_scatter_ring(c, buf, blocks, kPhase);
+    allgather_ring(c, buf, blocks, 2 * kPhase);
+    return;
   }
 
+  // 3. Reduce my slice from all p buffers, piece by piece, in rank order.
+  Blocks slices(n, p);
+  const size_t mine_lo = slices.off[me], mine_n = slices.len(me);
+  const size_t piece = std::max<size_t>(1, std::min(kPieceBytes / es, mine_n));
+  char* copies = c.scratch(piece * es * p);
   std::vector<const void*> in_rank_order(p);
-  for (size_t lo = 0; lo < n; lo += chunk) {
-    const size_t len = std::min(chunk, n - lo);
-    Blocks slices(len, p);
-    std::memcpy(segs[me].data(), buf + lo * es, len * es);
-    barrier();
-    const size_t mine = slices.off[me] * es;
-    for (int q = 0; q < p; ++q) in_rank_order[q] = segs[q].data() + mine;
-    if (slices.len(me)) reduce_ordered(c.dtype(), c.redop(), segs[me].data() + mine, in_rank_order.data(), p, slices.len(me));
-    barrier();
-    for (int q = 0; q < p; ++q)
-      std::memcpy(buf + (lo + slices.off[q]) * es, segs[q].data() + slices.off[q] * es, slices.len(q) * es);
-    barrier();
+  for (size_t lo = 0; lo < mine_n; lo += piece) {
+    const size_t len = std::min(piece, mine_n - lo), at = (mine_lo + lo) * es;
+    for (int q = 0; q < p; ++q) {
+      if (q == me) {
+        in_rank_order[q] = buf + at;
+        continue;
+      }
+      char* dst = copies + static_cast<size_t>(q) * piece * es;
+      if (!read_remote(peers[q], at, dst, len * es, q))
+        DT_THROW(IoError, "shm_direct: cross-memory read of rank " << q << " refused after a successful probe");
+      in_rank_order[q] = dst;
+    }
+    reduce_ordered(c.dtype(), c.redop(), buf + at, in_rank_order.data(), p, len);
   }
+  barrier_or(c, kReduced, false);
+
+  // 4. Copy every finished slice from its owner, then wait until nobody reads my buffer.
+  for (int q = 0; q < p; ++q) {
+    if (q == me) continue;
+    const size_t at = slices.off[q] * es;
+    if (!read_remote(peers[q], at, buf + at, slices.len(q) * es, q))
+      DT_THROW(IoError, "shm_direct: cross-memory read of rank " << q << " refused after a successful probe");
+  }
+  barrier_or(c, kGathered, false);
 }
 
 }  // namespace dtrain::algo
