@@ -445,7 +445,8 @@ void Transport::on_timeout_locked(Op& op, double timeout_s) {
 void Transport::wait(Op& op, double timeout_s) {
   if (timeout_s == -2) timeout_s = opts_.timeout_s;
   Deadline deadline = Deadline::after(timeout_s);
-  double spin_until = now_seconds() + spin_s_;
+  const double started = now_seconds();
+  double spin_until = started + spin_s_;
   double next_liveness = now_seconds() + 0.1;
   std::vector<int> want_write;
   while (!op.complete.load(std::memory_order_acquire)) {
@@ -465,7 +466,11 @@ void Transport::wait(Op& op, double timeout_s) {
         break;
       }
       if (now < spin_until) {
-        cpu_relax();
+        // Spin, but after the first microsecond give the core away on every pass: when the
+        // peer we wait for has no core of its own (busy or oversubscribed machine), spinning
+        // would only delay it. On an idle machine sched_yield returns at once.
+        if (now - started > 1e-6) ::sched_yield();
+        else cpu_relax();
         continue;
       }
       want_write.clear();
