@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -15,6 +16,7 @@
 #include "coll/call.h"
 #include "coll/collectives.h"
 #include "coll/cost_model.h"
+#include "coll/shm_context.h"
 
 namespace dtrain::cli {
 namespace {
@@ -91,8 +93,10 @@ Point shape(CollOp op, size_t bytes, size_t es, int p) {
   }
 }
 
-Algorithm run_once(Communicator& c, const Point& pt, Algorithm a, const CollBenchConfig& cfg, char* in, char* out) {
+Algorithm run_once(Communicator& c, const Point& pt, Algorithm a, const CollBenchConfig& cfg, char* in, char* out,
+                   ShmContext* ctx) {
   CollOptions o;
+  o.shm = ctx;
   o.algorithm = a;
   o.segment_bytes = cfg.segment_bytes;
   o.deterministic = cfg.deterministic;
@@ -112,12 +116,13 @@ Algorithm run_once(Communicator& c, const Point& pt, Algorithm a, const CollBenc
 }
 
 // Fills inputs, runs once, counts wrong elements on this rank.
-int64_t check_once(Communicator& c, const Point& pt, Algorithm a, const CollBenchConfig& cfg, char* in, char* out) {
+int64_t check_once(Communicator& c, const Point& pt, Algorithm a, const CollBenchConfig& cfg, char* in, char* out,
+                   ShmContext* ctx) {
   const int p = c.size(), me = c.rank();
   const DType t = cfg.dtype;
   const ReduceOp op = cfg.redop;
   for (size_t i = 0; i < pt.in_elems; ++i) put(t, in, i, value(me, i, op));
-  run_once(c, pt, a, cfg, in, out);
+  run_once(c, pt, a, cfg, in, out, ctx);
   const char* res = cfg.in_place && pt.op == CollOp::kAllreduce ? in : out;
   int64_t wrong = 0;
   auto expect = [&](const void* buf, size_t i, double want) { wrong += !close_enough(get(t, buf, i), want, t); };
@@ -213,9 +218,11 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
   CostParams cp = cost_params_for(kind);
   CollOptions seg_opts;
   seg_opts.segment_bytes = cfg.segment_bytes;
+  std::unique_ptr<ShmContext> ctx;
+  if (cfg.shm_context && shm && p > 1) ctx = std::make_unique<ShmContext>(c);
   if (lead) {
-    std::printf("# dtrain bench collectives: %d ranks, transport %s, type %s, cost model %s\n", p, kind.c_str(),
-                dtype_name(cfg.dtype), cp.source.c_str());
+    std::printf("# dtrain bench collectives: %d ranks, transport %s%s, type %s, cost model %s\n", p, kind.c_str(),
+                ctx ? " + ShmContext" : "", dtype_name(cfg.dtype), cp.source.c_str());
     std::printf("# time = max over ranks of the mean per call; GB/s = 1e9 bytes/s; pred = cost model\n");
     std::printf("%12s %12s %9s %6s %5s %18s %11s %8s %8s %7s %10s %7s\n", "size(B)", "count", "type", "redop", "root",
                 "algo", "time(us)", "algbw", "busbw", "#wrong", "pred(us)", "err");
@@ -228,21 +235,21 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
         std::vector<char> in(pt.in_elems * es), out(pt.out_elems * es);
         for (size_t i = 0; i < pt.in_elems; ++i) put(cfg.dtype, in.data(), i, value(c.rank(), i, cfg.redop));
         Algorithm used = requested;
-        for (int w = 0; w < cfg.warmup; ++w) used = run_once(c, pt, requested, cfg, in.data(), out.data());
+        for (int w = 0; w < cfg.warmup; ++w) used = run_once(c, pt, requested, cfg, in.data(), out.data(), ctx.get());
         // Trial: the slowest rank's time of one call decides the iteration count everywhere.
         double t0 = now_seconds();
-        run_once(c, pt, requested, cfg, in.data(), out.data());
+        run_once(c, pt, requested, cfg, in.data(), out.data(), ctx.get());
         double trial = now_seconds() - t0;
         allreduce(c, &trial, 1, DType::kFloat64, ReduceOp::kMax);
         int64_t iters = std::clamp<int64_t>(static_cast<int64_t>(cfg.seconds / std::max(trial, 1e-7)), 1, cfg.max_iters);
         c.barrier();
         t0 = now_seconds();
-        for (int64_t i = 0; i < iters; ++i) run_once(c, pt, requested, cfg, in.data(), out.data());
+        for (int64_t i = 0; i < iters; ++i) run_once(c, pt, requested, cfg, in.data(), out.data(), ctx.get());
         double per_call = (now_seconds() - t0) / static_cast<double>(iters);
         allreduce(c, &per_call, 1, DType::kFloat64, ReduceOp::kMax);
         int64_t wrong = -1;
         if (cfg.check) {
-          wrong = check_once(c, pt, requested, cfg, in.data(), out.data());
+          wrong = check_once(c, pt, requested, cfg, in.data(), out.data(), ctx.get());
           allreduce(c, &wrong, 1, DType::kInt64, ReduceOp::kSum);
         }
         CollBenchRow row;

@@ -41,6 +41,7 @@ struct CollBenchConfig {
   bool in_place = false;
   bool deterministic = false;
   size_t segment_bytes = 0;
+  bool shm_context = false;  // pass a ShmContext (shared-memory fast paths) on the shm transport
   bool print = true;
 };
 

@@ -36,7 +36,24 @@ uint64_t hash_counts(const std::vector<size_t>& counts) {
 Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t count, DType t, ReduceOp op,
                     const AllreduceOptions& opts) {
   const size_t bytes = count * dtype_size(t);
+  DT_CHECK(!opts.shm || opts.shm->serves(comm), InvalidArgument,
+           "allreduce: the options' ShmContext belongs to another communicator");
   Algorithm a = resolve_algorithm(CollOp::kAllreduce, opts.algorithm, comm, bytes, opts);
+  if (opts.shm && bytes <= opts.shm->slot_bytes() && comm.size() > 1 &&
+      (a == Algorithm::kShmDirect || opts.algorithm == Algorithm::kAuto)) {
+    // One shared-memory phase: everyone publishes its buffer, everyone reduces all of them.
+    Fingerprint fp;
+    fp.seq = comm.next_sequence();
+    fp.count = count;
+    fp.op = static_cast<uint8_t>(CollOp::kAllreduce);
+    fp.dtype = static_cast<uint8_t>(t);
+    fp.redop = static_cast<uint8_t>(op);
+    fp.algorithm = static_cast<uint8_t>(Algorithm::kShmDirect);
+    double timeout = opts.timeout_s < -1.5 ? comm.timeout() : opts.timeout_s;
+    copy_if_needed(recv, send, bytes);
+    opts.shm->allreduce_small(recv, count, t, op, fp, Deadline::after(timeout));
+    return Algorithm::kShmDirect;
+  }
   Call call(comm, CollOp::kAllreduce, opts, a, t, count, -1, op);
   char* buf = static_cast<char*>(recv);
   call.run([&] {
@@ -65,7 +82,7 @@ Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t cou
           break;
         }
         case Algorithm::kParamServer: algo::allreduce_param_server(call, buf, count); break;
-        case Algorithm::kShmDirect: algo::allreduce_shm_direct(call, buf, count); break;
+        case Algorithm::kShmDirect: algo::allreduce_shm_direct(call, buf, count, opts.shm); break;
         case Algorithm::kHierarchical: allreduce_hierarchical_once(call, buf, count); break;
         default: DT_THROW(InvalidArgument, "allreduce: unsupported algorithm " << algorithm_name(a));
       }

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <string>
 #include <cstring>
 #include <vector>
 
@@ -78,23 +79,44 @@ bool barrier_or(Call& c, uint32_t base, bool flag) {
 
 }  // namespace
 
-void allreduce_shm_direct(Call& c, char* buf, size_t n) {
+void allreduce_shm_direct(Call& c, char* buf, size_t n, ShmContext* ctx) {
   const int p = c.size(), me = c.rank();
   if (p == 1 || n == 0) return;
   const size_t es = c.elem();
   const uint32_t kSwap = 0, kProbe = 8, kReduced = 40, kGathered = 72;
+  const Deadline deadline = Deadline::after(c.remaining());
+  const std::string what = c.describe();
+  // With a ShmContext the phases are flags in shared memory; without, tiny messages.
+  auto phase_barrier = [&](uint32_t base, bool flag) {
+    if (!ctx) return barrier_or(c, base, flag);
+    uint64_t ph = ctx->next_phase();
+    *ctx->my_slot(ph) = flag;
+    ctx->arrive(ph);
+    ctx->wait_all(ph, deadline, what.c_str());
+    bool any = false;
+    for (int q = 0; q < p; ++q) any = any || *ctx->slot_of(q, ph) != 0;
+    return any;
+  };
 
   // 1. Swap (pid, address): every rank's input is in place once its record arrives.
   Peer self{::getpid(), reinterpret_cast<uint64_t>(buf)};
   std::vector<Peer> peers(p);
   peers[me] = self;
-  std::vector<Request> reqs;
-  for (int q = 0; q < p; ++q) {
-    if (q == me) continue;
-    reqs.push_back(c.comm().transport().irecv(q, c.tag(kSwap), &peers[q], sizeof(Peer)));
-    reqs.push_back(c.comm().transport().isend(q, c.tag(kSwap), &self, sizeof(Peer)));
+  if (ctx) {
+    uint64_t ph = ctx->next_phase();
+    std::memcpy(ctx->my_slot(ph), &self, sizeof self);
+    ctx->arrive(ph);
+    ctx->wait_all(ph, deadline, what.c_str());
+    for (int q = 0; q < p; ++q) std::memcpy(&peers[q], ctx->slot_of(q, ph), sizeof(Peer));
+  } else {
+    std::vector<Request> reqs;
+    for (int q = 0; q < p; ++q) {
+      if (q == me) continue;
+      reqs.push_back(c.comm().transport().irecv(q, c.tag(kSwap), &peers[q], sizeof(Peer)));
+      reqs.push_back(c.comm().transport().isend(q, c.tag(kSwap), &self, sizeof(Peer)));
+    }
+    c.wait_all(reqs);
   }
-  c.wait_all(reqs);
 
   // 2. Can everyone read everyone? Probe one byte per peer, agree on the answer.
   bool refused = false;
@@ -102,7 +124,7 @@ void allreduce_shm_direct(Call& c, char* buf, size_t n) {
     char byte;
     if (q != me && !read_remote(peers[q], 0, &byte, 1, q)) refused = true;
   }
-  if (barrier_or(c, kProbe, refused)) {
+  if (phase_barrier(kProbe, refused)) {
     Blocks blocks(n, p);
     reduce_scatter_ring(c, buf, blocks, kPhase);
     allgather_ring(c, buf, blocks, 2 * kPhase);
@@ -122,6 +144,10 @@ void allreduce_shm_direct(Call& c, char* buf, size_t n) {
         in_rank_order[q] = buf + at;
         continue;
       }
+      if (peers[q].pid == self.pid) {  // a thread of this process: read in place, no copy
+        in_rank_order[q] = reinterpret_cast<const char*>(peers[q].addr) + at;
+        continue;
+      }
       char* dst = copies + static_cast<size_t>(q) * piece * es;
       if (!read_remote(peers[q], at, dst, len * es, q))
         DT_THROW(IoError, "shm_direct: cross-memory read of rank " << q << " refused after a successful probe");
@@ -129,7 +155,7 @@ void allreduce_shm_direct(Call& c, char* buf, size_t n) {
     }
     reduce_ordered(c.dtype(), c.redop(), buf + at, in_rank_order.data(), p, len);
   }
-  barrier_or(c, kReduced, false);
+  phase_barrier(kReduced, false);
 
   // 4. Copy every finished slice from its owner, then wait until nobody reads my buffer.
   for (int q = 0; q < p; ++q) {
@@ -138,7 +164,7 @@ void allreduce_shm_direct(Call& c, char* buf, size_t n) {
     if (!read_remote(peers[q], at, buf + at, slices.len(q) * es, q))
       DT_THROW(IoError, "shm_direct: cross-memory read of rank " << q << " refused after a successful probe");
   }
-  barrier_or(c, kGathered, false);
+  phase_barrier(kGathered, false);
 }
 
 }  // namespace dtrain::algo

@@ -13,6 +13,8 @@
 //                    type): bit-identical results whatever the algorithm or segment size
 //     check          exchange the call's fingerprint with the ring neighbours first, so a
 //                    mismatched call is a Desync error (on by default; DTRAIN_COLL_CHECK=0)
+//     shm            optional ShmContext (coll/shm_context.h) of this communicator: enables
+//                    the shared-memory fast paths (every rank must pass one, or none)
 // Thread-safety: plain values.
 #pragma once
 
@@ -54,12 +56,15 @@ enum class CollOp : uint8_t {
 const char* coll_op_name(CollOp op);
 CollOp parse_coll_op(const std::string& name);
 
+class ShmContext;
+
 struct CollOptions {
   Algorithm algorithm = Algorithm::kAuto;
   double timeout_s = -2;
   size_t segment_bytes = 0;
   bool deterministic = false;
   bool check = true;
+  ShmContext* shm = nullptr;
 };
 struct AllreduceOptions : CollOptions {};
 struct BroadcastOptions : CollOptions {};

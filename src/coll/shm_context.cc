@@ -1,0 +1,154 @@
+#include "coll/shm_context.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "base/error.h"
+#include "coll/reduce_kernels.h"
+
+namespace dtrain {
+
+struct ShmContext::Header {
+  alignas(64) std::atomic<uint64_t> arrived{0};
+  alignas(64) Fingerprint fp[2];
+  int64_t pid = 0;
+};
+
+namespace {
+constexpr size_t kHeaderBytes = 256;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+}  // namespace
+
+ShmContext::ShmContext(Communicator& comm, size_t slot_bytes)
+    : comm_(comm), rank_(comm.rank()), size_(comm.size()), slot_bytes_((slot_bytes + 63) / 64 * 64) {
+  static_assert(sizeof(Header) <= kHeaderBytes, "header must fit");
+  seg_bytes_ = kHeaderBytes + 2 * slot_bytes_;
+  segs_.assign(size_, nullptr);
+  pids_.assign(size_, 0);
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  spin_ranks_per_core_ = static_cast<int>((size_ + cores - 1) / cores);
+  std::random_device rd;
+  std::string own = "/dtrain-coll-" + std::to_string(::getpid()) + "-" + std::to_string(rd()) + std::to_string(rd());
+  int fd = ::shm_open(own.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  DT_CHECK(fd >= 0, IoError, "ShmContext: shm_open " << own << ": " << errno_string(errno));
+  auto map = [&](int f, const std::string& name) {
+    void* p = ::mmap(nullptr, seg_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+    int err = errno;
+    ::close(f);
+    DT_CHECK(p != MAP_FAILED, IoError, "ShmContext: mmap " << name << ": " << errno_string(err));
+    return static_cast<char*>(p);
+  };
+  if (::ftruncate(fd, static_cast<off_t>(seg_bytes_)) != 0) {
+    int err = errno;
+    ::close(fd);
+    ::shm_unlink(own.c_str());
+    DT_THROW(IoError, "ShmContext: ftruncate " << own << ": " << errno_string(err));
+  }
+  segs_[rank_] = map(fd, own);
+  new (segs_[rank_]) Header();
+  header(rank_)->pid = ::getpid();
+  std::string key = "shmctx/" + std::to_string(comm.next_sequence()) + "/";
+  try {
+    comm.store().set(key + std::to_string(rank_), own);
+    for (int q = 0; q < size_; ++q) {
+      if (q == rank_) continue;
+      std::string name = comm.store().get(key + std::to_string(q));
+      int f = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
+      DT_CHECK(f >= 0, IoError,
+               "ShmContext: cannot open rank " << q << "'s segment " << name
+                                               << " (all ranks must share one host): " << errno_string(errno));
+      segs_[q] = map(f, name);
+    }
+    comm.barrier();  // everyone has mapped everything; the names can go
+  } catch (...) {
+    ::shm_unlink(own.c_str());
+    throw;
+  }
+  ::shm_unlink(own.c_str());
+  for (int q = 0; q < size_; ++q) pids_[q] = header(q)->pid;
+}
+
+ShmContext::~ShmContext() {
+  for (char* s : segs_)
+    if (s) ::munmap(s, seg_bytes_);
+}
+
+ShmContext::Header* ShmContext::header(int rank) const { return reinterpret_cast<Header*>(segs_[rank]); }
+
+char* ShmContext::slot(int rank, uint64_t phase) const {
+  return segs_[rank] + kHeaderBytes + (phase & 1) * slot_bytes_;
+}
+
+void ShmContext::arrive(uint64_t phase) { header(rank_)->arrived.store(phase, std::memory_order_release); }
+
+void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const char* what) {
+  // Spin while ranks fit the cores; otherwise yield at once so the awaited rank can run.
+  const int spin = spin_ranks_per_core_ <= 1 ? 20000 : 0;
+  for (int q = 0; q < size_; ++q) {
+    if (q == rank_) continue;
+    std::atomic<uint64_t>& a = header(q)->arrived;
+    int tries = 0;
+    uint64_t polls = 0;
+    while (a.load(std::memory_order_acquire) < phase) {
+      if (tries < spin) {
+        ++tries;
+        cpu_relax();
+        continue;
+      }
+      std::this_thread::yield();
+      if ((++polls & 1023) == 0) {
+        if (pids_[q] != ::getpid() && ::kill(static_cast<pid_t>(pids_[q]), 0) != 0 && errno == ESRCH)
+          throw PeerFailure("rank " + std::to_string(rank_) + ": rank " + std::to_string(q) + " (pid " +
+                                std::to_string(pids_[q]) + ") exited during " + what,
+                            q);
+        if (deadline.expired()) {
+          std::ostringstream os;
+          os << "rank " << rank_ << ": " << what << " timed out; never reached by";
+          for (int r = 0; r < size_; ++r)
+            if (r != rank_ && header(r)->arrived.load(std::memory_order_acquire) < phase) os << " rank " << r;
+          DT_THROW(Timeout, os.str());
+        }
+      }
+    }
+  }
+}
+
+void ShmContext::allreduce_small(void* buf, size_t count, DType t, ReduceOp op, const Fingerprint& fp,
+                                 const Deadline& deadline) {
+  const size_t bytes = count * dtype_size(t);
+  DT_CHECK(bytes <= slot_bytes_, InvalidArgument, "ShmContext: " << bytes << " bytes exceed the slot");
+  uint64_t phase = next_phase();
+  std::memcpy(my_slot(phase), buf, bytes);
+  header(rank_)->fp[phase & 1] = fp;
+  arrive(phase);
+  std::ostringstream what;
+  what << "allreduce #" << fp.seq << " (shm_direct, " << dtype_name(t) << " x " << count << ")";
+  wait_all(phase, deadline, what.str().c_str());
+  std::vector<const void*> in_rank_order(size_);
+  for (int q = 0; q < size_; ++q) {
+    const Fingerprint& other = header(q)->fp[phase & 1];
+    if (other.seq != fp.seq || other.count != fp.count || other.dtype != fp.dtype || other.redop != fp.redop ||
+        other.op != fp.op || other.root != fp.root)
+      DT_THROW(Desync, "rank " << rank_ << " called " << fp.describe() << " as collective #" << fp.seq << " but rank "
+                                << q << " called " << other.describe() << " as collective #" << other.seq);
+    in_rank_order[q] = slot(q, phase);
+  }
+  if (count) reduce_ordered(t, op, buf, in_rank_order.data(), size_, count);
+  if (op == ReduceOp::kAvg) finish_avg(t, buf, count, size_);
+}
+
+}  // namespace dtrain

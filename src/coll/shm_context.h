@@ -1,0 +1,68 @@
+// coll/shm_context.h — persistent shared memory among the ranks of one host, for the
+// shared-memory fast paths of the collectives.
+//
+// Contract
+// - ShmContext(comm, slot_bytes) is collective over comm (every rank on one host: each maps
+//   every other rank's segment, published by name through comm.store() and unlinked once
+//   all have mapped it). Build it once, next to the communicator, and pass it in the options
+//   (CollOptions::shm); it must outlive the calls that use it and the communicator.
+// - A segment holds an arrival counter (own cache line), two fingerprint records and two
+//   data slots of slot_bytes, used alternately: call k writes slot k%2 only after every rank
+//   has arrived at call k-1, so nobody still reads it.
+// - arrive(k) publishes "I reached phase k"; wait_all(k, deadline) spins (then yields) until
+//   every rank has, throwing Timeout naming the ranks that did not arrive, and PeerFailure
+//   when a peer process has exited.
+// - allreduce_small(): the all-reduce of a buffer that fits a slot in ONE phase: write data +
+//   fingerprint, arrive, wait, check every rank's fingerprint (Desync naming both calls),
+//   reduce all slots in rank order (bit-identical everywhere, deterministic).
+// Thread-safety: one collective at a time per context, like the communicator.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "coll/call.h"
+#include "coll/communicator.h"
+#include "coll/types.h"
+
+namespace dtrain {
+
+class ShmContext {
+ public:
+  explicit ShmContext(Communicator& comm, size_t slot_bytes = 64 << 10);
+  ~ShmContext();
+  ShmContext(const ShmContext&) = delete;
+  ShmContext& operator=(const ShmContext&) = delete;
+
+  Communicator& comm() { return comm_; }
+  size_t slot_bytes() const { return slot_bytes_; }
+  bool serves(const Communicator& c) const { return &c == &comm_; }
+
+  // Next phase number (same on every rank as long as all use the context in the same order).
+  uint64_t next_phase() { return ++phase_; }
+  char* my_slot(uint64_t phase) { return slot(rank_, phase); }
+  const char* slot_of(int rank, uint64_t phase) { return slot(rank, phase); }
+  void arrive(uint64_t phase);
+  void wait_all(uint64_t phase, const Deadline& deadline, const char* what);
+
+  void allreduce_small(void* buf, size_t count, DType t, ReduceOp op, const Fingerprint& fp, const Deadline& deadline);
+
+ private:
+  struct Header;
+  Header* header(int rank) const;
+  char* slot(int rank, uint64_t phase) const;
+
+  Communicator& comm_;
+  int rank_, size_;
+  size_t slot_bytes_, seg_bytes_;
+  uint64_t phase_ = 0;
+  std::vector<char*> segs_;
+  std::vector<int64_t> pids_;
+  int spin_ranks_per_core_ = 1;
+};
+
+}  // namespace dtrain

@@ -1,0 +1,98 @@
+// The shared-memory fast paths behind CollOptions::shm: the one-phase small all-reduce and
+// the flag-synchronised shm_direct, checked like the other algorithms; mismatched calls and
+// absent ranks are still named.
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
+
+#include "base/error.h"
+#include "coll/collectives.h"
+#include "coll/cost_model.h"
+#include "coll/shm_context.h"
+#include "coll_test_util.h"
+#include "support/world.h"
+
+namespace dtrain {
+namespace {
+
+TEST(ShmContextTest, AllreduceThroughTheContext) {
+  const DType types[] = {DType::kFloat32, DType::kBFloat16, DType::kInt64, DType::kUInt8, DType::kFloat64};
+  const ReduceOp ops[] = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kProd, ReduceOp::kMin};
+  for (int p : {1, 2, 3, 5, 8}) {
+    testing::run_world(p, TransportKind::kShm, [&](Communicator& c) {
+      ShmContext ctx(c, 4096);
+      int k = 0;
+      for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{1000}, size_t{100003}}) {
+        for (Algorithm a : {Algorithm::kAuto, Algorithm::kShmDirect, Algorithm::kRing}) {
+          ++k;
+          DType t = types[k % 5];
+          ReduceOp op = ops[(k / 5) % 5];
+          auto buf = testing::input(t, c.rank(), n, op);
+          AllreduceOptions o;
+          o.algorithm = a;
+          o.shm = &ctx;
+          o.segment_bytes = 1024;
+          allreduce(c, buf.data(), n, t, op, o);
+          ASSERT_EQ(testing::compare(buf, testing::expected_reduce(t, p, n, op), t), "")
+              << "p=" << p << " n=" << n << " " << algorithm_name(a) << " " << dtype_name(t) << " "
+              << reduce_op_name(op);
+        }
+      }
+    });
+  }
+}
+
+TEST(ShmContextTest, MismatchIsDesyncOnEveryRank) {
+  const int p = 3;
+  std::mutex mu;
+  std::vector<std::string> errors(p);
+  testing::run_world(p, TransportKind::kShm, [&](Communicator& c) {
+    ShmContext ctx(c);
+    size_t n = c.rank() == 1 ? 5 : 4;
+    std::vector<int32_t> buf(n, 1);
+    AllreduceOptions o;
+    o.shm = &ctx;
+    o.timeout_s = 10;
+    try {
+      allreduce(c, buf.data(), n, DType::kInt32, ReduceOp::kSum, o);
+    } catch (const Desync& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      errors[c.rank()] = e.what();
+    }
+  });
+  for (int r = 0; r < p; ++r) EXPECT_NE(errors[r].find("int32 x 5"), std::string::npos) << r << ": " << errors[r];
+}
+
+TEST(ShmContextTest, TimeoutNamesTheAbsentRank) {
+  const int p = 3;
+  std::mutex mu;
+  std::condition_variable cv;
+  int done = 0;
+  std::vector<std::string> errors(p);
+  testing::run_world(p, TransportKind::kShm, [&](Communicator& c) {
+    ShmContext ctx(c);
+    if (c.rank() == 2) {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return done == p - 1; });
+      return;
+    }
+    float x = 1;
+    AllreduceOptions o;
+    o.shm = &ctx;
+    o.timeout_s = 0.3;
+    try {
+      allreduce(c, &x, 1, DType::kFloat32, ReduceOp::kSum, o);
+    } catch (const Timeout& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      errors[c.rank()] = e.what();
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    ++done;
+    cv.notify_all();
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_NE(errors[r].find("never reached by rank 2"), std::string::npos) << errors[r];
+}
+
+}  // namespace
+}  // namespace dtrain
