@@ -17,6 +17,7 @@
 #include "nn/mlp.h"
 #include "optim/sgd.h"
 #include "tensor/blas.h"
+#include "tensor/convert.h"
 #include "tensor/kernels.h"
 #include "tensor/random.h"
 
@@ -122,6 +123,19 @@ void BM_SgdMomentumStep(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * n * 20);
 }
 BENCHMARK(BM_SgdMomentumStep)->Arg(2913290)->Unit(benchmark::kMillisecond);
+
+// Gradient compression for communication: 2.9 M floats (the benchmark model) to bf16 and back.
+void BM_Bf16RoundTrip(benchmark::State& state) {
+  int64_t n = state.range(0);
+  std::vector<float> x(n, 1.2345f), back(n);
+  std::vector<uint16_t> h(n);
+  for (auto _ : state) {
+    to_bf16(x, h);
+    from_bf16(h, back);
+  }
+  state.SetBytesProcessed(state.iterations() * n * 12);
+}
+BENCHMARK(BM_Bf16RoundTrip)->Arg(2913290)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace dtrain

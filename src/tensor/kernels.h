@@ -76,6 +76,11 @@ struct Kernels {
   void (*sgd_update)(float* p, const float* g, float* v, int64_t n, const SgdUpdate& u);
   // Adam/AdamW with bias corrections given in u.
   void (*adam_update)(float* p, const float* g, float* m, float* v, int64_t n, const AdamUpdate& u);
+
+  // bfloat16 conversion, bit-identical to base/dtype.h's scalar helpers (round to nearest
+  // even, NaN stays a quiet NaN, Inf stays Inf).
+  void (*to_bf16)(const float* x, uint16_t* out, int64_t n);
+  void (*from_bf16)(const uint16_t* x, float* out, int64_t n);
 };
 
 // The table for best_isa(), selected once.

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "base/dtype.h"
 #include "tensor/kernels.h"
 
 #pragma GCC push_options
@@ -63,6 +64,37 @@ struct Avx2Ops {
   }
 };
 
+// bf16 by the same integer recipe as base/dtype.h, 8 lanes at a time (see the AVX-512
+// file). Narrowing: packus works per 128-bit half, so a 64-bit permute restores the order.
+struct Bf16Avx2 {
+  static __m256i round8(const float* x) {
+    const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+    const __m256i round = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1), quiet = _mm256_set1_epi32(0x40);
+    __m256i b = _mm256_castps_si256(_mm256_loadu_ps(x));
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(b, abs_mask), inf);
+    __m256i hi = _mm256_srli_epi32(b, 16);
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(b, _mm256_add_epi32(round, _mm256_and_si256(hi, one))), 16);
+    return _mm256_blendv_epi8(r, _mm256_or_si256(hi, quiet), nan);
+  }
+  static void to(const float* x, uint16_t* out, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+      __m256i packed = _mm256_packus_epi32(round8(x + i), round8(x + i + 8));
+      packed = _mm256_permute4x64_epi64(packed, 0xD8);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), packed);
+    }
+    for (; i < n; ++i) out[i] = dtrain::float_to_bf16(x[i]);
+  }
+  static void from(const uint16_t* x, float* out, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
+      _mm256_storeu_ps(out + i, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)));
+    }
+    for (; i < n; ++i) out[i] = dtrain::bf16_to_float(x[i]);
+  }
+};
+
 }  // namespace
 
 #pragma GCC diagnostic pop
@@ -72,5 +104,10 @@ struct Avx2Ops {
 #include "tensor/kernels_table.h"
 
 namespace dtrain {
-Kernels make_avx2_kernels() { return kernel_table<Impl<Avx2Ops>>(Isa::kAvx2); }
+Kernels make_avx2_kernels() {
+  Kernels k = kernel_table<Impl<Avx2Ops>>(Isa::kAvx2);
+  k.to_bf16 = &Bf16Avx2::to;
+  k.from_bf16 = &Bf16Avx2::from;
+  return k;
+}
 }  // namespace dtrain

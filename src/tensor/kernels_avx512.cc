@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "base/dtype.h"
 #include "tensor/kernels.h"
 
 #pragma GCC push_options
@@ -73,6 +74,34 @@ struct Avx512Ops {
   }
 };
 
+// bf16 by the same integer recipe as base/dtype.h, 16 lanes at a time: add 0x7fff plus the
+// lowest kept bit (round to nearest even), keep the top 16 bits; NaNs keep their top bits
+// with the quiet bit set. The 32 -> 16 bit narrowing is vpmovdw.
+struct Bf16Avx512 {
+  static void to(const float* x, uint16_t* out, int64_t n) {
+    const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+    const __m512i round = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1), quiet = _mm512_set1_epi32(0x40);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+      __m512i b = _mm512_castps_si512(_mm512_loadu_ps(x + i));
+      __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(b, abs_mask), inf);
+      __m512i hi = _mm512_srli_epi32(b, 16);
+      __m512i r = _mm512_srli_epi32(_mm512_add_epi32(b, _mm512_add_epi32(round, _mm512_and_si512(hi, one))), 16);
+      r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(hi, quiet));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtepi32_epi16(r));
+    }
+    for (; i < n; ++i) out[i] = dtrain::float_to_bf16(x[i]);
+  }
+  static void from(const uint16_t* x, float* out, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+      __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)));
+      _mm512_storeu_ps(out + i, _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)));
+    }
+    for (; i < n; ++i) out[i] = dtrain::bf16_to_float(x[i]);
+  }
+};
+
 }  // namespace
 
 #pragma GCC diagnostic pop
@@ -82,5 +111,10 @@ struct Avx512Ops {
 #include "tensor/kernels_table.h"
 
 namespace dtrain {
-Kernels make_avx512_kernels() { return kernel_table<Impl<Avx512Ops>>(Isa::kAvx512); }
+Kernels make_avx512_kernels() {
+  Kernels k = kernel_table<Impl<Avx512Ops>>(Isa::kAvx512);
+  k.to_bf16 = &Bf16Avx512::to;
+  k.from_bf16 = &Bf16Avx512::from;
+  return k;
+}
 }  // namespace dtrain

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
+#include "base/dtype.h"
 #include "tensor/kernels.h"
 #include "tensor/random.h"
 
@@ -178,6 +180,32 @@ TEST_P(KernelsTest, AdamUpdateMatchesFormula) {
         ASSERT_NEAR(p2[i], pp, 1e-4 * (1 + std::fabs(pp)));
       }
     }
+  }
+}
+
+// Bit-exact against base/dtype.h on random bit patterns (NaNs, Infs, subnormals, ties).
+TEST_P(KernelsTest, Bf16ConversionIsBitExact) {
+  for (int64_t n : kSizes) {
+    std::vector<float> x(n);
+    Rng rng(16 + n);
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t bits = static_cast<uint32_t>(rng.next_u64());
+      if (i % 5 == 1) bits = (bits & 0xffff0000u) | 0x8000u;  // exact tie
+      if (i % 7 == 2) bits |= 0x7f800000u;                     // Inf or NaN
+      if (i % 11 == 3) bits &= 0x807fffffu;                    // zero or subnormal
+      std::memcpy(&x[i], &bits, 4);
+    }
+    std::vector<uint16_t> h(n + 1, 0xABCD);
+    k().to_bf16(x.data(), h.data(), n);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(h[i], float_to_bf16(x[i])) << "n=" << n << " i=" << i;
+    ASSERT_EQ(h[n], 0xABCD) << "wrote past the end";
+    std::vector<float> back(n + 1, 12345.0f);
+    k().from_bf16(h.data(), back.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      float want = bf16_to_float(h[i]);
+      ASSERT_EQ(std::memcmp(&back[i], &want, 4), 0) << "n=" << n << " i=" << i;
+    }
+    ASSERT_EQ(back[n], 12345.0f);
   }
 }
 
