@@ -85,6 +85,15 @@ Tensor activation_grad(const Tensor& gy, const Tensor& y, const Tensor& z, Activ
   else pool->parallel_for(0, n, 1 << 15, run);
   return out;
 }
+// gz *= (y > 0), in place, split over the pool.
+void relu_mask_inplace(const Tensor& y, Tensor& gz, ThreadPool* pool) {
+  const float* py = y.data();
+  float* pg = gz.data();
+  int64_t n = gz.numel();
+  auto run = [&](int64_t lo, int64_t hi) { kernels().relu_backward(py + lo, pg + lo, pg + lo, hi - lo); };
+  if (pool == nullptr || pool->size() == 1 || n < (1 << 16)) run(0, n);
+  else pool->parallel_for(0, n, 1 << 15, run);
+}
 }  // namespace
 
 // Fused fully connected layer (B, in) -> (B, out):
@@ -117,7 +126,7 @@ Var linear(const Var& x, const Var& w, const Var& bias, Activation act) {
     const std::vector<int>& in = g.inputs(self);
     // ReLU: mask the output gradient in place (no temporary); it is not read again.
     Tensor gz = g.grad(self);
-    if (act == Activation::kRelu) kernels().relu_backward(g.value(self).data(), gz.data(), gz.data(), gz.numel());
+    if (act == Activation::kRelu) relu_mask_inplace(g.value(self), gz, g.pool());
     else gz = activation_grad(gz, g.value(self), pre, act, g.pool());
     const Tensor &X = g.value(in[0]), &W = g.value(in[1]);
     if (in.size() > 2)

@@ -114,6 +114,21 @@ TEST(Mlp, ReplicasShareParametersAndKeepTheirOwnGradients) {
   EXPECT_EQ(r1.layer(0).weight().value.data()[0], master.param_span()[0]);
 }
 
+// Large enough (64 x 1100 hidden) for the ops to split over the pool; element-wise and
+// column-banded work gives the same bits as one thread.
+TEST(Mlp, PoolGivesTheSameGradients) {
+  MLP m("50-1100-3", {.seed = 4});
+  Tensor x = random_batch(64, 50, 5);
+  std::vector<int32_t> y(64);
+  for (int i = 0; i < 64; ++i) y[i] = i % 3;
+  float l1 = m.loss_and_grad(x, y);
+  std::vector<float> g1 = m.flat_grads().to_vector();
+  ThreadPool pool(2);
+  float l2 = m.loss_and_grad(x, y, &pool);
+  EXPECT_EQ(l1, l2);
+  EXPECT_EQ(g1, m.flat_grads().to_vector());
+}
+
 TEST(Mlp, BindRejectsWrongSizes) {
   MLP m("3-2", {.allocate = false});
   std::vector<float> p(m.num_params()), g(m.num_params() + 1);
