@@ -58,12 +58,14 @@ std::string MLP::spec() const {
   return os.str();
 }
 
-Var MLP::forward(Graph& graph, const Var& x) {
+Var MLP::forward(Graph& graph, const Var& x) { return run(graph, x, training()); }
+
+Var MLP::run(Graph& graph, const Var& x, bool training) {
   const Tensor& X = x.value();
   DT_CHECK(X.ndim() == 2 && X.dim(1) == dims_.front(), InvalidArgument,
            "MLP " << spec() << ": input " << shape_str(X.shape()) << " needs shape [B, " << dims_.front() << "]");
   Var h = x;
-  bool drop = training() && dropout_ > 0.0f;
+  bool drop = training && dropout_ > 0.0f;
   uint64_t pass = forward_count_++;
   for (size_t i = 0; i < layers_.size(); ++i) {
     h = layers_[i]->forward(graph, h);
@@ -81,11 +83,7 @@ float MLP::loss_and_grad(const Tensor& x, std::span<const int32_t> labels, Threa
 
 Tensor MLP::logits(const Tensor& x, ThreadPool* pool) {
   Graph g(pool, /*record=*/false);
-  bool was = training();
-  set_training(false);
-  Tensor out = forward(g, g.input(x)).value();
-  set_training(was);
-  return out;
+  return run(g, g.input(x), /*training=*/false).value();
 }
 
 std::vector<int32_t> MLP::predict(const Tensor& x, ThreadPool* pool) { return argmax_rows(logits(x, pool)); }

@@ -35,9 +35,12 @@
 //   layers.i.bias (d_{i+1}).
 // - A malformed spec throws InvalidArgument quoting it; a batch whose width is not d0 throws
 //   naming both shapes.
-// Thread-safety: see nn/module.h; predict/logits/loss_and_grad use a private Graph.
+// Thread-safety: see nn/module.h. forward/logits/predict only read the module, so threads
+// may share one MLP for inference; loss_and_grad writes the bound gradient buffer, so
+// training threads each use their own replica (own gradient buffer).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -89,11 +92,14 @@ class MLP : public Module {
 
  private:
 
+  // forward with an explicit mode (logits() evaluates without touching training()).
+  Var run(Graph& graph, const Var& x, bool training);
+
   std::vector<int64_t> dims_;
   std::vector<std::unique_ptr<Linear>> layers_;
   float dropout_;
   uint64_t dropout_seed_;
-  uint64_t forward_count_ = 0;
+  std::atomic<uint64_t> forward_count_{0};  // dropout stream per forward; atomic so shared use is safe
 };
 
 }  // namespace dtrain

@@ -18,9 +18,11 @@
 //   buffer holds this pass's gradient; see Graph::param).
 // - Children register with add_child(); a child must outlive nothing but its parent (members
 //   or unique_ptrs of the parent). Only the root's allocate/bind should be called.
-// Thread-safety: forward() only reads module state and the parameter buffer, so several
-// threads may run forward on the SAME module object with different Graphs only if they
-// share the gradient buffer; replicas with their own gradients use one module object each.
+// Thread-safety: forward() reads module state and the parameter buffer; the backward pass
+// of its Graph writes the bound gradient buffer. So threads may share one module for
+// inference (each with its own Graph), while training threads use one module object
+// (replica) each, bound to a shared parameter buffer and their own gradient buffer.
+// allocate/bind/init/set_training are not thread-safe.
 #pragma once
 
 #include <cstdint>
