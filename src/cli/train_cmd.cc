@@ -1,16 +1,28 @@
 // cli/train_cmd.cc — `dtrain train`: flags -> data -> model -> strategy -> Trainer -> report.
 //
 // Output: progress on stdout (a redrawn line on a terminal, one line per epoch otherwise),
-// then one summary line; with --json FILE the run's results as JSON (schema below).
+// then one summary line (and, for multi-rank strategies, each rank's compute / comm / wait
+// seconds); with --json FILE the run's results as JSON (schema: cli/train_report.h).
+// -n N > 1 with a distributed strategy relaunches this command on N local ranks
+// (cli/launch.h); every rank runs run_rank() and rank 0 prints.
 #include <cstdio>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "base/clock.h"
+#include "base/env.h"
 #include "base/error.h"
 #include "cli/commands.h"
+#include "cli/launch.h"
 #include "cli/train_flags.h"
+#include "cli/train_report.h"
 #include "cli/train_strategies.h"
+#include "coll/collectives.h"
 #include "data/registry.h"
 #include "nn/mlp.h"
 #include "tensor/blas.h"
@@ -52,50 +64,135 @@ std::unique_ptr<TrainableModel> build_model(const TrainFlags& f, const data::Dat
   DT_THROW(InvalidArgument, "unknown --model '" << m << "'; use mlp:784-256-128-10 (any widths), logreg, svm or softmax");
 }
 
-// JSON schema: strategy, world_size, threads, model, dataset, optimizer, lr, batch, epochs,
-// seed, test_accuracy, test_loss, examples_per_second, wall_seconds, train_seconds,
-// resumed_from_epoch, epoch_rows[{epoch, lr, train_loss, train_accuracy, test_loss,
-// test_accuracy, seconds, examples_per_second}].
-void write_json(const std::string& path, const TrainFlags& f, const TrainableModel& model, const data::DataSplit& d,
-                const TrainReport& r) {
-  nlohmann::json j;
-  j["strategy"] = f.strategy;
-  j["world_size"] = f.ranks;
-  j["threads"] = f.threads;
-  j["model"] = f.model;
-  j["model_description"] = model.describe();
-  j["parameters"] = model.num_params();
-  j["dataset"] = f.data;
-  j["train_examples"] = d.train.rows;
-  j["test_examples"] = r.test_is_train ? 0 : d.test.rows;
-  j["optimizer"] = f.optimizer;
-  j["lr"] = effective_lr(f);
-  j["batch"] = f.batch;
-  j["epochs"] = f.epochs;
-  j["seed"] = f.seed;
-  j["normalize"] = f.normalize;
-  j["test_accuracy"] = r.test.accuracy();
-  j["test_loss"] = r.test.loss;
-  j["metrics_on"] = r.test_is_train ? "train" : "test";
-  j["examples_per_second"] = r.examples_per_second;
-  j["wall_seconds"] = r.wall_seconds;
-  j["train_seconds"] = r.train_seconds;
-  j["steps"] = r.steps;
-  j["resumed_from_epoch"] = r.resumed_from_epoch;
-  auto& rows = j["epoch_rows"] = nlohmann::json::array();
-  for (const auto& e : r.epochs)
-    rows.push_back({{"epoch", e.epoch},
-                    {"lr", e.lr},
-                    {"train_loss", e.train_loss},
-                    {"train_accuracy", e.train_accuracy},
-                    {"test_loss", e.test_loss},
-                    {"test_accuracy", e.test_accuracy},
-                    {"seconds", e.seconds},
-                    {"examples_per_second", e.examples_per_second}});
-  std::ofstream out(path);
-  DT_CHECK(out.good(), IoError, "cannot write --json file '" << path << "'");
-  out << j.dump(2) << "\n";
-  DT_CHECK(out.good(), IoError, "error writing --json file '" << path << "'");
+
+// The stream rank 0 draws progress on: the terminal the user started `dtrain train -n N`
+// from (passed down as DTRAIN_PROGRESS_FD, since the launcher pipes the ranks' stdout and
+// forwards whole lines only), else stdout.
+std::FILE* progress_stream(bool* tty) {
+  if (auto fd = env_get("DTRAIN_PROGRESS_FD")) {
+    if (std::FILE* f = ::fdopen(std::atoi(fd->c_str()), "w")) {
+      *tty = true;
+      return f;
+    }
+  }
+  *tty = is_tty(stdout);
+  return stdout;
+}
+
+// One rank's whole run (also the only rank of a single-process run). Returns the report on
+// every rank; rank 0 prints and writes files.
+TrainReport run_rank(const TrainFlags& f, const StrategyEntry& strategy, bool print) {
+  std::shared_ptr<Communicator> comm;
+  if (strategy.distributed) comm = Communicator::from_env();
+  const int rank = comm ? comm->rank() : 0, world = comm ? comm->size() : 1;
+  // Replicas call gemm from several threads at once, and bit-identical results need a fixed
+  // BLAS thread count: parallelism comes from the strategy, not from BLAS.
+  set_blas_threads(1);
+
+  data::DataSplit split = data::load_dataset(f.data);
+  if (f.normalize) {
+    data::normalize_rows(split.train);
+    data::normalize_rows(split.test);
+  }
+  if (strategy.run) {
+    strategy.run(f, *comm, split);
+    return {};
+  }
+  std::unique_ptr<TrainableModel> model = build_model(f, split.train);
+  bool tty = false;
+  std::FILE* out = (rank == 0 && print && !f.quiet) ? progress_stream(&tty) : nullptr;
+  if (out) {
+    std::fprintf(out, "data: %s | test: %s\nmodel: %s | strategy %s on %d rank(s), %d thread(s), %s lr %g, batch %lld\n",
+                 split.train.describe().c_str(), split.test.rows ? split.test.describe().c_str() : "none",
+                 model->describe().c_str(), f.strategy.c_str(), world, f.threads, f.optimizer.c_str(), effective_lr(f),
+                 static_cast<long long>(f.batch));
+    std::fflush(out);
+  }
+  // Timeline: every rank records against rank 0's clock origin (one host: one steady clock).
+  double origin = now_seconds();
+  if (comm && world > 1) allreduce(*comm, &origin, 1, DType::kFloat64, ReduceOp::kMin);
+  trace::Timeline timeline(rank, origin);
+  TimelineSink sink(timeline);
+  Instrument inst(f.trace.empty() ? nullptr : &sink);
+
+  TrainOptions o;
+  o.strategy = f.strategy;
+  o.threads = f.threads;
+  o.epochs = f.epochs;
+  o.batch = f.batch;
+  o.optimizer = optimizer_config(f);
+  o.seed = f.seed;
+  o.checkpoint_dir = f.checkpoint;
+  o.resume = f.resume;
+  o.out = out;
+  o.tty = tty;
+  o.comm = comm.get();
+  StrategyContext ctx{f, comm.get(), &inst};
+  StrategyFactory factory = [&](TrainableModel& m, Optimizer& opt, const float* lr, const TrainOptions& to) {
+    return strategy.make(m, opt, lr, to, ctx);
+  };
+  Trainer trainer(*model, &split.test, o, factory);
+  TrainReport r = trainer.run();
+  const std::vector<TimeSplit> splits = gather_splits(comm.get(), r.split);
+  if (!f.trace.empty()) gather_trace(comm.get(), timeline, f.trace);
+  if (rank == 0 && print) {
+    print_summary(stdout, f, r, splits, strategy.distributed);
+    if (!f.json.empty()) write_json_file(f.json, report_json(f, *model, split, r, splits, world));
+  }
+  return r;
+}
+
+// The launcher side of `dtrain train -n N`: start N ranks of this command, then (with
+// --baseline) train the same job on 1 rank here and report the scaling.
+int launch_job(const TrainFlags& f, const Args& args) {
+  LaunchOptions lo;
+  lo.nproc = f.ranks;
+  lo.transport = f.transport;
+  lo.timeout_s = f.timeout;
+  lo.tag_output = false;
+  if (is_tty(stdout)) {
+    const int fd = ::dup(1);  // inherited by the ranks (no close-on-exec)
+    if (fd >= 0) ::setenv("DTRAIN_PROGRESS_FD", std::to_string(fd).c_str(), 1);
+  }
+  Args again{"train"};
+  again.insert(again.end(), args.begin(), args.end());
+  std::string json = f.json;
+  if (f.baseline && json.empty()) {
+    json = "/tmp/dtrain-train-" + std::to_string(::getpid()) + ".json";
+    again.insert(again.end(), {"--json", json});
+  }
+  const int rc = relaunch_self(lo, again);
+  ::unsetenv("DTRAIN_PROGRESS_FD");
+  if (rc != 0 || !f.baseline) return rc;
+
+  nlohmann::json j = read_json_file(json);
+  if (f.json.empty()) std::remove(json.c_str());
+  std::printf("baseline: the same job on 1 rank ...\n");
+  std::fflush(stdout);
+  TrainFlags one = f;
+  one.ranks = 1;
+  one.quiet = true;
+  one.json.clear();
+  one.trace.clear();
+  one.checkpoint.clear();
+  one.resume = false;
+  TrainReport base = run_rank(one, find_strategy(f.strategy), /*print=*/false);
+  const double eps_n = j.value("examples_per_second", 0.0);
+  const Scaling s = scaling(f.ranks, eps_n, base.examples_per_second);
+  std::printf("baseline 1 rank: %.0f examples/s, test_accuracy %.4f\n", base.examples_per_second, base.test.accuracy());
+  std::printf("%d ranks: %.0f examples/s -> speedup %.2fx, efficiency %.2f, Amdahl serial fraction %.3f\n", f.ranks,
+              eps_n, s.speedup, s.efficiency, s.serial_fraction);
+  if (!f.json.empty()) {
+    j["baseline"] = {{"world_size", 1},
+                     {"examples_per_second", base.examples_per_second},
+                     {"test_accuracy", base.test.accuracy()},
+                     {"train_seconds", base.train_seconds}};
+    j["speedup"] = s.speedup;
+    j["efficiency"] = s.efficiency;
+    j["serial_fraction"] = s.serial_fraction;
+    write_json_file(f.json, j);
+  }
+  return 0;
 }
 
 }  // namespace
@@ -110,41 +207,17 @@ int train_main(const Args& args) {
   const StrategyEntry& strategy = find_strategy(f.strategy);
   strategy.validate(f);
   check_model_flag(f.model);
-  // Replicas call gemm from several threads at once, and bit-identical results need a fixed
-  // BLAS thread count: parallelism comes from the strategy, not from BLAS.
-  set_blas_threads(1);
-
-  data::DataSplit split = data::load_dataset(f.data);
-  if (f.normalize) {
-    data::normalize_rows(split.train);
-    data::normalize_rows(split.test);
+  DT_CHECK(!f.baseline || f.ranks > 1, InvalidArgument, "--baseline compares -n N ranks with 1 rank; add -n N (N >= 2)");
+  DT_CHECK(!f.baseline || !strategy.run, InvalidArgument,
+           "--baseline measures training throughput; --strategy " << f.strategy << " runs independent trainings");
+  if (strategy.distributed && f.ranks > 1 && !inside_launched_rank()) return launch_job(f, args);
+  if (inside_launched_rank() && strategy.distributed) {
+    // The launcher's -n and the job's world must agree.
+    const WorldInfo w = world_from_env();
+    DT_CHECK(w.size == f.ranks || !f.was_given("ranks"), InvalidArgument,
+             "-n " << f.ranks << " but this job has " << w.size << " ranks");
   }
-  std::unique_ptr<TrainableModel> model = build_model(f, split.train);
-  FILE* out = f.quiet ? nullptr : stdout;
-  if (out) {
-    std::fprintf(out, "data: %s | test: %s\nmodel: %s | strategy %s, %d thread(s), %s lr %g, batch %lld\n",
-                 split.train.describe().c_str(), split.test.rows ? split.test.describe().c_str() : "none",
-                 model->describe().c_str(), f.strategy.c_str(), f.threads, f.optimizer.c_str(), effective_lr(f),
-                 static_cast<long long>(f.batch));
-    std::fflush(out);
-  }
-  TrainOptions o;
-  o.strategy = f.strategy;
-  o.threads = f.threads;
-  o.epochs = f.epochs;
-  o.batch = f.batch;
-  o.optimizer = optimizer_config(f);
-  o.seed = f.seed;
-  o.checkpoint_dir = f.checkpoint;
-  o.resume = f.resume;
-  o.out = out;
-  o.tty = is_tty(stdout);
-  Trainer trainer(*model, &split.test, o, strategy.make);
-  TrainReport r = trainer.run();
-  std::printf("%s: %s_accuracy %.4f %s_loss %.4f | %.0f examples/s | wall %.2fs\n", f.strategy.c_str(),
-              r.test_is_train ? "train" : "test", r.test.accuracy(), r.test_is_train ? "train" : "test", r.test.loss,
-              r.examples_per_second, r.wall_seconds);
-  if (!f.json.empty()) write_json(f.json, f, *model, split, r);
+  run_rank(f, strategy, /*print=*/true);
   return 0;
 }
 

@@ -72,6 +72,57 @@ const std::vector<FlagSpec>& table() {
       {"json", "FILE", "write the run's results as JSON to FILE", [](TrainFlags& f, const std::string& v) { f.json = v; }},
       {"normalize", nullptr, "scale every example (train and test) to unit L2 norm", [](TrainFlags& f, const std::string&) { f.normalize = true; }},
       {"quiet", nullptr, "print only the final result", [](TrainFlags& f, const std::string&) { f.quiet = true; }},
+      {"transport", "KIND", "-n N: auto | shm | tcp (auto: shm on one host)",
+       [](TrainFlags& f, const std::string& v) {
+         DT_CHECK(v == "auto" || v == "shm" || v == "tcp", InvalidArgument, "--transport must be auto, shm or tcp (got '" << v << "')");
+         f.transport = v;
+       }},
+      {"algo", "NAME", "all-reduce algorithm: auto, ring, tree, butterfly, shm_direct, ... (default auto)",
+       [](TrainFlags& f, const std::string& v) { f.algo = v; }},
+      {"timeout", "SEC", "-n N: seconds any communication may block (default 300)",
+       [](TrainFlags& f, const std::string& v) { f.timeout = to_float("timeout", v, 0.1, 1e6); }},
+      {"bucket-mb", "MB", "ddp: gradient bucket size in MB (default 1)",
+       [](TrainFlags& f, const std::string& v) { f.bucket_mb = to_float("bucket-mb", v, 0, 1e5); }},
+      {"no-overlap", nullptr, "ddp: all-reduce after backward instead of overlapping it",
+       [](TrainFlags& f, const std::string&) { f.no_overlap = true; }},
+      {"deterministic", nullptr, "fixed-point gradient sums: bit-identical parameters for any -n",
+       [](TrainFlags& f, const std::string&) { f.deterministic = true; }},
+      {"det-shard", "K", "items per micro-shard in --deterministic mode (default 8)",
+       [](TrainFlags& f, const std::string& v) { f.det_shard = to_int("det-shard", v, 1, 1 << 20); }},
+      {"baseline", nullptr, "-n N: also run 1 rank; report speedup, efficiency and Amdahl serial fraction",
+       [](TrainFlags& f, const std::string&) { f.baseline = true; }},
+      {"trace", "FILE", "write a Chrome trace-event timeline (open in Perfetto)", [](TrainFlags& f, const std::string& v) { f.trace = v; }},
+      {"target-accuracy", "A", "report the first epoch (fedavg: round) with test accuracy >= A",
+       [](TrainFlags& f, const std::string& v) { f.target_accuracy = to_float("target-accuracy", v, 0, 1); }},
+      {"sync-every", "H", "localsgd: local steps between model averages (default 8)",
+       [](TrainFlags& f, const std::string& v) { f.sync_every = to_int("sync-every", v, 1, 1 << 30); }},
+      {"post-local", "E", "localsgd: run ordinary ddp for the first E epochs (post-local SGD)",
+       [](TrainFlags& f, const std::string& v) { f.post_local = to_int("post-local", v, 0, 1 << 30); }},
+      {"servers", "S", "ps: server ranks (the last S ranks; default 1)",
+       [](TrainFlags& f, const std::string& v) { f.servers = static_cast<int>(to_int("servers", v, 1, 4096)); }},
+      {"sync", nullptr, "ps: synchronous (a barrier per step)", [](TrainFlags& f, const std::string&) { f.sync = true; }},
+      {"staleness", "K", "ps async: a worker may run at most K steps ahead of the slowest (0 = synchronous)",
+       [](TrainFlags& f, const std::string& v) { f.staleness = to_int("staleness", v, 0, 1 << 30); }},
+      {"topology", "NAME", "gossip: ring | torus | exponential | complete",
+       [](TrainFlags& f, const std::string& v) {
+         DT_CHECK(v == "ring" || v == "torus" || v == "exponential" || v == "complete", InvalidArgument,
+                  "--topology must be ring, torus, exponential or complete (got '" << v << "')");
+         f.topology = v;
+       }},
+      {"clients", "K", "fedavg: simulated clients (default 10 per rank)",
+       [](TrainFlags& f, const std::string& v) { f.clients = static_cast<int>(to_int("clients", v, 1, 1 << 20)); }},
+      {"client-fraction", "C", "fedavg: fraction of clients sampled per round (default 0.1)",
+       [](TrainFlags& f, const std::string& v) { f.client_fraction = to_float("client-fraction", v, 1e-6, 1); }},
+      {"local-epochs", "E", "fedavg: local epochs per round (default 1)",
+       [](TrainFlags& f, const std::string& v) { f.local_epochs = to_int("local-epochs", v, 1, 1 << 20); }},
+      {"dirichlet", "ALPHA", "fedavg: non-IID label skew Dirichlet(ALPHA) (default: IID)",
+       [](TrainFlags& f, const std::string& v) { f.dirichlet = to_float("dirichlet", v, 1e-6, 1e6); }},
+      {"search", "GRID", "search: grid, e.g. \"lr=0.1,0.03;batch=64,256;momentum=0,0.9;width=128,256\"",
+       [](TrainFlags& f, const std::string& v) { f.search = v; }},
+      {"trials", "N", "search: N random trials instead of a grid",
+       [](TrainFlags& f, const std::string& v) { f.trials = to_int("trials", v, 1, 100000); }},
+      {"members", "K", "ensemble: models to train (default: one per rank)",
+       [](TrainFlags& f, const std::string& v) { f.members = static_cast<int>(to_int("members", v, 1, 100000)); }},
       {"help", nullptr, "show this help", [](TrainFlags& f, const std::string&) { f.help = true; }},
   };
   return t;
@@ -132,7 +183,9 @@ TrainFlags parse_train_flags(const std::vector<std::string>& args) {
                "--" << name << " needs a value (" << spec.value << ") but got the flag '" << value << "'");
     }
     spec.set(f, value);
+    f.given.push_back(spec.name);
   }
+  if (f.strategy.empty()) f.strategy = f.ranks > 1 ? "ddp" : "single";
   return f;
 }
 
@@ -141,7 +194,11 @@ std::string train_usage(const std::string& extra) {
   os << "usage: dtrain train [options]\n\n"
         "Trains a model and reports test accuracy. Examples:\n"
         "  dtrain train --model mlp:784-256-128-10 --data fashion-mnist --epochs 20 --optimizer momentum\n"
-        "  dtrain train --strategy hogwild --threads 2 --model logreg --data a9a --batch 1 --lr 0.05\n\n"
+        "  dtrain train --strategy hogwild --threads 2 --model logreg --data a9a --batch 1 --lr 0.05\n"
+        "  dtrain train -n 4                     (ddp on 4 local ranks: Fashion-MNIST MLP)\n"
+        "  dtrain train -n 2 --model mlp:784-1024-1024-1024-10 --batch 256 --baseline --trace t.json\n\n"
+        "--batch is the GLOBAL minibatch for ddp/ps/localsgd/gossip (each of N ranks takes B/N);\n"
+        "the client batch for fedavg.\n\n"
         "options:\n";
   for (const auto& f : table()) {
     std::string left = std::string("--") + f.name + (f.value ? std::string(" ") + f.value : "");
@@ -149,6 +206,10 @@ std::string train_usage(const std::string& extra) {
   }
   os << extra;
   return os.str();
+}
+
+bool TrainFlags::was_given(const std::string& name) const {
+  return std::find(given.begin(), given.end(), name) != given.end();
 }
 
 float effective_lr(const TrainFlags& f) {

@@ -22,7 +22,7 @@
 namespace dtrain::cli {
 
 struct TrainFlags {
-  std::string strategy = "single";
+  std::string strategy;  // "" until parsed: single for one rank, ddp for -n > 1
   int threads = 1;
   int ranks = 1;  // -n N, for multi-process strategies (ddp, ps, ...)
   std::string model = "mlp:784-256-128-10";
@@ -41,6 +41,39 @@ struct TrainFlags {
   bool normalize = false;  // scale every example to unit L2 norm
   bool quiet = false;
   bool help = false;
+
+  // Distributed runs (-n N > 1).
+  std::string transport = "auto";  // auto | shm | tcp
+  std::string algo = "auto";       // all-reduce algorithm (coll/types.h names)
+  double timeout = 300;            // seconds any blocking communication may wait
+  double bucket_mb = 1.0;          // ddp gradient bucket size
+  bool no_overlap = false;         // ddp: all-reduce after backward instead of during it
+  bool deterministic = false;      // fixed-point gradient sums: bit-identical for any -n
+  int64_t det_shard = 8;           // micro-shard size in deterministic mode
+  bool baseline = false;           // also run 1 rank: speedup, efficiency, Amdahl fraction
+  std::string trace;               // Chrome trace-event JSON timeline
+  double target_accuracy = 0;      // report the first epoch/round reaching it
+  // localsgd
+  int64_t sync_every = 8;          // H local steps between model averages
+  int64_t post_local = 0;          // ordinary ddp for the first E epochs
+  // ps
+  int servers = 1;
+  bool sync = false;
+  int64_t staleness = -1;          // -1: unbounded (fully asynchronous)
+  // gossip
+  std::string topology = "ring";   // ring | torus | exponential | complete
+  // fedavg
+  int clients = 0;                 // 0: 10 x ranks
+  double client_fraction = 0.1;
+  int64_t local_epochs = 1;
+  double dirichlet = 0;            // 0: IID; else Dirichlet(alpha) label skew
+  // search / ensemble
+  std::string search;              // "lr=0.1,0.03;batch=64,256;momentum=0,0.9;width=128,256"
+  int64_t trials = 0;              // random search with N trials
+  int members = 0;                 // ensemble members (0: one per rank)
+  // Which flags the user gave (for checks such as "--servers needs --strategy ps").
+  std::vector<std::string> given;
+  bool was_given(const std::string& name) const;
 };
 
 TrainFlags parse_train_flags(const std::vector<std::string>& args);

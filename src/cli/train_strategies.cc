@@ -3,13 +3,66 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "coll/types.h"
+#include "parallel/data_parallel.h"
 #include "parallel/hogwild.h"
 #include "parallel/threads.h"
 
 namespace dtrain::cli {
 namespace {
 
+std::unique_ptr<LocalStrategy> make_hogwild(TrainableModel& m, const float* lr, const TrainOptions& o,
+                                            Hogwild::Mode mode) {
+  return std::make_unique<Hogwild>(m, lr, o.threads, mode);
+}
+
+// Flags that only one strategy reads are refused elsewhere, so a typo'd strategy never
+// silently ignores them.
+void only_for(const TrainFlags& f, const std::string& strategy, std::initializer_list<const char*> flags) {
+  if (f.strategy == strategy) return;
+  for (const char* name : flags)
+    DT_CHECK(!f.was_given(name), InvalidArgument,
+             "--" << name << " applies to --strategy " << strategy << ", not to --strategy " << f.strategy);
+}
+
+void check_strategy_flags(const TrainFlags& f) {
+  if (f.strategy != "ddp") {
+    only_for(f, "ddp", {"bucket-mb", "no-overlap"});
+  }
+  only_for(f, "localsgd", {"sync-every", "post-local"});
+  only_for(f, "ps", {"servers", "sync", "staleness"});
+  only_for(f, "gossip", {"topology"});
+  only_for(f, "fedavg", {"clients", "client-fraction", "local-epochs", "dirichlet"});
+  only_for(f, "search", {"search", "trials"});
+  only_for(f, "ensemble", {"members"});
+}
+
+void multi_rank(const TrainFlags& f) {
+  check_strategy_flags(f);
+  DT_CHECK(f.threads == 1, InvalidArgument,
+           "--strategy " << f.strategy << " runs one training thread per rank; drop --threads " << f.threads
+                         << " and use -n N ranks");
+  if (f.algo != "auto") parse_algorithm(f.algo);
+  DT_CHECK(!f.deterministic || f.strategy == "ddp" || f.strategy == "ps", InvalidArgument,
+           "--deterministic applies to --strategy ddp and ps (sync), not " << f.strategy);
+}
+
+DdpOptions ddp_options(const TrainFlags& f) {
+  DdpOptions o;
+  o.bucket_bytes = static_cast<size_t>(f.bucket_mb * 1024 * 1024);
+  o.overlap = !f.no_overlap;
+  o.deterministic = f.deterministic;
+  o.det_shard = f.det_shard;
+  o.algorithm = f.algo == "auto" ? Algorithm::kAuto : parse_algorithm(f.algo);
+  return o;
+}
+
 void single_process(const TrainFlags& f) {
+  check_strategy_flags(f);
+  for (const char* name : {"deterministic", "baseline", "transport", "algo", "trace"})
+    DT_CHECK(!f.was_given(name), InvalidArgument,
+             "--" << name << " is for multi-rank strategies (ddp, ps, localsgd, gossip, ...), not --strategy "
+                  << f.strategy);
   DT_CHECK(f.ranks == 1, InvalidArgument,
            "--strategy " << f.strategy << " runs in one process; drop -n/--ranks " << f.ranks
                          << " (use --threads for more threads)");
@@ -24,11 +77,6 @@ void plain_sgd_only(const TrainFlags& f) {
            "--strategy " << f.strategy << " does not apply --weight-decay; use --l2 with a sparse model instead");
 }
 
-std::unique_ptr<LocalStrategy> make_hogwild(TrainableModel& m, const float* lr, const TrainOptions& o,
-                                            Hogwild::Mode mode) {
-  return std::make_unique<Hogwild>(m, lr, o.threads, mode);
-}
-
 }  // namespace
 
 const std::vector<StrategyEntry>& strategies() {
@@ -39,24 +87,37 @@ const std::vector<StrategyEntry>& strategies() {
          DT_CHECK(f.threads == 1, InvalidArgument,
                   "--strategy single uses one thread; for --threads " << f.threads << " use --strategy threads");
        },
-       [](TrainableModel& m, Optimizer& opt, const float*, const TrainOptions&) -> std::unique_ptr<LocalStrategy> {
+       [](TrainableModel& m, Optimizer& opt, const float*, const TrainOptions&,
+          const StrategyContext&) -> std::unique_ptr<LocalStrategy> {
          // One shard: the whole minibatch in one gemm. (threads uses 8 fixed shards so that
          // every T gives the same bits; with T = 1 that only costs time.)
          return std::make_unique<SyncThreads>(m, opt, 1, /*shards=*/1);
-       }},
+       },
+       false, {}},
       {"threads", "each minibatch split over --threads T, gradients summed in a fixed order (bit-identical for any T <= 8)",
        single_process,
-       [](TrainableModel& m, Optimizer& opt, const float*, const TrainOptions& o) -> std::unique_ptr<LocalStrategy> {
+       [](TrainableModel& m, Optimizer& opt, const float*, const TrainOptions& o,
+          const StrategyContext&) -> std::unique_ptr<LocalStrategy> {
          return std::make_unique<SyncThreads>(m, opt, o.threads);
-       }},
+       },
+       false, {}},
       {"hogwild", "HOGWILD!: --threads T run SGD on one shared model without locks (Niu et al. 2011)", plain_sgd_only,
-       [](TrainableModel& m, Optimizer&, const float* lr, const TrainOptions& o) {
+       [](TrainableModel& m, Optimizer&, const float* lr, const TrainOptions& o, const StrategyContext&) {
          return make_hogwild(m, lr, o, Hogwild::Mode::kLockFree);
-       }},
+       },
+       false, {}},
       {"hogwild-lock", "the locking baseline: like hogwild, one mutex around every update", plain_sgd_only,
-       [](TrainableModel& m, Optimizer&, const float* lr, const TrainOptions& o) {
+       [](TrainableModel& m, Optimizer&, const float* lr, const TrainOptions& o, const StrategyContext&) {
          return make_hogwild(m, lr, o, Hogwild::Mode::kLocked);
-       }},
+       },
+       false, {}},
+      {"ddp", "synchronous all-reduce SGD over -n N ranks, gradient buckets overlapped with backward (default for -n > 1)",
+       multi_rank,
+       [](TrainableModel& m, Optimizer& opt, const float*, const TrainOptions&,
+          const StrategyContext& c) -> std::unique_ptr<LocalStrategy> {
+         return std::make_unique<DataParallel>(m, opt, *c.comm, ddp_options(c.flags), c.instrument);
+       },
+       true, {}},
   };
   return table;
 }

@@ -67,6 +67,15 @@ std::vector<int64_t> DistributedSampler::indices(int64_t epoch) const {
   return mine;
 }
 
+std::pair<int64_t, int64_t> batch_share(int64_t len, int rank, int world, int64_t granule) {
+  DT_CHECK(world >= 1 && rank >= 0 && rank < world, InvalidArgument,
+           "batch_share: rank " << rank << " is not in a world of " << world);
+  DT_CHECK(granule >= 1 && len >= 0, InvalidArgument, "batch_share: granule must be >= 1 and len >= 0");
+  const int64_t g = (len + granule - 1) / granule;
+  const int64_t first = g * rank / world, last = g * (rank + 1) / world;
+  return {std::min(len, first * granule), std::min(len, last * granule)};
+}
+
 std::vector<std::vector<int64_t>> dirichlet_partition(const std::vector<int32_t>& labels, int num_classes,
                                                       int clients, double alpha, uint64_t seed) {
   DT_CHECK(clients >= 1, InvalidArgument, "the number of clients must be >= 1, got " << clients);

@@ -11,6 +11,12 @@
 //   repeating items from its start (pad), and rank r takes every w-th item starting at r.
 //   Every rank gets the same count; shares are disjoint (drop_last) and together cover every
 //   example (pad).
+// - batch_share(len, rank, world, granule) is rank r's part of ONE global minibatch of `len`
+//   items for synchronous data parallelism: the batch is cut into granules of `granule` items
+//   (the last may be shorter), and rank r takes granules [G*r/w, G*(r+1)/w) (G = granule
+//   count) as one contiguous [begin, end). The shares tile [0, len) in rank order, so the
+//   union of the ranks' shares of step t is exactly the single-process minibatch t. With
+//   granule 1 the shares differ by at most one item.
 // - dirichlet_partition(labels, classes, clients, alpha, seed) splits example ids among
 //   clients non-IID: for each class, client shares p ~ Dirichlet(alpha, ..., alpha) and the
 //   class's (seeded, shuffled) examples are cut at the cumulative shares. Small alpha (0.1)
@@ -43,6 +49,8 @@ class DistributedSampler {
   uint64_t seed_;
   bool drop_last_;
 };
+
+std::pair<int64_t, int64_t> batch_share(int64_t len, int rank, int world, int64_t granule = 1);
 
 std::vector<std::vector<int64_t>> dirichlet_partition(const std::vector<int32_t>& labels, int num_classes,
                                                       int clients, double alpha, uint64_t seed);

@@ -14,6 +14,12 @@
 // LocalStrategy is the interface the trainer drives: one call per epoch with the epoch's
 // example order. `progress(done, mean_loss_so_far)` is called on the calling thread after
 // each batch (or, for HOGWILD!, regularly) for the progress bar.
+// The remaining virtuals are hooks for distributed strategies (parallel/data_parallel.h and
+// siblings); their defaults suit a single process: begin_epoch(e) announces the 0-based
+// epoch before run_epoch (so a resumed run knows where it is); epoch_metrics() adds named
+// numbers to the epoch's row (consensus distance, staleness, ...); evaluate() scores the
+// model the strategy stands for; save_state/load_state carry state beyond the parameters
+// and the trainer's optimizer into checkpoints; instrument() reports where time went.
 // Thread-safety: a strategy object is driven by one thread; it runs its own worker threads.
 #pragma once
 
@@ -21,10 +27,13 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "base/thread_pool.h"
 #include "optim/optimizer.h"
+#include "parallel/instrument.h"
 #include "parallel/threads_model.h"
 
 namespace dtrain {
@@ -39,6 +48,15 @@ class LocalStrategy {
   // Trains on `order` in minibatches of `batch` (the last one shorter). Returns the mean
   // training loss and accuracy as measured during the epoch (before each update).
   virtual LossAcc run_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress) = 0;
+
+  virtual void begin_epoch(int64_t /*epoch*/) {}
+  virtual std::vector<std::pair<std::string, double>> epoch_metrics() { return {}; }
+  virtual LossAcc evaluate(TrainableModel& model, const data::Dataset& ds, ThreadPool* pool) {
+    return model.evaluate(ds, pool);
+  }
+  virtual std::vector<uint8_t> save_state() const { return {}; }
+  virtual void load_state(std::span<const uint8_t> /*bytes*/) {}
+  virtual const Instrument* instrument() const { return nullptr; }
 };
 
 class SyncThreads : public LocalStrategy {

@@ -74,6 +74,62 @@ class MlpReplica : public Replica {
     return r;
   }
 
+  // Layer i's weight and bias are adjacent in the flat buffer; backward finishes the last
+  // layer first.
+  std::vector<GradRange> grad_units(int64_t) const override {
+    MLP& m = const_cast<MLP&>(mlp_);
+    std::vector<GradRange> forward_order;
+    int64_t off = 0;
+    for (int64_t i = 0; i < m.num_layers(); ++i) {
+      Linear& l = m.layer(i);
+      const int64_t len = l.weight().numel + (l.bias() ? l.bias()->numel : 0);
+      forward_order.push_back(GradRange{off, len});
+      off += len;
+    }
+    return std::vector<GradRange>(forward_order.rbegin(), forward_order.rend());
+  }
+
+  // Backward layer by layer: every layer gets its own Graph whose input is a leaf holding the
+  // previous layer's output, so after graph i's backward the gradient of layer i's
+  // parameters is final and the leaf's gradient seeds graph i-1. The ops and their order are
+  // those of the one-graph pass, so the bits are the same.
+  LossAcc loss_grad_staged(std::span<const float> params, std::span<const int64_t> examples, std::span<float> grad,
+                           const GradReadyFn& ready) override {
+    LossAcc r;
+    r.examples = static_cast<int64_t>(examples.size());
+    std::span<float> p(const_cast<float*>(params.data()), params.size());
+    mlp_.bind(p, grad);
+    const std::vector<GradRange> units = grad_units(static_cast<int64_t>(params.size()));
+    if (examples.empty()) {
+      std::fill(grad.begin(), grad.end(), 0.0f);
+      if (ready)
+        for (const GradRange& u : units) ready(u);
+      return r;
+    }
+    gather(ds_, examples, x_, y_);
+    Tensor x = Tensor::wrap(x_.data(), {r.examples, ds_.cols});
+    const int64_t layers = mlp_.num_layers();
+    std::vector<std::unique_ptr<Graph>> graphs;
+    std::vector<Var> in, out;
+    for (int64_t i = 0; i < layers; ++i) {
+      graphs.push_back(std::make_unique<Graph>());
+      Graph& g = *graphs.back();
+      in.push_back(i == 0 ? g.input(x) : g.leaf(out.back().value(), true));
+      out.push_back(mlp_.layer(i).forward(g, in.back()));
+    }
+    Var loss = cross_entropy(out.back(), y_);
+    graphs.back()->backward(loss);
+    r.loss = loss.item();
+    double unused = 0;
+    score_logits(out.back().value(), y_, &unused, &r.correct);
+    if (ready) ready(units[0]);
+    for (int64_t i = layers - 2; i >= 0; --i) {
+      graphs[static_cast<size_t>(i)]->backward(out[static_cast<size_t>(i)], in[static_cast<size_t>(i) + 1].grad());
+      if (ready) ready(units[static_cast<size_t>(layers - 1 - i)]);
+    }
+    return r;
+  }
+
  private:
   MLP mlp_;
   const data::Dataset& ds_;

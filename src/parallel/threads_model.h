@@ -8,6 +8,12 @@
 //   the MEAN loss over `examples`, the number it classified correctly, and — when grad is
 //   non-empty — overwrites grad with the MEAN gradient. It is a pure function of its
 //   arguments: the same inputs give the same bits, whichever thread runs it.
+// - loss_grad_staged(...) is loss_grad for strategies that overlap communication with the
+//   backward pass: it calls ready(offset, len) as soon as grad[offset, offset + len) holds its
+//   final value, in the order grad_units() lists (backward order: for an MLP the last layer
+//   first). The units tile [0, num_params) exactly; ready is called for every unit, also for
+//   an empty example list (the grad is then zero), so every rank sees the same sequence. The
+//   gradient bits equal loss_grad's. The default finishes everything, then reports one unit.
 // - evaluate(ds) returns mean loss and accuracy of the current parameters on any dataset of
 //   the same shape (e.g. the test split).
 // - sparse() is non-null for the sparse linear models, which HOGWILD! updates coordinate by
@@ -19,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -38,11 +45,25 @@ struct LossAcc {
   double accuracy() const { return examples ? static_cast<double>(correct) / static_cast<double>(examples) : 0.0; }
 };
 
+// A contiguous range [offset, offset + len) of the flat gradient.
+struct GradRange {
+  int64_t offset = 0;
+  int64_t len = 0;
+};
+using GradReadyFn = std::function<void(GradRange)>;
+
 class Replica {
  public:
   virtual ~Replica() = default;
   virtual LossAcc loss_grad(std::span<const float> params, std::span<const int64_t> examples,
                             std::span<float> grad) = 0;
+  virtual std::vector<GradRange> grad_units(int64_t num_params) const { return {GradRange{0, num_params}}; }
+  virtual LossAcc loss_grad_staged(std::span<const float> params, std::span<const int64_t> examples,
+                                   std::span<float> grad, const GradReadyFn& ready) {
+    LossAcc r = loss_grad(params, examples, grad);
+    if (ready) ready(GradRange{0, static_cast<int64_t>(grad.size())});
+    return r;
+  }
 };
 
 class TrainableModel {

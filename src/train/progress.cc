@@ -46,9 +46,11 @@ void Progress::update(int64_t done, double loss) {
   const int filled = static_cast<int>(frac * 20);
   for (int i = 0; i < 20; ++i) bar[i] = i < filled ? '#' : '.';
   bar[20] = 0;
-  std::fprintf(out_, "\r\033[Kepoch %lld/%lld [%s] %lld/%lld loss %.4f  %.0f ex/s  ETA %s",
+  char acc[48] = "";
+  if (last_test_acc_ >= 0) std::snprintf(acc, sizeof acc, "  test_acc %.4f", last_test_acc_);
+  std::fprintf(out_, "\r\033[Kepoch %lld/%lld [%s] %lld/%lld loss %.4f%s  %.0f ex/s  ETA %s",
                static_cast<long long>(epoch_), static_cast<long long>(epochs_), bar, static_cast<long long>(done),
-               static_cast<long long>(per_epoch_), loss, rate, hms(eta).c_str());
+               static_cast<long long>(per_epoch_), loss, acc, rate, hms(eta).c_str());
   std::fflush(out_);
 }
 
@@ -60,6 +62,8 @@ void Progress::end_epoch(const EpochRow& r, bool has_test) {
   std::fprintf(out_, "epoch %lld/%lld  loss %.4f  acc %.4f", static_cast<long long>(r.epoch),
                static_cast<long long>(epochs_), r.train_loss, r.train_accuracy);
   if (has_test) std::fprintf(out_, "  test_loss %.4f  test_acc %.4f", r.test_loss, r.test_accuracy);
+  last_test_acc_ = r.test_accuracy;
+  for (const auto& [name, value] : r.extra) std::fprintf(out_, "  %s %.4g", name.c_str(), value);
   std::fprintf(out_, "  %.2fs  %.0f ex/s  ETA %s\n", r.seconds, r.examples_per_second,
                hms(per * static_cast<double>(epochs_ - r.epoch)).c_str());
   std::fflush(out_);

@@ -3,7 +3,7 @@
 // Contract
 // - On a terminal (tty = true) one status line is redrawn in place with '\r', at most 10
 //   times a second: epoch e/E, a bar, examples done, running loss and accuracy, examples/s
-//   and the ETA of the whole run. When the epoch ends the line is replaced by the epoch's
+//   and the ETA of the whole run, plus the last finished epoch's test accuracy. When the epoch ends the line is replaced by the epoch's
 //   summary and a newline.
 // - Otherwise (a pipe or file) only the per-epoch summary lines are printed, so logs stay
 //   readable.
@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace dtrain {
 
@@ -24,6 +26,8 @@ struct EpochRow {
   double test_loss = 0, test_accuracy = 0;
   double seconds = 0;
   double examples_per_second = 0;
+  // Strategy metrics for this epoch (consensus distance, staleness, ...); not checkpointed.
+  std::vector<std::pair<std::string, double>> extra;
 };
 
 class Progress {
@@ -41,6 +45,7 @@ class Progress {
   int64_t epoch_ = 0;
   double epoch_start_ = 0, last_draw_ = 0, run_start_ = 0;
   int64_t epochs_done_in_run_ = 0;
+  double last_test_acc_ = -1;
 };
 
 // True when the stream is a terminal (isatty on its descriptor).

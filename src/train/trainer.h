@@ -12,6 +12,15 @@
 // (single, threads) produces exactly the losses and parameters of an uninterrupted run.
 // A checkpoint for another model or dataset is refused (InvalidArgument naming both).
 //
+// Distributed runs (options.comm with size() > 1): every rank runs this loop with its own
+// strategy object (ddp, ps, gossip, ...), which does the communication. Each rank writes its
+// own checkpoint, DIR/checkpoint.rank-R.dtc (parameters, the trainer's optimizer, and the
+// strategy's own state: a parameter server's shard, ...), keeping the previous one as
+// DIR/checkpoint.rank-R.prev.dtc. A rank killed while the others save leaves the ranks one
+// epoch apart; --resume therefore agrees on the newest epoch EVERY rank has (an all-reduce of
+// the epochs found) and loads that generation, so no step is lost or repeated.
+// The strategy's hooks (parallel/threads.h) evaluate, add epoch metrics and save state.
+//
 // Thread-safety: run() drives everything from the calling thread.
 #pragma once
 
@@ -22,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "coll/communicator.h"
 #include "optim/optimizer.h"
 #include "parallel/threads.h"
 #include "train/progress.h"
@@ -40,6 +50,7 @@ struct TrainOptions {
   int64_t stop_after_epochs = -1;  // stop early after this many epochs of THIS run (tests)
   std::FILE* out = stdout;         // progress; nullptr = silent
   bool tty = false;
+  Communicator* comm = nullptr;    // distributed runs: every rank runs the trainer
 };
 
 struct TrainReport {
@@ -52,6 +63,7 @@ struct TrainReport {
   double examples_per_second = 0;
   int64_t steps = 0;             // optimizer steps in total
   int64_t resumed_from_epoch = 0;
+  TimeSplit split;               // this rank's compute / comm / wait (distributed strategies)
 };
 
 // Builds the strategy for a run: model, its optimizer, and a pointer to the current
@@ -68,8 +80,9 @@ class Trainer {
   std::string checkpoint_path() const;
 
  private:
-  void save(int64_t epochs_done, const std::vector<EpochRow>& rows) const;
-  int64_t restore(std::vector<EpochRow>& rows);
+  void save(int64_t epochs_done, const std::vector<EpochRow>& rows, const LocalStrategy* strategy) const;
+  int64_t restore(std::vector<EpochRow>& rows, std::vector<uint8_t>* strategy_state);
+  bool distributed() const { return opt_.comm != nullptr && opt_.comm->size() > 1; }
   std::string fingerprint() const;
 
   TrainableModel& model_;

@@ -1,0 +1,181 @@
+#include "cli/train_report.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include "base/error.h"
+#include "coll/collectives.h"
+
+namespace dtrain::cli {
+
+std::vector<TimeSplit> gather_splits(Communicator* comm, const TimeSplit& mine) {
+  if (comm == nullptr || comm->size() == 1) return {mine};
+  const double v[5] = {mine.compute_seconds, mine.comm_seconds, mine.wait_seconds,
+                       static_cast<double>(mine.comm_bytes), static_cast<double>(mine.comm_calls)};
+  std::vector<double> all(5 * static_cast<size_t>(comm->size()));
+  allgather(*comm, v, all.data(), 5, DType::kFloat64);
+  std::vector<TimeSplit> out(static_cast<size_t>(comm->size()));
+  for (size_t r = 0; r < out.size(); ++r) {
+    out[r].compute_seconds = all[5 * r];
+    out[r].comm_seconds = all[5 * r + 1];
+    out[r].wait_seconds = all[5 * r + 2];
+    out[r].comm_bytes = static_cast<int64_t>(all[5 * r + 3]);
+    out[r].comm_calls = static_cast<int64_t>(all[5 * r + 4]);
+  }
+  return out;
+}
+
+void gather_trace(Communicator* comm, const trace::Timeline& timeline, const std::string& path) {
+  const std::string mine = trace::serialize(timeline.events());
+  if (comm == nullptr || comm->size() == 1) {
+    trace::write_chrome_trace(path, trace::parse(mine), 1);
+    return;
+  }
+  const int n = comm->size();
+  int64_t len = static_cast<int64_t>(mine.size());
+  std::vector<int64_t> lens(static_cast<size_t>(n));
+  allgather(*comm, &len, lens.data(), 1, DType::kInt64);
+  std::vector<size_t> counts(lens.begin(), lens.end());
+  size_t total = 0;
+  for (size_t c : counts) total += c;
+  std::string all(total, '\0');
+  allgatherv(*comm, mine.data(), all.data(), counts, DType::kUInt8);
+  if (comm->rank() != 0) return;
+  std::vector<trace::Event> events;
+  size_t off = 0;
+  for (size_t c : counts) {
+    auto part = trace::parse(all.substr(off, c));
+    events.insert(events.end(), part.begin(), part.end());
+    off += c;
+  }
+  trace::write_chrome_trace(path, events, n);
+}
+
+void TimelineSink::span(int track, const std::string& name, SpanKind kind, double t0, double t1,
+                        const std::string& args) {
+  const char* cat = kind == SpanKind::kCompute ? "compute" : (kind == SpanKind::kComm ? "comm" : "wait");
+  timeline_.add(track, name, cat, t0, t1, args);
+}
+
+Scaling scaling(int ranks, double eps_n, double eps_1) {
+  Scaling s;
+  if (eps_1 <= 0 || ranks < 1) return s;
+  s.speedup = eps_n / eps_1;
+  s.efficiency = s.speedup / ranks;
+  s.serial_fraction = ranks > 1 && s.speedup > 0 ? (ranks / s.speedup - 1.0) / (ranks - 1.0) : 0.0;
+  return s;
+}
+
+int64_t epochs_to_target(const TrainReport& r, double target) {
+  for (const auto& e : r.epochs)
+    if (e.test_accuracy >= target) return e.epoch;
+  return -1;
+}
+
+nlohmann::json report_json(const TrainFlags& f, const TrainableModel& model, const data::DataSplit& d,
+                           const TrainReport& r, const std::vector<TimeSplit>& splits, int world) {
+  nlohmann::json j;
+  j["strategy"] = f.strategy;
+  j["world_size"] = world;
+  j["threads"] = f.threads;
+  j["model"] = f.model;
+  j["model_description"] = model.describe();
+  j["parameters"] = model.num_params();
+  j["dataset"] = f.data;
+  j["train_examples"] = d.train.rows;
+  j["test_examples"] = r.test_is_train ? 0 : d.test.rows;
+  j["optimizer"] = f.optimizer;
+  j["lr"] = effective_lr(f);
+  j["batch"] = f.batch;
+  j["epochs"] = f.epochs;
+  j["seed"] = f.seed;
+  j["normalize"] = f.normalize;
+  j["test_accuracy"] = r.test.accuracy();
+  j["test_loss"] = r.test.loss;
+  j["metrics_on"] = r.test_is_train ? "train" : "test";
+  j["examples_per_second"] = r.examples_per_second;
+  j["wall_seconds"] = r.wall_seconds;
+  j["train_seconds"] = r.train_seconds;
+  j["steps"] = r.steps;
+  j["resumed_from_epoch"] = r.resumed_from_epoch;
+  if (f.target_accuracy > 0) {
+    j["target_accuracy"] = f.target_accuracy;
+    j["epochs_to_target"] = epochs_to_target(r, f.target_accuracy);
+  }
+  auto& rows = j["epoch_rows"] = nlohmann::json::array();
+  for (const auto& e : r.epochs) {
+    nlohmann::json row = {{"epoch", e.epoch},
+                          {"lr", e.lr},
+                          {"train_loss", e.train_loss},
+                          {"train_accuracy", e.train_accuracy},
+                          {"test_loss", e.test_loss},
+                          {"test_accuracy", e.test_accuracy},
+                          {"seconds", e.seconds},
+                          {"examples_per_second", e.examples_per_second}};
+    for (const auto& [k, v] : e.extra) row[k] = v;
+    rows.push_back(row);
+  }
+  if (world > 1 || f.strategy == "ddp") {
+    auto& ranks = j["ranks"] = nlohmann::json::array();
+    double cmax = 0, mmax = 0, wmax = 0, comm_sum = 0, hidden_sum = 0;
+    for (size_t i = 0; i < splits.size(); ++i) {
+      const TimeSplit& s = splits[i];
+      ranks.push_back({{"rank", i},
+                       {"compute_seconds", s.compute_seconds},
+                       {"comm_seconds", s.comm_seconds},
+                       {"wait_seconds", s.wait_seconds},
+                       {"comm_bytes", s.comm_bytes},
+                       {"comm_calls", s.comm_calls},
+                       {"hidden_fraction", s.hidden_fraction()}});
+      cmax = std::max(cmax, s.compute_seconds);
+      mmax = std::max(mmax, s.comm_seconds);
+      wmax = std::max(wmax, s.wait_seconds);
+      comm_sum += s.comm_seconds;
+      hidden_sum += s.hidden_fraction() * s.comm_seconds;
+    }
+    j["compute_seconds"] = cmax;
+    j["comm_seconds"] = mmax;
+    j["wait_seconds"] = wmax;
+    j["hidden_fraction"] = comm_sum > 0 ? hidden_sum / comm_sum : 0.0;
+  }
+  return j;
+}
+
+void print_summary(std::FILE* out, const TrainFlags& f, const TrainReport& r, const std::vector<TimeSplit>& splits,
+                   bool distributed) {
+  const char* on = r.test_is_train ? "train" : "test";
+  std::fprintf(out, "%s: %s_accuracy %.4f %s_loss %.4f | %.0f examples/s | wall %.2fs\n", f.strategy.c_str(), on,
+               r.test.accuracy(), on, r.test.loss, r.examples_per_second, r.wall_seconds);
+  if (f.target_accuracy > 0) {
+    const int64_t e = epochs_to_target(r, f.target_accuracy);
+    std::fprintf(out, "target %s_accuracy %.4f: %s\n", on, f.target_accuracy,
+                 e < 0 ? "not reached" : ("reached in epoch " + std::to_string(e)).c_str());
+  }
+  if (!distributed) return;
+  std::fprintf(out, "rank  compute_s  comm_s  wait_s  hidden  comm_MB\n");
+  for (size_t i = 0; i < splits.size(); ++i) {
+    const TimeSplit& s = splits[i];
+    std::fprintf(out, "%4zu  %9.2f  %6.2f  %6.2f  %5.0f%%  %7.1f\n", i, s.compute_seconds, s.comm_seconds,
+                 s.wait_seconds, 100 * s.hidden_fraction(), static_cast<double>(s.comm_bytes) / 1e6);
+  }
+  std::fflush(out);
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& j) {
+  std::ofstream out(path);
+  DT_CHECK(out.good(), IoError, "cannot write --json file '" << path << "'");
+  out << j.dump(2) << "\n";
+  DT_CHECK(out.good(), IoError, "error writing --json file '" << path << "'");
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  DT_CHECK(in.good(), IoError, "cannot read '" << path << "'");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    DT_THROW(Corrupt, "'" << path << "' is not valid JSON: " << e.what());
+  }
+}
+
+}  // namespace dtrain::cli

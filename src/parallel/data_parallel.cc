@@ -1,0 +1,104 @@
+#include "parallel/data_parallel.h"
+
+#include <algorithm>
+
+#include "base/clock.h"
+#include "base/error.h"
+
+namespace dtrain {
+
+DataParallel::DataParallel(TrainableModel& model, Optimizer& optimizer, Communicator& comm,
+                           const DdpOptions& options, Instrument* inst)
+    : model_(model),
+      opt_(optimizer),
+      comm_(comm),
+      o_(options),
+      inst_(inst),
+      share_(model, ShareOptions{options.deterministic, options.det_shard}),
+      buckets_(share_.units(), options.bucket_bytes, options.deterministic ? sizeof(int64_t) : sizeof(float)),
+      evaluator_(comm) {
+  DT_CHECK_EQ(optimizer.size(), model.num_params(), InvalidArgument, "ddp: the optimizer must cover every parameter");
+  // Start from rank 0's parameters (identical seeds make this a no-op; a resumed or
+  // differently initialised rank is brought in line).
+  blocking_broadcast(comm_, inst_, "broadcast-params", model_.params().data(), model_.params().size(),
+                     DType::kFloat32, 0);
+  queue_ = std::make_unique<ProgressQueue>(comm_);
+}
+
+void DataParallel::submit_bucket(int b) {
+  const GradRange r = buckets_.buckets()[static_cast<size_t>(b)];
+  const bool det = o_.deterministic;
+  void* data = det ? static_cast<void*>(share_.fixed().data() + r.offset) : static_cast<void*>(share_.grad().data() + r.offset);
+  const DType t = det ? DType::kInt64 : DType::kFloat32;
+  const size_t count = static_cast<size_t>(r.len);
+  AllreduceOptions opts;
+  opts.algorithm = o_.algorithm;
+  Instrument* inst = inst_;
+  const std::string name = "allreduce bucket " + std::to_string(b);
+  pending_.push_back(queue_->submit(name, [=](Communicator& c) {
+    const double t0 = now_seconds();
+    Algorithm a = allreduce(c, data, data, count, t, ReduceOp::kSum, opts);
+    if (inst) {
+      const size_t bytes = count * dtype_size(t);
+      inst->comm(1, name, t0, now_seconds(), static_cast<int64_t>(bytes), coll_args(a, bytes));
+    }
+  }));
+}
+
+LossAcc DataParallel::step(std::span<const int64_t> global_batch) {
+  std::span<float> params = model_.params();
+  pending_.clear();
+  buckets_.reset();
+  std::vector<int> ready_buckets;
+  // Backward: buckets start as they become final (or are held until the end).
+  double t_prev = now_seconds();
+  const double t_start = t_prev;
+  int unit_index = 0;
+  const int units = static_cast<int>(share_.units().size());
+  LossAcc r = share_.compute(params, global_batch, comm_.rank(), comm_.size(), [&](GradRange u) {
+    if (inst_) {
+      const double t = now_seconds();
+      inst_->compute(unit_index == 0 ? "forward+backward layer " + std::to_string(units - 1)
+                                     : "backward layer " + std::to_string(units - 1 - unit_index),
+                     t_prev, t);
+      t_prev = t;
+    }
+    ++unit_index;
+    int b = buckets_.on_ready(u);
+    if (b < 0) return;
+    if (o_.overlap) submit_bucket(b);
+    else ready_buckets.push_back(b);
+  });
+  if (inst_ && now_seconds() > t_prev) inst_->compute("backward (rest)", t_prev, now_seconds());
+  (void)t_start;
+  for (int b : ready_buckets) submit_bucket(b);
+  {
+    Instrument::Scope wait(inst_, "wait for all-reduce", SpanKind::kWait);
+    for (Work& w : pending_) w.wait();
+  }
+  {
+    Instrument::Scope s(inst_, "optimizer step", SpanKind::kCompute);
+    if (o_.deterministic) share_.finish_fixed();
+    opt_.step(params, share_.grad());
+  }
+  ++step_;
+  return r;
+}
+
+LossAcc DataParallel::run_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress) {
+  DT_CHECK(batch >= 1, InvalidArgument, "--batch must be >= 1, got " << batch);
+  LossAcc local;
+  const auto n = static_cast<int64_t>(order.size());
+  for (int64_t first = 0; first < n; first += batch) {
+    const int64_t len = std::min(batch, n - first);
+    LossAcc r = step(order.subspan(static_cast<size_t>(first), static_cast<size_t>(len)));
+    local.loss += r.loss * static_cast<double>(r.examples);
+    local.correct += r.correct;
+    local.examples += r.examples;
+    if (progress && local.examples > 0) progress(first + len, local.loss / static_cast<double>(local.examples));
+  }
+  if (local.examples) local.loss /= static_cast<double>(local.examples);
+  return sum_stats(comm_, local);
+}
+
+}  // namespace dtrain

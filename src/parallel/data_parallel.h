@@ -1,0 +1,77 @@
+// parallel/data_parallel.h — ddp: synchronous all-reduce SGD with gradient buckets that
+// overlap communication with the backward pass.
+//
+// Algorithm (Algorithm 1 of the lectures; PyTorch DDP's bucketed reducer in spirit). Every
+// rank holds the whole model. At step t all ranks look at the same global minibatch (B items
+// of the epoch order); rank r computes c_r, its share's weighted gradient (parallel/
+// share_grad.h). Backward finishes the layers last-first; each time a bucket (consecutive
+// layers, >= bucket_bytes) is final, its all-reduce (sum) is queued on a progress thread
+// (coll/work.h) and runs while backward continues on the earlier layers. When backward is
+// done the training thread waits for the outstanding buckets — only that wait is exposed —
+// and every rank applies the same optimizer step to the same summed gradient, so the
+// replicas stay identical (checked: a broadcast from rank 0 at the start makes them equal
+// even if their initial values differ).
+//
+// Deterministic mode (options.deterministic) sums fixed-point integers instead of floats: M
+// ranks with batch B/M give the parameters of one rank with batch B, bit for bit, for any M
+// and any all-reduce algorithm (tests/parallel/data_parallel_test.cc checks M = 1..4).
+//
+// Accounting: compute = forward/backward/step on the training thread; comm = each bucket's
+// all-reduce on the progress thread (track 1 in a trace); wait = the training thread blocked
+// on buckets. Epoch loss/accuracy are summed over ranks at the end of each epoch.
+// Thread-safety: driven by one thread; owns one progress thread on `comm`.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "coll/work.h"
+#include "optim/optimizer.h"
+#include "parallel/dist_common.h"
+#include "parallel/share_grad.h"
+#include "parallel/threads.h"
+
+namespace dtrain {
+
+struct DdpOptions {
+  size_t bucket_bytes = size_t{1} << 20;
+  bool overlap = true;  // false: all-reduce every bucket after backward (for comparison)
+  bool deterministic = false;
+  int64_t det_shard = 8;
+  Algorithm algorithm = Algorithm::kAuto;
+};
+
+class DataParallel : public LocalStrategy {
+ public:
+  // `model`, `optimizer`, `comm` and `inst` (may be null) outlive this object.
+  DataParallel(TrainableModel& model, Optimizer& optimizer, Communicator& comm, const DdpOptions& options,
+               Instrument* inst);
+  const char* name() const override { return "ddp"; }
+  int threads() const override { return 1; }
+  LossAcc run_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress) override;
+  LossAcc evaluate(TrainableModel& model, const data::Dataset& ds, ThreadPool* pool) override {
+    return evaluator_.evaluate(model, ds, pool);
+  }
+  const Instrument* instrument() const override { return inst_; }
+
+  // One synchronous step on the global minibatch; returns this rank's share's loss/accuracy.
+  LossAcc step(std::span<const int64_t> global_batch);
+  const std::vector<GradRange>& buckets() const { return buckets_.buckets(); }
+
+ private:
+  void submit_bucket(int b);
+
+  TrainableModel& model_;
+  Optimizer& opt_;
+  Communicator& comm_;
+  DdpOptions o_;
+  Instrument* inst_;
+  ShareGradient share_;
+  GradBuckets buckets_;
+  ShardedEvaluator evaluator_;
+  std::unique_ptr<ProgressQueue> queue_;
+  std::vector<Work> pending_;
+  int64_t step_ = 0;
+};
+
+}  // namespace dtrain
