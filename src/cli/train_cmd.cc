@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 
 #include "base/clock.h"
@@ -79,6 +80,41 @@ std::FILE* progress_stream(bool* tty) {
   return stdout;
 }
 
+// Fault injection for tests (wrapping the real strategy): DTRAIN_FAULT_KILL="R:E" makes rank
+// R kill itself with SIGKILL when 0-based epoch E begins — a crash, not an error exit.
+class KillAtEpoch : public LocalStrategy {
+ public:
+  KillAtEpoch(std::unique_ptr<LocalStrategy> inner, int64_t epoch) : inner_(std::move(inner)), epoch_(epoch) {}
+  const char* name() const override { return inner_->name(); }
+  int threads() const override { return inner_->threads(); }
+  LossAcc run_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& p) override {
+    return inner_->run_epoch(order, batch, p);
+  }
+  void begin_epoch(int64_t e) override {
+    if (e == epoch_) ::raise(SIGKILL);
+    inner_->begin_epoch(e);
+  }
+  std::vector<std::pair<std::string, double>> epoch_metrics() override { return inner_->epoch_metrics(); }
+  LossAcc evaluate(TrainableModel& m, const data::Dataset& ds, ThreadPool* pool) override {
+    return inner_->evaluate(m, ds, pool);
+  }
+  std::vector<uint8_t> save_state() const override { return inner_->save_state(); }
+  void load_state(std::span<const uint8_t> b) override { inner_->load_state(b); }
+  const Instrument* instrument() const override { return inner_->instrument(); }
+
+ private:
+  std::unique_ptr<LocalStrategy> inner_;
+  int64_t epoch_;
+};
+
+int64_t fault_kill_epoch(int rank) {
+  auto v = env_get("DTRAIN_FAULT_KILL");
+  if (!v) return -1;
+  const auto colon = v->find(':');
+  if (colon == std::string::npos || std::atoi(v->substr(0, colon).c_str()) != rank) return -1;
+  return std::atoll(v->substr(colon + 1).c_str());
+}
+
 // One rank's whole run (also the only rank of a single-process run). Returns the report on
 // every rank; rank 0 prints and writes files.
 TrainReport run_rank(const TrainFlags& f, const StrategyEntry& strategy, bool print) {
@@ -128,8 +164,12 @@ TrainReport run_rank(const TrainFlags& f, const StrategyEntry& strategy, bool pr
   o.tty = tty;
   o.comm = comm.get();
   StrategyContext ctx{f, comm.get(), &inst};
-  StrategyFactory factory = [&](TrainableModel& m, Optimizer& opt, const float* lr, const TrainOptions& to) {
-    return strategy.make(m, opt, lr, to, ctx);
+  const int64_t kill_at = fault_kill_epoch(rank);
+  StrategyFactory factory = [&](TrainableModel& m, Optimizer& opt, const float* lr,
+                                const TrainOptions& to) -> std::unique_ptr<LocalStrategy> {
+    auto s = strategy.make(m, opt, lr, to, ctx);
+    if (kill_at >= 0) return std::make_unique<KillAtEpoch>(std::move(s), kill_at);
+    return s;
   };
   Trainer trainer(*model, &split.test, o, factory);
   TrainReport r = trainer.run();

@@ -1,0 +1,162 @@
+// `dtrain train -n N` end to end through the launcher: the JSON keys of a ddp run, a killed
+// rank stopping the job with an error naming it, and --resume continuing from the last
+// checkpoint with exactly the losses of an uninterrupted run. Data: a small CSV written here.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "data/rng.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int code = -1;
+  std::string output;
+};
+
+std::string bin() {
+  const char* b = std::getenv("DTRAIN_BIN");
+  return b ? b : "";
+}
+
+Result run(const std::string& args, const std::string& env = "") {
+  Result r;
+  const std::string cmd = env + " " + bin() + " train " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  int status = ::pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+nlohmann::json load(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+class TrainMp : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (bin().empty() || !fs::exists(bin())) GTEST_SKIP() << "DTRAIN_BIN is not set to the built dtrain binary";
+    dir_ = fs::temp_directory_path() / ("dtrain_train_mp_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    // 600 examples, 8 features, 3 separable-ish classes; the label comes first.
+    dtrain::data::Rng rng(5);
+    std::ofstream train(file("train.csv")), test(file("test.csv"));
+    for (int i = 0; i < 800; ++i) {
+      const int y = static_cast<int>(rng.below(3));
+      std::ofstream& o = i < 600 ? train : test;
+      o << y;
+      for (int j = 0; j < 8; ++j) o << "," << rng.normal() * 0.7 + (j % 3 == y ? 1.0 : 0.0);
+      o << "\n";
+    }
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  std::string file(const std::string& n) { return (dir_ / n).string(); }
+  std::string data() { return "--data csv:" + file("train.csv") + "," + file("test.csv") + " --model mlp:8-16-3 "; }
+  fs::path dir_;
+};
+
+TEST_F(TrainMp, DdpReportsPerRankTimeSplitAndTrace) {
+  Result r = run("-n 2 " + data() + "--epochs 2 --batch 32 --json " + file("r.json") + " --trace " + file("t.json"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("ddp: test_accuracy"), std::string::npos) << r.output;
+  auto j = load(file("r.json"));
+  EXPECT_EQ(j["strategy"], "ddp");
+  EXPECT_EQ(j["world_size"], 2);
+  ASSERT_EQ(j["ranks"].size(), 2u);
+  for (const auto& rk : j["ranks"]) {
+    EXPECT_GT(rk["compute_seconds"].get<double>(), 0);
+    EXPECT_GT(rk["comm_seconds"].get<double>(), 0);
+    EXPECT_GE(rk["wait_seconds"].get<double>(), 0);
+  }
+  EXPECT_GT(j["test_accuracy"].get<double>(), 0.8);
+  EXPECT_EQ(j["epoch_rows"].size(), 2u);
+  // The trace names both ranks and holds all-reduce spans with algorithm and bytes.
+  auto t = load(file("t.json"));
+  bool rank1 = false, allreduce = false;
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name" && e["args"]["name"] == "rank 1") rank1 = true;
+    if (e["ph"] == "X" && e["cat"] == "comm" && e["name"].get<std::string>().rfind("allreduce bucket", 0) == 0) {
+      allreduce = true;
+      EXPECT_TRUE(e["args"].contains("algorithm"));
+      EXPECT_GT(e["args"]["bytes"].get<double>(), 0);
+      EXPECT_EQ(e["tid"], 1);
+    }
+  }
+  EXPECT_TRUE(rank1);
+  EXPECT_TRUE(allreduce);
+}
+
+TEST_F(TrainMp, KilledRankStopsTheJobAndResumeLosesNoStep) {
+  const std::string common = "-n 2 " + data() + "--epochs 4 --batch 32 --deterministic --optimizer momentum --seed 3 ";
+  // Uninterrupted reference.
+  Result full = run(common + "--json " + file("full.json"));
+  ASSERT_EQ(full.code, 0) << full.output;
+  // Rank 1 dies when epoch 3 (0-based 2) begins: two epochs are checkpointed.
+  Result killed = run(common + "--checkpoint " + file("ck"), "DTRAIN_FAULT_KILL=1:2");
+  EXPECT_NE(killed.code, 0) << killed.output;
+  EXPECT_NE(killed.output.find("rank 1"), std::string::npos) << killed.output;
+  EXPECT_TRUE(fs::exists(file("ck/checkpoint.rank-0.dtc")));
+  EXPECT_TRUE(fs::exists(file("ck/checkpoint.rank-1.dtc")));
+  Result resumed = run(common + "--checkpoint " + file("ck") + " --resume --json " + file("resumed.json"));
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from"), std::string::npos) << resumed.output;
+  auto a = load(file("full.json")), b = load(file("resumed.json"));
+  EXPECT_EQ(b["resumed_from_epoch"], 2);
+  ASSERT_EQ(a["epoch_rows"].size(), 4u);
+  ASSERT_EQ(b["epoch_rows"].size(), 4u);
+  for (size_t e = 0; e < 4; ++e) {
+    EXPECT_EQ(a["epoch_rows"][e]["train_loss"].get<double>(), b["epoch_rows"][e]["train_loss"].get<double>()) << e;
+    EXPECT_EQ(a["epoch_rows"][e]["test_loss"].get<double>(), b["epoch_rows"][e]["test_loss"].get<double>()) << e;
+  }
+  EXPECT_EQ(a["test_loss"].get<double>(), b["test_loss"].get<double>());
+}
+
+TEST_F(TrainMp, ResumeAgreesOnTheEpochEveryRankHas) {
+  const std::string common = "-n 2 " + data() + "--epochs 3 --batch 32 --deterministic --seed 4 ";
+  Result full = run(common + "--json " + file("full.json"));
+  ASSERT_EQ(full.code, 0) << full.output;
+  ASSERT_EQ(run(common + "--checkpoint " + file("ck")).code, 0);
+  // Simulate a crash while saving epoch 3: rank 0 saved it, rank 1 still has epoch 2 only.
+  fs::remove(file("ck/checkpoint.rank-1.dtc"));
+  fs::rename(file("ck/checkpoint.rank-1.prev.dtc"), file("ck/checkpoint.rank-1.dtc"));
+  Result resumed = run(common + "--checkpoint " + file("ck") + " --resume --json " + file("resumed.json"));
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  auto a = load(file("full.json")), b = load(file("resumed.json"));
+  EXPECT_EQ(b["resumed_from_epoch"], 2);
+  EXPECT_EQ(a["test_loss"].get<double>(), b["test_loss"].get<double>());
+}
+
+TEST_F(TrainMp, MalformedDistributedFlagsFailBeforeStartingRanks) {
+  Result r = run("-n 2 --strategy ddp --threads 2");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("drop --threads 2"), std::string::npos) << r.output;
+  r = run("-n 2 --sync-every 4");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("--sync-every applies to --strategy localsgd"), std::string::npos) << r.output;
+  r = run("--baseline");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("--baseline is for multi-rank strategies"), std::string::npos) << r.output;
+  r = run("-n 2 --algo warp");
+  EXPECT_EQ(r.code, 2);
+  r = run("-n 2 --transport carrier-pigeon");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("--transport must be auto, shm or tcp"), std::string::npos) << r.output;
+}
+
+}  // namespace

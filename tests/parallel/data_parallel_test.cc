@@ -1,0 +1,199 @@
+// ddp: statistical equivalence with sequential minibatch SGD. In deterministic mode M ranks
+// with per-rank batch B' give, after every step, exactly the parameters of one rank with
+// batch M*B' (M = 1..4, SGD with momentum and Adam, several all-reduce algorithms); the
+// staged (layer-by-layer) backward equals the one-graph backward bit for bit; buckets group
+// layers as documented; the float path keeps replicas identical and learns.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "base/error.h"
+#include "parallel/data_parallel.h"
+#include "parallel/dist_test_util.h"
+
+namespace dtrain {
+namespace {
+
+using testing::dense_blobs;
+using testing::DistRun;
+using testing::run_steps;
+
+const char* kSpec = "12-16-8-4";
+
+DistRun ddp_run(int ranks, int64_t batch, const OptimizerConfig& oc, const DdpOptions& o, int steps,
+                const data::Dataset& ds) {
+  return run_steps(
+      ranks, ds, kSpec, oc, batch, steps,
+      [&](TrainableModel& m, Optimizer& opt, Communicator& c) -> std::unique_ptr<LocalStrategy> {
+        return std::make_unique<DataParallel>(m, opt, c, o, nullptr);
+      },
+      [](LocalStrategy& s, std::span<const int64_t> b) { static_cast<DataParallel&>(s).step(b); });
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+struct EquivCase {
+  const char* optimizer;
+  Algorithm algorithm;
+};
+
+class DdpDeterministic : public ::testing::TestWithParam<EquivCase> {};
+
+TEST_P(DdpDeterministic, MRanksEqualOneRankWithMTimesTheBatch) {
+  const data::Dataset ds = dense_blobs(512, 12, 4, 11);
+  OptimizerConfig oc;
+  oc.kind = GetParam().optimizer;
+  oc.lr = oc.kind == "sgd" ? 0.1f : 0.01f;
+  oc.momentum = oc.kind == "sgd" ? 0.9f : 0.0f;
+  DdpOptions o;
+  o.deterministic = true;
+  o.det_shard = 8;
+  o.bucket_bytes = 256;  // several buckets, so overlap paths run
+  o.algorithm = GetParam().algorithm;
+  const int64_t per_rank = 16;
+  const int steps = 6;
+  for (int m = 1; m <= 4; ++m) {
+    SCOPED_TRACE("M = " + std::to_string(m));
+    // The same global minibatches of per_rank * M items: on one rank, or split over M ranks
+    // (each takes per_rank items).
+    DistRun one = ddp_run(1, per_rank * m, oc, o, steps, ds);
+    DistRun many = ddp_run(m, per_rank * m, oc, o, steps, ds);
+    for (int r = 0; r < m; ++r)
+      for (int t = 0; t < steps; ++t)
+        ASSERT_TRUE(same_bits(one.params_after[0][static_cast<size_t>(t)],
+                              many.params_after[static_cast<size_t>(r)][static_cast<size_t>(t)]))
+            << "rank " << r << " differs after step " << t + 1;
+    // And training moved the parameters.
+    EXPECT_FALSE(same_bits(one.params_after[0][0], one.params_after[0][steps - 1]));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Optimizers, DdpDeterministic,
+                         ::testing::Values(EquivCase{"sgd", Algorithm::kAuto}, EquivCase{"adam", Algorithm::kRing},
+                                           EquivCase{"adamw", Algorithm::kTree}, EquivCase{"sgd", Algorithm::kNaive}));
+
+TEST(DdpDeterministic, DiffersFromFloatPathButOnlyByRounding) {
+  const data::Dataset ds = dense_blobs(256, 12, 4, 12);
+  OptimizerConfig oc;
+  oc.lr = 0.1f;
+  DdpOptions det, flt;
+  det.deterministic = true;
+  DistRun a = ddp_run(2, 32, oc, det, 3, ds), b = ddp_run(2, 32, oc, flt, 3, ds);
+  EXPECT_LT(testing::max_abs_diff(a.params_after[0][2], b.params_after[0][2]), 1e-4f);
+}
+
+TEST(DdpFloat, ReplicasStayIdenticalAndMatchOneRankClosely) {
+  const data::Dataset ds = dense_blobs(512, 12, 4, 13);
+  OptimizerConfig oc;
+  oc.lr = 0.05f;
+  oc.momentum = 0.9f;
+  DdpOptions o;
+  o.bucket_bytes = 300;
+  for (bool overlap : {true, false}) {
+    o.overlap = overlap;
+    DistRun one = ddp_run(1, 48, oc, o, 5, ds);
+    DistRun three = ddp_run(3, 48, oc, o, 5, ds);
+    for (int r = 1; r < 3; ++r) EXPECT_TRUE(same_bits(three.params_after[0][4], three.params_after[static_cast<size_t>(r)][4]));
+    EXPECT_LT(testing::max_abs_diff(one.params_after[0][4], three.params_after[0][4]), 1e-4f);
+  }
+}
+
+TEST(StagedBackward, EqualsOneGraphBackwardBitForBit) {
+  const data::Dataset ds = dense_blobs(64, 12, 4, 14);
+  auto model = make_mlp_model(kSpec, ds, 5);
+  auto rep = model->make_replica();
+  std::vector<int64_t> ids(40);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i);
+  const auto n = static_cast<size_t>(model->num_params());
+  std::vector<float> g1(n), g2(n);
+  LossAcc a = rep->loss_grad(model->params(), ids, g1);
+  std::vector<GradRange> seen;
+  LossAcc b = rep->loss_grad_staged(model->params(), ids, g2, [&](GradRange u) { seen.push_back(u); });
+  EXPECT_TRUE(same_bits(g1, g2));
+  EXPECT_EQ(a.loss, b.loss);
+  EXPECT_EQ(a.correct, b.correct);
+  // Units: one per layer, last layer first, tiling [0, n).
+  const auto units = rep->grad_units(static_cast<int64_t>(n));
+  ASSERT_EQ(units.size(), 3u);
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0].offset, 12 * 16 + 16 + 16 * 8 + 8);
+  EXPECT_EQ(seen[0].len, 8 * 4 + 4);
+  EXPECT_EQ(seen[2].offset, 0);
+  int64_t total = 0;
+  for (const auto& u : seen) total += u.len;
+  EXPECT_EQ(total, static_cast<int64_t>(n));
+  // An empty share still reports every unit (so every rank issues the same collectives).
+  seen.clear();
+  rep->loss_grad_staged(model->params(), {}, g2, [&](GradRange u) { seen.push_back(u); });
+  EXPECT_EQ(seen.size(), 3u);
+  EXPECT_EQ(g2[0], 0.0f);
+}
+
+TEST(GradBuckets, GroupsConsecutiveUnitsUntilTheCap) {
+  // Units in backward order: [90,100) [40,90) [0,40).
+  std::vector<GradRange> units = {{90, 10}, {40, 50}, {0, 40}};
+  GradBuckets big(units, 1 << 20, 4);
+  ASSERT_EQ(big.buckets().size(), 1u);
+  EXPECT_EQ(big.buckets()[0].offset, 0);
+  EXPECT_EQ(big.buckets()[0].len, 100);
+  GradBuckets small(units, 200, 4);  // 40 bytes < 200: joins the next unit
+  ASSERT_EQ(small.buckets().size(), 2u);
+  EXPECT_EQ(small.buckets()[0].offset, 40);
+  EXPECT_EQ(small.buckets()[0].len, 60);
+  EXPECT_EQ(small.on_ready(units[0]), -1);
+  EXPECT_EQ(small.on_ready(units[1]), 0);
+  EXPECT_EQ(small.on_ready(units[2]), 1);
+  EXPECT_THROW(GradBuckets({{0, 10}, {50, 10}}, 4, 4), InvalidArgument);
+}
+
+TEST(FixedPoint, SumsAreExactAndRangeChecked) {
+  std::vector<float> x = {0.1f, -3.5f, 1e-7f};
+  std::vector<int64_t> a(3, 0), b(3, 0);
+  add_fixed(x, 0.25, a);
+  add_fixed(x, 0.75, a);
+  add_fixed(x, 0.75, b);
+  add_fixed(x, 0.25, b);
+  EXPECT_EQ(a, b);  // order does not matter
+  std::vector<float> out(3);
+  fixed_to_float(a, out);
+  EXPECT_NEAR(out[0], 0.1f, 1e-7);
+  EXPECT_EQ(out[1], -3.5f);
+  std::vector<float> huge = {3e6f};
+  std::vector<int64_t> c(1, 0);
+  EXPECT_THROW(add_fixed(huge, 1.0, c), InvalidArgument);
+}
+
+TEST(DdpFloat, LearnsASmallProblem) {
+  set_blas_threads(1);
+  const data::Dataset ds = dense_blobs(600, 12, 4, 15);
+  testing::run_world(2, TransportKind::kShm, [&](Communicator& comm) {
+    auto model = make_mlp_model(kSpec, ds, 1);
+    OptimizerConfig oc;
+    oc.lr = 0.1f;
+    oc.momentum = 0.9f;
+    auto opt = make_optimizer(oc, model->num_params());
+    Instrument inst;
+    DataParallel ddp(*model, *opt, comm, DdpOptions{}, &inst);
+    LossAcc first, last;
+    for (int e = 0; e < 6; ++e) {
+      auto order = data::epoch_permutation(ds.rows, 1, e);
+      LossAcc r = ddp.run_epoch(order, 32, nullptr);
+      if (e == 0) first = r;
+      last = r;
+    }
+    EXPECT_EQ(last.examples, ds.rows);  // summed over both ranks
+    EXPECT_LT(last.loss, 0.5 * first.loss);
+    LossAcc test = ddp.evaluate(*model, ds, nullptr);
+    EXPECT_EQ(test.examples, ds.rows);
+    EXPECT_GT(test.accuracy(), 0.9);
+    TimeSplit s = inst.totals();
+    EXPECT_GT(s.compute_seconds, 0);
+    EXPECT_GT(s.comm_seconds, 0);
+    EXPECT_GT(s.comm_calls, 0);
+  });
+}
+
+}  // namespace
+}  // namespace dtrain
