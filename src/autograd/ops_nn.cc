@@ -206,51 +206,52 @@ Var layernorm(const Var& x, const Var& gamma, const Var& beta, float eps) {
                                << " must be [" << c << "] for input " << shape_str(X.shape()));
   Tensor xhat = Tensor::empty(X.shape()), rstd = Tensor::empty({rows}), y = Tensor::empty(X.shape());
   const float *gm = gamma.value().data(), *bt = beta.value().data();
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = X.data() + r * c;
-    double mu = 0, var = 0;
-    for (int64_t j = 0; j < c; ++j) mu += xr[j];
-    mu /= c;
-    for (int64_t j = 0; j < c; ++j) var += (xr[j] - mu) * (xr[j] - mu);
-    var /= c;
-    float rs = static_cast<float>(1.0 / std::sqrt(var + eps));
-    rstd.data()[r] = rs;
-    float* h = xhat.data() + r * c;
-    float* yr = y.data() + r * c;
-    for (int64_t j = 0; j < c; ++j) {
-      h[j] = static_cast<float>(xr[j] - mu) * rs;
-      yr[j] = h[j] * gm[j] + bt[j];
+  detail::parallel_rows(g.pool(), rows, c, [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const float* xr = X.data() + r * c;
+      double mu = 0, var = 0;
+      for (int64_t j = 0; j < c; ++j) mu += xr[j];
+      mu /= c;
+      for (int64_t j = 0; j < c; ++j) var += (xr[j] - mu) * (xr[j] - mu);
+      var /= c;
+      float rs = static_cast<float>(1.0 / std::sqrt(var + eps));
+      rstd.data()[r] = rs;
+      float* h = xhat.data() + r * c;
+      float* yr = y.data() + r * c;
+      for (int64_t j = 0; j < c; ++j) {
+        h[j] = static_cast<float>(xr[j] - mu) * rs;
+        yr[j] = h[j] * gm[j] + bt[j];
+      }
     }
-  }
+  });
   return g.make(y, {x.id(), gamma.id(), beta.id()}, [xhat, rstd, c, rows](Graph& g, int self) {
     const Tensor& gy = g.grad(self);
     const std::vector<int>& in = g.inputs(self);
     const float* gm = g.value(in[1]).data();
     write_grad(g, in[0], [&](Tensor& s, bool acc) {
-      std::vector<float> dxh(c);
-      for (int64_t r = 0; r < rows; ++r) {
-        const float *gr = gy.data() + r * c, *h = xhat.data() + r * c;
-        double m1 = 0, m2 = 0;
-        for (int64_t j = 0; j < c; ++j) {
-          dxh[j] = gr[j] * gm[j];
-          m1 += dxh[j];
-          m2 += dxh[j] * h[j];
+      detail::parallel_rows(g.pool(), rows, c, [&](int64_t lo, int64_t hi) {
+        std::vector<float> dxh(c);
+        for (int64_t r = lo; r < hi; ++r) {
+          const float *gr = gy.data() + r * c, *h = xhat.data() + r * c;
+          double m1 = 0, m2 = 0;
+          for (int64_t j = 0; j < c; ++j) {
+            dxh[j] = gr[j] * gm[j];
+            m1 += dxh[j];
+            m2 += dxh[j] * h[j];
+          }
+          m1 /= c;
+          m2 /= c;
+          float rs = rstd.data()[r];
+          float* o = s.data() + r * c;
+          for (int64_t j = 0; j < c; ++j) {
+            float v = rs * static_cast<float>(dxh[j] - m1 - h[j] * m2);
+            o[j] = acc ? o[j] + v : v;
+          }
         }
-        m1 /= c;
-        m2 /= c;
-        float rs = rstd.data()[r];
-        float* o = s.data() + r * c;
-        for (int64_t j = 0; j < c; ++j) {
-          float v = rs * static_cast<float>(dxh[j] - m1 - h[j] * m2);
-          o[j] = acc ? o[j] + v : v;
-        }
-      }
+      });
     });
-    write_grad(g, in[1], [&](Tensor& s, bool acc) {
-      if (!acc) s.fill(0.0f);
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < c; ++j) s.data()[j] += gy.data()[r * c + j] * xhat.data()[r * c + j];
-    });
+    // dgamma = column sums of gy * xhat.
+    write_grad(g, in[1], [&](Tensor& s, bool acc) { sum_rows_into(dtrain::mul(gy, xhat, g.pool()), s.data(), acc, g.pool()); });
     write_grad(g, in[2], [&](Tensor& s, bool acc) { sum_rows_into(gy, s.data(), acc, g.pool()); });
   });
 }

@@ -19,6 +19,7 @@
 #include "autograd/loss.h"
 #include "autograd/ops.h"
 #include "base/error.h"
+#include "base/thread_pool.h"
 #include "tensor/ops.h"
 #include "tensor/random.h"
 
@@ -380,6 +381,28 @@ TEST(Graph, InferenceGraphRefusesBackward) {
   EXPECT_FLOAT_EQ(y.item(), 2.0f);
   EXPECT_FALSE(y.requires_grad());
   EXPECT_THROW(g.backward(y), InvalidArgument);
+}
+
+// Big enough (70 x 1000) for layernorm and cross-entropy to split rows over a pool: the
+// values and gradients must be bit-identical to one thread.
+TEST(Pool, RowSplitOpsGiveTheSameBits) {
+  Tensor x = Tensor::empty({70, 1000}), gamma = Tensor::empty({1000}), beta = Tensor::empty({1000});
+  Rng rng(3);
+  rng.fill_uniform(x.span(), -2.0f, 2.0f);
+  rng.fill_uniform(gamma.span(), 0.5f, 1.5f);
+  rng.fill_uniform(beta.span(), -0.5f, 0.5f);
+  std::vector<int32_t> labels(70);
+  for (int i = 0; i < 70; ++i) labels[i] = (i * 37) % 1000;
+  ThreadPool pool(2);
+  std::vector<std::vector<float>> results[2];
+  for (int run = 0; run < 2; ++run) {
+    Graph g(run == 0 ? nullptr : &pool);
+    Var vx = g.leaf(x.clone()), vg = g.leaf(gamma.clone()), vb = g.leaf(beta.clone());
+    Var loss = cross_entropy(layernorm(vx, vg, vb), labels);
+    g.backward(loss);
+    results[run] = {loss.value().to_vector(), vx.grad().to_vector(), vg.grad().to_vector(), vb.grad().to_vector()};
+  }
+  for (int k = 0; k < 4; ++k) EXPECT_EQ(results[0][k], results[1][k]) << "result " << k;
 }
 
 TEST(Dropout, DeterministicAndUnbiased) {
