@@ -1,0 +1,50 @@
+// `dtrain bench p2p` end to end: two ranks, both transports, JSON rows with real numbers.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "support/subprocess.h"
+
+namespace dtrain {
+namespace {
+
+TEST(BenchP2p, PrintsTableAndWritesJson) {
+  std::string bin = testing::env_path("DTRAIN_BIN");
+  std::string json = "/tmp/dtrain-p2p-" + std::to_string(::getpid()) + ".json";
+  auto r = testing::run_command(bin + " bench p2p -n 2 --transport shm,tcp --sizes 8:4K --seconds 0.01 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("transport shm"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("transport tcp"), std::string::npos) << r.output;
+  std::ifstream in(json);
+  ASSERT_TRUE(in.good()) << "no JSON written: " << r.output;
+  nlohmann::json rows = nlohmann::json::parse(in);
+  std::remove(json.c_str());
+  // Sizes 8 x4 up to 4K: 8, 32, 128, 512, 2048, then 4096 as the last point; per transport.
+  ASSERT_EQ(rows.size(), 2u * 6u) << rows.dump();
+  for (const auto& row : rows) {
+    EXPECT_TRUE(row["transport"] == "shm" || row["transport"] == "tcp") << row;
+    EXPECT_EQ(row["world_size"], 2);
+    EXPECT_GT(row["latency_us"].get<double>(), 0.0) << row;
+    EXPECT_GT(row["bandwidth_gbps"].get<double>(), 0.0) << row;
+    EXPECT_GE(row["iters"].get<int64_t>(), 3) << row;
+  }
+  EXPECT_EQ(rows.back()["size_bytes"], 4096);
+}
+
+TEST(BenchP2p, BadFlagsAreClearErrors) {
+  std::string bin = testing::env_path("DTRAIN_BIN");
+  auto r = testing::run_command(bin + " bench p2p -n 2 --sizes 4K:8");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--sizes 4K:8"), std::string::npos) << r.output;
+  r = testing::run_command(bin + " bench p2p -n 2 --transport udp");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("unknown transport 'udp'"), std::string::npos) << r.output;
+  r = testing::run_command(bin + " bench p2p -n 1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("needs -n 2 or more"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace dtrain
