@@ -4,8 +4,14 @@
 
 #include "base/error.h"
 #include "coll/types.h"
+#include "cli/train_search.h"
 #include "parallel/data_parallel.h"
+#include "parallel/fedavg.h"
+#include "parallel/gossip.h"
 #include "parallel/hogwild.h"
+#include "parallel/local_sgd.h"
+#include "parallel/param_server.h"
+#include "parallel/search.h"
 #include "parallel/threads.h"
 
 namespace dtrain::cli {
@@ -46,6 +52,30 @@ void multi_rank(const TrainFlags& f) {
   DT_CHECK(!f.deterministic || f.strategy == "ddp" || f.strategy == "ps", InvalidArgument,
            "--deterministic applies to --strategy ddp and ps (sync), not " << f.strategy);
 }
+
+void ps_flags(const TrainFlags& f) {
+  multi_rank(f);
+  DT_CHECK(f.ranks > f.servers, InvalidArgument,
+           "--strategy ps with --servers " << f.servers << " needs at least " << f.servers + 1
+                                           << " ranks (servers + one worker); use -n " << f.servers + 1 << " or more");
+  DT_CHECK(!(f.sync && f.was_given("staleness")), InvalidArgument,
+           "--staleness bounds the asynchronous server; drop it with --sync (or drop --sync)");
+  DT_CHECK(!f.deterministic || f.sync, InvalidArgument, "--deterministic needs --sync for --strategy ps");
+}
+
+void whole_job(const TrainFlags& f) {
+  multi_rank(f);
+  for (const char* name : {"trace", "checkpoint", "resume"})
+    DT_CHECK(!f.was_given(name), InvalidArgument,
+             "--" << name << " is not supported by --strategy " << f.strategy << " (it runs independent trainings)");
+  if (f.strategy == "search") {
+    DT_CHECK(f.search.empty() != (f.trials == 0), InvalidArgument,
+             "--strategy search needs either --search \"lr=0.1,0.03;batch=64,256\" or --trials N (not both)");
+    if (!f.search.empty()) parse_search_grid(f.search);
+  }
+}
+
+OptimizerConfig optimizer_of(const TrainOptions& o) { return o.optimizer; }
 
 DdpOptions ddp_options(const TrainFlags& f) {
   DdpOptions o;
@@ -118,6 +148,56 @@ const std::vector<StrategyEntry>& strategies() {
          return std::make_unique<DataParallel>(m, opt, *c.comm, ddp_options(c.flags), c.instrument);
        },
        true, {}},
+      {"localsgd", "Local SGD: --sync-every H local steps between model averages; --post-local E epochs of ddp first",
+       multi_rank,
+       [](TrainableModel& m, Optimizer& opt, const float*, const TrainOptions&,
+          const StrategyContext& c) -> std::unique_ptr<LocalStrategy> {
+         LocalSgdOptions o;
+         o.sync_every = c.flags.sync_every;
+         o.post_local_epochs = c.flags.post_local;
+         o.ddp = ddp_options(c.flags);
+         return std::make_unique<LocalSgd>(m, opt, *c.comm, o, c.instrument);
+       },
+       true, {}},
+      {"ps", "parameter servers: the last --servers S ranks own parameter ranges; --sync, or async with --staleness K",
+       ps_flags,
+       [](TrainableModel& m, Optimizer&, const float* lr, const TrainOptions& to,
+          const StrategyContext& c) -> std::unique_ptr<LocalStrategy> {
+         PsOptions o;
+         o.servers = c.flags.servers;
+         o.sync = c.flags.sync;
+         o.staleness = c.flags.staleness;
+         o.deterministic = c.flags.deterministic;
+         o.det_shard = c.flags.det_shard;
+         o.optimizer = optimizer_of(to);
+         return std::make_unique<ParamServer>(m, *c.comm, o, lr, c.instrument);
+       },
+       true, {}},
+      {"gossip", "decentralized D-PSGD: average with neighbours in --topology ring|torus|exponential|complete",
+       multi_rank,
+       [](TrainableModel& m, Optimizer& opt, const float*, const TrainOptions&,
+          const StrategyContext& c) -> std::unique_ptr<LocalStrategy> {
+         return std::make_unique<Gossip>(m, opt, *c.comm, c.flags.topology, c.instrument);
+       },
+       true, {}},
+      {"fedavg", "federated averaging: --clients K (non-IID with --dirichlet A), --client-fraction C, --local-epochs E; --epochs = rounds",
+       multi_rank,
+       [](TrainableModel& m, Optimizer&, const float* lr, const TrainOptions& to,
+          const StrategyContext& c) -> std::unique_ptr<LocalStrategy> {
+         FedAvgOptions o;
+         o.clients = c.flags.clients > 0 ? c.flags.clients : 10 * c.comm->size();
+         o.fraction = c.flags.client_fraction;
+         o.local_epochs = c.flags.local_epochs;
+         o.dirichlet = c.flags.dirichlet;
+         o.seed = c.flags.seed;
+         o.optimizer = optimizer_of(to);
+         return std::make_unique<FedAvg>(m, *c.comm, o, lr, c.instrument);
+       },
+       true, {}},
+      {"search", "parallel hyper-parameter search: --search GRID or --trials N, trials spread over the ranks",
+       whole_job, {}, true, run_search},
+      {"ensemble", "--members K independently seeded models on the ranks, predictions averaged",
+       whole_job, {}, true, run_ensemble},
   };
   return table;
 }

@@ -76,6 +76,18 @@ std::pair<int64_t, int64_t> batch_share(int64_t len, int rank, int world, int64_
   return {std::min(len, first * granule), std::min(len, last * granule)};
 }
 
+std::vector<std::vector<int64_t>> iid_partition(int64_t n, int clients, uint64_t seed) {
+  DT_CHECK(clients >= 1, InvalidArgument, "the number of clients must be >= 1, got " << clients);
+  const std::vector<int64_t> perm = epoch_permutation(n, seed, 0x11d);
+  std::vector<std::vector<int64_t>> out(static_cast<size_t>(clients));
+  for (int k = 0; k < clients; ++k) {
+    const int64_t lo = n * k / clients, hi = n * (k + 1) / clients;
+    out[static_cast<size_t>(k)].assign(perm.begin() + lo, perm.begin() + hi);
+    std::sort(out[static_cast<size_t>(k)].begin(), out[static_cast<size_t>(k)].end());
+  }
+  return out;
+}
+
 std::vector<std::vector<int64_t>> dirichlet_partition(const std::vector<int32_t>& labels, int num_classes,
                                                       int clients, double alpha, uint64_t seed) {
   DT_CHECK(clients >= 1, InvalidArgument, "the number of clients must be >= 1, got " << clients);

@@ -52,6 +52,10 @@ class DistributedSampler {
 
 std::pair<int64_t, int64_t> batch_share(int64_t len, int rank, int world, int64_t granule = 1);
 
+// An IID split of [0, n) among `clients`: a seeded permutation cut into near-equal pieces,
+// each sorted. One client gets everything, in order 0..n-1.
+std::vector<std::vector<int64_t>> iid_partition(int64_t n, int clients, uint64_t seed);
+
 std::vector<std::vector<int64_t>> dirichlet_partition(const std::vector<int32_t>& labels, int num_classes,
                                                       int clients, double alpha, uint64_t seed);
 

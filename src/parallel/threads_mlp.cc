@@ -160,6 +160,33 @@ class MlpModel : public TrainableModel {
   const data::Dataset& train_set() const override { return train_; }
   std::unique_ptr<Replica> make_replica() override { return std::make_unique<MlpReplica>(spec_, train_); }
 
+  std::vector<float> probabilities(const data::Dataset& ds) override {
+    DT_CHECK(!ds.sparse && ds.cols == master_.input_dim(), InvalidArgument,
+             ds.source << " does not match the model's " << master_.input_dim() << " dense inputs");
+    const int64_t k = master_.output_dim();
+    std::vector<float> out(static_cast<size_t>(ds.rows * k));
+    constexpr int64_t kChunk = 1000;
+    std::vector<float> x;
+    std::vector<int32_t> y;
+    for (int64_t lo = 0; lo < ds.rows; lo += kChunk) {
+      const int64_t hi = std::min(ds.rows, lo + kChunk);
+      std::vector<int64_t> ids(static_cast<size_t>(hi - lo));
+      std::iota(ids.begin(), ids.end(), lo);
+      gather(ds, ids, x, y);
+      Tensor logits = master_.logits(Tensor::wrap(x.data(), {hi - lo, ds.cols}));
+      const float* z = logits.data();
+      for (int64_t i = 0; i < hi - lo; ++i) {
+        const float* row = z + i * k;
+        const float mx = *std::max_element(row, row + k);
+        double sum = 0;
+        for (int64_t c = 0; c < k; ++c) sum += std::exp(static_cast<double>(row[c] - mx));
+        float* o = out.data() + (lo + i) * k;
+        for (int64_t c = 0; c < k; ++c) o[c] = static_cast<float>(std::exp(static_cast<double>(row[c] - mx)) / sum);
+      }
+    }
+    return out;
+  }
+
   LossAcc evaluate(const data::Dataset& ds, ThreadPool* pool) override {
     DT_CHECK(!ds.sparse && ds.cols == master_.input_dim(), InvalidArgument,
              ds.source << " does not match the model's " << master_.input_dim() << " dense inputs");
@@ -194,6 +221,10 @@ class MlpModel : public TrainableModel {
 };
 
 }  // namespace
+
+std::vector<float> TrainableModel::probabilities(const data::Dataset&) {
+  DT_THROW(InvalidArgument, describe() << " gives no class probabilities; ensembles need --model mlp:...");
+}
 
 std::unique_ptr<TrainableModel> make_mlp_model(const std::string& spec, const data::Dataset& train, uint64_t seed) {
   return std::make_unique<MlpModel>(spec, train, seed);

@@ -76,6 +76,8 @@ class TrainableModel {
   virtual std::unique_ptr<Replica> make_replica() = 0;
   virtual LossAcc evaluate(const data::Dataset& ds, ThreadPool* pool = nullptr) = 0;
   virtual const SparseLinear* sparse() const { return nullptr; }
+  // Class probabilities (softmax of the logits), rows x classes, row-major; for ensembles.
+  virtual std::vector<float> probabilities(const data::Dataset& ds);
 };
 
 // A sparse linear model ("logreg", "svm", "softmax") over a sparse training set.

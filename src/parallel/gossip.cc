@@ -1,0 +1,142 @@
+#include "parallel/gossip.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "base/clock.h"
+#include "base/error.h"
+#include "data/sampler.h"
+
+namespace dtrain {
+namespace {
+constexpr uint32_t kGossipTag = 0x60551;
+}
+
+std::vector<int> gossip_neighbors(const std::string& topology, int rank, int world) {
+  DT_CHECK(world >= 1 && rank >= 0 && rank < world, InvalidArgument, "gossip: rank " << rank << " of " << world);
+  std::set<int> n;
+  auto add = [&](int r) {
+    r = ((r % world) + world) % world;
+    if (r != rank) n.insert(r);
+  };
+  if (topology == "ring") {
+    add(rank - 1);
+    add(rank + 1);
+  } else if (topology == "exponential") {
+    for (int d = 1; d < world; d *= 2) {
+      add(rank + d);
+      add(rank - d);
+    }
+  } else if (topology == "complete") {
+    for (int r = 0; r < world; ++r) add(r);
+  } else if (topology == "torus") {
+    int a = 1;
+    for (int d = 1; d * d <= world; ++d)
+      if (world % d == 0) a = d;
+    const int b = world / a, i = rank / b, j = rank % b;
+    auto at = [&](int ii, int jj) { add(((ii + a) % a) * b + (jj + b) % b); };
+    at(i - 1, j);
+    at(i + 1, j);
+    at(i, j - 1);
+    at(i, j + 1);
+  } else {
+    DT_THROW(InvalidArgument, "unknown gossip topology '" << topology << "'; use ring, torus, exponential or complete");
+  }
+  return std::vector<int>(n.begin(), n.end());
+}
+
+Gossip::Gossip(TrainableModel& model, Optimizer& optimizer, Communicator& comm, const std::string& topology,
+               Instrument* inst)
+    : model_(model),
+      opt_(optimizer),
+      comm_(comm),
+      inst_(inst),
+      neighbors_(gossip_neighbors(topology, comm.rank(), comm.size())),
+      replica_(model.make_replica()),
+      evaluator_(comm),
+      grad_(static_cast<size_t>(model.num_params())),
+      mean_(static_cast<size_t>(model.num_params())),
+      inbox_(neighbors_.size(), std::vector<float>(static_cast<size_t>(model.num_params()))) {
+  blocking_broadcast(comm_, inst_, "broadcast-params", model_.params().data(), model_.params().size(),
+                     DType::kFloat32, 0);
+}
+
+void Gossip::mix() {
+  std::span<float> x = model_.params();
+  const size_t bytes = x.size() * sizeof(float);
+  const double t0 = now_seconds();
+  std::vector<Request> reqs;
+  for (size_t k = 0; k < neighbors_.size(); ++k) reqs.push_back(comm_.irecv(neighbors_[k], inbox_[k].data(), bytes, kGossipTag));
+  for (int peer : neighbors_) reqs.push_back(comm_.isend(peer, x.data(), bytes, kGossipTag));
+  for (Request& r : reqs) r.wait();
+  const double t1 = now_seconds();
+  if (inst_) {
+    inst_->comm(0, "gossip exchange", t0, t1, static_cast<int64_t>(bytes * neighbors_.size()),
+                "\"peers\":" + std::to_string(neighbors_.size()) + ",\"bytes\":" + std::to_string(bytes));
+    inst_->wait("wait:gossip exchange", t0, t1);
+  }
+  // x_i <- sum over members in rank order of W x_j, W = 1/(deg + 1).
+  Instrument::Scope s(inst_, "mix", SpanKind::kCompute);
+  const float w = 1.0f / static_cast<float>(neighbors_.size() + 1);
+  std::vector<const float*> members;
+  size_t k = 0;
+  for (; k < neighbors_.size() && neighbors_[k] < comm_.rank(); ++k) members.push_back(inbox_[k].data());
+  members.push_back(x.data());
+  for (; k < neighbors_.size(); ++k) members.push_back(inbox_[k].data());
+  for (size_t i = 0; i < x.size(); ++i) {
+    float acc = 0;
+    for (const float* m : members) acc += m[i];
+    grad_[i] = acc * w;  // grad_ is free scratch here
+  }
+  std::copy(grad_.begin(), grad_.end(), x.begin());
+}
+
+LossAcc Gossip::step(std::span<const int64_t> global_batch) {
+  const auto [lo, hi] = data::batch_share(static_cast<int64_t>(global_batch.size()), comm_.rank(), comm_.size());
+  std::span<const int64_t> mine = global_batch.subspan(static_cast<size_t>(lo), static_cast<size_t>(hi - lo));
+  LossAcc r;
+  {
+    Instrument::Scope s(inst_, "local step", SpanKind::kCompute);
+    r = replica_->loss_grad(model_.params(), mine, grad_);
+    if (!mine.empty()) opt_.step(model_.params(), grad_);
+  }
+  if (!neighbors_.empty()) mix();
+  have_mean_ = false;
+  return r;
+}
+
+LossAcc Gossip::run_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress) {
+  DT_CHECK(batch >= 1, InvalidArgument, "--batch must be >= 1, got " << batch);
+  LossAcc local;
+  const auto n = static_cast<int64_t>(order.size());
+  for (int64_t first = 0; first < n; first += batch) {
+    const int64_t len = std::min(batch, n - first);
+    LossAcc r = step(order.subspan(static_cast<size_t>(first), static_cast<size_t>(len)));
+    local.loss += r.loss * static_cast<double>(r.examples);
+    local.correct += r.correct;
+    local.examples += r.examples;
+    if (progress && local.examples > 0) progress(first + len, local.loss / static_cast<double>(local.examples));
+  }
+  if (local.examples) local.loss /= static_cast<double>(local.examples);
+  return sum_stats(comm_, local);
+}
+
+std::vector<std::pair<std::string, double>> Gossip::epoch_metrics() {
+  const double d = consensus_distance(comm_, nullptr, model_.params(), mean_);
+  have_mean_ = true;
+  return {{"consensus_distance", d}};
+}
+
+LossAcc Gossip::evaluate(TrainableModel& model, const data::Dataset& ds, ThreadPool* pool) {
+  if (!have_mean_) epoch_metrics();
+  // Score the average model, then put this rank's own model back.
+  std::span<float> x = model.params();
+  std::vector<float> mine(x.begin(), x.end());
+  std::copy(mean_.begin(), mean_.end(), x.begin());
+  LossAcc r = evaluator_.evaluate(model, ds, pool);
+  std::copy(mine.begin(), mine.end(), x.begin());
+  return r;
+}
+
+}  // namespace dtrain

@@ -1,0 +1,238 @@
+#include "parallel/param_server.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <exception>
+#include <thread>
+
+#include "base/clock.h"
+#include "base/error.h"
+
+namespace dtrain {
+namespace {
+constexpr uint32_t kPushTag = 0x7050;
+constexpr uint32_t kPullTag = 0x7051;
+}  // namespace
+
+ParamServer::ParamServer(TrainableModel& model, Communicator& comm, const PsOptions& options, const float* lr,
+                         Instrument* inst)
+    : model_(model), comm_(comm), o_(options), lr_(lr), inst_(inst), workers_(comm.size() - options.servers),
+      evaluator_(comm) {
+  DT_CHECK(o_.servers >= 1 && workers_ >= 1, InvalidArgument,
+           "--strategy ps needs at least one server and one worker: -n " << comm.size() << " with --servers "
+                                                                          << o_.servers << " leaves " << workers_
+                                                                          << " workers; use -n " << o_.servers + 1
+                                                                          << " or more");
+  DT_CHECK(!o_.deterministic || o_.sync, InvalidArgument, "--deterministic needs --sync for --strategy ps");
+  DT_CHECK(model.num_params() >= o_.servers, InvalidArgument, "more servers than parameters");
+  if (comm.rank() >= workers_) {
+    server_ = comm.rank() - workers_;
+    opt_ = make_optimizer(o_.optimizer, range_of(server_).len);
+  } else {
+    share_ = std::make_unique<ShareGradient>(model, ShareOptions{o_.deterministic, o_.det_shard});
+  }
+  clock_.assign(static_cast<size_t>(workers_), 0);
+  version_sent_.assign(static_cast<size_t>(workers_), 0);
+  broadcast_model();
+}
+
+ParamServer::~ParamServer() = default;
+
+GradRange ParamServer::range_of(int s) const {
+  const int64_t p = model_.num_params();
+  const int64_t lo = p * s / o_.servers, hi = p * (s + 1) / o_.servers;
+  return GradRange{lo, hi - lo};
+}
+
+void ParamServer::broadcast_model() {
+  for (int s = 0; s < o_.servers; ++s) {
+    const GradRange r = range_of(s);
+    blocking_broadcast(comm_, inst_, "broadcast shard " + std::to_string(s), model_.params().data() + r.offset,
+                       static_cast<size_t>(r.len), DType::kFloat32, workers_ + s);
+  }
+}
+
+LossAcc ParamServer::worker_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress) {
+  LossAcc local;
+  const auto n = static_cast<int64_t>(order.size());
+  const bool det = o_.deterministic;
+  const size_t esize = det ? sizeof(int64_t) : sizeof(float);
+  for (int64_t first = 0; first < n; first += batch) {
+    const int64_t len = std::min(batch, n - first);
+    std::span<const int64_t> b = order.subspan(static_cast<size_t>(first), static_cast<size_t>(len));
+    LossAcc r;
+    {
+      Instrument::Scope s(inst_, "gradient", SpanKind::kCompute);
+      r = share_->compute(model_.params(), b, comm_.rank(), workers_, nullptr);
+    }
+    const double t0 = now_seconds();
+    std::vector<Request> reqs;
+    for (int s = 0; s < o_.servers; ++s) {
+      const GradRange rg = range_of(s);
+      const void* g = det ? static_cast<const void*>(share_->fixed().data() + rg.offset)
+                          : static_cast<const void*>(share_->grad().data() + rg.offset);
+      reqs.push_back(comm_.isend(workers_ + s, g, static_cast<size_t>(rg.len) * esize, kPushTag));
+      reqs.push_back(comm_.irecv(workers_ + s, model_.params().data() + rg.offset,
+                                 static_cast<size_t>(rg.len) * sizeof(float), kPullTag));
+    }
+    for (Request& q : reqs) q.wait();
+    if (inst_) {
+      const double t1 = now_seconds();
+      const int64_t bytes = model_.num_params() * static_cast<int64_t>(esize + sizeof(float));
+      inst_->comm(0, "push+pull", t0, t1, bytes, "\"bytes\":" + std::to_string(bytes));
+      inst_->wait("wait:push+pull", t0, t1);
+    }
+    local.loss += r.loss * static_cast<double>(r.examples);
+    local.correct += r.correct;
+    local.examples += r.examples;
+    if (progress && local.examples > 0) progress(first + len, local.loss / static_cast<double>(local.examples));
+  }
+  if (local.examples) local.loss /= static_cast<double>(local.examples);
+  return local;
+}
+
+void ParamServer::server_epoch_sync(int64_t steps) {
+  const GradRange rg = range_of(server_);
+  const auto len = static_cast<size_t>(rg.len);
+  const bool det = o_.deterministic;
+  std::vector<std::vector<float>> fbuf(det ? 0 : static_cast<size_t>(workers_), std::vector<float>(len));
+  std::vector<std::vector<int64_t>> ibuf(det ? static_cast<size_t>(workers_) : 0, std::vector<int64_t>(len));
+  std::vector<float> grad(len);
+  std::vector<int64_t> acc(det ? len : 0);
+  std::span<float> mine = model_.params().subspan(static_cast<size_t>(rg.offset), len);
+  for (int64_t t = 0; t < steps; ++t) {
+    const double t0 = now_seconds();
+    std::vector<Request> reqs;
+    for (int w = 0; w < workers_; ++w)
+      reqs.push_back(det ? comm_.irecv(w, ibuf[static_cast<size_t>(w)].data(), len * sizeof(int64_t), kPushTag)
+                         : comm_.irecv(w, fbuf[static_cast<size_t>(w)].data(), len * sizeof(float), kPushTag));
+    for (Request& q : reqs) q.wait();
+    const double t1 = now_seconds();
+    if (inst_) inst_->wait("wait for pushes", t0, t1);
+    // Sum in worker order, one optimizer step.
+    if (det) {
+      std::fill(acc.begin(), acc.end(), int64_t{0});
+      for (const auto& b : ibuf)
+        for (size_t i = 0; i < len; ++i) acc[i] += b[i];
+      fixed_to_float(acc, grad);
+    } else {
+      std::fill(grad.begin(), grad.end(), 0.0f);
+      for (const auto& b : fbuf)
+        for (size_t i = 0; i < len; ++i) grad[i] += b[i];
+    }
+    opt_->set_lr(*lr_);
+    opt_->step(mine, grad);
+    const double t2 = now_seconds();
+    busy_ += t2 - t1;
+    pushes_ += workers_;
+    if (inst_) inst_->compute("server update", t1, t2);
+    reqs.clear();
+    for (int w = 0; w < workers_; ++w) reqs.push_back(comm_.isend(w, mine.data(), len * sizeof(float), kPullTag));
+    for (Request& q : reqs) q.wait();
+    if (inst_) {
+      const int64_t bytes = static_cast<int64_t>(len * workers_ * (det ? 12 : 8));
+      inst_->comm(0, "serve step", t0, now_seconds(), bytes, "\"bytes\":" + std::to_string(bytes));
+    }
+  }
+}
+
+void ParamServer::serve_worker_async(int w, int64_t steps) {
+  const GradRange rg = range_of(server_);
+  const auto len = static_cast<size_t>(rg.len);
+  std::vector<float> grad(len), reply(len);
+  std::span<float> mine = model_.params().subspan(static_cast<size_t>(rg.offset), len);
+  std::condition_variable& cv = *cv_;
+  for (int64_t c = 1; c <= steps; ++c) {
+    comm_.recv(w, grad.data(), len * sizeof(float), kPushTag);
+    std::unique_lock<std::mutex> lock(mu_);
+    if (failed_) return;
+    const double stale = static_cast<double>(version_ - version_sent_[static_cast<size_t>(w)]);
+    stale_sum_ += stale;
+    stale_max_ = std::max(stale_max_, stale);
+    const double t0 = now_seconds();
+    opt_->set_lr(*lr_);
+    opt_->step(mine, grad);
+    const double t1 = now_seconds();
+    busy_ += t1 - t0;
+    if (inst_) inst_->compute("server update (worker " + std::to_string(w) + ")", t0, t1);
+    ++version_;
+    ++pushes_;
+    clock_[static_cast<size_t>(w)] = c;
+    cv.notify_all();
+    if (o_.staleness >= 0) {
+      const Deadline deadline = Deadline::after(comm_.timeout());
+      while (!failed_ && *std::min_element(clock_.begin(), clock_.end()) < c - o_.staleness) {
+        if (cv.wait_until(lock, deadline.time_point()) == std::cv_status::timeout)
+          DT_THROW(Timeout, "parameter server " << server_ << ": worker " << w << " waited " << comm_.timeout()
+                                                << " s for the slowest worker (staleness bound " << o_.staleness << ")");
+      }
+      if (failed_) return;
+    }
+    std::copy(mine.begin(), mine.end(), reply.begin());
+    version_sent_[static_cast<size_t>(w)] = version_;
+    lock.unlock();
+    comm_.send(w, reply.data(), len * sizeof(float), kPullTag);
+  }
+}
+
+void ParamServer::server_epoch_async(int64_t steps) {
+  cv_ = std::make_unique<std::condition_variable>();
+  failed_ = false;
+  std::fill(clock_.begin(), clock_.end(), 0);
+  std::exception_ptr first;
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers_; ++w)
+    threads.emplace_back([&, w] {
+      try {
+        serve_worker_async(w, steps);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!first) first = std::current_exception();
+        failed_ = true;
+        cv_->notify_all();
+      }
+    });
+  for (auto& t : threads) t.join();
+  if (first) std::rethrow_exception(first);
+}
+
+LossAcc ParamServer::run_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress) {
+  DT_CHECK(batch >= 1, InvalidArgument, "--batch must be >= 1, got " << batch);
+  const auto n = static_cast<int64_t>(order.size());
+  const int64_t steps = (n + batch - 1) / batch;
+  LossAcc local;
+  if (is_server()) {
+    if (o_.sync) server_epoch_sync(steps);
+    else server_epoch_async(steps);
+  } else {
+    local = worker_epoch(order, batch, progress);
+  }
+  broadcast_model();
+  return sum_stats(comm_, local);
+}
+
+std::vector<std::pair<std::string, double>> ParamServer::epoch_metrics() {
+  double sums[2] = {stale_sum_, static_cast<double>(pushes_)};
+  double maxes[2] = {stale_max_, busy_};
+  AllreduceOptions o;
+  o.deterministic = true;
+  allreduce(comm_, sums, 2, DType::kFloat64, ReduceOp::kSum, o);
+  allreduce(comm_, maxes, 2, DType::kFloat64, ReduceOp::kMax, o);
+  stale_sum_ = stale_max_ = busy_ = 0;
+  pushes_ = 0;
+  // Every push reaches every server: count it once.
+  std::vector<std::pair<std::string, double>> m = {{"pushes", sums[1] / o_.servers}, {"server_busy_s", maxes[1]}};
+  if (!o_.sync) {
+    m.emplace_back("staleness_mean", sums[1] > 0 ? sums[0] / sums[1] : 0.0);
+    m.emplace_back("staleness_max", maxes[0]);
+  }
+  return m;
+}
+
+std::vector<uint8_t> ParamServer::save_state() const { return opt_ ? opt_->save_state() : std::vector<uint8_t>{}; }
+
+void ParamServer::load_state(std::span<const uint8_t> bytes) {
+  if (opt_ && !bytes.empty()) opt_->load_state(bytes);
+}
+
+}  // namespace dtrain

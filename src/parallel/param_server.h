@@ -1,0 +1,104 @@
+// parallel/param_server.h — parameter servers: synchronous, asynchronous, bounded staleness.
+//
+// Roles. Of M ranks the LAST S are servers and the first W = M - S are workers. Server s
+// owns the contiguous range [P*s/S, P*(s+1)/S) of the flat parameter vector (the model keeps
+// every parameter in one buffer, so a key range is a plain slice) and runs the optimizer on
+// it (its own Optimizer over that range: momentum / Adam moments live on the server).
+//
+// Worker step t: compute c_w, the worker's share of the global minibatch t's gradient
+// (parallel/share_grad.h with the W workers as the world: c_w = (n_w/B) * mean gradient),
+// PUSH each server its slice of c_w, then PULL each server's current slice of parameters.
+//
+// Synchronous (--sync): server s receives the W pushes of step t, sums them in worker order
+// (float; or fixed-point int64 in deterministic mode, which makes a sync parameter server
+// produce exactly the bits of deterministic ddp and of one process with batch B), takes one
+// optimizer step and sends the new slice to every worker: a barrier per step, i.e. minibatch
+// SGD with batch B.
+//
+// Asynchronous: one server thread per worker receives that worker's pushes and applies each
+// as its own optimizer step the moment it arrives (a mutex orders the updates), then
+// replies with the current slice. With --staleness K the reply to a worker's c-th push
+// waits until every worker has pushed at least c - K times (stale synchronous parallel), so
+// no worker runs more than K steps ahead of the slowest; K = 0 makes every step a barrier:
+// the updates of a step are all computed at the same parameters, which for plain SGD equals
+// the synchronous server up to float rounding (with momentum/Adam each push is its own
+// optimizer step, so it does not). Unbounded (no --staleness): replies at once.
+// Staleness of a push = updates the server applied between the worker's previous pull and
+// this push (0 on a lone worker; W-1 at most per step with K = 0).
+//
+// Epoch end: every server broadcasts its slice, so all ranks hold the same model for
+// evaluation and checkpoints. Checkpoints carry each server's optimizer state
+// (save_state). epoch_metrics(): staleness_mean, staleness_max, server_busy_s (max over
+// servers: time spent applying updates), pushes (total).
+// Thread-safety: driven by one thread; an async server runs one thread per worker.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "parallel/dist_common.h"
+#include "parallel/share_grad.h"
+#include "parallel/threads.h"
+
+namespace dtrain {
+
+struct PsOptions {
+  int servers = 1;
+  bool sync = false;
+  int64_t staleness = -1;  // async only; -1 = unbounded
+  bool deterministic = false;
+  int64_t det_shard = 8;
+  OptimizerConfig optimizer;  // the servers' optimizer
+};
+
+class ParamServer : public LocalStrategy {
+ public:
+  ParamServer(TrainableModel& model, Communicator& comm, const PsOptions& options, const float* lr,
+              Instrument* inst);
+  ~ParamServer() override;
+  const char* name() const override { return "ps"; }
+  int threads() const override { return 1; }
+  LossAcc run_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress) override;
+  std::vector<std::pair<std::string, double>> epoch_metrics() override;
+  LossAcc evaluate(TrainableModel& model, const data::Dataset& ds, ThreadPool* pool) override {
+    return evaluator_.evaluate(model, ds, pool);
+  }
+  std::vector<uint8_t> save_state() const override;
+  void load_state(std::span<const uint8_t> bytes) override;
+  const Instrument* instrument() const override { return inst_; }
+
+  bool is_server() const { return server_ >= 0; }
+  int workers() const { return workers_; }
+  GradRange range_of(int server) const;
+
+ private:
+  LossAcc worker_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress);
+  void server_epoch_sync(int64_t steps);
+  void server_epoch_async(int64_t steps);
+  void serve_worker_async(int w, int64_t steps);
+  void broadcast_model();
+
+  TrainableModel& model_;
+  Communicator& comm_;
+  PsOptions o_;
+  const float* lr_;
+  Instrument* inst_;
+  int workers_;
+  int server_ = -1;  // this rank's server index, or -1 for a worker
+  std::unique_ptr<ShareGradient> share_;  // workers
+  std::unique_ptr<Optimizer> opt_;        // servers: over range_of(server_)
+  ShardedEvaluator evaluator_;
+  // Async bookkeeping (servers).
+  std::mutex mu_;
+  std::unique_ptr<std::condition_variable> cv_;
+  bool failed_ = false;
+  std::vector<int64_t> clock_;         // pushes received per worker
+  std::vector<int64_t> version_sent_;  // server version in the last reply to each worker
+  int64_t version_ = 0;
+  double stale_sum_ = 0, stale_max_ = 0, busy_ = 0;
+  int64_t pushes_ = 0;
+};
+
+}  // namespace dtrain
