@@ -39,8 +39,12 @@ struct Op {
   char* data;
   size_t bytes;
   size_t done = 0;          // payload bytes moved
-  std::string staged;       // send: header (+ small payload) not yet written
-  size_t staged_done = 0;
+  // send: the header (+ a small payload) leaves in one write from here.
+  static constexpr size_t kInline = 16 + 240;
+  char inline_stage[kInline];
+  std::string big_stage;    // header + payload of up to 4 KiB that do not fit inline
+  const char* staged = nullptr;
+  size_t staged_size = 0, staged_done = 0;
   bool started = false;     // any byte moved: can no longer be cancelled
   std::atomic<bool> complete{false};
   std::exception_ptr error;
@@ -56,11 +60,22 @@ struct Transport::Unexpected {
   bool complete() const { return got == data.size(); }
 };
 
+template <class Q>
+typename Q::iterator find_tag(Q& q, uint64_t tag) {
+  for (auto it = q.begin(); it != q.end(); ++it)
+    if ((*it)->tag == tag) return it;
+  return q.end();
+}
+
 struct Transport::Peer {
   Channel* channel = nullptr;
   std::deque<std::shared_ptr<Op>> sends;
-  std::map<uint64_t, std::deque<std::shared_ptr<Op>>> posted;
-  std::map<uint64_t, std::deque<std::shared_ptr<Unexpected>>> unexpected;
+  // Posted receives and early messages, each in arrival order across tags. A peer rarely has
+  // more than a handful outstanding, so the first match of a tag is found by a short scan —
+  // cheaper than a map of queues that allocates for every new tag (collective tags are new
+  // every call) — and taking the first match keeps per-tag order.
+  std::deque<std::shared_ptr<Op>> posted;
+  std::deque<std::shared_ptr<Unexpected>> unexpected;
   // The message being read.
   char header[16];
   size_t header_got = 0;
@@ -198,11 +213,10 @@ Request Transport::isend(int peer, uint64_t tag, const void* data, size_t bytes)
     return Request(this, op);
   }
   if (peer == rank_) {  // to oneself: hand over in memory
-    auto& q = p.posted[tag];
-    if (!q.empty()) {
-      auto r = q.front();
-      q.pop_front();
-      if (q.empty()) p.posted.erase(tag);
+    auto it = find_tag(p.posted, tag);
+    if (it != p.posted.end()) {
+      auto r = *it;
+      p.posted.erase(it);
       if (r->bytes != bytes) {
         complete_op(*r, std::make_exception_ptr(InvalidArgument(
                             describe(*r) + ": message has " + std::to_string(bytes) + " bytes, buffer has " +
@@ -212,12 +226,11 @@ Request Transport::isend(int peer, uint64_t tag, const void* data, size_t bytes)
         complete_op(*r);
       }
     } else {
-      if (q.empty()) p.posted.erase(tag);
       auto u = std::make_shared<Unexpected>();
       u->tag = tag;
       u->data.assign(static_cast<const char*>(data), static_cast<const char*>(data) + bytes);
       u->got = bytes;
-      p.unexpected[tag].push_back(u);
+      p.unexpected.push_back(u);
     }
     complete_op(*op);
     return Request(this, op);
@@ -226,10 +239,22 @@ Request Transport::isend(int peer, uint64_t tag, const void* data, size_t bytes)
   uint64_t size64 = bytes;
   std::memcpy(header, &tag, 8);
   std::memcpy(header + 8, &size64, 8);
-  op->staged.assign(header, kHeader);
-  if (bytes <= kStageLimit) {
-    op->staged.append(static_cast<const char*>(data), bytes);
+  if (kHeader + bytes <= Op::kInline) {
+    std::memcpy(op->inline_stage, header, kHeader);
+    if (bytes) std::memcpy(op->inline_stage + kHeader, data, bytes);
+    op->staged = op->inline_stage;
+    op->staged_size = kHeader + bytes;
     op->done = bytes;
+  } else if (bytes <= kStageLimit) {
+    op->big_stage.assign(header, kHeader);
+    op->big_stage.append(static_cast<const char*>(data), bytes);
+    op->staged = op->big_stage.data();
+    op->staged_size = op->big_stage.size();
+    op->done = bytes;
+  } else {
+    std::memcpy(op->inline_stage, header, kHeader);
+    op->staged = op->inline_stage;
+    op->staged_size = kHeader;
   }
   p.sends.push_back(op);
   progress_send_locked(peer);  // small messages usually leave right here
@@ -252,12 +277,11 @@ Request Transport::irecv(int peer, uint64_t tag, void* data, size_t bytes) {
                                                    " bytes but the receive buffer has " + std::to_string(bytes) +
                                                    " (buffer sizes differ across ranks)"));
   };
-  auto uq = p.unexpected.find(tag);
-  if (uq != p.unexpected.end() && !uq->second.empty()) {
+  auto uq = find_tag(p.unexpected, tag);
+  if (uq != p.unexpected.end()) {
     // The oldest unexpected message of this tag is ours.
-    auto u = uq->second.front();
-    uq->second.pop_front();
-    if (uq->second.empty()) p.unexpected.erase(uq);
+    auto u = *uq;
+    p.unexpected.erase(uq);
     if (u->data.size() != bytes) {
       complete_op(*op, size_error(u->data.size()));  // if still arriving, it drains into u and is dropped
     } else if (u->complete()) {
@@ -281,7 +305,7 @@ Request Transport::irecv(int peer, uint64_t tag, void* data, size_t bytes) {
     complete_op(*op, p.error);
     return Request(this, op);
   }
-  p.posted[tag].push_back(op);
+  p.posted.push_back(op);
   return Request(this, op);
 }
 
@@ -289,11 +313,11 @@ void Transport::progress_send_locked(int peer) {
   Peer& p = *peers_[peer];
   while (!p.sends.empty()) {
     Op& op = *p.sends.front();
-    if (op.staged_done < op.staged.size()) {
-      size_t k = p.channel->write_some(op.staged.data() + op.staged_done, op.staged.size() - op.staged_done);
+    if (op.staged_done < op.staged_size) {
+      size_t k = p.channel->write_some(op.staged + op.staged_done, op.staged_size - op.staged_done);
       if (k) op.started = true;
       op.staged_done += k;
-      if (op.staged_done < op.staged.size()) return;
+      if (op.staged_done < op.staged_size) return;
     }
     while (op.done < op.bytes) {
       size_t k = p.channel->write_some(op.data + op.done, op.bytes - op.done);
@@ -317,11 +341,10 @@ void Transport::deliver_header_locked(int peer) {
   p.msg_got = 0;
   p.target.reset();
   p.buffer.reset();
-  auto q = p.posted.find(tag);
-  if (q != p.posted.end() && !q->second.empty()) {
-    auto op = q->second.front();
-    q->second.pop_front();
-    if (q->second.empty()) p.posted.erase(q);
+  auto q = find_tag(p.posted, tag);
+  if (q != p.posted.end()) {
+    auto op = *q;
+    p.posted.erase(q);
     if (op->bytes != size64) {
       complete_op(*op, std::make_exception_ptr(InvalidArgument(
                            describe(*op) + ": the message has " + std::to_string(size64) +
@@ -337,7 +360,7 @@ void Transport::deliver_header_locked(int peer) {
     u->tag = tag;
     u->data.resize(size64);
     p.buffer = u;
-    p.unexpected[tag].push_back(u);
+    p.unexpected.push_back(u);
   }
 }
 
@@ -380,8 +403,7 @@ void Transport::fail_peer_locked(int peer, std::exception_ptr error) {
   if (!p.error) p.error = error;
   for (auto& op : p.sends) complete_op(*op, p.error);
   p.sends.clear();
-  for (auto& [tag, q] : p.posted)
-    for (auto& op : q) complete_op(*op, p.error);
+  for (auto& op : p.posted) complete_op(*op, p.error);
   p.posted.clear();
   if (p.target && !p.target->complete.load()) complete_op(*p.target, p.error);
   p.target.reset();
@@ -427,10 +449,8 @@ void Transport::on_timeout_locked(Op& op, double timeout_s) {
     if (op.kind == Op::kSend) {
       p.sends.erase(std::find_if(p.sends.begin(), p.sends.end(), [&](auto& o) { return o.get() == &op; }));
     } else {
-      auto& q = p.posted[op.tag];
-      auto it = std::find_if(q.begin(), q.end(), [&](auto& o) { return o.get() == &op; });
-      if (it != q.end()) q.erase(it);
-      if (q.empty()) p.posted.erase(op.tag);
+      auto it = std::find_if(p.posted.begin(), p.posted.end(), [&](auto& o) { return o.get() == &op; });
+      if (it != p.posted.end()) p.posted.erase(it);
     }
     msg << (op.kind == Op::kRecv ? " (rank " + std::to_string(op.peer) + " sent nothing with this tag)"
                                  : " (rank " + std::to_string(op.peer) + " is not receiving)");
