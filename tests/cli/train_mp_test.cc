@@ -142,6 +142,39 @@ TEST_F(TrainMp, ResumeAgreesOnTheEpochEveryRankHas) {
   EXPECT_EQ(a["test_loss"].get<double>(), b["test_loss"].get<double>());
 }
 
+TEST_F(TrainMp, EveryStrategyRunsThroughTheLauncherAndReportsItsMetrics) {
+  struct Case {
+    std::string flags, metric;
+  };
+  const std::vector<Case> cases = {
+      {"--strategy localsgd --sync-every 2", "averages"},
+      {"--strategy ps --sync", "pushes"},
+      {"--strategy ps --staleness 1", "staleness_mean"},
+      {"--strategy gossip --topology ring", "consensus_distance"},
+      {"--strategy fedavg --clients 3 --client-fraction 1 --local-epochs 2", "client_examples"},
+  };
+  for (const Case& c : cases) {
+    Result r = run("-n 3 " + data() + "--epochs 4 --batch 24 " + c.flags + " --json " + file("s.json"));
+    ASSERT_EQ(r.code, 0) << c.flags << "\n" << r.output;
+    auto j = load(file("s.json"));
+    EXPECT_GT(j["test_accuracy"].get<double>(), 0.7) << c.flags;
+    EXPECT_TRUE(j["epoch_rows"][3].contains(c.metric)) << c.flags << " " << j["epoch_rows"][3].dump();
+    EXPECT_EQ(j["ranks"].size(), 3u) << c.flags;
+  }
+  Result s = run("-n 2 " + data() + "--epochs 2 --strategy search --search \"lr=0.1,0.01;batch=16,64\" --json " +
+                 file("search.json"));
+  ASSERT_EQ(s.code, 0) << s.output;
+  auto j = load(file("search.json"));
+  ASSERT_EQ(j["trials"].size(), 4u);
+  EXPECT_GE(j["trials"][0]["test_accuracy"].get<double>(), j["trials"][3]["test_accuracy"].get<double>());
+  Result e = run("-n 2 " + data() + "--epochs 2 --strategy ensemble --members 3 --json " + file("ens.json"));
+  ASSERT_EQ(e.code, 0) << e.output;
+  EXPECT_NE(e.output.find("ensemble of 3"), std::string::npos) << e.output;
+  auto k = load(file("ens.json"));
+  EXPECT_EQ(k["members"].size(), 3u);
+  EXPECT_GT(k["test_accuracy"].get<double>(), 0.6);
+}
+
 TEST_F(TrainMp, MalformedDistributedFlagsFailBeforeStartingRanks) {
   Result r = run("-n 2 --strategy ddp --threads 2");
   EXPECT_EQ(r.code, 2);
@@ -153,6 +186,18 @@ TEST_F(TrainMp, MalformedDistributedFlagsFailBeforeStartingRanks) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("--baseline is for multi-rank strategies"), std::string::npos) << r.output;
   r = run("-n 2 --algo warp");
+  EXPECT_EQ(r.code, 2);
+  r = run("-n 2 --strategy ps --servers 2");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("needs at least 3 ranks"), std::string::npos) << r.output;
+  r = run("-n 2 --strategy ps --sync --staleness 2");
+  EXPECT_EQ(r.code, 2);
+  r = run("-n 2 --strategy search --search \"depth=3\"");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("unknown key 'depth'"), std::string::npos) << r.output;
+  r = run("-n 2 --strategy gossip --topology star");
+  EXPECT_EQ(r.code, 2);
+  r = run("-n 2 --strategy gossip --deterministic");
   EXPECT_EQ(r.code, 2);
   r = run("-n 2 --transport carrier-pigeon");
   EXPECT_EQ(r.code, 2);

@@ -130,3 +130,44 @@ TEST(Transform, NormalizeRowsGivesUnitNorm) {
 }
 }  // namespace
 }  // namespace dtrain::data
+
+namespace dtrain::data {
+namespace {
+
+TEST(BatchShare, TilesTheBatchInRankOrder) {
+  for (int64_t len : {1, 7, 64, 65}) {
+    for (int w = 1; w <= 5; ++w) {
+      for (int64_t g : {1, 8}) {
+        int64_t next = 0;
+        for (int r = 0; r < w; ++r) {
+          auto [b, e] = batch_share(len, r, w, g);
+          EXPECT_EQ(b, next) << len << " " << w << " " << g;
+          EXPECT_LE(b, e);
+          if (e < len) EXPECT_EQ(e % g, 0);  // cuts fall on granule boundaries
+          next = e;
+        }
+        EXPECT_EQ(next, len);
+      }
+    }
+  }
+  EXPECT_EQ(batch_share(64, 1, 4), (std::pair<int64_t, int64_t>{16, 32}));
+  EXPECT_THROW(batch_share(8, 4, 4), InvalidArgument);
+}
+
+TEST(IidPartition, CoversEverythingOnceSortedAndSeeded) {
+  auto p = iid_partition(103, 4, 9);
+  ASSERT_EQ(p.size(), 4u);
+  std::vector<int64_t> all;
+  for (const auto& c : p) {
+    EXPECT_TRUE(std::is_sorted(c.begin(), c.end()));
+    EXPECT_GE(c.size(), 25u);
+    all.insert(all.end(), c.begin(), c.end());
+  }
+  EXPECT_TRUE(is_permutation_of_range(all, 103));
+  EXPECT_EQ(p, iid_partition(103, 4, 9));
+  auto one = iid_partition(5, 1, 1);
+  EXPECT_EQ(one[0], (std::vector<int64_t>{0, 1, 2, 3, 4}));
+}
+
+}  // namespace
+}  // namespace dtrain::data
