@@ -71,6 +71,10 @@ void allgather_ring(Call& c, char* buf, const Blocks& b, uint32_t base);
 void allgather_recursive_doubling(Call& c, char* buf, const Blocks& b, uint32_t base);  // p a power of 2
 void allgather_bruck(Call& c, char* buf, const Blocks& b, uint32_t base);
 void allgather_naive(Call& c, char* buf, const Blocks& b, uint32_t base);
+// Shared-memory direct (one host; see shm_direct.cc). ctx may be null.
+void allgather_shm_direct(Call& c, char* buf, const Blocks& b, ShmContext* ctx);
+void broadcast_shm_direct(Call& c, char* buf, size_t n, int root, ShmContext* ctx);
+bool reduce_scatter_shm_direct(Call& c, const char* send, char* out, const Blocks& b, ShmContext* ctx);
 
 // Rooted operations. Broadcast: buf valid on root on entry, everywhere on exit.
 void broadcast_binomial(Call& c, char* buf, size_t n, int root, uint32_t base);

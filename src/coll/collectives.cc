@@ -98,7 +98,9 @@ Algorithm broadcast(Communicator& comm, void* buf, size_t count, DType t, int ro
   Call call(comm, CollOp::kBroadcast, opts, a, t, count, root);
   char* b = static_cast<char*>(buf);
   call.run([&] {
-    if (a == Algorithm::kChain)
+    if (a == Algorithm::kShmDirect)
+      algo::broadcast_shm_direct(call, b, count, root, opts.shm);
+    else if (a == Algorithm::kChain)
       algo::broadcast_chain(call, b, count, root, 0);
     else if (a == Algorithm::kNaive)
       algo::broadcast_naive(call, b, count, root, 0);
@@ -150,6 +152,7 @@ Algorithm allgatherv(Communicator& comm, const void* send, void* recv, const std
       case Algorithm::kRing: algo::allgather_ring(call, out, blocks, 0); break;
       case Algorithm::kRecursiveDoubling: algo::allgather_recursive_doubling(call, out, blocks, 0); break;
       case Algorithm::kBruck: algo::allgather_bruck(call, out, blocks, 0); break;
+      case Algorithm::kShmDirect: algo::allgather_shm_direct(call, out, blocks, opts.shm); break;
       default: algo::allgather_naive(call, out, blocks, 0); break;
     }
   });
@@ -168,9 +171,18 @@ Algorithm reduce_scatter(Communicator& comm, const void* send, void* recv, size_
   Algorithm a = resolve_algorithm(CollOp::kReduceScatter, opts.algorithm, comm, total * es, opts);
   Call call(comm, CollOp::kReduceScatter, opts, a, t, count, -1, op);
   call.run([&] {
+    algo::Blocks blocks(total, p);
+    if (a == Algorithm::kShmDirect && !opts.deterministic) {
+      // Reads block r of every rank's input in place; no working copy.
+      std::vector<char> result(count * es);
+      if (algo::reduce_scatter_shm_direct(call, static_cast<const char*>(send), result.data(), blocks, opts.shm)) {
+        if (op == ReduceOp::kAvg) finish_avg(t, result.data(), count, p);
+        std::memcpy(recv, result.data(), count * es);
+        return;
+      }
+    }
     std::vector<char> work(total * es);  // the algorithms clobber blocks they do not own
     copy_if_needed(work.data(), send, total * es);
-    algo::Blocks blocks(total, p);
     if (opts.deterministic || a == Algorithm::kNaive)
       algo::reduce_scatter_direct(call, work.data(), blocks, 0);
     else if (a == Algorithm::kHalvingDoubling)

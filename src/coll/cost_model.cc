@@ -118,8 +118,10 @@ double predict_seconds(CollOp op, Algorithm a, int p, size_t bytes, const CostPa
           return std::min(predict_seconds(op, Algorithm::kRecursiveDoubling, p, bytes, cp, segment_bytes),
                           predict_seconds(op, Algorithm::kHalvingDoubling, p, bytes, cp, segment_bytes));
         case Algorithm::kParamServer: return 2 * (p - 1) * A + 2 * (p - 1) * n * B + (p - 1) * n * G;
-        // Shared memory: copy in, reduce my slice from p copies, copy out, three barriers.
-        case Algorithm::kShmDirect: return 3 * L * A + n * B + n * G;
+        // One host: read my slice of each peer's buffer, reduce, read the other finished
+        // slices — 2(p-1)/p n bytes copied once each (a transport hop copies twice, so at
+        // beta/2 per byte), three rounds of tiny messages.
+        case Algorithm::kShmDirect: return 3 * L * A + frac * n * B + frac * n * G;
         case Algorithm::kHierarchical: return 4 * L * A + 2 * frac * n * B + frac * n * G + 2 * n * B;
         default: break;
       }
@@ -129,6 +131,7 @@ double predict_seconds(CollOp op, Algorithm a, int p, size_t bytes, const CostPa
         case Algorithm::kBinomial: return (L + k - 1) * (A + s * B);
         case Algorithm::kChain: return (p - 2 + k) * (A + s * B);
         case Algorithm::kNaive: return (p - 1) * (A + n * B);
+        case Algorithm::kShmDirect: return 3 * L * A + n * B / 2;
         default: break;
       }
       break;
@@ -145,6 +148,7 @@ double predict_seconds(CollOp op, Algorithm a, int p, size_t bytes, const CostPa
         case Algorithm::kRecursiveDoubling: return L * A + frac * n * B;
         case Algorithm::kBruck: return L * A + frac * n * B + n * B / 2;
         case Algorithm::kNaive: return (p - 1) * A + frac * n * B;
+        case Algorithm::kShmDirect: return 3 * L * A + frac * n * B / 2;
         default: break;
       }
       break;
@@ -153,6 +157,7 @@ double predict_seconds(CollOp op, Algorithm a, int p, size_t bytes, const CostPa
         case Algorithm::kRing: return (p - 1) * A + frac * n * (B + G);
         case Algorithm::kHalvingDoubling: return L * A + frac * n * (B + G) + fold;
         case Algorithm::kNaive: return (p - 1) * A + frac * n * (B + G);
+        case Algorithm::kShmDirect: return 3 * L * A + frac * n * (B / 2 + G);
         default: break;
       }
       break;
@@ -182,10 +187,10 @@ std::vector<Algorithm> supported_algorithms(CollOp op) {
     case CollOp::kAllreduce:
       return {A::kNaive, A::kRing, A::kTree, A::kButterfly, A::kRecursiveDoubling, A::kHalvingDoubling,
               A::kParamServer, A::kShmDirect, A::kHierarchical};
-    case CollOp::kBroadcast: return {A::kBinomial, A::kChain, A::kNaive};
+    case CollOp::kBroadcast: return {A::kBinomial, A::kChain, A::kNaive, A::kShmDirect};
     case CollOp::kReduce: return {A::kBinomial, A::kNaive};
-    case CollOp::kAllgather: return {A::kRing, A::kRecursiveDoubling, A::kBruck, A::kNaive};
-    case CollOp::kReduceScatter: return {A::kRing, A::kHalvingDoubling, A::kNaive};
+    case CollOp::kAllgather: return {A::kRing, A::kRecursiveDoubling, A::kBruck, A::kNaive, A::kShmDirect};
+    case CollOp::kReduceScatter: return {A::kRing, A::kHalvingDoubling, A::kNaive, A::kShmDirect};
     case CollOp::kGather:
     case CollOp::kScatter: return {A::kBinomial, A::kNaive};
     case CollOp::kAlltoall: return {A::kPairwise, A::kNaive};

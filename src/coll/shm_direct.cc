@@ -1,6 +1,7 @@
-// All-reduce, shared-memory direct (ranks on one host): each rank reduces its slice straight
-// out of the other ranks' buffers.
+// Shared-memory direct collectives (ranks on one host): all-reduce, all-gather, broadcast and
+// reduce-scatter read the other ranks' buffers in place instead of sending messages.
 //
+// All-reduce: each rank reduces its slice straight out of the other ranks' buffers.
 // The ranks first swap (pid, buffer address) records, which doubles as the barrier saying
 // every input is in place. Rank r then owns slice r of the buffer (Blocks(n, p)): it reads
 // slice r of every peer's buffer with cross-memory attach (process_vm_readv: one copy, no
@@ -10,6 +11,10 @@
 // untouched until all reads are done. Per rank that is 2(p-1)/p n bytes copied once — half
 // of what a ring over the two-copy transport moves — plus 3 rounds of tiny messages.
 // Results are rank-ordered, hence bit-identical everywhere (and equal to deterministic mode).
+//
+// All-gather reads each block from its owner; broadcast reads the root's buffer; reduce-
+// scatter reduces block r straight from every rank's input. Each is one swap, the reads, and
+// a closing barrier so no buffer changes while someone still reads it.
 //
 // Ranks that are threads of one process read with memcpy. Where the kernel forbids
 // cross-memory attach (e.g. Yama ptrace restrictions), every rank learns it from a one-byte
@@ -77,94 +82,144 @@ bool barrier_or(Call& c, uint32_t base, bool flag) {
   return mine != 0;
 }
 
+// With a ShmContext a phase is a flag in shared memory; without, a round of tiny messages.
+struct Phases {
+  Call& c;
+  ShmContext* ctx;
+  Deadline deadline;
+  std::string what;
+  Phases(Call& call, ShmContext* context)
+      : c(call), ctx(context), deadline(Deadline::after(call.remaining())), what(call.describe()) {}
+  bool barrier_or(uint32_t base, bool flag) {
+    if (!ctx) return ::dtrain::algo::barrier_or(c, base, flag);
+    uint64_t ph = ctx->next_phase();
+    *ctx->my_slot(ph) = flag;
+    ctx->arrive(ph);
+    ctx->wait_all(ph, deadline, what.c_str());
+    bool any = false;
+    for (int q = 0; q < c.size(); ++q) any = any || *ctx->slot_of(q, ph) != 0;
+    return any;
+  }
+  // Swaps (pid, address of `mine`) with every rank — every input is in place once all have
+  // arrived — then probes one byte of each peer's buffer and agrees whether reads work.
+  bool share(const void* mine, std::vector<Peer>& peers) {
+    const int p = c.size(), me = c.rank();
+    Peer self{::getpid(), reinterpret_cast<uint64_t>(mine)};
+    peers.assign(p, Peer{});
+    peers[me] = self;
+    if (ctx) {
+      uint64_t ph = ctx->next_phase();
+      std::memcpy(ctx->my_slot(ph), &self, sizeof self);
+      ctx->arrive(ph);
+      ctx->wait_all(ph, deadline, what.c_str());
+      for (int q = 0; q < p; ++q) std::memcpy(&peers[q], ctx->slot_of(q, ph), sizeof(Peer));
+    } else {
+      std::vector<Request> reqs;
+      for (int q = 0; q < p; ++q) {
+        if (q == me) continue;
+        reqs.push_back(c.comm().transport().irecv(q, c.tag(kSwap), &peers[q], sizeof(Peer)));
+        reqs.push_back(c.comm().transport().isend(q, c.tag(kSwap), &self, sizeof(Peer)));
+      }
+      c.wait_all(reqs);
+    }
+    bool refused = false;
+    for (int q = 0; q < p && !refused; ++q) {
+      char byte;
+      if (q != me && !read_remote(peers[q], 0, &byte, 1, q)) refused = true;
+    }
+    return !barrier_or(kProbe, refused);
+  }
+  static constexpr uint32_t kSwap = 0, kProbe = 8, kMiddle = 40, kEnd = 72;
+};
+
+void must_read(const Peer& peer, size_t offset, void* local, size_t bytes, int q) {
+  if (!read_remote(peer, offset, local, bytes, q))
+    DT_THROW(IoError, "shm_direct: cross-memory read of rank " << q << " refused after a successful probe");
+}
+
+// Reduces elements [lo, lo+n) of the p buffers in rank order into out, piece by piece:
+// peers in this process are read in place, others copied into cache-sized scratch first.
+void reduce_slice(Call& c, const std::vector<Peer>& peers, size_t lo, size_t n, char* out) {
+  const int p = c.size();
+  const size_t es = c.elem();
+  const size_t piece = std::max<size_t>(1, std::min(kPieceBytes / es, n));
+  char* copies = c.scratch(piece * es * p);
+  std::vector<const void*> in_rank_order(p);
+  const int64_t pid = ::getpid();
+  for (size_t at = 0; at < n; at += piece) {
+    const size_t len = std::min(piece, n - at), off = (lo + at) * es;
+    for (int q = 0; q < p; ++q) {
+      if (peers[q].pid == pid) {
+        in_rank_order[q] = reinterpret_cast<const char*>(peers[q].addr) + off;
+      } else {
+        char* dst = copies + static_cast<size_t>(q) * piece * es;
+        must_read(peers[q], off, dst, len * es, q);
+        in_rank_order[q] = dst;
+      }
+    }
+    reduce_ordered(c.dtype(), c.redop(), out + at * es, in_rank_order.data(), p, len);
+  }
+}
+
 }  // namespace
 
 void allreduce_shm_direct(Call& c, char* buf, size_t n, ShmContext* ctx) {
   const int p = c.size(), me = c.rank();
   if (p == 1 || n == 0) return;
   const size_t es = c.elem();
-  const uint32_t kSwap = 0, kProbe = 8, kReduced = 40, kGathered = 72;
-  const Deadline deadline = Deadline::after(c.remaining());
-  const std::string what = c.describe();
-  // With a ShmContext the phases are flags in shared memory; without, tiny messages.
-  auto phase_barrier = [&](uint32_t base, bool flag) {
-    if (!ctx) return barrier_or(c, base, flag);
-    uint64_t ph = ctx->next_phase();
-    *ctx->my_slot(ph) = flag;
-    ctx->arrive(ph);
-    ctx->wait_all(ph, deadline, what.c_str());
-    bool any = false;
-    for (int q = 0; q < p; ++q) any = any || *ctx->slot_of(q, ph) != 0;
-    return any;
-  };
-
-  // 1. Swap (pid, address): every rank's input is in place once its record arrives.
-  Peer self{::getpid(), reinterpret_cast<uint64_t>(buf)};
-  std::vector<Peer> peers(p);
-  peers[me] = self;
-  if (ctx) {
-    uint64_t ph = ctx->next_phase();
-    std::memcpy(ctx->my_slot(ph), &self, sizeof self);
-    ctx->arrive(ph);
-    ctx->wait_all(ph, deadline, what.c_str());
-    for (int q = 0; q < p; ++q) std::memcpy(&peers[q], ctx->slot_of(q, ph), sizeof(Peer));
-  } else {
-    std::vector<Request> reqs;
-    for (int q = 0; q < p; ++q) {
-      if (q == me) continue;
-      reqs.push_back(c.comm().transport().irecv(q, c.tag(kSwap), &peers[q], sizeof(Peer)));
-      reqs.push_back(c.comm().transport().isend(q, c.tag(kSwap), &self, sizeof(Peer)));
-    }
-    c.wait_all(reqs);
-  }
-
-  // 2. Can everyone read everyone? Probe one byte per peer, agree on the answer.
-  bool refused = false;
-  for (int q = 0; q < p && !refused; ++q) {
-    char byte;
-    if (q != me && !read_remote(peers[q], 0, &byte, 1, q)) refused = true;
-  }
-  if (phase_barrier(kProbe, refused)) {
+  Phases phases(c, ctx);
+  std::vector<Peer> peers;
+  if (!phases.share(buf, peers)) {
     Blocks blocks(n, p);
     reduce_scatter_ring(c, buf, blocks, kPhase);
     allgather_ring(c, buf, blocks, 2 * kPhase);
     return;
   }
-
-  // 3. Reduce my slice from all p buffers, piece by piece, in rank order.
+  // Reduce my slice from all p buffers (mine included, read in place) into my buffer; nobody
+  // else reads that slice of my buffer in this phase.
   Blocks slices(n, p);
-  const size_t mine_lo = slices.off[me], mine_n = slices.len(me);
-  const size_t piece = std::max<size_t>(1, std::min(kPieceBytes / es, mine_n));
-  char* copies = c.scratch(piece * es * p);
-  std::vector<const void*> in_rank_order(p);
-  for (size_t lo = 0; lo < mine_n; lo += piece) {
-    const size_t len = std::min(piece, mine_n - lo), at = (mine_lo + lo) * es;
-    for (int q = 0; q < p; ++q) {
-      if (q == me) {
-        in_rank_order[q] = buf + at;
-        continue;
-      }
-      if (peers[q].pid == self.pid) {  // a thread of this process: read in place, no copy
-        in_rank_order[q] = reinterpret_cast<const char*>(peers[q].addr) + at;
-        continue;
-      }
-      char* dst = copies + static_cast<size_t>(q) * piece * es;
-      if (!read_remote(peers[q], at, dst, len * es, q))
-        DT_THROW(IoError, "shm_direct: cross-memory read of rank " << q << " refused after a successful probe");
-      in_rank_order[q] = dst;
-    }
-    reduce_ordered(c.dtype(), c.redop(), buf + at, in_rank_order.data(), p, len);
-  }
-  phase_barrier(kReduced, false);
+  reduce_slice(c, peers, slices.off[me], slices.len(me), buf + slices.off[me] * es);
+  phases.barrier_or(Phases::kMiddle, false);
+  // Copy every finished slice from its owner, then wait until nobody reads my buffer.
+  for (int q = 0; q < p; ++q)
+    if (q != me) must_read(peers[q], slices.off[q] * es, buf + slices.off[q] * es, slices.len(q) * es, q);
+  phases.barrier_or(Phases::kEnd, false);
+}
 
-  // 4. Copy every finished slice from its owner, then wait until nobody reads my buffer.
-  for (int q = 0; q < p; ++q) {
-    if (q == me) continue;
-    const size_t at = slices.off[q] * es;
-    if (!read_remote(peers[q], at, buf + at, slices.len(q) * es, q))
-      DT_THROW(IoError, "shm_direct: cross-memory read of rank " << q << " refused after a successful probe");
-  }
-  phase_barrier(kGathered, false);
+// All-gather, shm-direct: every rank reads each block straight from its owner's buffer.
+void allgather_shm_direct(Call& c, char* buf, const Blocks& b, ShmContext* ctx) {
+  const int p = c.size(), me = c.rank();
+  if (p == 1 || b.total() == 0) return;
+  const size_t es = c.elem();
+  Phases phases(c, ctx);
+  std::vector<Peer> peers;
+  if (!phases.share(buf, peers)) return allgather_ring(c, buf, b, kPhase);
+  for (int q = 0; q < p; ++q)
+    if (q != me) must_read(peers[q], b.off[q] * es, buf + b.off[q] * es, b.len(q) * es, q);
+  phases.barrier_or(Phases::kEnd, false);
+}
+
+// Broadcast, shm-direct: every rank reads the root's buffer.
+void broadcast_shm_direct(Call& c, char* buf, size_t n, int root, ShmContext* ctx) {
+  if (c.size() == 1 || n == 0) return;
+  Phases phases(c, ctx);
+  std::vector<Peer> peers;
+  if (!phases.share(buf, peers)) return broadcast_binomial(c, buf, n, root, kPhase);
+  if (c.rank() != root) must_read(peers[root], 0, buf, n * c.elem(), root);
+  phases.barrier_or(Phases::kEnd, false);
+}
+
+// Reduce-scatter, shm-direct: rank r reduces block r straight from every rank's input.
+// Returns false (having done nothing) when cross-memory reads are refused.
+bool reduce_scatter_shm_direct(Call& c, const char* send, char* out, const Blocks& b, ShmContext* ctx) {
+  const int me = c.rank();
+  if (b.total() == 0) return true;
+  Phases phases(c, ctx);
+  std::vector<Peer> peers;
+  if (!phases.share(send, peers)) return false;
+  reduce_slice(c, peers, b.off[me], b.len(me), out);
+  phases.barrier_or(Phases::kEnd, false);
+  return true;
 }
 
 }  // namespace dtrain::algo

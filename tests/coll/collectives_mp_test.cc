@@ -36,5 +36,14 @@ TEST_F(CollectivesMpTest, EveryOpAndAlgorithmCheckedAcrossProcesses) {
   std::remove(json.c_str());
 }
 
+TEST_F(CollectivesMpTest, ShmContextPathsAcrossProcesses) {
+  auto r = testing::run_command(bin_ +
+                                " bench collectives -n 3 --transport shm --shm-context --op "
+                                "allreduce,allgather,reducescatter,broadcast --algo auto,shm_direct --sizes 8:1M "
+                                "--factor 32 --seconds 0.001 --warmup 1 --check");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("shm_direct"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace dtrain

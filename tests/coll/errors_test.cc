@@ -141,12 +141,12 @@ TEST(CollArgumentsTest, BadRootAndUnknownAlgorithm) {
     int x = 0;
     EXPECT_THROW(broadcast(c, &x, 1, DType::kInt32, 2), InvalidArgument);
     BroadcastOptions o;
-    o.algorithm = Algorithm::kShmDirect;
+    o.algorithm = Algorithm::kHierarchical;
     try {
       broadcast(c, &x, 1, DType::kInt32, 0, o);
-      ADD_FAILURE() << "broadcast accepted shm_direct";
+      ADD_FAILURE() << "broadcast accepted hierarchical";
     } catch (const InvalidArgument& e) {
-      EXPECT_TRUE(contains(e.what(), "broadcast has no algorithm 'shm_direct'")) << e.what();
+      EXPECT_TRUE(contains(e.what(), "broadcast has no algorithm 'hierarchical'")) << e.what();
       EXPECT_TRUE(contains(e.what(), "binomial")) << e.what();
     }
     EXPECT_THROW(parse_algorithm("bogus"), InvalidArgument);

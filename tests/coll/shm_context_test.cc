@@ -43,6 +43,44 @@ TEST(ShmContextTest, AllreduceThroughTheContext) {
   }
 }
 
+TEST(ShmContextTest, BroadcastAllgatherReduceScatterThroughTheContext) {
+  for (int p : {2, 3, 5}) {
+    testing::run_world(p, TransportKind::kShm, [&](Communicator& c) {
+      ShmContext ctx(c, 1024);
+      const DType t = DType::kFloat32;
+      for (size_t n : {size_t{0}, size_t{1}, size_t{1000}, size_t{70001}}) {
+        for (int root : {0, p - 1}) {
+          auto buf = c.rank() == root ? testing::input(t, root, n) : std::vector<char>(n * 4, 0);
+          BroadcastOptions bo;
+          bo.algorithm = Algorithm::kShmDirect;
+          bo.shm = &ctx;
+          broadcast(c, buf.data(), n, t, root, bo);
+          ASSERT_EQ(testing::compare(buf, testing::input(t, root, n), t), "") << "broadcast n=" << n;
+        }
+        std::vector<char> all(n * p * 4), want;
+        for (int r = 0; r < p; ++r) {
+          auto part = testing::input(t, r, n);
+          want.insert(want.end(), part.begin(), part.end());
+        }
+        AllgatherOptions go;
+        go.algorithm = Algorithm::kShmDirect;
+        go.shm = &ctx;
+        auto mine = testing::input(t, c.rank(), n);
+        allgather(c, mine.data(), all.data(), n, t, go);
+        ASSERT_EQ(testing::compare(all, want, t), "") << "allgather n=" << n;
+        ReduceScatterOptions so;
+        so.algorithm = Algorithm::kShmDirect;
+        so.shm = &ctx;
+        auto in = testing::input(t, c.rank(), n * p, ReduceOp::kAvg);
+        std::vector<char> out(n * 4);
+        reduce_scatter(c, in.data(), out.data(), n, t, ReduceOp::kAvg, so);
+        ASSERT_EQ(testing::compare(out, testing::expected_reduce(t, p, n, ReduceOp::kAvg, c.rank() * n), t), "")
+            << "reduce_scatter n=" << n;
+      }
+    });
+  }
+}
+
 TEST(ShmContextTest, MismatchIsDesyncOnEveryRank) {
   const int p = 3;
   std::mutex mu;
