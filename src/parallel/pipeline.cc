@@ -22,7 +22,7 @@ double thread_cpu_seconds() {
 }
 
 uint32_t make_tag(int64_t step, bool grad, int piece, int micro) {
-  return (static_cast<uint32_t>(step & 0xff) << 24) | (static_cast<uint32_t>(grad) << 23) |
+  return (static_cast<uint32_t>(step & 0x7f) << 24) | (static_cast<uint32_t>(grad) << 23) |
          (static_cast<uint32_t>(piece & 0x3f) << 17) | static_cast<uint32_t>(micro);
 }
 

@@ -298,9 +298,10 @@ void shard_gpt_from_dense(const GptStage& dense, GptStage& shard, int rank) {
   }
 }
 
-void place_gpt_shard(GptStage& dense, const GptStage& shard, int rank, bool grads) {
+void place_gpt_shard(GptStage& dense, const GptStage& shard, int rank, bool grads, bool with_replicated) {
   auto dst = by_name(dense);
   for (Parameter* p : const_cast<GptStage&>(shard).parameters()) {
+    if (!with_replicated && tp_split(p->name) == TpSplit::kReplicated) continue;
     auto it = dst.find(p->name);
     DT_CHECK(it != dst.end(), InvalidArgument, "place_gpt_shard: the dense model has no " << p->name);
     Tensor& full = grads ? it->second->grad : it->second->value;

@@ -151,7 +151,7 @@ void tp_place(Tensor& full, const Tensor& part, TpSplit split, int rank, int k);
 // parameter of `dense` (tp = 1, holding at least the shard's units), sliced for `rank`.
 void shard_gpt_from_dense(const GptStage& dense, GptStage& shard, int rank);
 // Writes `shard`'s parameters (values, or gradients with grads = true) into their places in
-// `dense`. Replicated parameters are written as they are.
-void place_gpt_shard(GptStage& dense, const GptStage& shard, int rank, bool grads);
+// `dense`. Replicated parameters are written as they are (or skipped: with_replicated false).
+void place_gpt_shard(GptStage& dense, const GptStage& shard, int rank, bool grads, bool with_replicated = true);
 
 }  // namespace dtrain
