@@ -180,6 +180,18 @@ std::vector<Algorithm> algorithms_for(CollOp op, const std::vector<std::string>&
 }  // namespace
 
 std::vector<size_t> parse_size_range(const std::string& spec, int factor) {
+  if (spec.find(',') != std::string::npos) {  // an explicit list: 8,64K,1M
+    std::vector<size_t> out;
+    for (size_t pos = 0; pos <= spec.size();) {
+      size_t comma = spec.find(',', pos);
+      if (comma == std::string::npos) comma = spec.size();
+      int64_t v = parse_size(spec.substr(pos, comma - pos), "--sizes");
+      DT_CHECK(v >= 1, InvalidArgument, "--sizes " << spec << ": sizes must be >= 1");
+      out.push_back(static_cast<size_t>(v));
+      pos = comma + 1;
+    }
+    return out;
+  }
   auto colon = spec.find(':');
   int64_t lo, hi;
   if (colon == std::string::npos) {

@@ -46,7 +46,7 @@ int bench_collectives(const Args& args) {
   std::string type = f.get_string("type", "float32", "element type", "t");
   std::string redop = f.get_string("redop", "sum", "sum, avg, prod, min or max", "o");
   int root = static_cast<int>(f.get_int("root", 0, "root of rooted collectives", "r"));
-  std::string sizes = f.get_string("sizes", "8:256M", "buffer sizes MIN:MAX in bytes (K, M, G suffixes)");
+  std::string sizes = f.get_string("sizes", "8:256M", "buffer sizes MIN:MAX (x --factor) or a list 8,64K,1M (K, M, G suffixes)");
   int factor = static_cast<int>(f.get_int("factor", 4, "size multiplier between rows"));
   double seconds = f.get_double("seconds", 0.2, "target time per row");
   int warmup = static_cast<int>(f.get_int("warmup", 2, "untimed calls per row", "w"));
