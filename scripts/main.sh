@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh --main
 scripts/build.sh
-exec build/bin/dtrain bench p2p -n 2 "$@"
+exec build/bin/dtrain train -n 4 "$@"
