@@ -5,14 +5,17 @@
 // every rank: load the text, build a GptTrainer, loop steps (evaluating every K), gather
 // the dense model for the checkpoint, gather the timeline for the trace; rank 0 prints and
 // writes the JSON.
+#include <csignal>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
+#include "base/env.h"
 #include "base/error.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
@@ -74,6 +77,16 @@ std::vector<trace::Event> gather_events(Communicator& world, const std::vector<t
     pos += c;
   }
   return out;
+}
+
+// Fault injection for tests: DTRAIN_FAULT_KILL_STEP="R:S" makes rank R kill itself with
+// SIGKILL when 0-based step S begins (a crash mid-pipeline, not an error exit).
+int64_t fault_kill_step(int rank) {
+  auto v = env_get("DTRAIN_FAULT_KILL_STEP");
+  if (!v) return -1;
+  const auto colon = v->find(':');
+  if (colon == std::string::npos || std::atoi(v->substr(0, colon).c_str()) != rank) return -1;
+  return std::atoll(v->substr(colon + 1).c_str());
 }
 
 nlohmann::json stats_json(const MpStats& s) {
@@ -189,7 +202,9 @@ int train_mp_main(const Args& args) {
   std::vector<float> losses;
   std::vector<std::pair<int64_t, float>> vals;
   double train_seconds = 0, window = 0;
+  const int64_t kill_at = fault_kill_step(world->rank());
   for (int64_t s = 0; s < steps; ++s) {
+    if (s == kill_at) ::raise(SIGKILL);
     sink.on = s >= 1 && s <= trace_steps;
     const double t0 = now_seconds();
     losses.push_back(trainer.step());
