@@ -127,6 +127,20 @@ TEST_F(TrainMp, KilledRankStopsTheJobAndResumeLosesNoStep) {
   EXPECT_EQ(a["test_loss"].get<double>(), b["test_loss"].get<double>());
 }
 
+TEST_F(TrainMp, DeterministicDdpGivesTheSameModelForAnyRankCount) {
+  const std::string common = data() + "--epochs 2 --batch 48 --deterministic --optimizer adam --seed 2 ";
+  Result one = run("--strategy ddp -n 1 " + common + "--json " + file("one.json"));
+  ASSERT_EQ(one.code, 0) << one.output;
+  Result three = run("-n 3 " + common + "--json " + file("three.json"));
+  ASSERT_EQ(three.code, 0) << three.output;
+  auto a = load(file("one.json")), b = load(file("three.json"));
+  EXPECT_EQ(b["world_size"], 3);
+  // Same parameters: the same test predictions; the loss is summed in a different grouping
+  // (the test set is scored in rank slices), so only its last bits may differ.
+  EXPECT_EQ(a["test_accuracy"].get<double>(), b["test_accuracy"].get<double>());
+  EXPECT_NEAR(a["test_loss"].get<double>(), b["test_loss"].get<double>(), 1e-12);
+}
+
 TEST_F(TrainMp, ResumeAgreesOnTheEpochEveryRankHas) {
   const std::string common = "-n 2 " + data() + "--epochs 3 --batch 32 --deterministic --seed 4 ";
   Result full = run(common + "--json " + file("full.json"));
