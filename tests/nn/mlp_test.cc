@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <thread>
 
 #include "autograd/loss.h"
 #include "base/error.h"
@@ -127,6 +128,31 @@ TEST(Mlp, PoolGivesTheSameGradients) {
   float l2 = m.loss_and_grad(x, y, &pool);
   EXPECT_EQ(l1, l2);
   EXPECT_EQ(g1, m.flat_grads().to_vector());
+}
+
+// Replicas in real threads over one parameter buffer: each thread's gradients equal the
+// gradients computed alone (no shared mutable state between replicas).
+TEST(Mlp, ReplicasRunConcurrently) {
+  MLP master("20-64-5", {.seed = 9});
+  const int kThreads = 4;
+  std::vector<std::vector<float>> grads(kThreads, std::vector<float>(master.num_params()));
+  std::vector<Tensor> xs;
+  std::vector<std::vector<int32_t>> ys;
+  for (int t = 0; t < kThreads; ++t) {
+    xs.push_back(random_batch(16, 20, 100 + t));
+    ys.emplace_back(16);
+    for (int i = 0; i < 16; ++i) ys[t][i] = (i + t) % 5;
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      MLP replica("20-64-5", {.allocate = false});
+      replica.bind(master.param_span(), std::span<float>(grads[t]));
+      for (int rep = 0; rep < 5; ++rep) replica.loss_and_grad(xs[t], ys[t]);
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(grads[t], grads_of(master, xs[t], ys[t])) << "thread " << t;
 }
 
 TEST(Mlp, BindRejectsWrongSizes) {
