@@ -78,6 +78,11 @@ void Module::allocate(uint64_t seed) {
 }
 
 void Module::bind(Tensor flat_params, Tensor flat_grads) {
+  // Rebinding to the buffers already bound (a replica per minibatch) costs nothing.
+  if (bound() && flat_params.defined() && flat_grads.defined() && flat_params.data() == flat_params_.data() &&
+      flat_grads.data() == flat_grads_.data() && flat_params.numel() == flat_params_.numel() &&
+      flat_grads.numel() == flat_grads_.numel())
+    return;
   int64_t n = num_params();
   DT_CHECK(flat_params.defined() && flat_grads.defined(), InvalidArgument, "bind: undefined buffer");
   DT_CHECK(flat_params.numel() == n && flat_grads.numel() == n, InvalidArgument,
