@@ -4,12 +4,13 @@
 // The headline: MLP 784-1024-1024-1024-10, batch 256, cross-entropy, SGD lr 0.05 momentum
 // 0.9, one thread (OpenBLAS set to 1 thread), synthetic data — the same model and step as
 // /work/shared/peers/py/ddp_mlp.py "single 1" (PyTorch 1.13: 5,971 examples/s).
-//   build-compute/bench/compute_bench --benchmark_filter=MlpTrainStep
+//   build-compute/bin/compute_bench --benchmark_filter='MlpTrainStep/batch:256/threads:1/ftz:0' 
 // Counters: examples/s, and GFLOP/s counted as PyTorch's summary does (6 x multiply-adds per
 // example: forward 2, backward 4) — "gflops_exact" leaves out the input gradient of layer 1,
 // which is never computed.
 #include <benchmark/benchmark.h>
 
+#include <optional>
 #include <vector>
 
 #include "autograd/loss.h"
@@ -18,6 +19,7 @@
 #include "optim/sgd.h"
 #include "tensor/blas.h"
 #include "tensor/convert.h"
+#include "tensor/denormals.h"
 #include "tensor/kernels.h"
 #include "tensor/random.h"
 
@@ -46,10 +48,14 @@ void set_counters(benchmark::State& state, const MLP& model, int64_t batch) {
   state.counters["gflops_exact"] = benchmark::Counter(n * exact / 1e9, benchmark::Counter::kIsRate);
 }
 
-// args: batch, threads (BLAS threads; the element-wise pool gets the same count)
+// args: batch, threads (BLAS threads; the element-wise pool gets the same count), ftz (1:
+// flush subnormals on this thread, see tensor/denormals.h). The "loss" counter is the last
+// step's loss: the model memorizes the one synthetic batch, as PyTorch's benchmark does.
 void BM_MlpTrainStep(benchmark::State& state) {
   int64_t batch = state.range(0);
   int threads = static_cast<int>(state.range(1));
+  std::optional<FlushDenormals> ftz;
+  if (state.range(2)) ftz.emplace();
   set_blas_threads(threads);
   ThreadPool pool(threads);
   MLP model("784-1024-1024-1024-10", {.seed = 0});
@@ -66,10 +72,32 @@ void BM_MlpTrainStep(benchmark::State& state) {
   }
   benchmark::DoNotOptimize(loss);
   set_counters(state, model, batch);
+  state.counters["loss"] = loss;
   state.SetLabel(std::string(isa_name(kernels().isa)));
 }
-BENCHMARK(BM_MlpTrainStep)->ArgNames({"batch", "threads"})->Args({256, 1})->Args({128, 1})->Args({64, 1})
-    ->Args({256, 2})->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
+BENCHMARK(BM_MlpTrainStep)->ArgNames({"batch", "threads", "ftz"})->Args({256, 1, 0})->Args({256, 1, 1})
+    ->Args({128, 1, 0})->Args({64, 1, 0})->Args({256, 2, 0})->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
+
+// Small models and tiny batches (HOGWILD!-style steps): measures per-op overhead of the
+// graph, not the gemm. args: batch
+// With ftz = 0 the memorized batch drives gradients into subnormals and the step slows
+// down several-fold; ftz = 1 shows the cost without them.
+void BM_SmallMlpStep(benchmark::State& state) {
+  int64_t batch = state.range(0);
+  std::optional<FlushDenormals> ftz;
+  if (state.range(1)) ftz.emplace();
+  set_blas_threads(1);
+  MLP model("784-128-10", {.seed = 0});
+  Sgd opt(model.num_params(), {.lr = 0.05f, .momentum = 0.9f});
+  Batch data = synthetic_batch(batch, 784, 10, 1);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(model.loss_and_grad(data.x, data.y));
+    opt.step(model.param_span(), model.grad_span());
+  }
+  set_counters(state, model, batch);
+}
+BENCHMARK(BM_SmallMlpStep)->ArgNames({"batch", "ftz"})->Args({1, 0})->Args({1, 1})->Args({16, 0})->Args({16, 1})
+    ->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // Forward + backward only (PyTorch "fwdbwd").
 void BM_MlpFwdBwd(benchmark::State& state) {

@@ -9,6 +9,7 @@
 #include "base/thread_pool.h"
 #include "tensor/blas.h"
 #include "tensor/convert.h"
+#include "tensor/denormals.h"
 #include "tensor/ops.h"
 #include "tensor/random.h"
 
@@ -212,6 +213,21 @@ TEST(Rng, DeterministicAcrossInstances) {
   EXPECT_NEAR(mean / 20000, 0.0, 0.03);
   EXPECT_NEAR(var / 20000, 1.0, 0.05);
   EXPECT_EQ(hash_uniform(5, 17), hash_uniform(5, 17));
+}
+
+TEST(Denormals, ScopedFlushToZero) {
+  volatile float tiny = 1e-39f;  // subnormal
+  ASSERT_FALSE(FlushDenormals::active());
+  EXPECT_GT(tiny * 0.5f, 0.0f);
+  {
+    FlushDenormals ftz;
+    EXPECT_TRUE(FlushDenormals::active());
+    EXPECT_EQ(tiny * 0.5f, 0.0f);           // subnormal input treated as zero
+    volatile float small = 1e-30f;
+    EXPECT_EQ(small * 1e-10f, 0.0f);         // subnormal result flushed
+  }
+  EXPECT_FALSE(FlushDenormals::active());
+  EXPECT_GT(tiny * 0.5f, 0.0f);
 }
 
 TEST(Blas, ThreadCountIsExplicit) {
