@@ -130,7 +130,7 @@ int train_mp_main(const Args& args) {
   c.clip = static_cast<float>(f.get_double("clip", 1.0, "global gradient-norm clip (0: off)"));
   const int64_t eval_every = f.get_int("eval-every", 250, "steps between validation evaluations");
   c.eval_batches = f.get_int("eval-batches", 20, "batches per evaluation");
-  c.balance = f.get_string("balance", "flops", "pipeline partition cost: flops | measured");
+  c.balance = f.get_string("balance", "measured", "pipeline partition cost: measured (timed on rank 0, broadcast) | flops");
   c.seed = static_cast<uint64_t>(f.get_int("seed", 1337, "seed (init and data order)"));
   const std::string checkpoint = f.get_string("checkpoint", "", "write the trained dense model here (for dtrain generate)");
   const std::string json = f.get_string("json", "", "write the run's results as JSON");

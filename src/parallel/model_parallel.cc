@@ -1,6 +1,8 @@
 // parallel/model_parallel.cc — GptTrainer: mesh, partition, chunks, step, evaluation, stats.
 #include "parallel/model_parallel.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -71,7 +73,17 @@ GptTrainer::GptTrainer(Communicator& world, const MpConfig& config, const data::
 
 GptTrainer::~GptTrainer() = default;
 
-// Forward + backward multiply-adds per token of each unit: the cost model for balancing.
+namespace {
+// Thread CPU time: unlike wall time it does not count the time other processes hold the core.
+double cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+}  // namespace
+
+// Forward + backward multiply-adds per token of each unit ("flops"), or each unit's
+// forward + backward CPU time on one micro-batch ("measured"): the cost model for balancing.
 std::vector<double> GptTrainer::unit_costs() {
   const GptConfig& c = cfg_.model;
   std::vector<double> costs(static_cast<size_t>(c.num_units()));
@@ -83,7 +95,8 @@ std::vector<double> GptTrainer::unit_costs() {
     return costs;
   }
   DT_CHECK(cfg_.balance == "measured", InvalidArgument, "--balance must be flops or measured, got " << cfg_.balance);
-  // Rank 0 times each unit's forward + backward on one micro-batch; everyone gets its numbers.
+  // Rank 0 times each unit's forward + backward on one micro-batch (thread CPU time, best of
+  // 5, so a loaded machine does not skew it); everyone gets rank 0's numbers.
   if (world_.rank() == 0) {
     const int64_t seqs = cfg_.batch / (cfg_.mesh.dp * cfg_.micro);
     std::vector<int32_t> x, y;
@@ -95,14 +108,14 @@ std::vector<double> GptTrainer::unit_costs() {
       s.init_gpt(cfg_.seed);
       double best = 1e30;
       Tensor out;
-      for (int rep = 0; rep < 3; ++rep) {
-        const double t0 = now_seconds();
+      for (int rep = 0; rep < 5; ++rep) {
+        const double t0 = cpu_seconds();
         Graph g;
         Var in = act.defined() ? g.leaf(act) : Var();
         Var o = s.forward_stage(g, in, x, y, seqs, c.context);
         if (o.value().numel() == 1) g.backward(o);
         else g.backward(o, Tensor::full(o.value().shape(), 1e-3f));
-        best = std::min(best, now_seconds() - t0);
+        best = std::min(best, cpu_seconds() - t0);
         out = o.value();
       }
       costs[static_cast<size_t>(u)] = best;
