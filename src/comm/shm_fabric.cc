@@ -9,11 +9,12 @@
 // pieces of 64 KiB, each published as soon as it is copied, so the writer fills while the
 // reader drains: a pipelined two-copy path.
 //
-// Sleeping: every rank has a 32-bit doorbell (a futex word) in its segment. Whoever changes
-// something a rank may wait for — new bytes in its inbound ring, or space freed in a ring it
-// writes to — increments that rank's doorbell and, only if the rank has announced a waiter,
-// calls FUTEX_WAKE. A waiter reads the doorbell before its progress pass and sleeps with
-// FUTEX_WAIT on that value, so a change in between wakes it at once (an eventcount).
+// Sleeping: every rank has a 32-bit doorbell (a futex word) in its segment. A rank that
+// wants to sleep reads the doorbell, announces itself in `waiters`, re-checks its rings for
+// news, and sleeps with FUTEX_WAIT on the value it read. Whoever changes something a rank may
+// wait for — new bytes in its inbound ring, or space freed in a ring it writes to — checks
+// `waiters` after publishing (with a fence) and only then bumps the doorbell and calls
+// FUTEX_WAKE, so the common case (nobody asleep) costs no atomic read-modify-write.
 //
 // Liveness: a rank that closes sets `closed` in its segment and rings everyone; a process
 // that dies without closing is seen through a pidfd (readable once the process has exited).
@@ -95,9 +96,23 @@ void futex_wake_all(std::atomic<uint32_t>* word) {
   ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
 }
 
+// Wakes rank h if it is asleep (or about to sleep). The caller has just published ring
+// positions; the fence orders those stores before the load of `waiters`. A sleeper increments
+// `waiters` and then re-reads the ring positions (ShmFabric::sleep), also fenced: of the two
+// (publish, then check waiters) and (register, then check rings) at least one sees the other,
+// so either we wake it or it sees the news and does not sleep. While nobody sleeps this is a
+// fence and a read of a line nobody writes, not an atomic read-modify-write per message.
 void ring_doorbell(SegmentHeader* h) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (h->waiters.load(std::memory_order_relaxed)) {
+    h->doorbell.fetch_add(1, std::memory_order_seq_cst);
+    futex_wake_all(&h->doorbell);
+  }
+}
+
+void ring_doorbell_always(SegmentHeader* h) {
   h->doorbell.fetch_add(1, std::memory_order_seq_cst);
-  if (h->waiters.load(std::memory_order_seq_cst)) futex_wake_all(&h->doorbell);
+  futex_wake_all(&h->doorbell);
 }
 
 class ShmChannel : public Channel {
@@ -122,6 +137,15 @@ class ShmChannel : public Channel {
       if (done == c || done == k) ring_doorbell(peer_h_);  // wake a sleeping reader early
     }
     return k;
+  }
+
+  bool readable() const {
+    return in_->head.load(std::memory_order_acquire) != in_->tail.load(std::memory_order_relaxed) ||
+           peer_h_->closed.load(std::memory_order_acquire);
+  }
+  bool writable() const {
+    return out_->head.load(std::memory_order_relaxed) - out_->tail.load(std::memory_order_acquire) < cap_ ||
+           peer_h_->closed.load(std::memory_order_acquire);
   }
 
   size_t read_some(void* data, size_t n) override {
@@ -180,15 +204,23 @@ class ShmFabric : public Fabric {
   const char* kind() const override { return "shm"; }
   Channel* channel(int peer) override { return channels_[peer].get(); }
   uint64_t activity_token() override { return me()->doorbell.load(std::memory_order_seq_cst); }
-  void sleep(uint64_t token, int timeout_ms, const std::vector<int>&) override {
+  void sleep(uint64_t token, int timeout_ms, const std::vector<int>& want_write) override {
     SegmentHeader* h = me();
     h->waiters.fetch_add(1, std::memory_order_seq_cst);
-    if (h->doorbell.load(std::memory_order_seq_cst) == static_cast<uint32_t>(token)) {
+    if (h->doorbell.load(std::memory_order_seq_cst) == static_cast<uint32_t>(token) && !news(want_write)) {
       timespec ts{timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
       ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&h->doorbell), FUTEX_WAIT, static_cast<uint32_t>(token), &ts,
                 nullptr, 0);
     }
     h->waiters.fetch_sub(1, std::memory_order_seq_cst);
+  }
+  // After registering as a waiter: is there anything progress could act on right now?
+  bool news(const std::vector<int>& want_write) {
+    for (int p = 0; p < size_; ++p)
+      if (channels_[p] && channels_[p]->readable()) return true;
+    for (int p : want_write)
+      if (channels_[p] && channels_[p]->writable()) return true;
+    return false;
   }
   std::string peer_gone(int peer) override {
     if (segments_[peer]->header()->closed.load(std::memory_order_acquire))
@@ -204,9 +236,9 @@ class ShmFabric : public Fabric {
   void close() override {
     me()->closed.store(1, std::memory_order_release);
     for (int p = 0; p < size_; ++p)
-      if (segments_[p]) ring_doorbell(segments_[p]->header());
+      if (segments_[p]) ring_doorbell_always(segments_[p]->header());
   }
-  void wake() override { ring_doorbell(me()); }
+  void wake() override { ring_doorbell_always(me()); }
 
   SegmentHeader* me() { return segments_[rank_]->header(); }
 

@@ -470,7 +470,10 @@ void Transport::wait(Op& op, double timeout_s) {
   double next_liveness = now_seconds() + 0.1;
   std::vector<int> want_write;
   while (!op.complete.load(std::memory_order_acquire)) {
-    uint64_t token = fabric_->activity_token();
+    // The activity token is read only when the pass may end in sleep (it must precede that
+    // pass); while spinning we leave the doorbell's cache line alone.
+    bool may_sleep = now_seconds() >= spin_until;
+    uint64_t token = may_sleep ? fabric_->activity_token() : 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       progress_locked();
@@ -485,7 +488,7 @@ void Transport::wait(Op& op, double timeout_s) {
         on_timeout_locked(op, timeout_s);
         break;
       }
-      if (now < spin_until) {
+      if (!may_sleep) {
         // Spin, but after the first microsecond give the core away on every pass: when the
         // peer we wait for has no core of its own (busy or oversubscribed machine), spinning
         // would only delay it. On an idle machine sched_yield returns at once.
