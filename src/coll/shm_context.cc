@@ -1,6 +1,9 @@
 #include "coll/shm_context.h"
 
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <climits>
 #include <signal.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -12,6 +15,8 @@
 #include <sstream>
 #include <thread>
 
+#include "base/clock.h"
+
 #include "base/error.h"
 #include "coll/reduce_kernels.h"
 
@@ -19,12 +24,22 @@ namespace dtrain {
 
 struct ShmContext::Header {
   alignas(64) std::atomic<uint64_t> arrived{0};
+  std::atomic<uint32_t> doorbell{0};  // futex word: bumped on every arrival
+  std::atomic<uint32_t> sleepers{0};  // ranks sleeping on this doorbell
   alignas(64) Fingerprint fp[2];
   int64_t pid = 0;
 };
 
 namespace {
 constexpr size_t kHeaderBytes = 256;
+
+void futex_wait(std::atomic<uint32_t>* word, uint32_t seen, int timeout_us) {
+  timespec ts{0, timeout_us * 1000L};
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, seen, &ts, nullptr, 0);
+}
+void futex_wake(std::atomic<uint32_t>* word) {
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -93,35 +108,44 @@ char* ShmContext::slot(int rank, uint64_t phase) const {
   return segs_[rank] + kHeaderBytes + (phase & 1) * slot_bytes_;
 }
 
-void ShmContext::arrive(uint64_t phase) { header(rank_)->arrived.store(phase, std::memory_order_release); }
+void ShmContext::arrive(uint64_t phase) {
+  Header* h = header(rank_);
+  h->arrived.store(phase, std::memory_order_release);
+  h->doorbell.fetch_add(1, std::memory_order_seq_cst);
+  if (h->sleepers.load(std::memory_order_seq_cst) > 0) futex_wake(&h->doorbell);
+}
 
 void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const char* what) {
-  // Spin while ranks fit the cores; otherwise yield at once so the awaited rank can run.
-  const int spin = spin_ranks_per_core_ <= 1 ? 20000 : 0;
+  // Spin briefly while ranks fit the cores (the peer is running and about to arrive);
+  // otherwise, or after that, sleep on the peer's doorbell (an eventcount: read the
+  // doorbell, re-check, sleep only if it has not moved), waking at least every millisecond
+  // to check the deadline and whether the peer's process still exists.
+  const int64_t spin_ns = spin_ranks_per_core_ <= 1 ? 20000 : 0;
   for (int q = 0; q < size_; ++q) {
     if (q == rank_) continue;
-    std::atomic<uint64_t>& a = header(q)->arrived;
-    int tries = 0;
-    uint64_t polls = 0;
-    while (a.load(std::memory_order_acquire) < phase) {
-      if (tries < spin) {
-        ++tries;
-        cpu_relax();
-        continue;
-      }
-      std::this_thread::yield();
-      if ((++polls & 1023) == 0) {
-        if (pids_[q] != ::getpid() && ::kill(static_cast<pid_t>(pids_[q]), 0) != 0 && errno == ESRCH)
-          throw PeerFailure("rank " + std::to_string(rank_) + ": rank " + std::to_string(q) + " (pid " +
-                                std::to_string(pids_[q]) + ") exited during " + what,
-                            q);
-        if (deadline.expired()) {
-          std::ostringstream os;
-          os << "rank " << rank_ << ": " << what << " timed out; never reached by";
-          for (int r = 0; r < size_; ++r)
-            if (r != rank_ && header(r)->arrived.load(std::memory_order_acquire) < phase) os << " rank " << r;
-          DT_THROW(Timeout, os.str());
-        }
+    Header* h = header(q);
+    if (h->arrived.load(std::memory_order_acquire) >= phase) continue;
+    const int64_t spin_until = now_ns() + spin_ns;
+    for (int i = 0; h->arrived.load(std::memory_order_acquire) < phase; ++i) {
+      if (spin_ns == 0 || (i % 64 == 63 && now_ns() > spin_until)) break;
+      cpu_relax();
+    }
+    while (h->arrived.load(std::memory_order_acquire) < phase) {
+      h->sleepers.fetch_add(1, std::memory_order_seq_cst);
+      uint32_t seen = h->doorbell.load(std::memory_order_seq_cst);
+      if (h->arrived.load(std::memory_order_acquire) < phase) futex_wait(&h->doorbell, seen, 1000);
+      h->sleepers.fetch_sub(1, std::memory_order_seq_cst);
+      if (h->arrived.load(std::memory_order_acquire) >= phase) break;
+      if (pids_[q] != ::getpid() && ::kill(static_cast<pid_t>(pids_[q]), 0) != 0 && errno == ESRCH)
+        throw PeerFailure("rank " + std::to_string(rank_) + ": rank " + std::to_string(q) + " (pid " +
+                              std::to_string(pids_[q]) + ") exited during " + what,
+                          q);
+      if (deadline.expired()) {
+        std::ostringstream os;
+        os << "rank " << rank_ << ": " << what << " timed out; never reached by";
+        for (int r = 0; r < size_; ++r)
+          if (r != rank_ && header(r)->arrived.load(std::memory_order_acquire) < phase) os << " rank " << r;
+        DT_THROW(Timeout, os.str());
       }
     }
   }
