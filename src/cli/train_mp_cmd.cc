@@ -91,7 +91,8 @@ int64_t fault_kill_step(int rank) {
 
 nlohmann::json stats_json(const MpStats& s) {
   return {{"partition", s.bounds},
-          {"bubble", {{"measured", s.bubble_measured}, {"replayed", s.bubble_replayed}, {"formula", s.bubble_formula}, {"steps", s.steps_timed}}},
+          {"bubble", {{"measured", s.bubble_measured}, {"replayed", s.bubble_replayed}, {"replayed_median", s.bubble_replayed_median},
+                      {"formula", s.bubble_formula}, {"steps", s.steps_timed}}},
           {"max_in_flight", s.max_in_flight},
           {"peak_activation_bytes", s.peak_activation_bytes},
           {"bytes_rank0", {{"params", s.bytes.params}, {"grads", s.bytes.grads}, {"optimizer", s.bytes.optimizer}, {"total", s.bytes.total()}}},
@@ -237,8 +238,8 @@ int train_mp_main(const Args& args) {
               static_cast<long long>(steps), train_seconds, 1e3 * train_seconds / static_cast<double>(steps), tokens_per_s,
               losses.back(), vals.back().second);
   if (pp > 1)
-    std::printf("pipeline bubble: measured %.3f, replayed %.3f, formula %.3f (%d steps); in flight per stage:",
-                st.bubble_measured, st.bubble_replayed, st.bubble_formula, st.steps_timed);
+    std::printf("pipeline bubble: measured %.3f, replayed %.3f (stage medians %.3f), formula %.3f (%d steps); in flight per stage:",
+                st.bubble_measured, st.bubble_replayed, st.bubble_replayed_median, st.bubble_formula, st.steps_timed);
   if (pp > 1) {
     for (size_t q = 0; q < st.max_in_flight.size(); ++q)
       std::printf(" %d (%.1f KiB)", st.max_in_flight[q], static_cast<double>(st.peak_activation_bytes[q]) / 1024.0);

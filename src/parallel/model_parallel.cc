@@ -167,12 +167,30 @@ void GptTrainer::build_model_parallel() {
   }
   chunks_->buffers = {std::span<const float>(params_)};
   zopt_ = std::make_unique<ZeroOptimizer>(&mesh_->dp(), cfg_.zero, n, cfg_.optimizer);
+  if (cfg_.zero == 2) bind_grads(false);
   clip_.max_norm = cfg_.clip;
   clip_.extra_reduce = [this](double sq) {
     if (mesh_->tp().size() > 1) allreduce(mesh_->tp(), &sq, 1, DType::kFloat64, ReduceOp::kSum);
     if (mesh_->pp().size() > 1) allreduce(mesh_->pp(), &sq, 1, DType::kFloat64, ReduceOp::kSum);
     return sq;
   };
+}
+
+// Points every chunk at its slice of params_ and grads_; with allocate false the gradient
+// buffer is released (ZeRO-2 between steps: the chunks' gradient views are not used until
+// the next bind_grads(true)).
+void GptTrainer::bind_grads(bool allocate) {
+  if (!allocate) {
+    std::vector<float>().swap(grads_);
+    return;
+  }
+  grads_.assign(params_.size(), 0.0f);
+  int64_t off = 0;
+  for (auto& st : chunks_->stages) {
+    const int64_t k = st->num_params();
+    st->bind(std::span<float>(params_.data() + off, static_cast<size_t>(k)), std::span<float>(grads_.data() + off, static_cast<size_t>(k)));
+    off += k;
+  }
 }
 
 // Sum of `local` over the ranks that contribute, divided by divide_by (the same on all ranks).
@@ -202,6 +220,8 @@ float GptTrainer::step() {
   for (int mb = 0; mb < cfg_.micro; ++mb)
     sample_batch(text_.ids, 0, train_end_, cfg_.seed, step_, d * local + mb * ch.seqs, ch.seqs, cfg_.model.context,
                  ch.x[static_cast<size_t>(mb)], ch.y[static_cast<size_t>(mb)]);
+  // ZeRO-2 keeps no full gradient buffer between steps: allocate it for this step's backward.
+  if (cfg_.zero == 2) bind_grads(true);
   std::fill(grads_.begin(), grads_.end(), 0.0f);
   PipelineOptions po;
   po.recompute = cfg_.recompute;
@@ -212,6 +232,7 @@ float GptTrainer::step() {
     zopt_->step(params_, grads_, lr, clip_);
     if (instrument_) instrument_->compute("optimizer", t0, now_seconds());
   });
+  if (cfg_.zero == 2) bind_grads(false);
   max_in_flight_ = std::max(max_in_flight_, st.max_in_flight);
   peak_act_ = std::max(peak_act_, st.peak_activation_bytes);
   timelines_.push_back(std::move(st.timeline));
@@ -310,7 +331,7 @@ MpStats GptTrainer::stats() {
   // Bubble per recorded step (the first step of the run is left out: warm-up).
   s.bubble_formula = bubble_formula(cfg_.schedule, P, cfg_.micro, cfg_.virtual_stages);
   const size_t first = (step_ == static_cast<int64_t>(timelines_.size()) && timelines_.size() > 1) ? 1 : 0;
-  double meas = 0, rep = 0;
+  double meas = 0, rep = 0, med = 0;
   for (size_t i = first; i < timelines_.size(); ++i) {
     std::vector<double> flat;
     for (const InstrTiming& t : timelines_[i])
@@ -336,11 +357,13 @@ MpStats GptTrainer::stats() {
                                                every[pos + 3], every[pos + 4], every[pos + 5]});
     meas += measured_bubble(tls);
     rep += replayed_bubble(schedule_, tls);
+    med += replayed_bubble(schedule_, tls, true);
     ++s.steps_timed;
   }
   if (s.steps_timed > 0) {
     s.bubble_measured = meas / s.steps_timed;
     s.bubble_replayed = rep / s.steps_timed;
+    s.bubble_replayed_median = med / s.steps_timed;
   }
   return s;
 }

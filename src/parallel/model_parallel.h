@@ -68,6 +68,7 @@ struct MpStats {
   int steps_timed = 0;                 // steps the bubble is averaged over
   double bubble_measured = 0;          // from wall-clock timelines
   double bubble_replayed = 0;          // timelines replayed with measured CPU per instruction
+  double bubble_replayed_median = 0;   // ... with each stage's median Forward/Backward CPU time
   double bubble_formula = 0;
   std::vector<int> max_in_flight;      // per pipeline stage
   std::vector<int64_t> peak_activation_bytes;  // per pipeline stage
@@ -98,6 +99,7 @@ class GptTrainer {
  private:
   class Chunks;
   void build_model_parallel();
+  void bind_grads(bool allocate);
   std::vector<double> unit_costs();
   float global_mean(double local, bool contributes, Communicator& over, int divide_by);
   float eval_pipeline(const std::vector<int32_t>& x, const std::vector<int32_t>& y, int64_t seqs);

@@ -279,15 +279,29 @@ double measured_bubble(const std::vector<std::vector<InstrTiming>>& timelines) {
   return sum / static_cast<double>(busy.size());
 }
 
-double replayed_bubble(const PipeSchedule& schedule, const std::vector<std::vector<InstrTiming>>& timelines) {
+double replayed_bubble(const PipeSchedule& schedule, const std::vector<std::vector<InstrTiming>>& timelines, bool median) {
   std::vector<std::map<std::tuple<int, int, int>, double>> cpu(timelines.size());
-  for (size_t s = 0; s < timelines.size(); ++s)
-    for (const InstrTiming& t : timelines[s])
+  std::vector<std::map<int, double>> typical(timelines.size());  // per stage: op -> median
+  for (size_t s = 0; s < timelines.size(); ++s) {
+    std::map<int, std::vector<double>> by_op;
+    for (const InstrTiming& t : timelines[s]) {
       cpu[s][{static_cast<int>(t.instr.op), t.instr.micro, t.instr.chunk}] = t.cpu;
+      by_op[static_cast<int>(t.instr.op)].push_back(t.cpu);
+    }
+    for (auto& [op, v] : by_op) {
+      std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+      typical[s][op] = v[v.size() / 2];
+    }
+  }
   SimResult r = simulate(schedule, [&](int stage, const PipeInstr& i) {
     if (i.op != PipeOp::kForward && i.op != PipeOp::kBackward) return 0.0;
-    auto it = cpu[static_cast<size_t>(stage)].find({static_cast<int>(i.op), i.micro, i.chunk});
-    return it == cpu[static_cast<size_t>(stage)].end() ? 0.0 : it->second;
+    const size_t st = static_cast<size_t>(stage);
+    if (median) {
+      auto it = typical[st].find(static_cast<int>(i.op));
+      return it == typical[st].end() ? 0.0 : it->second;
+    }
+    auto it = cpu[st].find({static_cast<int>(i.op), i.micro, i.chunk});
+    return it == cpu[st].end() ? 0.0 : it->second;
   });
   DT_CHECK(r.ok, InvalidArgument, "replayed_bubble: " << r.error);
   return r.bubble();

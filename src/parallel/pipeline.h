@@ -91,7 +91,11 @@ std::vector<int> balanced_partition(const std::vector<double>& costs, int parts)
 // every stage's timeline (same clock). Returns the mean over stages.
 double measured_bubble(const std::vector<std::vector<InstrTiming>>& timelines);
 // The same schedule replayed with each instruction's measured CPU time and free messages:
-// the bubble a machine with one dedicated core per stage would show.
-double replayed_bubble(const PipeSchedule& schedule, const std::vector<std::vector<InstrTiming>>& timelines);
+// the bubble a machine with one dedicated core per stage would show. With `median`, every
+// Forward (Backward) of a stage takes that stage's median Forward (Backward) CPU time: the
+// stages' systematic differences stay, the noise of a shared machine (which only ever
+// lengthens the replay: a makespan is a max over paths) goes.
+double replayed_bubble(const PipeSchedule& schedule, const std::vector<std::vector<InstrTiming>>& timelines,
+                       bool median = false);
 
 }  // namespace dtrain

@@ -1,13 +1,14 @@
 // parallel/zero.cc — ZeRO stages 0-2 over a data-parallel communicator.
 //
 // One step, by stage (N ranks, shard [off, off + len) of rank r):
-//   0  all-reduce(avg) g            -> clip over g            -> optimizer over all n
-//   1  all-reduce(avg) g            -> clip over g            -> optimizer over the shard
-//                                                              -> all-gather(v) the shards
-//   2  reduce-scatter(sum) g / N    -> clip: sum of shard norms over the ranks
-//                                   -> optimizer over the shard -> all-gather(v) the shards
-// The clip norm must be the norm of the WHOLE mean gradient: stages 0/1 hold it entirely (every
-// rank the same values), stage 2 holds disjoint pieces whose squares are summed over the ranks.
+//   0    all-reduce(avg) g          -> clip over g               -> optimizer over all n
+//   1/2  reduce-scatter(sum) g / N  -> clip: shard squares summed -> optimizer over the shard
+//                                                                 -> all-gather(v) the shards
+// (a reduce-scatter plus an all-gather move what one all-reduce moves). Stage 1 writes its
+// gradient shard back into the caller's full buffer (gradient memory is not sharded), stage
+// 2 into its own shard buffer (the caller may free the full one between steps). The clip norm
+// must be the norm of the WHOLE mean gradient: stage 0 holds it entirely (every rank the
+// same values), stages 1/2 disjoint pieces whose squares are summed over the ranks.
 #include "parallel/zero.h"
 
 #include <algorithm>
@@ -66,14 +67,17 @@ double ZeroOptimizer::step(std::span<float> params, std::span<float> grads, floa
   const int64_t bytes = n_ * 4;
   std::span<float> g;
   double sq = 0;
-  if (stage_ < 2) {
+  if (stage_ == 0) {
     if (ranks_ > 1) {
       allreduce(*dp_, grads.data(), grads.size(), DType::kFloat32, ReduceOp::kAvg);
       comm_.add("allreduce", bytes, ranks_);
     }
     if (clip.max_norm > 0) sq = weighted_sumsq(grads, clip.norm_weight, 0);
-    g = grads.subspan(static_cast<size_t>(off_), static_cast<size_t>(len_));
+    g = grads;
   } else {
+    // Reduce-scatter: this rank receives the summed gradient of its shard only. Stage 1
+    // keeps it in its place in the (full, unsharded) gradient buffer, stage 2 in the shard
+    // buffer (the full one is the caller's scratch).
     const int64_t per = (n_ + ranks_ - 1) / ranks_;
     std::vector<float> padded(static_cast<size_t>(per * ranks_), 0.0f);
     std::copy(grads.begin(), grads.end(), padded.begin());
@@ -84,9 +88,9 @@ double ZeroOptimizer::step(std::span<float> params, std::span<float> grads, floa
     } else {
       mine.assign(padded.begin(), padded.begin() + per);
     }
+    g = stage_ == 2 ? std::span<float>(shard_grad_) : grads.subspan(static_cast<size_t>(off_), static_cast<size_t>(len_));
     const float inv = 1.0f / static_cast<float>(ranks_);
-    for (int64_t i = 0; i < len_; ++i) shard_grad_[static_cast<size_t>(i)] = mine[static_cast<size_t>(i)] * inv;
-    g = std::span<float>(shard_grad_);
+    for (int64_t i = 0; i < len_; ++i) g[static_cast<size_t>(i)] = mine[static_cast<size_t>(i)] * inv;
     if (clip.max_norm > 0) {
       sq = weighted_sumsq(g, clip.norm_weight, off_);
       if (ranks_ > 1) allreduce(*dp_, &sq, 1, DType::kFloat64, ReduceOp::kSum);

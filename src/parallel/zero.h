@@ -4,12 +4,14 @@
 // parallelism (stage 0) all-reduces the gradients and every rank runs the same optimizer
 // over all n parameters — so every rank stores n params, n grads and the optimizer state
 // (2n floats for Adam): 16n bytes in float32. ZeRO (Rajbhandari et al.) removes the copies:
-//   stage 1  the optimizer state is sharded: rank r owns [off_r, off_r + len_r), steps only
-//            that range (state sized to it) after the all-reduce, then the updated shards
-//            are all-gathered so every rank holds all parameters again.
-//   stage 2  the gradients too: a reduce-scatter (instead of the all-reduce) leaves each rank
-//            exactly the summed gradient of its own shard; the full gradient buffer is only
-//            scratch during backward (the training loop frees it between steps).
+//   stage 1  the optimizer state is sharded: rank r owns [off_r, off_r + len_r); a
+//            reduce-scatter gives it the summed gradient of that range, it steps only that
+//            range (state sized to it), then the updated shards are all-gathered so every
+//            rank holds all parameters again (reduce-scatter + all-gather = one all-reduce's
+//            traffic).
+//   stage 2  the gradients too: the shard's gradient lives in a buffer of the shard's size;
+//            the full gradient buffer is only scratch during backward (the training loop
+//            frees it between steps; without bucketing it exists until the last backward).
 //   stage 3  the parameters too: see parallel/zero3.h.
 // Shards: len = ceil(n / N) for every rank but the last (which takes what is left); the
 // reduce-scatter works on a copy padded to N * len.
