@@ -159,9 +159,7 @@ int bench_p2p(const Args& args) {
     o.nproc = n;
     o.timeout_s = timeout;
     o.tag_output = false;
-    Args again{"bench", "p2p"};
-    again.insert(again.end(), args.begin(), args.end());
-    return relaunch_self(o, again);
+    return relaunch_command(o, {"bench", "p2p"}, args);
   }
 
   WorldInfo info = world_from_env();

@@ -342,6 +342,13 @@ int relaunch_self(const LaunchOptions& opts, const std::vector<std::string>& arg
   return launch(opts, argv);
 }
 
+int relaunch_command(const LaunchOptions& opts, const std::vector<std::string>& words,
+                     const std::vector<std::string>& args) {
+  std::vector<std::string> all = words;
+  all.insert(all.end(), args.begin(), args.end());
+  return relaunch_self(opts, all);
+}
+
 bool inside_launched_rank() {
   for (const char* v : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"})
     if (env_get(v)) return true;

@@ -36,6 +36,10 @@ struct LaunchOptions {
 
 int launch(const LaunchOptions& opts, const std::vector<std::string>& argv);
 int relaunch_self(const LaunchOptions& opts, const std::vector<std::string>& args);
+// The -n N path of a subcommand: runs `dtrain WORDS... ARGS...` (e.g. words {"bench", "p2p"}
+// and the subcommand's own arguments) as opts.nproc ranks.
+int relaunch_command(const LaunchOptions& opts, const std::vector<std::string>& words,
+                     const std::vector<std::string>& args);
 bool inside_launched_rank();
 
 }  // namespace dtrain::cli
