@@ -70,8 +70,12 @@ Call::Call(Communicator& comm, CollOp op, const CollOptions& opts, Algorithm alg
   if (size_ > 1 && fingerprint_enabled(opts)) {
     uint64_t t = Communicator::collective_tag(kFingerprintSeq, kFingerprintStep);
     Transport& tr = comm.transport();
-    fp_recv_ = tr.irecv((rank_ + size_ - 1) % size_, t, &peer_fp_, sizeof peer_fp_);
-    fp_send_ = tr.isend((rank_ + 1) % size_, t, &fp_, sizeof fp_);
+    try {
+      fp_recv_ = tr.irecv((rank_ + size_ - 1) % size_, t, &peer_fp_, sizeof peer_fp_);
+      fp_send_ = tr.isend((rank_ + 1) % size_, t, &fp_, sizeof fp_);
+    } catch (...) {
+      setup_error_ = std::current_exception();  // reported by run(), with the call's context
+    }
   } else {
     fp_checked_ = true;
   }
@@ -102,6 +106,10 @@ std::string Call::culprit_key(const char* what) const {
 
 void Call::check_fingerprint(bool after_error) {
   if (fp_checked_) return;
+  if (!fp_recv_.valid()) {  // never posted: nothing to compare
+    fp_checked_ = true;
+    return;
+  }
   if (after_error) {
     // The neighbour's record is usually here already; give it a moment, not the full timeout.
     double grace = remaining() < 0 ? 0.2 : std::min(0.2, remaining());

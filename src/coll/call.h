@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,7 @@ class Call {
   template <class F>
   void run(F&& fn) {
     try {
+      if (setup_error_) std::rethrow_exception(setup_error_);
       fn();
     } catch (...) {
       fail(std::current_exception());
@@ -117,6 +119,7 @@ class Call {
   Fingerprint fp_, peer_fp_;
   Request fp_send_, fp_recv_;
   bool fp_checked_ = false;
+  std::exception_ptr setup_error_;  // posting the fingerprint failed (e.g. a dead neighbour)
   std::vector<char> scratch_;
 };
 
