@@ -5,6 +5,8 @@
 // every rank: load the text, build a GptTrainer, loop steps (evaluating every K), gather
 // the dense model for the checkpoint, gather the timeline for the trace; rank 0 prints and
 // writes the JSON.
+#include <malloc.h>
+
 #include <csignal>
 #include <cmath>
 #include <cstdio>
@@ -176,6 +178,10 @@ int train_mp_main(const Args& args) {
     return relaunch_self(lo, again);
   }
   set_blas_threads(blas);
+  // Keep freed activation memory mapped between steps (glibc would otherwise return it and
+  // fault it in again: GPipe's M live micro-batches then pay page faults every step).
+  ::mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 1 << 30);
   auto world = Communicator::from_env();
   DT_CHECK(world->size() == ranks, InvalidArgument, "-n " << ranks << " but this job has " << world->size() << " ranks");
   const bool main_rank = world->rank() == 0;
