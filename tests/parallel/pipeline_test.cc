@@ -56,9 +56,12 @@ TEST_P(PipelineTraining, EqualsOneRankWithTheSameMinibatch) {
   EXPECT_EQ(st.bounds.back(), cfg.model.num_units());
   // Memory in flight: GPipe holds every micro-batch, 1F1B at most P - s.
   for (int s = 0; s < pc.pp; ++s) {
-    if (std::string(pc.schedule) == "gpipe") EXPECT_EQ(st.max_in_flight[static_cast<size_t>(s)], pc.micro);
-    if (std::string(pc.schedule) == "1f1b")
+    if (std::string(pc.schedule) == "gpipe") {
+      EXPECT_EQ(st.max_in_flight[static_cast<size_t>(s)], pc.micro);
+    }
+    if (std::string(pc.schedule) == "1f1b") {
       EXPECT_EQ(st.max_in_flight[static_cast<size_t>(s)], std::min(pc.micro, pc.pp - s));
+    }
   }
 }
 

@@ -21,7 +21,9 @@ TEST(ZeroShard, CoversEveryElementOnce) {
       int64_t next = 0;
       for (int q = 0; q < r; ++q) {
         auto [off, len] = zero_shard(n, r, q);
-        if (len > 0) EXPECT_EQ(off, next);
+        if (len > 0) {
+          EXPECT_EQ(off, next);
+        }
         next = off + len;
       }
       EXPECT_EQ(next, n) << "n=" << n << " ranks=" << r;
