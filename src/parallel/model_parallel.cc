@@ -29,7 +29,7 @@ class GptTrainer::Chunks : public PipelineModel {
     return stages[static_cast<size_t>(chunk)]->forward_stage(g, input, x[static_cast<size_t>(micro)],
                                                              y[static_cast<size_t>(micro)], seqs, context, hooks);
   }
-  Shape activation_shape() const override { return {seqs * context, width}; }
+  Shape activation_shape(int) const override { return {seqs * context, width}; }
   std::vector<std::span<const float>> param_buffers() const override { return buffers; }
 };
 

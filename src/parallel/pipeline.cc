@@ -97,7 +97,7 @@ class Executor {
       const bool grad = in.op == PipeOp::kRecvGrad;
       const int piece = s_.piece(rank_, in.chunk);
       const int src = peer_of_piece(grad ? piece + 1 : piece - 1);
-      Tensor buf = Tensor::empty(m_.activation_shape());
+      Tensor buf = Tensor::empty(m_.activation_shape(grad ? piece : piece - 1));
       Request r;
       if (src != rank_) r = pp_->irecv(src, buf.data(), static_cast<size_t>(buf.numel()) * 4, make_tag(o_.step, grad, piece, in.micro));
       posted_[key(grad, in.micro, in.chunk)] = {buf, r};

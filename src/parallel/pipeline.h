@@ -50,8 +50,9 @@ class PipelineModel {
   // Forward of local chunk `chunk` for `micro`; input is undefined on piece 0. On the last
   // piece it returns the micro-batch's scalar loss.
   virtual Var forward(Graph& g, int chunk, int micro, const Var& input) = 0;
-  // Shape of the activation crossing every piece boundary.
-  virtual Shape activation_shape() const = 0;
+  // Shape of the output of piece `piece` (= the input of piece + 1, and the shape of the
+  // gradient sent back across that boundary).
+  virtual Shape activation_shape(int piece) const = 0;
   // Parameter storage of this rank (left out of the activation accounting).
   virtual std::vector<std::span<const float>> param_buffers() const = 0;
 };
