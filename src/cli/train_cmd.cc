@@ -21,6 +21,7 @@
 #include "cli/commands.h"
 #include "cli/launch.h"
 #include "cli/train_flags.h"
+#include "cli/train_mp.h"
 #include "cli/train_report.h"
 #include "cli/train_strategies.h"
 #include "coll/collectives.h"
@@ -238,6 +239,8 @@ int launch_job(const TrainFlags& f, const Args& args) {
 }  // namespace
 
 int train_main(const Args& args) {
+  // The transformer and model-parallel strategies (tp, pp, zero, hybrid) have their own driver.
+  if (wants_model_parallel(args)) return train_mp_main(args);
   const TrainFlags f = parse_train_flags(args);
   if (f.help) {
     std::printf("%s%s\ndatasets:\n  %s\n", train_usage("").c_str(), strategies_help().c_str(),
