@@ -136,17 +136,33 @@ void ParamServer::server_epoch_sync(int64_t steps) {
   }
 }
 
+// Under mu_: every waiting worker whose staleness bound now holds gets its reply snapshot,
+// taken at this instant (before any later update), so with K = 0 all replies of step c are
+// the parameters right after the last update of step c — the synchronous server's.
+void ParamServer::fill_ready_replies_locked() {
+  const int64_t slowest = *std::min_element(clock_.begin(), clock_.end());
+  std::span<const float> mine = model_.params().subspan(static_cast<size_t>(range_of(server_).offset),
+                                                        static_cast<size_t>(range_of(server_).len));
+  for (size_t u = 0; u < waiting_.size(); ++u) {
+    if (waiting_[u] < 0 || ready_[u]) continue;
+    if (o_.staleness >= 0 && slowest < waiting_[u] - o_.staleness) continue;
+    std::copy(mine.begin(), mine.end(), replies_[u].begin());
+    version_sent_[u] = version_;
+    ready_[u] = true;
+  }
+}
+
 void ParamServer::serve_worker_async(int w, int64_t steps) {
   const GradRange rg = range_of(server_);
   const auto len = static_cast<size_t>(rg.len);
-  std::vector<float> grad(len), reply(len);
+  const auto u = static_cast<size_t>(w);
+  std::vector<float> grad(len);
   std::span<float> mine = model_.params().subspan(static_cast<size_t>(rg.offset), len);
-  std::condition_variable& cv = *cv_;
   for (int64_t c = 1; c <= steps; ++c) {
     comm_.recv(w, grad.data(), len * sizeof(float), kPushTag);
     std::unique_lock<std::mutex> lock(mu_);
     if (failed_) return;
-    const double stale = static_cast<double>(version_ - version_sent_[static_cast<size_t>(w)]);
+    const double stale = static_cast<double>(version_ - version_sent_[u]);
     stale_sum_ += stale;
     stale_max_ = std::max(stale_max_, stale);
     const double t0 = now_seconds();
@@ -157,21 +173,20 @@ void ParamServer::serve_worker_async(int w, int64_t steps) {
     if (inst_) inst_->compute("server update (worker " + std::to_string(w) + ")", t0, t1);
     ++version_;
     ++pushes_;
-    clock_[static_cast<size_t>(w)] = c;
-    cv.notify_all();
-    if (o_.staleness >= 0) {
-      const Deadline deadline = Deadline::after(comm_.timeout());
-      while (!failed_ && *std::min_element(clock_.begin(), clock_.end()) < c - o_.staleness) {
-        if (cv.wait_until(lock, deadline.time_point()) == std::cv_status::timeout)
-          DT_THROW(Timeout, "parameter server " << server_ << ": worker " << w << " waited " << comm_.timeout()
-                                                << " s for the slowest worker (staleness bound " << o_.staleness << ")");
-      }
-      if (failed_) return;
-    }
-    std::copy(mine.begin(), mine.end(), reply.begin());
-    version_sent_[static_cast<size_t>(w)] = version_;
+    clock_[u] = c;
+    waiting_[u] = c;
+    ready_[u] = false;
+    fill_ready_replies_locked();
+    cv_->notify_all();
+    const Deadline deadline = Deadline::after(comm_.timeout());
+    while (!failed_ && !ready_[u])
+      if (cv_->wait_until(lock, deadline.time_point()) == std::cv_status::timeout)
+        DT_THROW(Timeout, "parameter server " << server_ << ": worker " << w << " waited " << comm_.timeout()
+                                              << " s for the slowest worker (staleness bound " << o_.staleness << ")");
+    if (failed_) return;
+    waiting_[u] = -1;
     lock.unlock();
-    comm_.send(w, reply.data(), len * sizeof(float), kPullTag);
+    comm_.send(w, replies_[u].data(), len * sizeof(float), kPullTag);
   }
 }
 
@@ -179,6 +194,9 @@ void ParamServer::server_epoch_async(int64_t steps) {
   cv_ = std::make_unique<std::condition_variable>();
   failed_ = false;
   std::fill(clock_.begin(), clock_.end(), 0);
+  waiting_.assign(static_cast<size_t>(workers_), -1);
+  ready_.assign(static_cast<size_t>(workers_), false);
+  replies_.assign(static_cast<size_t>(workers_), std::vector<float>(static_cast<size_t>(range_of(server_).len)));
   std::exception_ptr first;
   std::vector<std::thread> threads;
   for (int w = 0; w < workers_; ++w)

@@ -19,10 +19,12 @@
 // as its own optimizer step the moment it arrives (a mutex orders the updates), then
 // replies with the current slice. With --staleness K the reply to a worker's c-th push
 // waits until every worker has pushed at least c - K times (stale synchronous parallel), so
-// no worker runs more than K steps ahead of the slowest; K = 0 makes every step a barrier:
-// the updates of a step are all computed at the same parameters, which for plain SGD equals
-// the synchronous server up to float rounding (with momentum/Adam each push is its own
-// optimizer step, so it does not). Unbounded (no --staleness): replies at once.
+// no worker runs more than K steps ahead of the slowest. The reply is a snapshot taken the
+// moment the bound holds (by whichever thread's update made it hold), so K = 0 makes every
+// step a barrier whose replies all carry the parameters right after that step's last
+// update: for plain SGD the synchronous server up to float rounding (the pushes of a step
+// are applied in arrival order; with momentum/Adam each push is its own optimizer step, so
+// it is not). Unbounded (no --staleness): replies at once.
 // Staleness of a push = updates the server applied between the worker's previous pull and
 // this push (0 on a lone worker; W-1 at most per step with K = 0).
 //
@@ -78,6 +80,7 @@ class ParamServer : public LocalStrategy {
   void server_epoch_sync(int64_t steps);
   void server_epoch_async(int64_t steps);
   void serve_worker_async(int w, int64_t steps);
+  void fill_ready_replies_locked();
   void broadcast_model();
 
   TrainableModel& model_;
@@ -96,6 +99,9 @@ class ParamServer : public LocalStrategy {
   bool failed_ = false;
   std::vector<int64_t> clock_;         // pushes received per worker
   std::vector<int64_t> version_sent_;  // server version in the last reply to each worker
+  std::vector<int64_t> waiting_;       // the push clock a worker awaits its reply for, or -1
+  std::vector<bool> ready_;            // its reply snapshot is taken
+  std::vector<std::vector<float>> replies_;
   int64_t version_ = 0;
   double stale_sum_ = 0, stale_max_ = 0, busy_ = 0;
   int64_t pushes_ = 0;
