@@ -53,7 +53,7 @@ int bench_collectives(const Args& args) {
   bool check = f.get_bool("check", "verify every result against closed-form values (#wrong)");
   bool in_place = f.get_bool("inplace", "in-place all-reduce");
   bool deterministic = f.get_bool("deterministic", "rank-ordered reduction (bit-identical across algorithms)");
-  int64_t segment = f.get_int("segment", 0, "pipelining segment in bytes (0 = default 1 MiB)");
+  std::string segment_text = f.get_string("segment", "0", "pipelining segment in bytes, K/M suffixes (0 = default 1 MiB)");
   bool shm_context = f.get_bool("shm-context", "pass a ShmContext on shm (shared-memory fast paths for all-reduce)");
   bool threads = f.get_bool("threads", "run the ranks as threads of this process instead of processes");
   std::string json = f.get_string("json", "", "write the rows as JSON to FILE");
@@ -82,7 +82,7 @@ int bench_collectives(const Args& args) {
   cfg.in_place = in_place;
   cfg.deterministic = deterministic;
   cfg.shm_context = shm_context;
-  cfg.segment_bytes = static_cast<size_t>(std::max<int64_t>(0, segment));
+  cfg.segment_bytes = static_cast<size_t>(std::max<int64_t>(0, parse_size(segment_text, "--segment")));
   std::vector<TransportKind> kinds;
   for (const auto& k : split_list(transport)) {
     TransportKind kind = parse_transport_kind(k);

@@ -55,12 +55,13 @@ void allreduce_naive(Call& c, char* buf, size_t n) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Ring. The buffer is cut into p blocks. A reduce-scatter pass sends block r-1 to the next
-// rank and then, p-2 times, receives the partial sum of a block from the previous rank, adds
-// its own contribution and forwards it; after p-1 steps rank r owns the full result of block
-// r. An all-gather pass then circulates the finished blocks once more around the ring. Each
-// rank sends 2(p-1)/p of the buffer in 2(p-1) messages: bandwidth-optimal. Long blocks are
-// pipelined in segments (see Call::flow). All-reduce is literally reduce-scatter + all-gather.
+// Ring. The buffer is cut into p blocks. A reduce-scatter pass runs p-1 steps; in each, every
+// rank sends a running partial sum to the next rank while receiving one from the previous
+// rank and adding its own contribution to it (the block it forwards next); after p-1 steps
+// rank r owns the full result of block r. An all-gather pass then circulates the finished
+// blocks once more around the ring. Each rank sends 2(p-1)/p of the buffer in 2(p-1)
+// messages, both directions of every link busy: bandwidth-optimal. Blocks move in segments
+// (see Call::flow). All-reduce is literally reduce-scatter + all-gather.
 void allreduce_ring(Call& c, char* buf, size_t n) {
   Blocks blocks(n, c.size());
   reduce_scatter_ring(c, buf, blocks, 0);

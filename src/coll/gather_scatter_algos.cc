@@ -11,10 +11,11 @@ int mod(int a, int p) { return ((a % p) + p) % p; }
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
-// Reduce-scatter, ring. Step 0: rank r sends block r-1 to rank r+1. Steps 1..p-2: it
-// receives the running partial of block r-1-s from rank r-1, adds its own contribution and
-// forwards it (recv_reduce_send). Last step: it receives the partial of block r and adds its
-// own — block r is complete. p-1 messages, (p-1)/p of the buffer sent per rank.
+// Reduce-scatter, ring. In step s (0..p-2) rank r sends the running partial of block r-1-s
+// to rank r+1 while it receives the partial of block r-2-s from rank r-1 and adds its own
+// contribution (an exchange: the send and the receive run at once, so both directions of
+// every link are busy). The block it sends in step s+1 is the one it finished in step s;
+// after p-1 steps block r is complete on rank r. p-1 messages, (p-1)/p of the buffer.
 void reduce_scatter_ring(Call& c, char* buf, const Blocks& b, uint32_t base) {
   const int p = c.size(), me = c.rank();
   if (p == 1) return;
@@ -22,15 +23,15 @@ void reduce_scatter_ring(Call& c, char* buf, const Blocks& b, uint32_t base) {
   const int next = mod(me + 1, p), prev = mod(me - 1, p);
   auto block = [&](int i) { return buf + b.off[mod(i, p)] * es; };
   auto len = [&](int i) { return b.len(mod(i, p)); };
-  c.send(next, base, block(me - 1), len(me - 1));
-  for (int s = 1; s <= p - 2; ++s) c.recv_reduce_send(prev, base + s - 1, next, base + s, block(me - 1 - s), len(me - 1 - s));
-  c.recv_reduce(prev, base + p - 2, block(me), len(me));
+  for (int s = 0; s <= p - 2; ++s)
+    c.exchange(next, base + s, block(me - 1 - s), len(me - 1 - s), prev, base + s, block(me - 2 - s), len(me - 2 - s),
+               /*reduce=*/true);
 }
 
 // ---------------------------------------------------------------------------------------
-// All-gather, ring. Step 0: rank r sends its block r to rank r+1; steps 1..p-2: it receives
-// block r-s from rank r-1 and forwards it (recv_copy_send); last step: it receives block
-// r+1. p-1 messages, (p-1)/p of the output sent per rank.
+// All-gather, ring. In step s (0..p-2) rank r sends block r-s to rank r+1 while receiving
+// block r-1-s from rank r-1; step 0 sends its own block, later steps forward what the last
+// step brought. p-1 messages, (p-1)/p of the output sent per rank.
 void allgather_ring(Call& c, char* buf, const Blocks& b, uint32_t base) {
   const int p = c.size(), me = c.rank();
   if (p == 1) return;
@@ -38,9 +39,9 @@ void allgather_ring(Call& c, char* buf, const Blocks& b, uint32_t base) {
   const int next = mod(me + 1, p), prev = mod(me - 1, p);
   auto block = [&](int i) { return buf + b.off[mod(i, p)] * es; };
   auto len = [&](int i) { return b.len(mod(i, p)); };
-  c.send(next, base, block(me), len(me));
-  for (int s = 1; s <= p - 2; ++s) c.recv_copy_send(prev, base + s - 1, next, base + s, block(me - s), len(me - s));
-  c.recv(prev, base + p - 2, block(me + 1), len(me + 1));
+  for (int s = 0; s <= p - 2; ++s)
+    c.exchange(next, base + s, block(me - s), len(me - s), prev, base + s, block(me - 1 - s), len(me - 1 - s),
+               /*reduce=*/false);
 }
 
 // ---------------------------------------------------------------------------------------
