@@ -251,6 +251,8 @@ int train_main(const Args& args) {
   strategy.validate(f);
   check_model_flag(f.model);
   DT_CHECK(!f.baseline || f.ranks > 1, InvalidArgument, "--baseline compares -n N ranks with 1 rank; add -n N (N >= 2)");
+  DT_CHECK(!f.baseline || f.strategy != "ps", InvalidArgument,
+           "--baseline runs the job on 1 rank, but --strategy ps needs a server and a worker; compare -n values by hand");
   DT_CHECK(!f.baseline || !strategy.run, InvalidArgument,
            "--baseline measures training throughput; --strategy " << f.strategy << " runs independent trainings");
   if (strategy.distributed && f.ranks > 1 && !inside_launched_rank()) return launch_job(f, args);
