@@ -88,8 +88,14 @@ void reduce_binomial(Call& c, char* buf, size_t n, int root, uint32_t base) {
   std::vector<Request> sends;
   for (size_t lo = 0; lo < n; lo += seg) {
     size_t len = std::min(seg, n - lo);
-    for (int child : tree.children) c.recv_reduce(tree.real(child), base, buf + lo * es, len);
-    if (tree.parent >= 0) sends.push_back(t.isend(tree.real(tree.parent), c.tag(base), buf + lo * es, len * es));
+    const size_t kids = tree.children.size();
+    for (size_t i = 0; i + 1 < kids; ++i) c.recv_reduce(tree.real(tree.children[i]), base, buf + lo * es, len);
+    if (kids && tree.parent >= 0)  // the last child's partial completes ours: add and pass it up
+      c.recv_reduce_send(tree.real(tree.children.back()), base, tree.real(tree.parent), base, buf + lo * es, len);
+    else if (kids)
+      c.recv_reduce(tree.real(tree.children.back()), base, buf + lo * es, len);
+    else if (tree.parent >= 0)
+      sends.push_back(t.isend(tree.real(tree.parent), c.tag(base), buf + lo * es, len * es));
   }
   c.wait_all(sends);
 }
