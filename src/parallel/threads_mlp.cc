@@ -141,7 +141,8 @@ class MlpReplica : public Replica {
 class MlpModel : public TrainableModel {
  public:
   MlpModel(const std::string& spec, const data::Dataset& train, uint64_t seed)
-      : master_(spec, MlpOptions{.seed = seed}), spec_(master_.spec()), train_(train) {
+      : master_(spec, MlpOptions{.seed = seed}), spec_(master_.spec()), train_(train),
+        num_params_(master_.num_params()) {
     DT_CHECK(!train.sparse, InvalidArgument,
              "mlp:" << spec << " needs dense features but " << train.source
                     << " is sparse; use --model logreg, svm or softmax");
@@ -155,7 +156,9 @@ class MlpModel : public TrainableModel {
   std::string describe() const override {
     return "mlp " + spec_ + " (" + std::to_string(num_params()) + " parameters)";
   }
-  int64_t num_params() const override { return master_.num_params(); }
+  // Cached: Module::num_params() walks (and renames) the parameter tree, which is not safe
+  // to do from several threads at once (the async parameter server's threads call this).
+  int64_t num_params() const override { return num_params_; }
   std::span<float> params() override { return master_.param_span(); }
   const data::Dataset& train_set() const override { return train_; }
   std::unique_ptr<Replica> make_replica() override { return std::make_unique<MlpReplica>(spec_, train_); }
@@ -218,6 +221,7 @@ class MlpModel : public TrainableModel {
   MLP master_;
   std::string spec_;
   const data::Dataset& train_;
+  int64_t num_params_;
 };
 
 }  // namespace
