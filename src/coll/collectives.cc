@@ -6,12 +6,14 @@
 #include <cstring>
 #include <vector>
 
+#include "base/env.h"
 #include "base/error.h"
 #include "coll/algorithms.h"
 #include "coll/call.h"
 #include "coll/cost_model.h"
 #include "coll/hierarchical.h"
 #include "coll/reduce_kernels.h"
+#include "coll/shm_context.h"
 
 namespace dtrain {
 namespace {
@@ -33,8 +35,29 @@ uint64_t hash_counts(const std::vector<size_t>& counts) {
 
 }  // namespace
 
+namespace {
+// The shared-memory fast paths need a ShmContext. With DTRAIN_SHM_CONTEXT=1, unless the
+// caller passed one, the communicator keeps one (built by the first collective that asks:
+// every rank reaches that same call) whenever its transport is shm. It is off by default:
+// on that path a rank that skips a collective or dies before the context exists makes the
+// others wait out the timeout, and desync/dead-rank errors name less than the message path's.
+ShmContext* communicator_shm_context(Communicator& comm) {
+  if (comm.size() < 2 || std::string(comm.transport().kind()) != "shm") return nullptr;
+  if (env_int("DTRAIN_SHM_CONTEXT", 0) == 0) return nullptr;
+  return comm.attachment<ShmContext>("coll/shm_context", [&] { return std::make_shared<ShmContext>(comm); }).get();
+}
+
+template <class O>
+O with_shm_context(Communicator& comm, const O& in) {
+  O o = in;
+  if (!o.shm) o.shm = communicator_shm_context(comm);
+  return o;
+}
+}  // namespace
+
 Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t count, DType t, ReduceOp op,
-                    const AllreduceOptions& opts) {
+                    const AllreduceOptions& opts_in) {
+  const auto opts = with_shm_context(comm, opts_in);
   const size_t bytes = count * dtype_size(t);
   DT_CHECK(!opts.shm || opts.shm->serves(comm), InvalidArgument,
            "allreduce: the options' ShmContext belongs to another communicator");
@@ -92,7 +115,8 @@ Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t cou
   return a;
 }
 
-Algorithm broadcast(Communicator& comm, void* buf, size_t count, DType t, int root, const BroadcastOptions& opts) {
+Algorithm broadcast(Communicator& comm, void* buf, size_t count, DType t, int root, const BroadcastOptions& opts_in) {
+  const auto opts = with_shm_context(comm, opts_in);
   check_root(comm, root, "broadcast");
   Algorithm a = resolve_algorithm(CollOp::kBroadcast, opts.algorithm, comm, count * dtype_size(t), opts);
   Call call(comm, CollOp::kBroadcast, opts, a, t, count, root);
@@ -137,7 +161,8 @@ Algorithm reduce(Communicator& comm, const void* send, void* recv, size_t count,
 }
 
 Algorithm allgatherv(Communicator& comm, const void* send, void* recv, const std::vector<size_t>& counts, DType t,
-                     const AllgatherOptions& opts) {
+                     const AllgatherOptions& opts_in) {
+  const auto opts = with_shm_context(comm, opts_in);
   DT_CHECK_EQ(counts.size(), static_cast<size_t>(comm.size()), InvalidArgument, "allgatherv: one count per rank");
   algo::Blocks blocks(counts);
   const size_t es = dtype_size(t);
@@ -165,7 +190,8 @@ Algorithm allgather(Communicator& comm, const void* send, void* recv, size_t cou
 }
 
 Algorithm reduce_scatter(Communicator& comm, const void* send, void* recv, size_t count, DType t, ReduceOp op,
-                         const ReduceScatterOptions& opts) {
+                         const ReduceScatterOptions& opts_in) {
+  const auto opts = with_shm_context(comm, opts_in);
   const int p = comm.size();
   const size_t es = dtype_size(t), total = count * p;
   Algorithm a = resolve_algorithm(CollOp::kReduceScatter, opts.algorithm, comm, total * es, opts);

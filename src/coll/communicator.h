@@ -13,13 +13,19 @@
 //   each with its own transport (so a sub-group of one host can use shm while the parent uses
 //   tcp). color < 0 returns nullptr (not in any group). Every rank of the parent must call it.
 // - Every blocking call is bounded by timeout() (from DTRAIN_TIMEOUT or the constructor).
+// - attachment<T>(key, make) keeps per-communicator state that higher layers build once and
+//   find again (the collectives' shared-memory context, a cached hierarchy): the object stored
+//   under key, created by make() on first use. When make() is itself collective, every rank
+//   must reach the first use at the same point (e.g. inside the same collective call).
 // Thread-safety: p2p calls may come from several threads; collectives on one communicator
-// must be issued in the same order on every rank.
+// must be issued in the same order on every rank; attachment() is serialised internally.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -62,6 +68,16 @@ class Communicator {
   // Keeps an object (e.g. the store server rank 0 hosts) alive as long as this communicator.
   void keep_alive(std::shared_ptr<void> p) { keepalive_.push_back(std::move(p)); }
 
+  template <class T, class Make>
+  std::shared_ptr<T> attachment(const std::string& key, Make&& make) {
+    std::lock_guard<std::mutex> lock(attachments_mu_);
+    auto it = attachments_.find(key);
+    if (it != attachments_.end()) return std::static_pointer_cast<T>(it->second);
+    std::shared_ptr<T> made = make();
+    attachments_[key] = made;
+    return made;
+  }
+
  private:
   void check_peer(int peer, const char* what) const;
 
@@ -75,6 +91,8 @@ class Communicator {
   std::atomic<uint64_t> sequence_{0};
   int splits_ = 0;
   std::vector<std::shared_ptr<void>> keepalive_;
+  std::mutex attachments_mu_;
+  std::map<std::string, std::shared_ptr<void>> attachments_;  // last: destroyed first
 };
 
 }  // namespace dtrain
