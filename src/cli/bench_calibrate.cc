@@ -159,9 +159,7 @@ int bench_calibrate(const Args& args) {
     o.nproc = n;
     o.timeout_s = timeout;
     o.tag_output = false;
-    Args again{"bench", "calibrate"};
-    again.insert(again.end(), args.begin(), args.end());
-    return relaunch_self(o, again);
+    return relaunch_command(o, {"bench", "calibrate"}, args);
   }
   WorldInfo info = world_from_env();
   std::shared_ptr<void> keepalive;

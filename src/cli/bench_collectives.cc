@@ -105,9 +105,7 @@ int bench_collectives(const Args& args) {
     o.nproc = n;
     o.timeout_s = timeout;
     o.tag_output = false;
-    Args again{"bench", "collectives"};
-    again.insert(again.end(), args.begin(), args.end());
-    return relaunch_self(o, again);
+    return relaunch_command(o, {"bench", "collectives"}, args);
   } else {
     WorldInfo info = world_from_env();
     DT_CHECK(root >= 0 && root < info.size, InvalidArgument, "--root " << root << " outside 0.." << info.size - 1);

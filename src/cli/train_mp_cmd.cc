@@ -173,9 +173,7 @@ int train_mp_main(const Args& args) {
     lo.transport = transport;
     lo.timeout_s = timeout;
     lo.tag_output = false;
-    Args again{"train"};
-    again.insert(again.end(), args.begin(), args.end());
-    return relaunch_self(lo, again);
+    return relaunch_command(lo, {"train"}, args);
   }
   set_blas_threads(blas);
   // Keep freed activation memory mapped between steps (glibc would otherwise return it and

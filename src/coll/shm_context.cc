@@ -116,11 +116,11 @@ void ShmContext::arrive(uint64_t phase) {
 }
 
 void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const char* what) {
-  // Spin ~2 us while ranks fit the cores (the peer is running and about to arrive);
+  // Spin ~10 us while ranks fit the cores (the peer is running and about to arrive);
   // otherwise, or after that, sleep on the peer's doorbell (an eventcount: read the
   // doorbell, re-check, sleep only if it has not moved), waking at least every millisecond
   // to check the deadline and whether the peer's process still exists.
-  const int64_t spin_ns = spin_ranks_per_core_ <= 1 ? 2000 : 0;
+  const int64_t spin_ns = spin_ranks_per_core_ <= 1 ? 10000 : 0;
   for (int q = 0; q < size_; ++q) {
     if (q == rank_) continue;
     Header* h = header(q);
@@ -130,10 +130,9 @@ void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const char* 
       if (spin_ns == 0 || (i % 64 == 63 && now_ns() > spin_until)) break;
       cpu_relax();
     }
-    // Then yield for a while: under load the peer is often runnable but not running, and a
-    // yield hands it the core sooner than a futex round trip would.
-    const int64_t yield_until = now_ns() + 50000;
-    while (h->arrived.load(std::memory_order_acquire) < phase && now_ns() < yield_until) std::this_thread::yield();
+    // No yield phase: on a busy machine a yield hands the core to any runnable process for a
+    // whole time slice (measured in the transport: ~1 ms per message); the futex sleep below
+    // frees the core just as well and wakes as soon as the peer arrives.
     while (h->arrived.load(std::memory_order_acquire) < phase) {
       h->sleepers.fetch_add(1, std::memory_order_seq_cst);
       uint32_t seen = h->doorbell.load(std::memory_order_seq_cst);

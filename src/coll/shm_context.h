@@ -10,8 +10,7 @@
 //   data slots of slot_bytes, used alternately: call k writes slot k%2 only after every rank
 //   has arrived at call k-1, so nobody still reads it.
 // - arrive(k) publishes "I reached phase k" and rings the rank's doorbell (a futex word);
-//   wait_all(k, deadline) spins for ~2 us when ranks fit the cores, yields for ~50 us,
-//   then sleeps on each
+//   wait_all(k, deadline) spins for ~10 us when ranks fit the cores, then sleeps on each
 //   missing peer's doorbell until every rank has arrived, throwing Timeout naming the ranks
 //   that did not arrive, and PeerFailure when a peer process has exited.
 // - allreduce_small(): the all-reduce of a buffer that fits a slot in ONE phase: write data +
