@@ -44,9 +44,15 @@ std::vector<Parameter*> Module::parameters() {
   return out;
 }
 
+void Module::collect_const(std::vector<const Parameter*>& out) const {
+  for (const auto& p : params_) out.push_back(p.get());
+  for (const auto& [name, child] : children_) child->collect_const(out);
+}
+
 std::vector<const Parameter*> Module::parameters() const {
-  std::vector<Parameter*> all = const_cast<Module*>(this)->parameters();
-  return std::vector<const Parameter*>(all.begin(), all.end());
+  std::vector<const Parameter*> out;
+  collect_const(out);
+  return out;
 }
 
 int64_t Module::num_params() const {

@@ -98,6 +98,9 @@ class Module {
 
  private:
   void collect(const std::string& prefix, std::vector<Parameter*>& out);
+  // Read-only traversal for the const accessors: writes nothing (names were set when the
+  // module was laid out), so const calls from several threads do not race.
+  void collect_const(std::vector<const Parameter*>& out) const;
   void layout_and_view();
 
   std::vector<std::unique_ptr<Parameter>> params_;
