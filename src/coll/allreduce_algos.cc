@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "coll/algorithms.h"
+#include "coll/bytes.h"
 #include "coll/reduce_kernels.h"
 
 namespace dtrain::algo {
@@ -102,7 +103,7 @@ void allreduce_recursive_doubling(Call& c, char* buf, size_t n) {
   char* outgoing = c.scratch(n * c.elem());
   for (int mask = 1, round = 0; mask < fold.p2; mask <<= 1, ++round) {
     int partner = fold.real(fold.vrank ^ mask);
-    std::memcpy(outgoing, buf, n * c.elem());
+    copy_bytes(outgoing, buf, n * c.elem());
     c.exchange(partner, kRound + round, outgoing, n, partner, kRound + round, buf, n, /*reduce=*/true);
   }
   if (me < 2 * fold.rem) c.send(me - 1, kFoldOut, buf, n);

@@ -203,7 +203,7 @@ Algorithm reduce_scatter(Communicator& comm, const void* send, void* recv, size_
       std::vector<char> result(count * es);
       if (algo::reduce_scatter_shm_direct(call, static_cast<const char*>(send), result.data(), blocks, opts.shm)) {
         if (op == ReduceOp::kAvg) finish_avg(t, result.data(), count, p);
-        std::memcpy(recv, result.data(), count * es);
+        if (count) std::memcpy(recv, result.data(), count * es);
         return;
       }
     }
@@ -217,7 +217,7 @@ Algorithm reduce_scatter(Communicator& comm, const void* send, void* recv, size_
       algo::reduce_scatter_ring(call, work.data(), blocks, 0);
     char* mine = work.data() + blocks.off[comm.rank()] * es;
     if (op == ReduceOp::kAvg) finish_avg(t, mine, count, p);
-    std::memmove(recv, mine, count * es);
+    if (count) std::memmove(recv, mine, count * es);
   });
   return a;
 }

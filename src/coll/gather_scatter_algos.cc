@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "coll/algorithms.h"
+#include "coll/bytes.h"
 #include "coll/reduce_kernels.h"
 
 namespace dtrain::algo {
@@ -144,7 +145,7 @@ void allgather_bruck(Call& c, char* buf, const Blocks& b, uint32_t base) {
     return blk >= me ? b.off[blk] - head : n - head + b.off[blk];
   };
   auto rel_end = [&](int j) { return j == p ? n : rel_off(j); };
-  std::memcpy(rotated, buf + head * es, b.len(me) * es);
+  copy_bytes(rotated, buf + head * es, b.len(me) * es);
   for (int d = 1, round = 0; d < p; d <<= 1, ++round) {
     int cnt = std::min(d, p - d);
     int to = mod(me - d, p), from = mod(me + d, p);
@@ -154,8 +155,8 @@ void allgather_bruck(Call& c, char* buf, const Blocks& b, uint32_t base) {
     size_t recv_lo = rel_off(d), recv_n = rel_end(d + cnt) - recv_lo;
     c.exchange(to, base + round, rotated, send_n, from, base + round, rotated + recv_lo * es, recv_n, false);
   }
-  std::memcpy(buf + head * es, rotated, (n - head) * es);
-  std::memcpy(buf, rotated + (n - head) * es, head * es);
+  copy_bytes(buf + head * es, rotated, (n - head) * es);
+  copy_bytes(buf, rotated + (n - head) * es, head * es);
 }
 
 // ---------------------------------------------------------------------------------------

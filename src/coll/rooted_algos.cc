@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "coll/algorithms.h"
+#include "coll/bytes.h"
 #include "coll/reduce_kernels.h"
 
 namespace dtrain::algo {
@@ -135,11 +136,11 @@ void gather_binomial(Call& c, const char* mine, char* all, size_t n, int root) {
   const size_t es = c.elem(), block = n * es;
   const int held = tree.subtree(tree.v);
   char* collected = c.scratch(held * block);
-  std::memcpy(collected, mine, block);
+  if (block) std::memcpy(collected, mine, block);
   for (int child : tree.children)
     c.recv(tree.real(child), 0, collected + (child - tree.v) * block, tree.subtree(child) * n);
   if (tree.parent >= 0) return c.send(tree.real(tree.parent), 0, collected, held * n);
-  for (int rel = 0; rel < c.size(); ++rel) std::memcpy(all + tree.real(rel) * block, collected + rel * block, block);
+  for (int rel = 0; rel < c.size(); ++rel) copy_bytes(all + tree.real(rel) * block, collected + rel * block, block);
 }
 
 // Gather, naive: every rank sends its block straight to the root.
@@ -153,7 +154,7 @@ void gather_naive(Call& c, const char* mine, char* all, size_t n, int root) {
   std::vector<Request> reqs;
   for (int q = 0; q < c.size(); ++q)
     if (q != root && n) reqs.push_back(c.comm().transport().irecv(q, c.tag(0), all + q * n * es, n * es));
-  std::memcpy(all + root * n * es, mine, n * es);
+  copy_bytes(all + root * n * es, mine, n * es);
   c.wait_all(reqs);
 }
 
@@ -167,7 +168,7 @@ void scatter_binomial(Call& c, const char* all, char* mine, size_t n, int root) 
   const int held = tree.subtree(tree.v);
   char* subtree = c.scratch(held * block);
   if (tree.parent < 0) {
-    for (int rel = 0; rel < c.size(); ++rel) std::memcpy(subtree + rel * block, all + tree.real(rel) * block, block);
+    for (int rel = 0; rel < c.size(); ++rel) copy_bytes(subtree + rel * block, all + tree.real(rel) * block, block);
   } else {
     Request r = c.post_recv(tree.real(tree.parent), 0, subtree, held * n);
     c.wait(r);
@@ -176,7 +177,7 @@ void scatter_binomial(Call& c, const char* all, char* mine, size_t n, int root) 
   for (auto it = tree.children.rbegin(); it != tree.children.rend(); ++it)
     sends.push_back(c.post_send(tree.real(*it), 0, subtree + (*it - tree.v) * block, tree.subtree(*it) * n));
   c.wait_all(sends);
-  std::memcpy(mine, subtree, block);
+  copy_bytes(mine, subtree, block);
 }
 
 // Scatter, naive: the root sends every rank its block directly.
@@ -190,7 +191,7 @@ void scatter_naive(Call& c, const char* all, char* mine, size_t n, int root) {
   std::vector<Request> reqs;
   for (int q = 0; q < c.size(); ++q)
     if (q != root && n) reqs.push_back(c.comm().transport().isend(q, c.tag(0), all + q * n * es, n * es));
-  std::memcpy(mine, all + root * n * es, n * es);
+  copy_bytes(mine, all + root * n * es, n * es);
   c.wait_all(reqs);
 }
 
@@ -200,7 +201,7 @@ void scatter_naive(Call& c, const char* all, char* mine, size_t n, int root) {
 void alltoall_pairwise(Call& c, const char* in, char* out, size_t n) {
   const int p = c.size(), me = c.rank();
   const size_t es = c.elem();
-  std::memcpy(out + me * n * es, in + me * n * es, n * es);
+  copy_bytes(out + me * n * es, in + me * n * es, n * es);
   for (int s = 1; s < p; ++s) {
     int to = mod(me + s, p), from = mod(me - s, p);
     c.exchange(to, s, in + to * n * es, n, from, s, out + from * n * es, n, false);
@@ -211,7 +212,7 @@ void alltoall_pairwise(Call& c, const char* in, char* out, size_t n) {
 void alltoall_naive(Call& c, const char* in, char* out, size_t n) {
   const int p = c.size(), me = c.rank();
   const size_t es = c.elem();
-  std::memcpy(out + me * n * es, in + me * n * es, n * es);
+  copy_bytes(out + me * n * es, in + me * n * es, n * es);
   std::vector<Request> reqs;
   Transport& t = c.comm().transport();
   for (int q = 0; q < p && n; ++q) {

@@ -1,4 +1,5 @@
 #include "coll/shm_context.h"
+#include "coll/bytes.h"
 
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -159,7 +160,7 @@ void ShmContext::allreduce_small(void* buf, size_t count, DType t, ReduceOp op, 
   const size_t bytes = count * dtype_size(t);
   DT_CHECK(bytes <= slot_bytes_, InvalidArgument, "ShmContext: " << bytes << " bytes exceed the slot");
   uint64_t phase = next_phase();
-  std::memcpy(my_slot(phase), buf, bytes);
+  copy_bytes(my_slot(phase), buf, bytes);
   header(rank_)->fp[phase & 1] = fp;
   arrive(phase);
   std::ostringstream what;

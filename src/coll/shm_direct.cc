@@ -30,6 +30,7 @@
 
 #include "base/error.h"
 #include "coll/algorithms.h"
+#include "coll/bytes.h"
 #include "coll/reduce_kernels.h"
 
 namespace dtrain::algo {
@@ -48,7 +49,7 @@ bool read_remote(const Peer& peer, size_t offset, void* local, size_t bytes, int
   if (bytes == 0) return true;
   char* src = reinterpret_cast<char*>(peer.addr) + offset;
   if (peer.pid == ::getpid()) {
-    std::memcpy(local, src, bytes);
+    copy_bytes(local, src, bytes);
     return true;
   }
   size_t done = 0;

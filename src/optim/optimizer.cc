@@ -37,7 +37,7 @@ class Reader {
   void take(void* dst, size_t n) {
     DT_CHECK(pos_ + n <= bytes_.size(), Corrupt,
              "optimizer state is truncated: needed " << n << " bytes at offset " << pos_ << " of " << bytes_.size());
-    std::memcpy(dst, bytes_.data() + pos_, n);
+    if (n) std::memcpy(dst, bytes_.data() + pos_, n);
     pos_ += n;
   }
   bool done() const { return pos_ == bytes_.size(); }

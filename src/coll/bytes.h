@@ -1,0 +1,19 @@
+// coll/bytes.h — memcpy/memmove that accept a zero length with null pointers.
+//
+// Collectives meet empty blocks all the time (count 0, counts smaller than the group), and a
+// zero-length std::memcpy with a null pointer is undefined behaviour (UBSan reports it).
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+
+namespace dtrain {
+
+inline void copy_bytes(void* dst, const void* src, size_t n) {
+  if (n) std::memcpy(dst, src, n);
+}
+inline void move_bytes(void* dst, const void* src, size_t n) {
+  if (n) std::memmove(dst, src, n);
+}
+
+}  // namespace dtrain
