@@ -19,6 +19,7 @@
 #include "base/clock.h"
 
 #include "base/error.h"
+#include "base/tsan.h"
 #include "coll/reduce_kernels.h"
 
 namespace dtrain {
@@ -29,6 +30,7 @@ struct ShmContext::Header {
   std::atomic<uint32_t> sleepers{0};  // ranks sleeping on this doorbell
   alignas(64) Fingerprint fp[2];
   int64_t pid = 0;
+  uint64_t id = 0;  // random, the same in every mapping: names this rank's arrivals for TSan
 };
 
 namespace {
@@ -77,6 +79,7 @@ ShmContext::ShmContext(Communicator& comm, size_t slot_bytes)
   segs_[rank_] = map(fd, own);
   new (segs_[rank_]) Header();
   header(rank_)->pid = ::getpid();
+  header(rank_)->id = (static_cast<uint64_t>(rd()) << 32) | rd();
   std::string key = "shmctx/" + std::to_string(comm.next_sequence()) + "/";
   try {
     comm.store().set(key + std::to_string(rank_), own);
@@ -111,6 +114,7 @@ char* ShmContext::slot(int rank, uint64_t phase) const {
 
 void ShmContext::arrive(uint64_t phase) {
   Header* h = header(rank_);
+  tsan_release(tsan_key(h->id, 0));  // see base/tsan.h
   h->arrived.store(phase, std::memory_order_release);
   h->doorbell.fetch_add(1, std::memory_order_seq_cst);
   if (h->sleepers.load(std::memory_order_seq_cst) > 0) futex_wake(&h->doorbell);
@@ -153,6 +157,8 @@ void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const char* 
       }
     }
   }
+  for (int q = 0; q < size_; ++q)
+    if (q != rank_) tsan_acquire(tsan_key(header(q)->id, 0));  // pairs with arrive(); base/tsan.h
 }
 
 void ShmContext::allreduce_small(void* buf, size_t count, DType t, ReduceOp op, const Fingerprint& fp,

@@ -35,6 +35,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/tsan.h"
 #include "comm/fabric.h"
 #include "comm/socket.h"
 #include "comm/store.h"
@@ -52,6 +53,7 @@ struct alignas(64) SegmentHeader {
   uint32_t rank;
   int32_t pid;
   uint64_t ring_bytes;
+  uint64_t id;  // random, the same in every process's mapping (names the rings for TSan)
   alignas(64) std::atomic<uint32_t> doorbell;
   alignas(64) std::atomic<uint32_t> waiters;
   alignas(64) std::atomic<uint32_t> closed;
@@ -66,6 +68,12 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t
               "shared-memory rings need lock-free atomics");
 
 size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+// Under TSan each ring direction also releases / acquires a key every mapping computes the
+// same way (base/tsan.h): segment id, sender rank, data or space.
+void* ring_key(uint64_t segment_id, int from, bool data) {
+  return tsan_key(segment_id, static_cast<uint64_t>(from) * 2 + (data ? 1 : 0));
+}
 
 struct Layout {
   size_t controls, data, total;
@@ -118,13 +126,16 @@ void ring_doorbell_always(SegmentHeader* h) {
 class ShmChannel : public Channel {
  public:
   ShmChannel(int me, int peer, size_t cap, RingControl* out, char* out_ring, SegmentHeader* peer_header,
-             RingControl* in, char* in_ring)
-      : me_(me), peer_rank_(peer), cap_(cap), out_(out), out_ring_(out_ring), peer_h_(peer_header), in_(in), in_ring_(in_ring) {}
+             RingControl* in, char* in_ring, uint64_t my_segment_id)
+      : me_(me), peer_rank_(peer), cap_(cap), out_(out), out_ring_(out_ring), peer_h_(peer_header), in_(in), in_ring_(in_ring),
+        out_data_key_(ring_key(peer_header->id, me, true)), out_space_key_(ring_key(peer_header->id, me, false)),
+        in_data_key_(ring_key(my_segment_id, peer, true)), in_space_key_(ring_key(my_segment_id, peer, false)) {}
 
   size_t write_some(const void* data, size_t n) override {
     if (peer_h_->closed.load(std::memory_order_acquire)) fail("rank " + std::to_string(peer_id()) + " closed its transport");
     uint64_t head = out_->head.load(std::memory_order_relaxed);
     uint64_t tail = out_->tail.load(std::memory_order_acquire);
+    tsan_acquire(out_space_key_);
     size_t k = std::min<size_t>(n, cap_ - static_cast<size_t>(head - tail));
     if (k == 0) return 0;
     // Publish every chunk as it lands so the reader copies out while we copy in.
@@ -133,6 +144,7 @@ class ShmChannel : public Channel {
       size_t c = std::min(k - done, kChunk);
       copy_in(out_ring_, head + done, src + done, c);
       done += c;
+      tsan_release(out_data_key_);
       out_->head.store(head + done, std::memory_order_release);
       if (done == c || done == k) ring_doorbell(peer_h_);  // wake a sleeping reader early
     }
@@ -151,6 +163,7 @@ class ShmChannel : public Channel {
   size_t read_some(void* data, size_t n) override {
     uint64_t tail = in_->tail.load(std::memory_order_relaxed);
     uint64_t head = in_->head.load(std::memory_order_acquire);
+    tsan_acquire(in_data_key_);
     size_t k = std::min<size_t>(n, static_cast<size_t>(head - tail));
     if (k == 0) {
       if (n && peer_h_->closed.load(std::memory_order_acquire) && in_->head.load(std::memory_order_acquire) == tail)
@@ -162,6 +175,7 @@ class ShmChannel : public Channel {
       size_t c = std::min(k - done, kChunk);
       copy_out(in_ring_, tail + done, dst + done, c);
       done += c;
+      tsan_release(in_space_key_);
       in_->tail.store(tail + done, std::memory_order_release);  // space for the writer, chunk by chunk
     }
     ring_doorbell(peer_h_);  // the writer may be waiting for space
@@ -193,6 +207,10 @@ class ShmChannel : public Channel {
   SegmentHeader* peer_h_;
   RingControl* in_;
   char* in_ring_;
+  void* out_data_key_;   // TSan keys (null outside TSan builds)
+  void* out_space_key_;
+  void* in_data_key_;
+  void* in_space_key_;
 };
 
 class ShmFabric : public Fabric {
@@ -286,6 +304,7 @@ std::unique_ptr<Fabric> make_shm_fabric(Store& store, int rank, int size, const 
   h->rank = static_cast<uint32_t>(rank);
   h->pid = ::getpid();
   h->ring_bytes = ring;
+  h->id = (static_cast<uint64_t>(rd()) << 32) | rd();
   for (int p = 0; p < size; ++p) new (f->segments_[rank]->control(layout, p)) RingControl();
   store.set("shm/" + std::to_string(rank), f->own_name_ + " " + std::to_string(::getpid()));
 
@@ -318,7 +337,8 @@ std::unique_ptr<Fabric> make_shm_fabric(Store& store, int rank, int size, const 
     const Segment& peer = *f->segments_[p];
     const Segment& mine = *f->segments_[rank];
     f->channels_[p] = std::make_unique<ShmChannel>(rank, p, ring, peer.control(layout, rank), peer.ring(layout, rank, ring),
-                                                   peer.header(), mine.control(layout, p), mine.ring(layout, p, ring));
+                                                   peer.header(), mine.control(layout, p), mine.ring(layout, p, ring),
+                                                   mine.header()->id);
   }
   // Everyone has mapped everyone: the names can go.
   store.set("shm/mapped/" + std::to_string(rank), "1");
