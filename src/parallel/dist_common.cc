@@ -1,11 +1,29 @@
 #include "parallel/dist_common.h"
 
+#include <algorithm>
 #include <numeric>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/error.h"
 
 namespace dtrain {
+
+LossAcc run_minibatches(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress,
+                        const std::function<LossAcc(std::span<const int64_t>)>& step) {
+  DT_CHECK(batch >= 1, InvalidArgument, "--batch must be >= 1, got " << batch);
+  LossAcc local;
+  const auto n = static_cast<int64_t>(order.size());
+  for (int64_t first = 0; first < n; first += batch) {
+    const int64_t len = std::min(batch, n - first);
+    LossAcc r = step(order.subspan(static_cast<size_t>(first), static_cast<size_t>(len)));
+    local.loss += r.loss * static_cast<double>(r.examples);
+    local.correct += r.correct;
+    local.examples += r.examples;
+    if (progress && local.examples > 0) progress(first + len, local.loss / static_cast<double>(local.examples));
+  }
+  return local;
+}
 
 LossAcc sum_stats(Communicator& comm, const LossAcc& local) {
   double v[3] = {local.loss * static_cast<double>(local.examples), static_cast<double>(local.correct),

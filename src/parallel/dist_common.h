@@ -3,6 +3,9 @@
 // Contract
 // - sum_stats(comm, local): the global LossAcc of per-rank (mean loss, correct, examples)
 //   triples: losses weighted by examples, in float64, deterministic order.
+// - run_minibatches(order, batch, progress, step): calls step(ids) on consecutive minibatches
+//   of `order`, reports progress after each, and returns this rank's LossAcc with the loss
+//   summed over examples (divide by examples for the mean). Not collective by itself.
 // - blocking_allreduce(...) / blocking_broadcast(...): a collective on the training thread,
 //   recorded in the Instrument as communication AND waiting (nothing overlaps it), with the
 //   algorithm the collective layer chose and the bytes.
@@ -15,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -22,11 +26,14 @@
 #include "coll/collectives.h"
 #include "data/dataset.h"
 #include "parallel/instrument.h"
+#include "parallel/threads.h"
 #include "parallel/threads_model.h"
 
 namespace dtrain {
 
 LossAcc sum_stats(Communicator& comm, const LossAcc& local);
+LossAcc run_minibatches(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress,
+                        const std::function<LossAcc(std::span<const int64_t>)>& step);
 
 Algorithm blocking_allreduce(Communicator& comm, Instrument* inst, const std::string& name, void* buf, size_t count,
                              DType t, ReduceOp op, const AllreduceOptions& opts = {});

@@ -54,17 +54,7 @@ LossAcc LocalSgd::step(std::span<const int64_t> global_batch) {
 LossAcc LocalSgd::run_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress) {
   averages_ = 0;
   if (ddp_ && epoch_ < o_.post_local_epochs) return ddp_->run_epoch(order, batch, progress);
-  DT_CHECK(batch >= 1, InvalidArgument, "--batch must be >= 1, got " << batch);
-  LossAcc local;
-  const auto n = static_cast<int64_t>(order.size());
-  for (int64_t first = 0; first < n; first += batch) {
-    const int64_t len = std::min(batch, n - first);
-    LossAcc r = step(order.subspan(static_cast<size_t>(first), static_cast<size_t>(len)));
-    local.loss += r.loss * static_cast<double>(r.examples);
-    local.correct += r.correct;
-    local.examples += r.examples;
-    if (progress && local.examples > 0) progress(first + len, local.loss / static_cast<double>(local.examples));
-  }
+  LossAcc local = run_minibatches(order, batch, progress, [&](std::span<const int64_t> ids) { return step(ids); });
   if (since_average_ > 0) average();  // one model at the end of every epoch
   if (local.examples) local.loss /= static_cast<double>(local.examples);
   return sum_stats(comm_, local);
