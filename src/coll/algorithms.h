@@ -22,6 +22,9 @@
 #include <cstdint>
 #include <vector>
 
+#include <utility>
+#include <vector>
+
 #include "coll/call.h"
 #include "coll/shm_context.h"
 
@@ -42,6 +45,14 @@ struct Fold {
   int real(int v) const { return v < rem ? 2 * v + 1 : v + rem; }
   bool dropped() const { return vrank < 0; }
 };
+
+// Recursive halving among the fold's p2 virtual ranks, on virtual blocks with element offsets
+// off[0..p2] into buf: in round k this rank keeps half of its current block range, sends the
+// other half to its partner at distance p2/2^(k+1) and reduces the partner's copy of the kept
+// half into buf (tags tag, tag+1, ...). Returns the final range [lo, hi): one virtual block
+// holding the reduction over every rank that took part. Used by Rabenseifner's all-reduce and
+// by the recursive-halving reduce-scatter.
+std::pair<int, int> halving_rounds(Call& c, const Fold& fold, char* buf, const std::vector<size_t>& off, uint32_t tag);
 
 inline int ceil_log2(int p) {
   int l = 0;

@@ -28,6 +28,25 @@ Fold::Fold(int rank, int p) {
     vrank = rank - rem;
 }
 
+std::pair<int, int> halving_rounds(Call& c, const Fold& fold, char* buf, const std::vector<size_t>& off, uint32_t tag) {
+  const size_t es = c.elem();
+  auto at = [&](int v) { return buf + off[v] * es; };
+  auto span = [&](int v0, int v1) { return off[v1] - off[v0]; };
+  int lo = 0, hi = fold.p2;
+  for (int mask = fold.p2 / 2, round = 0; mask >= 1; mask >>= 1, ++round) {
+    int partner = fold.real(fold.vrank ^ mask);
+    int mid = lo + mask;
+    bool keep_low = (fold.vrank & mask) == 0;
+    int keep0 = keep_low ? lo : mid, keep1 = keep_low ? mid : hi;
+    int give0 = keep_low ? mid : lo, give1 = keep_low ? hi : mid;
+    c.exchange(partner, tag + round, at(give0), span(give0, give1), partner, tag + round, at(keep0),
+               span(keep0, keep1), /*reduce=*/true);
+    lo = keep0;
+    hi = keep1;
+  }
+  return {lo, hi};
+}
+
 // ---------------------------------------------------------------------------------------
 // Naive (direct). Every rank sends its whole buffer to every other rank and receives every
 // other rank's buffer: N(N-1)M bytes cross the network. Each rank then reduces the p buffers
@@ -134,18 +153,7 @@ void allreduce_halving_doubling(Call& c, char* buf, size_t n) {
   Blocks blocks(n, fold.p2);
   auto at = [&](int b) { return buf + blocks.off[b] * es; };
   auto span = [&](int b0, int b1) { return blocks.off[b1] - blocks.off[b0]; };
-  int lo = 0, hi = fold.p2;  // my block range [lo, hi)
-  for (int mask = fold.p2 / 2, round = 0; mask >= 1; mask >>= 1, ++round) {
-    int partner = fold.real(fold.vrank ^ mask);
-    int mid = lo + mask;
-    bool keep_low = (fold.vrank & mask) == 0;
-    int keep0 = keep_low ? lo : mid, keep1 = keep_low ? mid : hi;
-    int give0 = keep_low ? mid : lo, give1 = keep_low ? hi : mid;
-    c.exchange(partner, kHalving + round, at(give0), span(give0, give1), partner, kHalving + round, at(keep0),
-               span(keep0, keep1), /*reduce=*/true);
-    lo = keep0;
-    hi = keep1;
-  }
+  halving_rounds(c, fold, buf, blocks.off, kHalving);
   for (int mask = 1, round = 0; mask < fold.p2; mask <<= 1, ++round) {
     int partner_v = fold.vrank ^ mask;
     int partner = fold.real(partner_v);

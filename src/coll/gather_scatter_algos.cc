@@ -70,20 +70,7 @@ void reduce_scatter_halving(Call& c, char* buf, const Blocks& b, uint32_t base) 
   std::vector<size_t> voff(fold.p2 + 1);
   for (int v = 0; v < fold.p2; ++v) voff[v] = b.off[v < fold.rem ? 2 * v : v + fold.rem];
   voff[fold.p2] = n;
-  auto at = [&](int v) { return buf + voff[v] * es; };
-  auto span = [&](int v0, int v1) { return voff[v1] - voff[v0]; };
-  int lo = 0, hi = fold.p2;
-  for (int mask = fold.p2 / 2, round = 0; mask >= 1; mask >>= 1, ++round) {
-    int partner = fold.real(fold.vrank ^ mask);
-    int mid = lo + mask;
-    bool keep_low = (fold.vrank & mask) == 0;
-    int keep0 = keep_low ? lo : mid, keep1 = keep_low ? mid : hi;
-    int give0 = keep_low ? mid : lo, give1 = keep_low ? hi : mid;
-    c.exchange(partner, kHalving + round, at(give0), span(give0, give1), partner, kHalving + round, at(keep0),
-               span(keep0, keep1), /*reduce=*/true);
-    lo = keep0;
-    hi = keep1;
-  }
+  halving_rounds(c, fold, buf, voff, kHalving);
   if (me < 2 * fold.rem) c.send(me - 1, kFoldOut, buf + b.off[me - 1] * es, b.len(me - 1));
 }
 
