@@ -42,16 +42,19 @@ std::string coll_args(Algorithm a, size_t bytes) {
   return std::string("\"algorithm\":\"") + algorithm_name(a) + "\",\"bytes\":" + std::to_string(bytes);
 }
 
+// A blocking collective is communication and, since nothing overlaps it, waiting too.
+void record_blocking(Instrument* inst, const std::string& name, double t0, double t1, size_t bytes, Algorithm a) {
+  if (!inst) return;
+  inst->comm(0, name, t0, t1, static_cast<int64_t>(bytes), coll_args(a, bytes));
+  inst->span(0, "wait:" + name, SpanKind::kWait, t0, t1);
+}
+
 Algorithm blocking_allreduce(Communicator& comm, Instrument* inst, const std::string& name, void* buf, size_t count,
                              DType t, ReduceOp op, const AllreduceOptions& opts) {
   const double t0 = now_seconds();
   Algorithm a = allreduce(comm, buf, count, t, op, opts);
   const double t1 = now_seconds();
-  if (inst) {
-    const size_t bytes = count * dtype_size(t);
-    inst->comm(0, name, t0, t1, static_cast<int64_t>(bytes), coll_args(a, bytes));
-    inst->span(0, "wait:" + name, SpanKind::kWait, t0, t1);
-  }
+  record_blocking(inst, name, t0, t1, count * dtype_size(t), a);
   return a;
 }
 
@@ -60,11 +63,7 @@ Algorithm blocking_broadcast(Communicator& comm, Instrument* inst, const std::st
   const double t0 = now_seconds();
   Algorithm a = broadcast(comm, buf, count, t, root, opts);
   const double t1 = now_seconds();
-  if (inst) {
-    const size_t bytes = count * dtype_size(t);
-    inst->comm(0, name, t0, t1, static_cast<int64_t>(bytes), coll_args(a, bytes));
-    inst->span(0, "wait:" + name, SpanKind::kWait, t0, t1);
-  }
+  record_blocking(inst, name, t0, t1, count * dtype_size(t), a);
   return a;
 }
 
