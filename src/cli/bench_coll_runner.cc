@@ -287,7 +287,7 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
         rows.push_back(row);
         if (lead) {
           double err = row.time_us > 0 ? (row.predicted_us - row.time_us) / row.time_us * 100 : 0;
-          std::printf("%12zu %12zu %9s %6s %5d %18s %11.1f %8.3f %8.3f %7s %10.1f %6.0f%%\n", row.size_bytes, row.count,
+          std::printf("%12zu %12zu %9s %6s %5d %18s %11.2f %8.3f %8.3f %7s %10.1f %6.0f%%\n", row.size_bytes, row.count,
                       row.type.c_str(), row.redop.c_str(), row.root, row.algo.c_str(), row.time_us, row.algbw_gbps,
                       row.busbw_gbps, wrong < 0 ? "N/A" : std::to_string(wrong).c_str(), row.predicted_us, err);
           std::fflush(stdout);

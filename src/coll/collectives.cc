@@ -61,9 +61,14 @@ Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t cou
   const size_t bytes = count * dtype_size(t);
   DT_CHECK(!opts.shm || opts.shm->serves(comm), InvalidArgument,
            "allreduce: the options' ShmContext belongs to another communicator");
-  Algorithm a = resolve_algorithm(CollOp::kAllreduce, opts.algorithm, comm, bytes, opts);
-  if (opts.shm && bytes <= opts.shm->slot_bytes() && comm.size() > 1 &&
-      (a == Algorithm::kShmDirect || opts.algorithm == Algorithm::kAuto)) {
+  // A buffer that fits the context's slot is one shared-memory phase, which auto always
+  // prefers; that choice is made here without consulting the cost model (it is the whole
+  // cost of a small call otherwise).
+  const bool fits_slot = opts.shm && bytes <= opts.shm->slot_bytes() && comm.size() > 1;
+  Algorithm a = fits_slot && opts.algorithm == Algorithm::kAuto && !env_forces_algorithm(CollOp::kAllreduce)
+                    ? Algorithm::kShmDirect
+                    : resolve_algorithm(CollOp::kAllreduce, opts.algorithm, comm, bytes, opts);
+  if (fits_slot && a == Algorithm::kShmDirect) {
     // One shared-memory phase: everyone publishes its buffer, everyone reduces all of them.
     Fingerprint fp;
     fp.seq = comm.next_sequence();

@@ -1,6 +1,11 @@
 #include "coll/cost_model.h"
 
 #include <algorithm>
+#include <array>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -83,19 +88,25 @@ std::string format_calibration(const CostParams& shm, const CostParams& tcp) {
   return os.str();
 }
 
-CostParams cost_params_for(const std::string& kind) {
-  // Read once: the calibration file is configuration, fixed for the life of the process.
-  static const std::string text = [] {
-    std::string path = default_calibration_path();
-    std::ifstream in(path);
-    if (path.empty() || !in) return std::string();
+const CostParams& cost_params_for(const std::string& kind) {
+  // The calibration file is configuration, fixed for the life of the process: read and parse
+  // it once per transport kind (a collective asks on every call; parsing each time cost
+  // microseconds on the small-message path).
+  static std::mutex mu;
+  static std::map<std::string, CostParams> by_kind;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = by_kind.find(kind);
+  if (it != by_kind.end()) return it->second;
+  std::string path = default_calibration_path();
+  std::string text;
+  if (std::ifstream in(path); !path.empty() && in) {
     std::stringstream ss;
     ss << in.rdbuf();
-    return ss.str();
-  }();
+    text = ss.str();
+  }
   CostParams cp = default_cost_params(kind);
-  if (!text.empty() && parse_calibration(text, kind, &cp)) cp.source = "calibrated(" + default_calibration_path() + ")";
-  return cp;
+  if (!text.empty() && parse_calibration(text, kind, &cp)) cp.source = "calibrated(" + path + ")";
+  return by_kind.emplace(kind, cp).first->second;
 }
 
 double predict_seconds(CollOp op, Algorithm a, int p, size_t bytes, const CostParams& cp, size_t segment_bytes) {
@@ -181,22 +192,30 @@ double predict_seconds(CollOp op, Algorithm a, int p, size_t bytes, const CostPa
   return 1e30;
 }
 
-std::vector<Algorithm> supported_algorithms(CollOp op) {
+const std::vector<Algorithm>& supported_algorithms(CollOp op) {
   using A = Algorithm;
+  static const std::vector<Algorithm> allreduce{A::kNaive,          A::kRing,         A::kTree,
+                                                A::kButterfly,      A::kRecursiveDoubling, A::kHalvingDoubling,
+                                                A::kParamServer,    A::kShmDirect,    A::kHierarchical};
+  static const std::vector<Algorithm> broadcast{A::kBinomial, A::kChain, A::kNaive, A::kShmDirect};
+  static const std::vector<Algorithm> rooted{A::kBinomial, A::kNaive};
+  static const std::vector<Algorithm> allgather{A::kRing, A::kRecursiveDoubling, A::kBruck, A::kNaive, A::kShmDirect};
+  static const std::vector<Algorithm> reduce_scatter{A::kRing, A::kHalvingDoubling, A::kNaive, A::kShmDirect};
+  static const std::vector<Algorithm> alltoall{A::kPairwise, A::kNaive};
+  static const std::vector<Algorithm> barrier{A::kDissemination, A::kRecursiveDoubling};
+  static const std::vector<Algorithm> none;
   switch (op) {
-    case CollOp::kAllreduce:
-      return {A::kNaive, A::kRing, A::kTree, A::kButterfly, A::kRecursiveDoubling, A::kHalvingDoubling,
-              A::kParamServer, A::kShmDirect, A::kHierarchical};
-    case CollOp::kBroadcast: return {A::kBinomial, A::kChain, A::kNaive, A::kShmDirect};
-    case CollOp::kReduce: return {A::kBinomial, A::kNaive};
-    case CollOp::kAllgather: return {A::kRing, A::kRecursiveDoubling, A::kBruck, A::kNaive, A::kShmDirect};
-    case CollOp::kReduceScatter: return {A::kRing, A::kHalvingDoubling, A::kNaive, A::kShmDirect};
+    case CollOp::kAllreduce: return allreduce;
+    case CollOp::kBroadcast: return broadcast;
+    case CollOp::kReduce:
     case CollOp::kGather:
-    case CollOp::kScatter: return {A::kBinomial, A::kNaive};
-    case CollOp::kAlltoall: return {A::kPairwise, A::kNaive};
-    case CollOp::kBarrier: return {A::kDissemination, A::kRecursiveDoubling};
+    case CollOp::kScatter: return rooted;
+    case CollOp::kAllgather: return allgather;
+    case CollOp::kReduceScatter: return reduce_scatter;
+    case CollOp::kAlltoall: return alltoall;
+    case CollOp::kBarrier: return barrier;
   }
-  return {};
+  return none;
 }
 
 std::vector<Algorithm> candidates(CollOp op, int p, bool shm) {
@@ -246,28 +265,52 @@ Algorithm normalize_algorithm(CollOp op, Algorithm a) {
   return a;
 }
 
+namespace {
+// $DTRAIN_<OP>_ALGO, else $DTRAIN_ALGO: read once, they are configuration for the process.
+struct EnvChoice {
+  std::optional<std::string> value;
+  bool job_wide = false;  // from $DTRAIN_ALGO: applies only where the op supports it
+};
+const EnvChoice& env_choice(CollOp op) {
+  static const auto table = [] {
+    std::array<EnvChoice, static_cast<size_t>(CollOp::kBarrier) + 1> t;
+    const auto global = env_get("DTRAIN_ALGO");
+    for (size_t i = 0; i < t.size(); ++i) {
+      std::string var = std::string("DTRAIN_") + coll_op_name(static_cast<CollOp>(i)) + "_ALGO";
+      for (char& ch : var) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      t[i].value = env_get(var.c_str());
+      if (!t[i].value && global) t[i] = EnvChoice{global, true};
+    }
+    return t;
+  }();
+  return table[static_cast<size_t>(op)];
+}
+}  // namespace
+
+bool env_forces_algorithm(CollOp op) { return env_choice(op).value.has_value(); }
+
 Algorithm resolve_algorithm(CollOp op, Algorithm requested, Communicator& comm, size_t bytes, const CollOptions& opts) {
-  auto supported = supported_algorithms(op);
-  auto valid = [&](Algorithm a) { return std::find(supported.begin(), supported.end(), a) != supported.end(); };
+  auto valid = [&](Algorithm a) {
+    const auto& supported = supported_algorithms(op);
+    return std::find(supported.begin(), supported.end(), a) != supported.end();
+  };
   Algorithm a = requested;
   if (a == Algorithm::kAuto) {
-    std::string var = std::string("DTRAIN_") + coll_op_name(op) + "_ALGO";
-    for (char& ch : var) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    if (auto v = env_get(var.c_str())) {
-      a = normalize_algorithm(op, parse_algorithm(*v));
-    } else if (auto g = env_get("DTRAIN_ALGO")) {
-      Algorithm ga = normalize_algorithm(op, parse_algorithm(*g));
-      if (valid(ga)) a = ga;  // a job-wide choice applies only where it makes sense
+    const EnvChoice& env = env_choice(op);
+    if (env.value) {
+      Algorithm ea = normalize_algorithm(op, parse_algorithm(*env.value));
+      if (!env.job_wide || valid(ea)) a = ea;
     }
   }
-  const bool shm = std::string(comm.transport().kind()) == "shm";
   if (a == Algorithm::kAuto) {
-    return choose(op, comm.size(), bytes, cost_params_for(comm.transport().kind()), shm, resolve_segment_bytes(opts));
+    const char* kind = comm.transport().kind();
+    return choose(op, comm.size(), bytes, cost_params_for(kind), std::strcmp(kind, "shm") == 0,
+                  resolve_segment_bytes(opts));
   }
   a = normalize_algorithm(op, a);
   if (!valid(a)) {
     std::ostringstream os;
-    for (Algorithm s : supported) os << (os.tellp() > 0 ? ", " : "") << algorithm_name(s);
+    for (Algorithm s : supported_algorithms(op)) os << (os.tellp() > 0 ? ", " : "") << algorithm_name(s);
     DT_THROW(InvalidArgument, coll_op_name(op) << " has no algorithm '" << algorithm_name(a) << "' (use auto, " << os.str() << ")");
   }
   return a;

@@ -40,7 +40,7 @@ struct CostParams {
 
 CostParams default_cost_params(const std::string& transport_kind);
 // The calibrated parameters when a calibration file has them, else the defaults.
-CostParams cost_params_for(const std::string& transport_kind);
+const CostParams& cost_params_for(const std::string& transport_kind);  // parsed once per kind
 std::string default_calibration_path();
 // Parses one transport's entry of a calibration file's text; false when absent.
 bool parse_calibration(const std::string& text, const std::string& transport_kind, CostParams* out);
@@ -50,9 +50,11 @@ double predict_seconds(CollOp op, Algorithm a, int p, size_t bytes, const CostPa
 std::vector<Algorithm> candidates(CollOp op, int p, bool shm);
 Algorithm choose(CollOp op, int p, size_t bytes, const CostParams& cp, bool shm, size_t segment_bytes);
 // Every algorithm `op` accepts when forced (auto excluded).
-std::vector<Algorithm> supported_algorithms(CollOp op);
+const std::vector<Algorithm>& supported_algorithms(CollOp op);
 Algorithm normalize_algorithm(CollOp op, Algorithm a);
 
 Algorithm resolve_algorithm(CollOp op, Algorithm requested, Communicator& comm, size_t bytes, const CollOptions& opts);
+// Whether $DTRAIN_<OP>_ALGO or $DTRAIN_ALGO names an algorithm for op (read once per process).
+bool env_forces_algorithm(CollOp op);
 
 }  // namespace dtrain

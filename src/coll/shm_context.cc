@@ -120,24 +120,36 @@ void ShmContext::arrive(uint64_t phase) {
   if (h->sleepers.load(std::memory_order_seq_cst) > 0) futex_wake(&h->doorbell);
 }
 
-void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const char* what) {
-  // Spin ~10 us while ranks fit the cores (the peer is running and about to arrive);
-  // otherwise, or after that, sleep on the peer's doorbell (an eventcount: read the
-  // doorbell, re-check, sleep only if it has not moved), waking at least every millisecond
-  // to check the deadline and whether the peer's process still exists.
-  const int64_t spin_ns = spin_ranks_per_core_ <= 1 ? 10000 : 0;
+void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const std::function<std::string()>& what) {
+  // Three stages, each bounded, until the peer arrives:
+  // - spin (pause loop) for kSpinNs while ranks fit the cores: the peer is running and
+  //   about to arrive, and a sleeping rank costs a wake-up (tens of us on a VM, where waking
+  //   an idle vCPU is an inter-processor interrupt through the hypervisor);
+  // - yield for up to kYieldNs when ranks outnumber the cores: the core goes to another
+  //   rank of this job that is runnable on it (the one we are waiting for, often), which is
+  //   how OpenMPI's --oversubscribe mode keeps small collectives at a few us. On a machine
+  //   busy with other processes one yield can cost a whole time slice (~1 ms, measured in
+  //   the transport); the budget is wall time, so that case falls through to sleeping
+  //   after the first yield;
+  // - sleep on the peer's doorbell (an eventcount: read the doorbell, re-check, sleep only
+  //   if it has not moved), waking at least every millisecond to check the deadline and
+  //   whether the peer's process still exists.
+  constexpr int64_t kSpinNs = 50000, kYieldNs = 100000;
+  const bool oversubscribed = spin_ranks_per_core_ > 1;
   for (int q = 0; q < size_; ++q) {
     if (q == rank_) continue;
     Header* h = header(q);
     if (h->arrived.load(std::memory_order_acquire) >= phase) continue;
-    const int64_t spin_until = now_ns() + spin_ns;
+    const int64_t until = now_ns() + (oversubscribed ? kYieldNs : kSpinNs);
     for (int i = 0; h->arrived.load(std::memory_order_acquire) < phase; ++i) {
-      if (spin_ns == 0 || (i % 64 == 63 && now_ns() > spin_until)) break;
-      cpu_relax();
+      if (oversubscribed) {
+        if (now_ns() > until) break;
+        sched_yield();
+      } else {
+        if (i % 64 == 63 && now_ns() > until) break;
+        cpu_relax();
+      }
     }
-    // No yield phase: on a busy machine a yield hands the core to any runnable process for a
-    // whole time slice (measured in the transport: ~1 ms per message); the futex sleep below
-    // frees the core just as well and wakes as soon as the peer arrives.
     while (h->arrived.load(std::memory_order_acquire) < phase) {
       h->sleepers.fetch_add(1, std::memory_order_seq_cst);
       uint32_t seen = h->doorbell.load(std::memory_order_seq_cst);
@@ -146,11 +158,11 @@ void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const char* 
       if (h->arrived.load(std::memory_order_acquire) >= phase) break;
       if (pids_[q] != ::getpid() && ::kill(static_cast<pid_t>(pids_[q]), 0) != 0 && errno == ESRCH)
         throw PeerFailure("rank " + std::to_string(rank_) + ": rank " + std::to_string(q) + " (pid " +
-                              std::to_string(pids_[q]) + ") exited during " + what,
+                              std::to_string(pids_[q]) + ") exited during " + what(),
                           q);
       if (deadline.expired()) {
         std::ostringstream os;
-        os << "rank " << rank_ << ": " << what << " timed out; never reached by";
+        os << "rank " << rank_ << ": " << what() << " timed out; never reached by";
         for (int r = 0; r < size_; ++r)
           if (r != rank_ && header(r)->arrived.load(std::memory_order_acquire) < phase) os << " rank " << r;
         DT_THROW(Timeout, os.str());
@@ -169,10 +181,13 @@ void ShmContext::allreduce_small(void* buf, size_t count, DType t, ReduceOp op, 
   copy_bytes(my_slot(phase), buf, bytes);
   header(rank_)->fp[phase & 1] = fp;
   arrive(phase);
-  std::ostringstream what;
-  what << "allreduce #" << fp.seq << " (shm_direct, " << dtype_name(t) << " x " << count << ")";
-  wait_all(phase, deadline, what.str().c_str());
-  std::vector<const void*> in_rank_order(size_);
+  wait_all(phase, deadline, [&] {
+    std::ostringstream what;
+    what << "allreduce #" << fp.seq << " (shm_direct, " << dtype_name(t) << " x " << count << ")";
+    return what.str();
+  });
+  std::vector<const void*>& in_rank_order = inputs_;
+  in_rank_order.resize(static_cast<size_t>(size_));
   for (int q = 0; q < size_; ++q) {
     const Fingerprint& other = header(q)->fp[phase & 1];
     if (other.seq != fp.seq || other.count != fp.count || other.dtype != fp.dtype || other.redop != fp.redop ||

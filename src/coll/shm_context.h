@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,7 +49,8 @@ class ShmContext {
   char* my_slot(uint64_t phase) { return slot(rank_, phase); }
   const char* slot_of(int rank, uint64_t phase) { return slot(rank, phase); }
   void arrive(uint64_t phase);
-  void wait_all(uint64_t phase, const Deadline& deadline, const char* what);
+  // `what` names the operation in a Timeout/PeerFailure message; it is only called then.
+  void wait_all(uint64_t phase, const Deadline& deadline, const std::function<std::string()>& what);
 
   void allreduce_small(void* buf, size_t count, DType t, ReduceOp op, const Fingerprint& fp, const Deadline& deadline);
 
@@ -63,6 +65,7 @@ class ShmContext {
   uint64_t phase_ = 0;
   std::vector<char*> segs_;
   std::vector<int64_t> pids_;
+  std::vector<const void*> inputs_;  // allreduce_small's slots in rank order
   int spin_ranks_per_core_ = 1;
 };
 

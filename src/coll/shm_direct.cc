@@ -96,7 +96,7 @@ struct Phases {
     uint64_t ph = ctx->next_phase();
     *ctx->my_slot(ph) = flag;
     ctx->arrive(ph);
-    ctx->wait_all(ph, deadline, what.c_str());
+    ctx->wait_all(ph, deadline, [this] { return what; });
     bool any = false;
     for (int q = 0; q < c.size(); ++q) any = any || *ctx->slot_of(q, ph) != 0;
     return any;
@@ -112,7 +112,7 @@ struct Phases {
       uint64_t ph = ctx->next_phase();
       std::memcpy(ctx->my_slot(ph), &self, sizeof self);
       ctx->arrive(ph);
-      ctx->wait_all(ph, deadline, what.c_str());
+      ctx->wait_all(ph, deadline, [this] { return what; });
       for (int q = 0; q < p; ++q) std::memcpy(&peers[q], ctx->slot_of(q, ph), sizeof(Peer));
     } else {
       std::vector<Request> reqs;
