@@ -72,7 +72,9 @@ Call::Call(Communicator& comm, CollOp op, const CollOptions& opts, Algorithm alg
     Transport& tr = comm.transport();
     try {
       fp_recv_ = tr.irecv((rank_ + size_ - 1) % size_, t, &peer_fp_, sizeof peer_fp_);
-      fp_send_ = tr.isend((rank_ + 1) % size_, t, &fp_, sizeof fp_);
+      // Deferred: the record leaves with the algorithm's first message to rank+1 (one write
+      // for both when that message is small), or at the first wait.
+      fp_send_ = tr.isend((rank_ + 1) % size_, t, &fp_, sizeof fp_, /*defer=*/true);
     } catch (...) {
       setup_error_ = std::current_exception();  // reported by run(), with the call's context
     }

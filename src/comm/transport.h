@@ -83,7 +83,11 @@ class Transport {
   const char* kind() const { return fabric_->kind(); }
   double timeout() const { return opts_.timeout_s; }
 
-  Request isend(int peer, uint64_t tag, const void* data, size_t bytes);
+  // defer = true queues the message without writing it: it leaves with the next send to that
+  // peer (in the same write, one system call on tcp, when both are small) or at the next
+  // progress pass of any wait or test. For a record that precedes a call's first message
+  // (a collective's fingerprint).
+  Request isend(int peer, uint64_t tag, const void* data, size_t bytes, bool defer = false);
   Request irecv(int peer, uint64_t tag, void* data, size_t bytes);
   void send(int peer, uint64_t tag, const void* data, size_t bytes) { isend(peer, tag, data, bytes).wait(); }
   void recv(int peer, uint64_t tag, void* data, size_t bytes) { irecv(peer, tag, data, bytes).wait(); }
@@ -105,6 +109,7 @@ class Transport {
   void wait(detail::Op& op, double timeout_s);
   void progress_locked();
   void progress_send_locked(int peer);
+  bool write_batch_locked(Peer& p);
   void progress_recv_locked(int peer);
   void deliver_header_locked(int peer);
   void fail_peer_locked(int peer, std::exception_ptr error);
