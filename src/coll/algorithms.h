@@ -83,7 +83,8 @@ void allgather_recursive_doubling(Call& c, char* buf, const Blocks& b, uint32_t 
 void allgather_bruck(Call& c, char* buf, const Blocks& b, uint32_t base);
 void allgather_naive(Call& c, char* buf, const Blocks& b, uint32_t base);
 // Shared-memory direct (one host; see shm_direct.cc). ctx may be null.
-void allgather_shm_direct(Call& c, char* buf, const Blocks& b, ShmContext* ctx);
+// mine: this rank's block (the send buffer, or buf's own block when in place).
+void allgather_shm_direct(Call& c, char* buf, const char* mine, const Blocks& b, ShmContext* ctx);
 void broadcast_shm_direct(Call& c, char* buf, size_t n, int root, ShmContext* ctx);
 bool reduce_scatter_shm_direct(Call& c, const char* send, char* out, const Blocks& b, ShmContext* ctx);
 

@@ -177,12 +177,13 @@ Algorithm allgatherv(Communicator& comm, const void* send, void* recv, const std
   Call call(comm, CollOp::kAllgather, opts, a, t, equal ? counts[0] : hash_counts(counts));
   char* out = static_cast<char*>(recv);
   call.run([&] {
+    if (a == Algorithm::kShmDirect)  // peers read each block from its owner's send buffer
+      return algo::allgather_shm_direct(call, out, static_cast<const char*>(send), blocks, opts.shm);
     copy_if_needed(out + blocks.off[comm.rank()] * es, send, counts[comm.rank()] * es);
     switch (a) {
       case Algorithm::kRing: algo::allgather_ring(call, out, blocks, 0); break;
       case Algorithm::kRecursiveDoubling: algo::allgather_recursive_doubling(call, out, blocks, 0); break;
       case Algorithm::kBruck: algo::allgather_bruck(call, out, blocks, 0); break;
-      case Algorithm::kShmDirect: algo::allgather_shm_direct(call, out, blocks, opts.shm); break;
       default: algo::allgather_naive(call, out, blocks, 0); break;
     }
   });

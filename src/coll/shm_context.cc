@@ -120,7 +120,8 @@ void ShmContext::arrive(uint64_t phase) {
   if (h->sleepers.load(std::memory_order_seq_cst) > 0) futex_wake(&h->doorbell);
 }
 
-void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const std::function<std::string()>& what) {
+void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const std::function<std::string()>& what,
+                          size_t busy_bytes) {
   // Three stages, each bounded, until the peer arrives:
   // - spin (pause loop) for kSpinNs while ranks fit the cores: the peer is running and
   //   about to arrive, and a sleeping rank costs a wake-up (tens of us on a VM, where waking
@@ -140,7 +141,8 @@ void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const std::f
     if (q == rank_) continue;
     Header* h = header(q);
     if (h->arrived.load(std::memory_order_acquire) >= phase) continue;
-    const int64_t until = now_ns() + (oversubscribed ? kYieldNs : kSpinNs);
+    const int64_t busy_ns = static_cast<int64_t>(std::min<size_t>(busy_bytes / 4, 2000000));
+    const int64_t until = now_ns() + (oversubscribed ? kYieldNs : kSpinNs + busy_ns);
     for (int i = 0; h->arrived.load(std::memory_order_acquire) < phase; ++i) {
       if (oversubscribed) {
         if (now_ns() > until) break;

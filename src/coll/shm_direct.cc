@@ -88,21 +88,22 @@ struct Phases {
   Call& c;
   ShmContext* ctx;
   Deadline deadline;
-  std::string what;
-  Phases(Call& call, ShmContext* context)
-      : c(call), ctx(context), deadline(Deadline::after(call.remaining())), what(call.describe()) {}
-  bool barrier_or(uint32_t base, bool flag) {
+  Phases(Call& call, ShmContext* context) : c(call), ctx(context), deadline(Deadline::after(call.remaining())) {}
+  // busy_bytes: what the slowest rank may still be copying (ShmContext::wait_all's hint).
+  bool barrier_or(uint32_t base, bool flag, size_t busy_bytes = 0) {
     if (!ctx) return ::dtrain::algo::barrier_or(c, base, flag);
     uint64_t ph = ctx->next_phase();
     *ctx->my_slot(ph) = flag;
     ctx->arrive(ph);
-    ctx->wait_all(ph, deadline, [this] { return what; });
+    ctx->wait_all(ph, deadline, [this] { return c.describe(); }, busy_bytes);
     bool any = false;
     for (int q = 0; q < c.size(); ++q) any = any || *ctx->slot_of(q, ph) != 0;
     return any;
   }
   // Swaps (pid, address of `mine`) with every rank — every input is in place once all have
-  // arrived — then probes one byte of each peer's buffer and agrees whether reads work.
+  // arrived — then probes one byte of each peer's buffer and agrees whether reads work. A
+  // ShmContext remembers the agreed answer (the same on every rank), so later calls skip the
+  // probe and its barrier: one phase instead of two.
   bool share(const void* mine, std::vector<Peer>& peers) {
     const int p = c.size(), me = c.rank();
     Peer self{::getpid(), reinterpret_cast<uint64_t>(mine)};
@@ -112,7 +113,7 @@ struct Phases {
       uint64_t ph = ctx->next_phase();
       std::memcpy(ctx->my_slot(ph), &self, sizeof self);
       ctx->arrive(ph);
-      ctx->wait_all(ph, deadline, [this] { return what; });
+      ctx->wait_all(ph, deadline, [this] { return c.describe(); });
       for (int q = 0; q < p; ++q) std::memcpy(&peers[q], ctx->slot_of(q, ph), sizeof(Peer));
     } else {
       std::vector<Request> reqs;
@@ -123,12 +124,15 @@ struct Phases {
       }
       c.wait_all(reqs);
     }
+    if (ctx && ctx->cross_memory_reads() >= 0) return ctx->cross_memory_reads() == 1;
     bool refused = false;
     for (int q = 0; q < p && !refused; ++q) {
       char byte;
       if (q != me && !read_remote(peers[q], 0, &byte, 1, q)) refused = true;
     }
-    return !barrier_or(kProbe, refused);
+    const bool ok = !barrier_or(kProbe, refused);
+    if (ctx) ctx->set_cross_memory_reads(ok);
+    return ok;
   }
   static constexpr uint32_t kSwap = 0, kProbe = 8, kMiddle = 40, kEnd = 72;
 };
@@ -180,24 +184,31 @@ void allreduce_shm_direct(Call& c, char* buf, size_t n, ShmContext* ctx) {
   // else reads that slice of my buffer in this phase.
   Blocks slices(n, p);
   reduce_slice(c, peers, slices.off[me], slices.len(me), buf + slices.off[me] * es);
-  phases.barrier_or(Phases::kMiddle, false);
+  phases.barrier_or(Phases::kMiddle, false, n * es);
   // Copy every finished slice from its owner, then wait until nobody reads my buffer.
   for (int q = 0; q < p; ++q)
     if (q != me) must_read(peers[q], slices.off[q] * es, buf + slices.off[q] * es, slices.len(q) * es, q);
-  phases.barrier_or(Phases::kEnd, false);
+  phases.barrier_or(Phases::kEnd, false, n * es);
 }
 
-// All-gather, shm-direct: every rank reads each block straight from its owner's buffer.
-void allgather_shm_direct(Call& c, char* buf, const Blocks& b, ShmContext* ctx) {
+// All-gather, shm-direct: every rank reads each block straight from its owner's input (the
+// send buffer, so an out-of-place call needs no copy-in before the peers can read: the
+// owner copies its own block into place while they read).
+void allgather_shm_direct(Call& c, char* buf, const char* mine, const Blocks& b, ShmContext* ctx) {
   const int p = c.size(), me = c.rank();
-  if (p == 1 || b.total() == 0) return;
   const size_t es = c.elem();
+  char* my_block = buf + b.off[me] * es;
+  if (p == 1 || b.total() == 0) return copy_bytes_if_apart(my_block, mine, b.len(me) * es);
   Phases phases(c, ctx);
   std::vector<Peer> peers;
-  if (!phases.share(buf, peers)) return allgather_ring(c, buf, b, kPhase);
+  if (!phases.share(mine, peers)) {
+    copy_bytes_if_apart(my_block, mine, b.len(me) * es);
+    return allgather_ring(c, buf, b, kPhase);
+  }
   for (int q = 0; q < p; ++q)
-    if (q != me) must_read(peers[q], b.off[q] * es, buf + b.off[q] * es, b.len(q) * es, q);
-  phases.barrier_or(Phases::kEnd, false);
+    if (q != me) must_read(peers[q], 0, buf + b.off[q] * es, b.len(q) * es, q);
+  copy_bytes_if_apart(my_block, mine, b.len(me) * es);
+  phases.barrier_or(Phases::kEnd, false, b.total() * es);
 }
 
 // Broadcast, shm-direct: every rank reads the root's buffer.
@@ -207,7 +218,7 @@ void broadcast_shm_direct(Call& c, char* buf, size_t n, int root, ShmContext* ct
   std::vector<Peer> peers;
   if (!phases.share(buf, peers)) return broadcast_binomial(c, buf, n, root, kPhase);
   if (c.rank() != root) must_read(peers[root], 0, buf, n * c.elem(), root);
-  phases.barrier_or(Phases::kEnd, false);
+  phases.barrier_or(Phases::kEnd, false, n * c.elem());
 }
 
 // Reduce-scatter, shm-direct: rank r reduces block r straight from every rank's input.
@@ -219,7 +230,7 @@ bool reduce_scatter_shm_direct(Call& c, const char* send, char* out, const Block
   std::vector<Peer> peers;
   if (!phases.share(send, peers)) return false;
   reduce_slice(c, peers, b.off[me], b.len(me), out);
-  phases.barrier_or(Phases::kEnd, false);
+  phases.barrier_or(Phases::kEnd, false, b.total() * c.elem());
   return true;
 }
 
