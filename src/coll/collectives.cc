@@ -85,6 +85,11 @@ Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t cou
   Call call(comm, CollOp::kAllreduce, opts, a, t, count, -1, op);
   char* buf = static_cast<char*>(recv);
   call.run([&] {
+    if (a == Algorithm::kShmDirect) {  // reads every input in place: no copy-in
+      algo::allreduce_shm_direct(call, static_cast<const char*>(send), buf, count, opts.shm);
+      if (op == ReduceOp::kAvg) finish_avg(t, buf, count, comm.size());
+      return;
+    }
     copy_if_needed(buf, send, bytes);
     if (opts.deterministic && a != Algorithm::kHierarchical && a != Algorithm::kShmDirect) {
       if (a == Algorithm::kNaive)
@@ -110,7 +115,6 @@ Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t cou
           break;
         }
         case Algorithm::kParamServer: algo::allreduce_param_server(call, buf, count); break;
-        case Algorithm::kShmDirect: algo::allreduce_shm_direct(call, buf, count, opts.shm); break;
         case Algorithm::kHierarchical: allreduce_hierarchical_once(call, buf, count); break;
         default: DT_THROW(InvalidArgument, "allreduce: unsupported algorithm " << algorithm_name(a));
       }

@@ -118,8 +118,20 @@ void reduce_into(DType t, ReduceOp op, void* dst, const void* src, size_t n) {
   }
 }
 
-void reduce_ordered(DType t, ReduceOp op, void* out, const void* const* srcs, int k, size_t n) {
+void sum_f32_ordered_avx512(float* out, const float* const* srcs, int k, size_t n, bool stream);
+
+namespace {
+bool have_avx512f() {
+  static const bool yes = __builtin_cpu_supports("avx512f");
+  return yes;
+}
+}  // namespace
+
+void reduce_ordered(DType t, ReduceOp op, void* out, const void* const* srcs, int k, size_t n, bool stream_out) {
   DT_CHECK(k >= 1, InvalidArgument, "reduce_ordered needs at least one source");
+  if (t == DType::kFloat32 && (op == ReduceOp::kSum || op == ReduceOp::kAvg) && k <= 64 && have_avx512f())
+    return sum_f32_ordered_avx512(static_cast<float*>(out), reinterpret_cast<const float* const*>(srcs), k, n,
+                                  stream_out);
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAvg: return ordered_by_type<Add>(t, out, srcs, k, n);

@@ -37,10 +37,13 @@ namespace dtrain::algo {
 namespace {
 
 constexpr size_t kPieceBytes = 256u << 10;
+constexpr size_t kStreamSliceBytes = 8u << 20;
 
 struct Peer {
   int64_t pid = 0;
-  uint64_t addr = 0;
+  uint64_t addr = 0;  // the rank's input
+  uint64_t out = 0;   // the rank's output, when it differs (all-reduce out of place)
+  Peer output() const { return Peer{pid, out ? out : addr, 0}; }
 };
 
 // Copies `bytes` from address `remote` of process `pid` into `local`; false when the kernel
@@ -104,9 +107,9 @@ struct Phases {
   // arrived — then probes one byte of each peer's buffer and agrees whether reads work. A
   // ShmContext remembers the agreed answer (the same on every rank), so later calls skip the
   // probe and its barrier: one phase instead of two.
-  bool share(const void* mine, std::vector<Peer>& peers) {
+  bool share(const void* mine, std::vector<Peer>& peers, const void* my_out = nullptr) {
     const int p = c.size(), me = c.rank();
-    Peer self{::getpid(), reinterpret_cast<uint64_t>(mine)};
+    Peer self{::getpid(), reinterpret_cast<uint64_t>(mine), reinterpret_cast<uint64_t>(my_out)};
     peers.assign(p, Peer{});
     peers[me] = self;
     if (ctx) {
@@ -148,6 +151,8 @@ void reduce_slice(Call& c, const std::vector<Peer>& peers, size_t lo, size_t n, 
   const int p = c.size();
   const size_t es = c.elem();
   const size_t piece = std::max<size_t>(1, std::min(kPieceBytes / es, n));
+  // A slice too large to stay in cache is written around it: the peers read it from memory.
+  const bool stream = n * es >= kStreamSliceBytes;
   char* copies = c.scratch(piece * es * p);
   std::vector<const void*> in_rank_order(p);
   const int64_t pid = ::getpid();
@@ -162,32 +167,34 @@ void reduce_slice(Call& c, const std::vector<Peer>& peers, size_t lo, size_t n, 
         in_rank_order[q] = dst;
       }
     }
-    reduce_ordered(c.dtype(), c.redop(), out + at * es, in_rank_order.data(), p, len);
+    reduce_ordered(c.dtype(), c.redop(), out + at * es, in_rank_order.data(), p, len, stream);
   }
 }
 
 }  // namespace
 
-void allreduce_shm_direct(Call& c, char* buf, size_t n, ShmContext* ctx) {
+void allreduce_shm_direct(Call& c, const char* send, char* buf, size_t n, ShmContext* ctx) {
   const int p = c.size(), me = c.rank();
-  if (p == 1 || n == 0) return;
   const size_t es = c.elem();
+  if (p == 1 || n == 0) return copy_bytes_if_apart(buf, send, n * es);
   Phases phases(c, ctx);
   std::vector<Peer> peers;
-  if (!phases.share(buf, peers)) {
+  if (!phases.share(send, peers, buf)) {
+    copy_bytes_if_apart(buf, send, n * es);
     Blocks blocks(n, p);
     reduce_scatter_ring(c, buf, blocks, kPhase);
     allgather_ring(c, buf, blocks, 2 * kPhase);
     return;
   }
-  // Reduce my slice from all p buffers (mine included, read in place) into my buffer; nobody
-  // else reads that slice of my buffer in this phase.
+  // Reduce my slice from all p inputs (mine read in place) into my output; nobody reads that
+  // slice of my output in this phase, and nobody writes any input.
   Blocks slices(n, p);
   reduce_slice(c, peers, slices.off[me], slices.len(me), buf + slices.off[me] * es);
   phases.barrier_or(Phases::kMiddle, false, n * es);
-  // Copy every finished slice from its owner, then wait until nobody reads my buffer.
+  // Copy every finished slice from its owner's output, then wait until nobody reads mine.
   for (int q = 0; q < p; ++q)
-    if (q != me) must_read(peers[q], slices.off[q] * es, buf + slices.off[q] * es, slices.len(q) * es, q);
+    if (q != me)
+      must_read(peers[q].output(), slices.off[q] * es, buf + slices.off[q] * es, slices.len(q) * es, q);
   phases.barrier_or(Phases::kEnd, false, n * es);
 }
 

@@ -45,5 +45,20 @@ TEST_F(CollectivesMpTest, ShmContextPathsAcrossProcesses) {
   EXPECT_NE(r.output.find("shm_direct"), std::string::npos) << r.output;
 }
 
+// Large all-reduces across processes: each rank reduces a slice of more than 8 MiB read
+// from the other's send buffer and writes it around the cache (non-temporal stores, from
+// an unaligned start since the count is odd), then reads the other's slice from its output.
+// Out of place and in place, checked element by element.
+TEST_F(CollectivesMpTest, LargeShmDirectAllreduceAcrossProcesses) {
+  for (const char* extra : {"", " --inplace"}) {
+    auto r = testing::run_command(bin_ +
+                                  " bench collectives -n 2 --transport shm --shm-context --algo shm_direct "
+                                  "--sizes 20000004 --seconds 0.001 --warmup 1 --check" +
+                                  extra);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("shm_direct"), std::string::npos) << r.output;
+  }
+}
+
 }  // namespace
 }  // namespace dtrain
