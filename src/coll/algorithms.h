@@ -64,7 +64,7 @@ constexpr uint32_t kPhase = 1u << 16;  // tag base of the second phase of a comp
 
 // All-reduce, in place on buf (n elements).
 void allreduce_naive(Call& c, char* buf, size_t n);
-void allreduce_ring(Call& c, char* buf, size_t n);
+void allreduce_ring(Call& c, char* buf, size_t n, const char* input = nullptr);  // input: as reduce_scatter_ring
 void allreduce_tree(Call& c, char* buf, size_t n);
 void allreduce_recursive_doubling(Call& c, char* buf, size_t n);
 void allreduce_halving_doubling(Call& c, char* buf, size_t n);
@@ -74,7 +74,8 @@ void allreduce_deterministic(Call& c, char* buf, size_t n, Algorithm gather);
 void allreduce_shm_direct(Call& c, const char* send, char* buf, size_t n, ShmContext* ctx);
 
 // Reduce-scatter in place over blocks: afterwards block r of buf on rank r holds the result.
-void reduce_scatter_ring(Call& c, char* buf, const Blocks& b, uint32_t base);
+// input: the caller's buffer when it differs from buf (out of place; nullptr = in place).
+void reduce_scatter_ring(Call& c, char* buf, const Blocks& b, uint32_t base, const char* input = nullptr);
 void reduce_scatter_halving(Call& c, char* buf, const Blocks& b, uint32_t base);
 void reduce_scatter_direct(Call& c, char* buf, const Blocks& b, uint32_t base);  // rank-ordered
 

@@ -82,9 +82,10 @@ void allreduce_naive(Call& c, char* buf, size_t n) {
 // blocks once more around the ring. Each rank sends 2(p-1)/p of the buffer in 2(p-1)
 // messages, both directions of every link busy: bandwidth-optimal. Blocks move in segments
 // (see Call::flow). All-reduce is literally reduce-scatter + all-gather.
-void allreduce_ring(Call& c, char* buf, size_t n) {
+void allreduce_ring(Call& c, char* buf, size_t n, const char* input) {
   Blocks blocks(n, c.size());
-  reduce_scatter_ring(c, buf, blocks, 0);
+  if (c.size() == 1) return copy_bytes_if_apart(buf, input ? input : buf, n * c.elem());
+  reduce_scatter_ring(c, buf, blocks, 0, input);
   allgather_ring(c, buf, blocks, kPhase);
 }
 

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "base/env.h"
@@ -215,8 +218,58 @@ char* Call::scratch(size_t bytes) {
   return scratch_.data();
 }
 
+namespace {
+// Receive windows of the reductions, kept warm per communicator: a fresh multi-megabyte
+// allocation per call paid its page faults (and a std::vector's zero fill) on every
+// collective, as much as the copies it served. A lease takes the largest free buffer
+// (growing it if needed) and gives it back when done; several collectives in flight on one
+// communicator simply hold several buffers.
+class WindowPool {
+ public:
+  struct Buffer {
+    std::unique_ptr<char[]> data;
+    size_t size = 0;
+  };
+  class Lease {
+   public:
+    Lease(WindowPool& pool, size_t bytes) : pool_(pool), buf_(pool.take(bytes)) {}
+    ~Lease() { pool_.give(std::move(buf_)); }
+    char* data() { return buf_.data.get(); }
+   private:
+    WindowPool& pool_;
+    Buffer buf_;
+  };
+
+ private:
+  Buffer take(size_t bytes) {
+    Buffer b;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!free_.empty()) {
+        b = std::move(free_.back());
+        free_.pop_back();
+      }
+    }
+    if (b.size < bytes) {
+      b.data.reset(new char[bytes]);  // uninitialised: every byte is received before it is read
+      b.size = bytes;
+    }
+    return b;
+  }
+  void give(Buffer b) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.size() < 2) free_.push_back(std::move(b));
+  }
+  std::mutex mu_;
+  std::vector<Buffer> free_;
+};
+// A reduction posts receives for this many bytes ahead; segments beyond it that arrive early
+// are buffered by the transport as unexpected messages (an allocation and an extra copy).
+constexpr size_t kReduceWindowBytes = 64u << 20;
+}  // namespace
+
 void Call::flow(int from, uint32_t rtag, void* rbuf, size_t rn, bool reduce, int to, uint32_t stag, const void* sbuf,
-                size_t sn, bool forward) {
+                size_t sn, bool forward, const void* base) {
   Transport& tr = comm_.transport();
   const size_t es = elem_, seg = seg_elems_;
   std::vector<Request> sends;
@@ -226,13 +279,16 @@ void Call::flow(int from, uint32_t rtag, void* rbuf, size_t rn, bool reduce, int
   }
   if (from >= 0 && rn > 0) {
     const size_t nseg = (rn + seg - 1) / seg;
-    // Reductions receive into a small ring of scratch segments; copies land in place.
-    const size_t window = reduce ? std::min<size_t>(4, nseg) : nseg;
-    std::vector<char> local;
+    // Reductions receive into a window of scratch segments (reused as the reduction moves
+    // on), posted ahead so the sender's segments land there instead of being buffered as
+    // unexpected messages; copies land in place.
+    const size_t window = reduce ? std::max<size_t>(1, std::min(nseg, kReduceWindowBytes / (seg * es))) : nseg;
+    std::optional<WindowPool::Lease> lease;
     char* slots = nullptr;
     if (reduce) {
-      local.resize(window * seg * es);
-      slots = local.data();
+      auto pool = comm_.attachment<WindowPool>("coll/window_pool", [] { return std::make_shared<WindowPool>(); });
+      lease.emplace(*pool, window * seg * es);
+      slots = lease->data();
     }
     std::vector<Request> recvs(nseg);
     auto post = [&](size_t k) {
@@ -246,7 +302,13 @@ void Call::flow(int from, uint32_t rtag, void* rbuf, size_t rn, bool reduce, int
       size_t lo = k * seg, len = std::min(seg, rn - lo);
       char* at = static_cast<char*>(rbuf) + lo * es;
       if (reduce) {
-        reduce_into(dtype_, redop_, at, slots + (k % window) * seg * es, len);
+        const char* incoming = slots + (k % window) * seg * es;
+        if (base && base != rbuf) {
+          const void* in_order[2] = {static_cast<const char*>(base) + lo * es, incoming};
+          reduce_ordered(dtype_, redop_, at, in_order, 2, len);  // base op incoming, as reduce_into
+        } else {
+          reduce_into(dtype_, redop_, at, incoming, len);
+        }
         if (k + window < nseg) post(k + window);
       }
       if (forward && to >= 0) sends.push_back(tr.isend(to, tag(stag), at, len * es));
@@ -267,8 +329,8 @@ void Call::recv_copy_send(int from, uint32_t rtag, int to, uint32_t stag, void* 
   flow(from, rtag, buf, n, false, to, stag, nullptr, 0, true);
 }
 void Call::exchange(int to, uint32_t stag, const void* sbuf, size_t sn, int from, uint32_t rtag, void* rbuf, size_t rn,
-                    bool reduce) {
-  flow(from, rtag, rbuf, rn, reduce, to, stag, sbuf, sn, false);
+                    bool reduce, const void* base) {
+  flow(from, rtag, rbuf, rn, reduce, to, stag, sbuf, sn, false, base);
 }
 
 }  // namespace dtrain

@@ -20,7 +20,9 @@
 //     recv_reduce(from, tag, acc, n)        acc op= incoming
 //     recv_reduce_send(from, rtag, to, stag, acc, n)   acc op= incoming, then forward acc
 //     recv_copy_send(from, rtag, to, stag, buf, n)     buf = incoming, then forward buf
-//     exchange(to, stag, sbuf, sn, from, rtag, rbuf, rn, reduce)  independent send + receive
+//     exchange(to, stag, sbuf, sn, from, rtag, rbuf, rn, reduce[, base])  independent send +
+//       receive; with base, a reduction writes rbuf = base op incoming (out of place: the
+//       caller's input need not be copied into rbuf first)
 //   Each returns when its own sends and receives are complete. Zero-length transfers are
 //   skipped on both sides (both sides compute the same lengths).
 // Thread-safety: a Call belongs to the thread running the collective.
@@ -85,7 +87,7 @@ class Call {
   void recv_reduce_send(int from, uint32_t rtag, int to, uint32_t stag, void* acc, size_t n);
   void recv_copy_send(int from, uint32_t rtag, int to, uint32_t stag, void* buf, size_t n);
   void exchange(int to, uint32_t stag, const void* sbuf, size_t sn, int from, uint32_t rtag, void* rbuf, size_t rn,
-                bool reduce);
+                bool reduce, const void* base = nullptr);
 
   // Unsegmented messages (one message per call, both sides must use these): for direct
   // algorithms that post many transfers at once and wait for them together.
@@ -100,7 +102,7 @@ class Call {
  private:
   // The engine behind the primitives: receive (copy or reduce) and/or send, segment by segment.
   void flow(int from, uint32_t rtag, void* rbuf, size_t rn, bool reduce, int to, uint32_t stag, const void* sbuf,
-            size_t sn, bool forward);
+            size_t sn, bool forward, const void* base = nullptr);
   void check_fingerprint(bool after_error);
   [[noreturn]] void fail(std::exception_ptr e);
   void finish();

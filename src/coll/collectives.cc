@@ -90,6 +90,11 @@ Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t cou
       if (op == ReduceOp::kAvg) finish_avg(t, buf, count, comm.size());
       return;
     }
+    if (a == Algorithm::kRing && !opts.deterministic) {  // reads the input in place: no copy-in
+      algo::allreduce_ring(call, buf, count, static_cast<const char*>(send));
+      if (op == ReduceOp::kAvg) finish_avg(t, buf, count, comm.size());
+      return;
+    }
     copy_if_needed(buf, send, bytes);
     if (opts.deterministic && a != Algorithm::kHierarchical && a != Algorithm::kShmDirect) {
       if (a == Algorithm::kNaive)
@@ -99,7 +104,6 @@ Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t cou
     } else {
       switch (a) {
         case Algorithm::kNaive: algo::allreduce_naive(call, buf, count); break;
-        case Algorithm::kRing: algo::allreduce_ring(call, buf, count); break;
         case Algorithm::kTree: algo::allreduce_tree(call, buf, count); break;
         case Algorithm::kRecursiveDoubling: algo::allreduce_recursive_doubling(call, buf, count); break;
         case Algorithm::kHalvingDoubling: algo::allreduce_halving_doubling(call, buf, count); break;

@@ -17,16 +17,21 @@ int mod(int a, int p) { return ((a % p) + p) % p; }
 // contribution (an exchange: the send and the receive run at once, so both directions of
 // every link are busy). The block it sends in step s+1 is the one it finished in step s;
 // after p-1 steps block r is complete on rank r. p-1 messages, (p-1)/p of the buffer.
-void reduce_scatter_ring(Call& c, char* buf, const Blocks& b, uint32_t base) {
+// Out of place (input != buf): step 0 sends its block straight from the input and every
+// received partial is added to the input's block into buf, so the input is never copied;
+// buf's block r-1 (sent at step 0, never received) is left as it was.
+void reduce_scatter_ring(Call& c, char* buf, const Blocks& b, uint32_t base, const char* input) {
   const int p = c.size(), me = c.rank();
   if (p == 1) return;
   const size_t es = c.elem();
   const int next = mod(me + 1, p), prev = mod(me - 1, p);
+  if (!input) input = buf;
   auto block = [&](int i) { return buf + b.off[mod(i, p)] * es; };
+  auto in_block = [&](int i) { return input + b.off[mod(i, p)] * es; };
   auto len = [&](int i) { return b.len(mod(i, p)); };
   for (int s = 0; s <= p - 2; ++s)
-    c.exchange(next, base + s, block(me - 1 - s), len(me - 1 - s), prev, base + s, block(me - 2 - s), len(me - 2 - s),
-               /*reduce=*/true);
+    c.exchange(next, base + s, s == 0 ? in_block(me - 1) : block(me - 1 - s), len(me - 1 - s), prev, base + s,
+               block(me - 2 - s), len(me - 2 - s), /*reduce=*/true, in_block(me - 2 - s));
 }
 
 // ---------------------------------------------------------------------------------------
