@@ -94,7 +94,7 @@ class MlpReplica : public Replica {
   // parameters is final and the leaf's gradient seeds graph i-1. The ops and their order are
   // those of the one-graph pass, so the bits are the same.
   LossAcc loss_grad_staged(std::span<const float> params, std::span<const int64_t> examples, std::span<float> grad,
-                           const GradReadyFn& ready) override {
+                           const GradReadyFn& ready, float grad_scale) override {
     LossAcc r;
     r.examples = static_cast<int64_t>(examples.size());
     std::span<float> p(const_cast<float*>(params.data()), params.size());
@@ -118,7 +118,10 @@ class MlpReplica : public Replica {
       out.push_back(mlp_.layer(i).forward(g, in.back()));
     }
     Var loss = cross_entropy(out.back(), y_);
-    graphs.back()->backward(loss);
+    if (grad_scale == 1.0f)
+      graphs.back()->backward(loss);
+    else
+      graphs.back()->backward(loss, Tensor::full(loss.value().shape(), grad_scale));
     r.loss = loss.item();
     double unused = 0;
     score_logits(out.back().value(), y_, &unused, &r.correct);

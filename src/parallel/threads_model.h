@@ -13,7 +13,9 @@
 //   final value, in the order grad_units() lists (backward order: for an MLP the last layer
 //   first). The units tile [0, num_params) exactly; ready is called for every unit, also for
 //   an empty example list (the grad is then zero), so every rank sees the same sequence. The
-//   gradient bits equal loss_grad's. The default finishes everything, then reports one unit.
+//   gradient is grad_scale times loss_grad's (the scale seeds the backward pass, so no extra
+//   pass over the gradient; with grad_scale = 1 the bits equal loss_grad's). The default
+//   finishes everything, scales, then reports one unit.
 // - evaluate(ds) returns mean loss and accuracy of the current parameters on any dataset of
 //   the same shape (e.g. the test split).
 // - sparse() is non-null for the sparse linear models, which HOGWILD! updates coordinate by
@@ -59,8 +61,10 @@ class Replica {
                             std::span<float> grad) = 0;
   virtual std::vector<GradRange> grad_units(int64_t num_params) const { return {GradRange{0, num_params}}; }
   virtual LossAcc loss_grad_staged(std::span<const float> params, std::span<const int64_t> examples,
-                                   std::span<float> grad, const GradReadyFn& ready) {
+                                   std::span<float> grad, const GradReadyFn& ready, float grad_scale) {
     LossAcc r = loss_grad(params, examples, grad);
+    if (grad_scale != 1.0f)
+      for (float& g : grad) g *= grad_scale;
     if (ready) ready(GradRange{0, static_cast<int64_t>(grad.size())});
     return r;
   }

@@ -3,6 +3,7 @@
 // batch M*B' (M = 1..4, SGD with momentum and Adam, several all-reduce algorithms); the
 // staged (layer-by-layer) backward equals the one-graph backward bit for bit; buckets group
 // layers as documented; the float path keeps replicas identical and learns.
+#include <cmath>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -110,7 +111,7 @@ TEST(StagedBackward, EqualsOneGraphBackwardBitForBit) {
   std::vector<float> g1(n), g2(n);
   LossAcc a = rep->loss_grad(model->params(), ids, g1);
   std::vector<GradRange> seen;
-  LossAcc b = rep->loss_grad_staged(model->params(), ids, g2, [&](GradRange u) { seen.push_back(u); });
+  LossAcc b = rep->loss_grad_staged(model->params(), ids, g2, [&](GradRange u) { seen.push_back(u); }, 1.0f);
   EXPECT_TRUE(same_bits(g1, g2));
   EXPECT_EQ(a.loss, b.loss);
   EXPECT_EQ(a.correct, b.correct);
@@ -126,9 +127,31 @@ TEST(StagedBackward, EqualsOneGraphBackwardBitForBit) {
   EXPECT_EQ(total, static_cast<int64_t>(n));
   // An empty share still reports every unit (so every rank issues the same collectives).
   seen.clear();
-  rep->loss_grad_staged(model->params(), {}, g2, [&](GradRange u) { seen.push_back(u); });
+  rep->loss_grad_staged(model->params(), {}, g2, [&](GradRange u) { seen.push_back(u); }, 1.0f);
   EXPECT_EQ(seen.size(), 3u);
   EXPECT_EQ(g2[0], 0.0f);
+}
+
+// The scale seeds the backward pass: a power of two scales every gradient exactly (the
+// chain rule's products are exact under it), and 0.3 scales within float rounding.
+TEST(StagedBackward, GradScaleSeedsTheBackwardPass) {
+  const data::Dataset ds = dense_blobs(64, 12, 4, 14);
+  auto model = make_mlp_model(kSpec, ds, 5);
+  auto rep = model->make_replica();
+  std::vector<int64_t> ids(40);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i);
+  const auto n = static_cast<size_t>(model->num_params());
+  std::vector<float> g1(n), g2(n), g3(n);
+  rep->loss_grad(model->params(), ids, g1);
+  rep->loss_grad_staged(model->params(), ids, g2, nullptr, 0.25f);
+  rep->loss_grad_staged(model->params(), ids, g3, nullptr, 0.3f);
+  size_t nonzero = 0;
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(g2[i], 0.25f * g1[i]) << "parameter " << i;
+    ASSERT_NEAR(g3[i], 0.3f * g1[i], 1e-5f * (1.0f + std::fabs(g1[i]))) << "parameter " << i;
+    nonzero += g1[i] != 0.0f;
+  }
+  EXPECT_GT(nonzero, n / 2);
 }
 
 TEST(GradBuckets, GroupsConsecutiveUnitsUntilTheCap) {
