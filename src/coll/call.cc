@@ -279,13 +279,18 @@ void Call::flow(int from, uint32_t rtag, void* rbuf, size_t rn, bool reduce, int
   }
   if (from >= 0 && rn > 0) {
     const size_t nseg = (rn + seg - 1) / seg;
-    // Reductions receive into a window of scratch segments (reused as the reduction moves
-    // on), posted ahead so the sender's segments land there instead of being buffered as
-    // unexpected messages; copies land in place.
-    const size_t window = reduce ? std::max<size_t>(1, std::min(nseg, kReduceWindowBytes / (seg * es))) : nseg;
+    // Where segments land. A copy, or an out-of-place reduction (rbuf = base op incoming),
+    // receives straight into rbuf: every segment is posted at once and reduced in place as it
+    // arrives. An in-place reduction needs rbuf's own values until it adds the incoming
+    // segment, so it receives into a window of scratch segments (reused as the reduction
+    // moves on), posted ahead so the sender's segments land there instead of being buffered
+    // as unexpected messages.
+    const bool out_of_place = reduce && base && base != rbuf;
+    const bool scratch = reduce && !out_of_place;
+    const size_t window = scratch ? std::max<size_t>(1, std::min(nseg, kReduceWindowBytes / (seg * es))) : nseg;
     std::optional<WindowPool::Lease> lease;
     char* slots = nullptr;
-    if (reduce) {
+    if (scratch) {
       auto pool = comm_.attachment<WindowPool>("coll/window_pool", [] { return std::make_shared<WindowPool>(); });
       lease.emplace(*pool, window * seg * es);
       slots = lease->data();
@@ -293,7 +298,7 @@ void Call::flow(int from, uint32_t rtag, void* rbuf, size_t rn, bool reduce, int
     std::vector<Request> recvs(nseg);
     auto post = [&](size_t k) {
       size_t lo = k * seg, len = std::min(seg, rn - lo);
-      char* dst = reduce ? slots + (k % window) * seg * es : static_cast<char*>(rbuf) + lo * es;
+      char* dst = scratch ? slots + (k % window) * seg * es : static_cast<char*>(rbuf) + lo * es;
       recvs[k] = tr.irecv(from, tag(rtag), dst, len * es);
     };
     for (size_t k = 0; k < window; ++k) post(k);
@@ -301,14 +306,11 @@ void Call::flow(int from, uint32_t rtag, void* rbuf, size_t rn, bool reduce, int
       wait(recvs[k]);
       size_t lo = k * seg, len = std::min(seg, rn - lo);
       char* at = static_cast<char*>(rbuf) + lo * es;
-      if (reduce) {
-        const char* incoming = slots + (k % window) * seg * es;
-        if (base && base != rbuf) {
-          const void* in_order[2] = {static_cast<const char*>(base) + lo * es, incoming};
-          reduce_ordered(dtype_, redop_, at, in_order, 2, len);  // base op incoming, as reduce_into
-        } else {
-          reduce_into(dtype_, redop_, at, incoming, len);
-        }
+      if (out_of_place) {
+        const void* in_order[2] = {static_cast<const char*>(base) + lo * es, at};
+        reduce_ordered(dtype_, redop_, at, in_order, 2, len);  // base op incoming, as reduce_into
+      } else if (scratch) {
+        reduce_into(dtype_, redop_, at, slots + (k % window) * seg * es, len);
         if (k + window < nseg) post(k + window);
       }
       if (forward && to >= 0) sends.push_back(tr.isend(to, tag(stag), at, len * es));
