@@ -18,6 +18,7 @@
 
 #include "base/clock.h"
 
+#include "base/env.h"
 #include "base/error.h"
 #include "base/tsan.h"
 #include "coll/reduce_kernels.h"
@@ -135,7 +136,8 @@ void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const std::f
   // - sleep on the peer's doorbell (an eventcount: read the doorbell, re-check, sleep only
   //   if it has not moved), waking at least every millisecond to check the deadline and
   //   whether the peer's process still exists.
-  constexpr int64_t kSpinNs = 50000, kYieldNs = 100000;
+  constexpr int64_t kSpinNs = 50000;
+  static const int64_t kYieldNs = env_int("DTRAIN_SHM_YIELD_US", 100) * 1000;
   const bool oversubscribed = spin_ranks_per_core_ > 1;
   for (int q = 0; q < size_; ++q) {
     if (q == rank_) continue;

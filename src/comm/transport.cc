@@ -198,12 +198,15 @@ Transport::Transport(int rank, int size, std::unique_ptr<Fabric> fabric, const T
   // 10 us a tcp round trip (~5 us plus the peer's work) often missed the window (8-byte
   // all-reduce over tcp: 8-9 us at 10, 5 us at 50; ddp training no slower). When ranks
   // outnumber cores (the launcher exports LOCAL_WORLD_SIZE), spin only briefly.
+  // Then they yield for up to 100 us before sleeping: the core goes to another runnable rank
+  // of the job (often the one waited for) without a wake-up through the hypervisor. The
+  // budget is wall time, so on a machine busy with other processes, where one yield can
+  // cost a whole time slice, the first yield exhausts it and the rank sleeps.
+  const bool oversubscribed = env_int("LOCAL_WORLD_SIZE", size) > online_cpus();
   double spin_us = opts.spin_us;
-  if (spin_us < 0) {
-    int local = static_cast<int>(env_int("LOCAL_WORLD_SIZE", size));
-    spin_us = env_double("DTRAIN_SPIN_US", local > online_cpus() ? 2 : 50);
-  }
+  if (spin_us < 0) spin_us = env_double("DTRAIN_SPIN_US", oversubscribed ? 2 : 50);
   spin_s_ = spin_us * 1e-6;
+  yield_s_ = oversubscribed ? env_double("DTRAIN_YIELD_US", 100) * 1e-6 : 0.0;
 }
 
 Transport::~Transport() {
@@ -539,12 +542,15 @@ void Transport::wait(Op& op, double timeout_s) {
   if (timeout_s == -2) timeout_s = opts_.timeout_s;
   Deadline deadline = Deadline::after(timeout_s);
   double spin_until = now_seconds() + spin_s_;
+  const double yield_until = spin_until + yield_s_;
   double next_liveness = now_seconds() + 0.1;
   std::vector<int> want_write;
   while (!op.complete.load(std::memory_order_acquire)) {
     // The activity token is read only when the pass may end in sleep (it must precede that
     // pass); while spinning we leave the doorbell's cache line alone.
-    bool may_sleep = now_seconds() >= spin_until;
+    const double t = now_seconds();
+    bool may_sleep = t >= yield_until;
+    const bool yield_now = !may_sleep && t >= spin_until;
     uint64_t token = may_sleep ? fabric_->activity_token() : 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -561,16 +567,21 @@ void Transport::wait(Op& op, double timeout_s) {
         break;
       }
       if (!may_sleep) {
-        // Spin briefly, then sleep (below). Yielding instead of sleeping looks cheaper but on a
-        // busy machine hands the core to whatever else is runnable for a whole time slice
-        // (measured: ~1 ms per message); sleeping on the fabric both frees the core for a peer
-        // that needs it and wakes as soon as the peer writes.
-        cpu_relax();
-        continue;
+        // Spin, or (oversubscribed) yield, then sleep below: sleeping on the fabric frees the
+        // core for a peer that needs it and wakes as soon as the peer writes.
+        if (!yield_now) {
+          cpu_relax();
+          continue;
+        }
+      } else {
+        want_write.clear();
+        for (int p = 0; p < size_; ++p)
+          if (!peers_[p]->sends.empty()) want_write.push_back(p);
       }
-      want_write.clear();
-      for (int p = 0; p < size_; ++p)
-        if (!peers_[p]->sends.empty()) want_write.push_back(p);
+    }
+    if (yield_now) {
+      sched_yield();  // outside the lock
+      continue;
     }
     fabric_->sleep(token, std::min(deadline.remaining_ms(), 100), want_write);
   }

@@ -123,7 +123,7 @@ class Transport {
   int rank_, size_;
   std::unique_ptr<Fabric> fabric_;
   TransportOptions opts_;
-  double spin_s_;
+  double spin_s_, yield_s_ = 0;
   std::mutex mu_;
   std::vector<std::unique_ptr<Peer>> peers_;
   bool closed_ = false;
