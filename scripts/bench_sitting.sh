@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One sitting of the headline measurements, dtrain beside its peers, back to back on the same
 # machine: p2p vs raw limits, all-reduce (shm n=2/4/8, tcp n=2) and all-gather /
-# reduce-scatter / broadcast vs OpenMPI and Gloo, ddp vs PyTorch DDP, HOGWILD! on a9a.
+# reduce-scatter / broadcast vs OpenMPI and Gloo, ddp vs PyTorch DDP and the 2-process
+# compute ceiling, HOGWILD! on news20 and a9a.
 # Everything goes to OUT (default out/sitting-<time>); `uptime` is logged before each step.
 # Needs the peers built in PEERS (copy ../shared/peers somewhere writable, run install.sh)
 # and, for HOGWILD!, ../shared/data.
@@ -40,6 +41,17 @@ step "ddp 2 ranks"         $B train -n 2 $M --batch 256 --json "$OUT/ddp2.json"
 step "pytorch single 1"    /usr/bin/python3 "$PEERS/py/ddp_mlp.py" single 1 60 10
 step "pytorch ddp 2"       /usr/bin/python3 "$PEERS/py/ddp_mlp.py" ddp 2 60 10
 
+# The ceiling of 2-rank scaling on this machine: one process training the same MLP step at
+# batch 256, then two independent processes at batch 128 at once (no communication at all).
+CB=build/bin/compute_bench
+if [[ -x $CB ]]; then
+  step "ceiling: 1 process batch 256" $CB --benchmark_filter='MlpTrainStep/batch:256/threads:1/ftz:0' --benchmark_min_time=3
+  step "ceiling: 2 processes batch 128" bash -c "$CB --benchmark_filter='MlpTrainStep/batch:128/threads:1/ftz:0' --benchmark_min_time=3 & $CB --benchmark_filter='MlpTrainStep/batch:128/threads:1/ftz:0' --benchmark_min_time=3; wait"
+fi
+
+N="--model softmax --data news20 --normalize --batch 1 --lr 0.5 --epochs 10"
+step "hogwild news20 1 thread"  $B train $N --strategy hogwild --threads 1 --json "$OUT/hogn1.json"
+step "hogwild news20 2 threads" $B train $N --strategy hogwild --threads 2 --json "$OUT/hogn2.json"
 H="--model logreg --data a9a --batch 1 --lr 0.01 --epochs 5"
 step "hogwild a9a 1 thread"  $B train $H --strategy hogwild --threads 1 --json "$OUT/hog1.json"
 step "hogwild a9a 2 threads" $B train $H --strategy hogwild --threads 2 --json "$OUT/hog2.json"
