@@ -118,7 +118,7 @@ void reduce_into(DType t, ReduceOp op, void* dst, const void* src, size_t n) {
   }
 }
 
-void sum_f32_ordered_avx512(float* out, const float* const* srcs, int k, size_t n, bool stream);
+void sum_f32_ordered_avx512(float* out, const float* const* srcs, int k, size_t n);
 
 namespace {
 bool have_avx512f() {
@@ -127,11 +127,10 @@ bool have_avx512f() {
 }
 }  // namespace
 
-void reduce_ordered(DType t, ReduceOp op, void* out, const void* const* srcs, int k, size_t n, bool stream_out) {
+void reduce_ordered(DType t, ReduceOp op, void* out, const void* const* srcs, int k, size_t n) {
   DT_CHECK(k >= 1, InvalidArgument, "reduce_ordered needs at least one source");
   if (t == DType::kFloat32 && (op == ReduceOp::kSum || op == ReduceOp::kAvg) && k <= 64 && have_avx512f())
-    return sum_f32_ordered_avx512(static_cast<float*>(out), reinterpret_cast<const float* const*>(srcs), k, n,
-                                  stream_out);
+    return sum_f32_ordered_avx512(static_cast<float*>(out), reinterpret_cast<const float* const*>(srcs), k, n);
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAvg: return ordered_by_type<Add>(t, out, srcs, k, n);

@@ -8,9 +8,8 @@
 // - reduce_ordered(t, op, out, srcs, k, n): out[i] = srcs[0][i] op srcs[1][i] op ... in that
 //   order, accumulated in float32 for half types (one rounding at the end) and in the native
 //   type otherwise. This is the deterministic-mode kernel: the order is the rank order.
-//   `out` may alias any source. stream_out: the output is large and will next be read from
-//   memory by someone else, so it may be written around the cache (non-temporal stores; the
-//   float32 sum with AVX-512 does). The bits are the same either way.
+//   `out` may alias any source. The float32 sum has an AVX-512 path (chosen at run time)
+//   that adds in the same order, so the bits are the same on every CPU.
 // - finish_avg(t, buf, n, p): buf[i] /= p (float types in float32/64, integers truncate).
 // Thread-safety: pure functions on caller-owned memory.
 #pragma once
@@ -22,8 +21,7 @@
 namespace dtrain {
 
 void reduce_into(DType t, ReduceOp op, void* dst, const void* src, size_t n);
-void reduce_ordered(DType t, ReduceOp op, void* out, const void* const* srcs, int k, size_t n,
-                    bool stream_out = false);
+void reduce_ordered(DType t, ReduceOp op, void* out, const void* const* srcs, int k, size_t n);
 void finish_avg(DType t, void* buf, size_t n, int p);
 
 }  // namespace dtrain

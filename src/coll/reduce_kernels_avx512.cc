@@ -4,16 +4,14 @@
 // shared inline code is compiled for AVX-512.
 //
 // Each output vector is srcs[0] + srcs[1] + ... + srcs[k-1], added left to right exactly as
-// the portable loop does, so the bits are the same on every path. When the output is large
-// (the caller decides) the stores bypass the cache (non-temporal): the result is read next
-// by another process, from memory anyway, and a normal store would first read every output
-// line from memory (read-for-ownership) only to overwrite it.
+// the portable loop does, so the bits are the same on every path. (Non-temporal stores for
+// large outputs were tried: they helped a pull-style shm all-reduce at 64 MiB, but once the
+// reducer pushes each piece to its peers straight from cache they only cost.)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include <cstddef>
-#include <cstdint>
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -21,24 +19,12 @@
 
 namespace dtrain {
 
-void sum_f32_ordered_avx512(float* out, const float* const* srcs, int k, size_t n, bool stream) {
+void sum_f32_ordered_avx512(float* out, const float* const* srcs, int k, size_t n) {
   size_t i = 0;
-  auto sum_at = [&](size_t at) {
-    __m512 acc = _mm512_loadu_ps(srcs[0] + at);
-    for (int j = 1; j < k; ++j) acc = _mm512_add_ps(acc, _mm512_loadu_ps(srcs[j] + at));
-    return acc;
-  };
-  if (stream) {
-    // Plain stores up to the first 64-byte boundary of out, then streaming stores.
-    for (; i < n && (reinterpret_cast<uintptr_t>(out + i) & 63) != 0; ++i) {
-      float acc = srcs[0][i];
-      for (int j = 1; j < k; ++j) acc += srcs[j][i];
-      out[i] = acc;
-    }
-    for (; i + 16 <= n; i += 16) _mm512_stream_ps(out + i, sum_at(i));
-    _mm_sfence();
-  } else {
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, sum_at(i));
+  for (; i + 16 <= n; i += 16) {
+    __m512 acc = _mm512_loadu_ps(srcs[0] + i);
+    for (int j = 1; j < k; ++j) acc = _mm512_add_ps(acc, _mm512_loadu_ps(srcs[j] + i));
+    _mm512_storeu_ps(out + i, acc);
   }
   for (; i < n; ++i) {
     float acc = srcs[0][i];

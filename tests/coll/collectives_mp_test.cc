@@ -46,9 +46,9 @@ TEST_F(CollectivesMpTest, ShmContextPathsAcrossProcesses) {
 }
 
 // Large all-reduces across processes: each rank reduces a slice of more than 8 MiB read
-// from the other's send buffer and writes it around the cache (non-temporal stores, from
-// an unaligned start since the count is odd), then reads the other's slice from its output.
-// Out of place and in place, checked element by element.
+// from the other's send buffer (an odd count: the vector kernel's tail runs) and pushes each
+// finished piece into the other's output. Out of place and in place (where the output being
+// written is the other rank's input), checked element by element.
 TEST_F(CollectivesMpTest, LargeShmDirectAllreduceAcrossProcesses) {
   for (const char* extra : {"", " --inplace"}) {
     auto r = testing::run_command(bin_ +
