@@ -32,7 +32,8 @@ void Module::add_child(const std::string& name, Module* child) {
 
 void Module::collect(const std::string& prefix, std::vector<Parameter*>& out) {
   for (auto& p : params_) {
-    p->name = prefix + p->local_name;
+    std::string full = prefix + p->local_name;
+    if (p->name != full) p->name = std::move(full);  // no write once set: readers may share the module
     out.push_back(p.get());
   }
   for (auto& [name, child] : children_) child->collect(prefix + name + ".", out);
