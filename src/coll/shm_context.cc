@@ -144,7 +144,7 @@ void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const std::f
     Header* h = header(q);
     if (h->arrived.load(std::memory_order_acquire) >= phase) continue;
     const int64_t busy_ns = static_cast<int64_t>(std::min<size_t>(busy_bytes / 4, 2000000));
-    const int64_t until = now_ns() + (oversubscribed ? kYieldNs : kSpinNs + busy_ns);
+    const int64_t until = now_ns() + (oversubscribed ? kYieldNs : kSpinNs) + busy_ns;
     for (int i = 0; h->arrived.load(std::memory_order_acquire) < phase; ++i) {
       if (oversubscribed) {
         if (now_ns() > until) break;
