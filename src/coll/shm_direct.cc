@@ -240,8 +240,8 @@ void allgather_shm_direct(Call& c, char* buf, const char* mine, const Blocks& b,
   phases.barrier_or(Phases::kEnd, false, b.total() * es);
 }
 
-// Broadcast, shm-direct: a binomial tree of reads. In round j (mask = 2^j) the ranks whose
-// distance from the root is in [mask, 2 mask) read the whole buffer from the rank `mask`
+// Broadcast, shm-direct: a binomial tree of copies. In round j (mask = 2^j) each rank whose
+// distance from the root is in [mask, 2 mask) gets the whole buffer from the rank `mask`
 // closer to the root, which got it in an earlier round; a barrier closes each round. Every
 // source has at most one reader at a time: when all p-1 ranks read the root at once, the
 // kernel pins the root's pages for each of them under one page-table lock, and with 4 ranks
@@ -252,14 +252,21 @@ void broadcast_shm_direct(Call& c, char* buf, size_t n, int root, ShmContext* ct
   Phases phases(c, ctx);
   std::vector<Peer> peers;
   if (!phases.share(buf, peers)) return broadcast_binomial(c, buf, n, root, kPhase);
+  // Within a round the pair shares the copy: the receiver pulls the second half while the
+  // sender pushes the first half into the receiver's buffer, so both cores copy (for 2 ranks
+  // the root would otherwise sit idle while its peer copied everything).
   const int v = (me - root + p) % p;
+  const size_t bytes = n * c.elem(), half = bytes / 2 / 64 * 64;
   for (int mask = 1, round = 0; mask < p; mask <<= 1, ++round) {
     if (v >= mask && v < 2 * mask) {
       const int from = (v - mask + root) % p;
-      must_read(peers[from], 0, buf, n * c.elem(), from);
+      must_read(peers[from], half, buf + half, bytes - half, from);
+    } else if (v < mask && v + mask < p) {
+      const int to = (v + mask + root) % p;
+      must_write(peers[to], 0, buf, half, to);
     }
     const bool last = 2 * mask >= p;
-    phases.barrier_or(last ? Phases::kEnd : Phases::kTree + 64 * round, false, n * c.elem());
+    phases.barrier_or(last ? Phases::kEnd : Phases::kTree + 64 * round, false, bytes);
   }
 }
 
