@@ -101,13 +101,21 @@ TEST(DdpFloat, ReplicasStayIdenticalAndMatchOneRankClosely) {
   }
 }
 
+// A small MLP, one replica and the first 40 examples: what the staged-backward tests share.
+struct StagedSetup {
+  data::Dataset ds = dense_blobs(64, 12, 4, 14);
+  std::unique_ptr<TrainableModel> model = make_mlp_model(kSpec, ds, 5);
+  std::unique_ptr<Replica> rep = model->make_replica();
+  std::vector<int64_t> ids = std::vector<int64_t>(40);
+  size_t n = static_cast<size_t>(model->num_params());
+  StagedSetup() {
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i);
+  }
+};
+
 TEST(StagedBackward, EqualsOneGraphBackwardBitForBit) {
-  const data::Dataset ds = dense_blobs(64, 12, 4, 14);
-  auto model = make_mlp_model(kSpec, ds, 5);
-  auto rep = model->make_replica();
-  std::vector<int64_t> ids(40);
-  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i);
-  const auto n = static_cast<size_t>(model->num_params());
+  StagedSetup st;
+  auto& [ds, model, rep, ids, n] = st;
   std::vector<float> g1(n), g2(n);
   LossAcc a = rep->loss_grad(model->params(), ids, g1);
   std::vector<GradRange> seen;
@@ -135,12 +143,8 @@ TEST(StagedBackward, EqualsOneGraphBackwardBitForBit) {
 // The scale seeds the backward pass: a power of two scales every gradient exactly (the
 // chain rule's products are exact under it), and 0.3 scales within float rounding.
 TEST(StagedBackward, GradScaleSeedsTheBackwardPass) {
-  const data::Dataset ds = dense_blobs(64, 12, 4, 14);
-  auto model = make_mlp_model(kSpec, ds, 5);
-  auto rep = model->make_replica();
-  std::vector<int64_t> ids(40);
-  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i);
-  const auto n = static_cast<size_t>(model->num_params());
+  StagedSetup st;
+  auto& [ds, model, rep, ids, n] = st;
   std::vector<float> g1(n), g2(n), g3(n);
   rep->loss_grad(model->params(), ids, g1);
   rep->loss_grad_staged(model->params(), ids, g2, nullptr, 0.25f);
