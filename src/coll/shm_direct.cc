@@ -138,7 +138,7 @@ struct Phases {
     if (ctx) ctx->set_cross_memory_reads(ok);
     return ok;
   }
-  static constexpr uint32_t kSwap = 0, kProbe = 8, kMiddle = 40, kEnd = 72, kTree = 1024;
+  static constexpr uint32_t kSwap = 0, kProbe = 8, kEnd = 72, kTree = 1024;
 };
 
 // Copies `bytes` from `local` to address peer.addr + offset of process peer.pid (memcpy for a
