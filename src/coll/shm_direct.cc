@@ -178,7 +178,10 @@ void reduce_slice(Call& c, const std::vector<Peer>& peers, size_t lo, size_t n, 
   const int64_t pid = ::getpid();
   for (size_t at = 0; at < n; at += piece) {
     const size_t len = std::min(piece, n - at), off = (lo + at) * es;
-    for (int q = 0; q < p; ++q) {
+    // Visit the peers starting after this rank, so concurrent ranks touch different owners'
+    // pages (the reduction itself is still in rank order).
+    for (int k = 0; k < p; ++k) {
+      const int q = (me + k) % p;
       if (peers[q].pid == pid) {
         in_rank_order[q] = reinterpret_cast<const char*>(peers[q].addr) + off;
       } else {
@@ -189,8 +192,10 @@ void reduce_slice(Call& c, const std::vector<Peer>& peers, size_t lo, size_t n, 
     }
     reduce_ordered(c.dtype(), c.redop(), out + at * es, in_rank_order.data(), p, len);
     if (push)
-      for (int q = 0; q < p; ++q)
-        if (q != me) must_write(peers[q].output(), off, out + at * es, len * es, q);
+      for (int k = 1; k < p; ++k) {
+        const int q = (me + k) % p;
+        must_write(peers[q].output(), off, out + at * es, len * es, q);
+      }
   }
 }
 
@@ -234,8 +239,12 @@ void allgather_shm_direct(Call& c, char* buf, const char* mine, const Blocks& b,
     copy_bytes_if_apart(my_block, mine, b.len(me) * es);
     return allgather_ring(c, buf, b, kPhase);
   }
-  for (int q = 0; q < p; ++q)
-    if (q != me) must_read(peers[q], 0, buf + b.off[q] * es, b.len(q) * es, q);
+  // Rank r reads r+1, r+2, ... in turn, so at any moment the ranks read different owners
+  // (all starting with rank 0 had every reader pinning the same pages under one lock).
+  for (int k = 1; k < p; ++k) {
+    const int q = (me + k) % p;
+    must_read(peers[q], 0, buf + b.off[q] * es, b.len(q) * es, q);
+  }
   copy_bytes_if_apart(my_block, mine, b.len(me) * es);
   phases.barrier_or(Phases::kEnd, false, b.total() * es);
 }
