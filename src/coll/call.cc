@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <sstream>
 
+#include "base/buffer_pool.h"
 #include "base/env.h"
 #include "base/error.h"
 #include "coll/reduce_kernels.h"
@@ -219,52 +219,10 @@ char* Call::scratch(size_t bytes) {
 }
 
 namespace {
-// Receive windows of the reductions, kept warm per communicator: a fresh multi-megabyte
-// allocation per call paid its page faults (and a std::vector's zero fill) on every
-// collective, as much as the copies it served. A lease takes the largest free buffer
-// (growing it if needed) and gives it back when done; several collectives in flight on one
-// communicator simply hold several buffers.
-class WindowPool {
- public:
-  struct Buffer {
-    std::unique_ptr<char[]> data;
-    size_t size = 0;
-  };
-  class Lease {
-   public:
-    Lease(WindowPool& pool, size_t bytes) : pool_(pool), buf_(pool.take(bytes)) {}
-    ~Lease() { pool_.give(std::move(buf_)); }
-    char* data() { return buf_.data.get(); }
-   private:
-    WindowPool& pool_;
-    Buffer buf_;
-  };
-
- private:
-  Buffer take(size_t bytes) {
-    Buffer b;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!free_.empty()) {
-        b = std::move(free_.back());
-        free_.pop_back();
-      }
-    }
-    if (b.size < bytes) {
-      b.data.reset(new char[bytes]);  // uninitialised: every byte is received before it is read
-      b.size = bytes;
-    }
-    return b;
-  }
-  void give(Buffer b) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (free_.size() < 2) free_.push_back(std::move(b));
-  }
-  std::mutex mu_;
-  std::vector<Buffer> free_;
-};
 // A reduction posts receives for this many bytes ahead; segments beyond it that arrive early
 // are buffered by the transport as unexpected messages (an allocation and an extra copy).
+// The windows come from a per-communicator BufferPool keeping up to two of them warm;
+// several collectives in flight on one communicator each lease their own.
 constexpr size_t kReduceWindowBytes = 64u << 20;
 }  // namespace
 
@@ -288,10 +246,11 @@ void Call::flow(int from, uint32_t rtag, void* rbuf, size_t rn, bool reduce, int
     const bool out_of_place = reduce && base && base != rbuf;
     const bool scratch = reduce && !out_of_place;
     const size_t window = scratch ? std::max<size_t>(1, std::min(nseg, kReduceWindowBytes / (seg * es))) : nseg;
-    std::optional<WindowPool::Lease> lease;
+    std::optional<BufferPool::Lease> lease;
     char* slots = nullptr;
     if (scratch) {
-      auto pool = comm_.attachment<WindowPool>("coll/window_pool", [] { return std::make_shared<WindowPool>(); });
+      auto pool = comm_.attachment<BufferPool>("coll/window_pool",
+                                               [] { return std::make_shared<BufferPool>(2 * kReduceWindowBytes); });
       lease.emplace(*pool, window * seg * es);
       slots = lease->data();
     }

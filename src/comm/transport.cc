@@ -55,42 +55,12 @@ using detail::Op;
 
 struct Transport::Unexpected {
   uint64_t tag;
-  std::unique_ptr<char[]> bytes;  // uninitialised; from the spare-buffer cache when one fits
-  size_t size = 0, capacity = 0;
+  BufferPool::Buffer buf;  // uninitialised, from early_buffers_ (see there)
+  size_t size = 0;
   size_t got = 0;
-  char* data() { return bytes.get(); }
+  char* data() { return buf.get(); }
   bool complete() const { return got == size; }
 };
-
-// Early messages are common in pipelined collectives (the peer's next phase starts before
-// this rank posts its receives), so their buffers are recycled: a fresh multi-megabyte
-// allocation per message paid its page faults and, as a zeroed vector, a memset, on top of
-// the copy out. Up to kSpareBytes of buffers are kept, first fit.
-namespace {
-constexpr size_t kSpareBytes = 64u << 20;
-}
-
-void Transport::allocate_unexpected_locked(Unexpected& u, size_t n) {
-  u.size = n;
-  for (auto it = spare_.begin(); it != spare_.end(); ++it) {
-    if (it->second >= n) {
-      u.bytes = std::move(it->first);
-      u.capacity = it->second;
-      spare_bytes_ -= it->second;
-      spare_.erase(it);
-      return;
-    }
-  }
-  u.bytes.reset(n ? new char[n] : nullptr);
-  u.capacity = n;
-}
-
-void Transport::recycle_unexpected_locked(Unexpected& u) {
-  if (!u.bytes || u.capacity < 4096 || spare_bytes_ + u.capacity > kSpareBytes) return;
-  spare_bytes_ += u.capacity;
-  spare_.emplace_back(std::move(u.bytes), u.capacity);
-  u.capacity = 0;
-}
 
 template <class Q>
 typename Q::iterator find_tag(Q& q, uint64_t tag) {
@@ -266,7 +236,8 @@ Request Transport::isend(int peer, uint64_t tag, const void* data, size_t bytes,
     } else {
       auto u = std::make_shared<Unexpected>();
       u->tag = tag;
-      allocate_unexpected_locked(*u, bytes);
+      u->buf = early_buffers_.take(bytes);
+      u->size = bytes;
       if (bytes) std::memcpy(u->data(), data, bytes);
       u->got = bytes;
       p.unexpected.push_back(u);
@@ -325,7 +296,7 @@ Request Transport::irecv(int peer, uint64_t tag, void* data, size_t bytes) {
       complete_op(*op, size_error(u->size));  // if still arriving, it drains into u and is dropped
     } else if (u->complete()) {
       if (bytes) std::memcpy(data, u->data(), bytes);
-      recycle_unexpected_locked(*u);
+      early_buffers_.give(std::move(u->buf));
       complete_op(*op);
     } else if (p.buffer == u) {
       // Still arriving: copy what came so far and let the rest land in the user's buffer.
@@ -334,7 +305,7 @@ Request Transport::irecv(int peer, uint64_t tag, void* data, size_t bytes) {
       op->started = true;
       p.target = op;
       p.buffer.reset();
-      recycle_unexpected_locked(*u);
+      early_buffers_.give(std::move(u->buf));
     } else {
       // Only the message being read can be incomplete; any other was cut off by a failure.
       complete_op(*op, p.error ? p.error
@@ -434,7 +405,8 @@ void Transport::deliver_header_locked(int peer) {
   } else {
     auto u = std::make_shared<Unexpected>();
     u->tag = tag;
-    allocate_unexpected_locked(*u, size64);
+    u->buf = early_buffers_.take(size64);
+    u->size = size64;
     p.buffer = u;
     p.unexpected.push_back(u);
   }

@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/buffer_pool.h"
 #include "base/clock.h"
 #include "comm/fabric.h"
 
@@ -116,8 +117,6 @@ class Transport {
   void fail_peer_locked(int peer, std::exception_ptr error);
   void check_liveness_locked();
   void on_timeout_locked(detail::Op& op, double timeout_s);
-  void allocate_unexpected_locked(Unexpected& u, size_t n);
-  void recycle_unexpected_locked(Unexpected& u);
   std::string describe(const detail::Op& op) const;
 
   int rank_, size_;
@@ -128,8 +127,9 @@ class Transport {
   std::vector<std::unique_ptr<Peer>> peers_;
   bool closed_ = false;
   std::atomic<uint64_t> bytes_sent_{0}, bytes_received_{0};
-  std::vector<std::pair<std::unique_ptr<char[]>, size_t>> spare_;  // recycled early-message buffers
-  size_t spare_bytes_ = 0;
+  // Early messages are common in pipelined collectives (the peer's next phase starts before
+  // this rank posts its receives); their buffers come from here, up to 64 MiB kept warm.
+  BufferPool early_buffers_{size_t{64} << 20};
 };
 
 }  // namespace dtrain
