@@ -85,30 +85,26 @@ Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t cou
   Call call(comm, CollOp::kAllreduce, opts, a, t, count, -1, op);
   char* buf = static_cast<char*>(recv);
   call.run([&] {
-    if (a == Algorithm::kShmDirect) {  // reads every input in place: no copy-in
-      algo::allreduce_shm_direct(call, static_cast<const char*>(send), buf, count, opts.shm);
-      if (op == ReduceOp::kAvg) finish_avg(t, buf, count, comm.size());
-      return;
-    }
-    if (a == Algorithm::kRing && !opts.deterministic) {  // reads the input in place: no copy-in
-      algo::allreduce_ring(call, buf, count, static_cast<const char*>(send));
-      if (op == ReduceOp::kAvg) finish_avg(t, buf, count, comm.size());
-      return;
-    }
-    copy_if_needed(buf, send, bytes);
-    if (opts.deterministic && a != Algorithm::kHierarchical && a != Algorithm::kShmDirect) {
+    // shm_direct, and the ring outside deterministic mode, read an out-of-place input where
+    // it lies; every other algorithm works in place on a copy.
+    const char* input = static_cast<const char*>(send);
+    const bool reads_input = a == Algorithm::kShmDirect || (a == Algorithm::kRing && !opts.deterministic);
+    if (!reads_input) copy_if_needed(buf, send, bytes);
+    if (opts.deterministic && !reads_input && a != Algorithm::kHierarchical) {
       if (a == Algorithm::kNaive)
         algo::allreduce_naive(call, buf, count);  // already rank-ordered
       else
         algo::allreduce_deterministic(call, buf, count, a);
     } else {
       switch (a) {
+        case Algorithm::kShmDirect: algo::allreduce_shm_direct(call, input, buf, count, opts.shm); break;
+        case Algorithm::kRing: algo::allreduce_ring(call, buf, count, input); break;
         case Algorithm::kNaive: algo::allreduce_naive(call, buf, count); break;
         case Algorithm::kTree: algo::allreduce_tree(call, buf, count); break;
         case Algorithm::kRecursiveDoubling: algo::allreduce_recursive_doubling(call, buf, count); break;
         case Algorithm::kHalvingDoubling: algo::allreduce_halving_doubling(call, buf, count); break;
         case Algorithm::kButterfly: {
-          CostParams cp = cost_params_for(comm.transport().kind());
+          const CostParams& cp = cost_params_for(comm.transport().kind());
           size_t seg = resolve_segment_bytes(opts);
           bool small = predict_seconds(CollOp::kAllreduce, Algorithm::kRecursiveDoubling, comm.size(), bytes, cp, seg) <=
                        predict_seconds(CollOp::kAllreduce, Algorithm::kHalvingDoubling, comm.size(), bytes, cp, seg);

@@ -139,11 +139,11 @@ void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const std::f
   constexpr int64_t kSpinNs = 50000;
   static const int64_t kYieldNs = env_int("DTRAIN_SHM_YIELD_US", 100) * 1000;
   const bool oversubscribed = spin_ranks_per_core_ > 1;
+  const int64_t busy_ns = static_cast<int64_t>(std::min<size_t>(busy_bytes / 4, 2000000));
   for (int q = 0; q < size_; ++q) {
     if (q == rank_) continue;
     Header* h = header(q);
     if (h->arrived.load(std::memory_order_acquire) >= phase) continue;
-    const int64_t busy_ns = static_cast<int64_t>(std::min<size_t>(busy_bytes / 4, 2000000));
     const int64_t until = now_ns() + (oversubscribed ? kYieldNs : kSpinNs) + busy_ns;
     for (int i = 0; h->arrived.load(std::memory_order_acquire) < phase; ++i) {
       if (oversubscribed) {
