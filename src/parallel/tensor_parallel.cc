@@ -281,11 +281,9 @@ void tp_place(Tensor& full, const Tensor& part, TpSplit split, int r, int k) {
 }
 
 namespace {
-// Read only: several ranks (threads) may shard one dense model at once. The names were set
-// when the model was laid out; the non-const parameters() would rewrite them.
-std::map<std::string, const Parameter*> by_name(const GptStage& m) {
-  std::map<std::string, const Parameter*> out;
-  for (const Parameter* p : m.parameters()) out[p->name] = p;
+std::map<std::string, Parameter*> by_name(const GptStage& m) {
+  std::map<std::string, Parameter*> out;
+  for (Parameter* p : const_cast<GptStage&>(m).parameters()) out[p->name] = p;
   return out;
 }
 }  // namespace
@@ -306,8 +304,7 @@ void place_gpt_shard(GptStage& dense, const GptStage& shard, int rank, bool grad
     if (!with_replicated && tp_split(p->name) == TpSplit::kReplicated) continue;
     auto it = dst.find(p->name);
     DT_CHECK(it != dst.end(), InvalidArgument, "place_gpt_shard: the dense model has no " << p->name);
-    Parameter* d = const_cast<Parameter*>(it->second);  // `dense` is ours to write
-    Tensor& full = grads ? d->grad : d->value;
+    Tensor& full = grads ? it->second->grad : it->second->value;
     tp_place(full, grads ? p->grad : p->value, tp_split(p->name), rank, shard.tp_size());
   }
 }
