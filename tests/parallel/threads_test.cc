@@ -8,27 +8,14 @@
 #include "data/rng.h"
 #include "data/sampler.h"
 #include "optim/optimizer.h"
+#include "parallel/dist_test_util.h"
 #include "parallel/threads.h"
 #include "tensor/blas.h"
 
 namespace dtrain {
 namespace {
 
-data::Dataset dense_blobs(int64_t n, int64_t d, int classes, uint64_t seed) {
-  data::Rng rng(seed);
-  data::Dataset ds;
-  ds.source = "blobs";
-  ds.rows = n;
-  ds.cols = d;
-  ds.num_classes = classes;
-  for (int c = 0; c < classes; ++c) ds.label_values.push_back(c);
-  for (int64_t i = 0; i < n; ++i) {
-    const int y = static_cast<int>(rng.below(static_cast<uint64_t>(classes)));
-    ds.labels.push_back(y);
-    for (int64_t j = 0; j < d; ++j) ds.dense.push_back(static_cast<float>(rng.normal() * 0.5 + (j % classes == y ? 1.0 : 0.0)));
-  }
-  return ds;
-}
+using testing::dense_blobs;
 
 data::Dataset sparse_rows(int64_t n, int64_t d, int classes, uint64_t seed) {
   data::Rng rng(seed);
