@@ -1,11 +1,11 @@
-// dtrain run — start N local ranks of any program (see cli/launch.h).
+// dtrain run — start N local ranks of any program (see launch/launch.h).
 #include <cstdio>
 #include <set>
 
 #include "base/error.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
-#include "cli/launch.h"
+#include "launch/launch.h"
 
 namespace dtrain::cli {
 
@@ -29,7 +29,7 @@ int run_main(const Args& args) {
     break;
   }
   Flags f("run", opts);
-  LaunchOptions o;
+  launch::LaunchOptions o;
   o.nproc = static_cast<int>(f.get_int("nproc", 1, "ranks to start on this node", "n"));
   o.transport = f.get_string("transport", "auto", "auto | shm | tcp (auto: shm on one host)");
   o.nnodes = static_cast<int>(f.get_int("nnodes", 1, "number of nodes (one launcher per node)"));
@@ -46,7 +46,7 @@ int run_main(const Args& args) {
   f.finish();
   DT_CHECK(o.transport == "auto" || o.transport == "shm" || o.transport == "tcp", InvalidArgument,
            "--transport must be auto, shm or tcp (got '" << o.transport << "')");
-  return launch(o, program);
+  return launch::launch(o, program);
 }
 
 }  // namespace dtrain::cli

@@ -9,7 +9,7 @@ namespace dtrain {
 
 DataParallel::DataParallel(TrainableModel& model, Optimizer& optimizer, Communicator& comm,
                            const DdpOptions& options, Instrument* inst)
-    : model_(model),
+    : ModelStrategy(model, &optimizer),
       opt_(optimizer),
       comm_(comm),
       o_(options),

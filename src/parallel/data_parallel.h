@@ -29,7 +29,7 @@
 #include "optim/optimizer.h"
 #include "parallel/dist_common.h"
 #include "parallel/share_grad.h"
-#include "parallel/threads.h"
+#include "parallel/model_strategy.h"
 
 namespace dtrain {
 
@@ -41,7 +41,7 @@ struct DdpOptions {
   Algorithm algorithm = Algorithm::kAuto;
 };
 
-class DataParallel : public LocalStrategy {
+class DataParallel : public ModelStrategy {
  public:
   // `model`, `optimizer`, `comm` and `inst` (may be null) outlive this object.
   DataParallel(TrainableModel& model, Optimizer& optimizer, Communicator& comm, const DdpOptions& options,
@@ -49,7 +49,7 @@ class DataParallel : public LocalStrategy {
   const char* name() const override { return "ddp"; }
   int threads() const override { return 1; }
   LossAcc run_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress) override;
-  LossAcc evaluate(TrainableModel& model, const data::Dataset& ds, ThreadPool* pool) override {
+  LossAcc evaluate_on(TrainableModel& model, const data::Dataset& ds, ThreadPool* pool) override {
     return evaluator_.evaluate(model, ds, pool);
   }
   const Instrument* instrument() const override { return inst_; }
@@ -61,7 +61,6 @@ class DataParallel : public LocalStrategy {
  private:
   void submit_bucket(int b);
 
-  TrainableModel& model_;
   Optimizer& opt_;
   Communicator& comm_;
   DdpOptions o_;

@@ -33,8 +33,8 @@ TEST_F(TrainGptCli, TensorParallelOnTwoRanks) {
 }
 
 TEST_F(TrainGptCli, RankKilledMidPipelineIsNamed) {
-  auto r = testing::run_command("DTRAIN_FAULT_KILL_STEP=1:3 " +
-                                run_args("-n 2 --strategy pp --pp 2 --microbatches 2 --timeout 60"));
+  auto r = testing::run_command("DTRAIN_FAULT_KILL=1:3 " +
+                                run_args("-n 2 --strategy pp --pp 2 --microbatches 2 --eval-every 1 --timeout 60"));
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("rank 1 (pid"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("was killed by SIGKILL"), std::string::npos) << r.output;

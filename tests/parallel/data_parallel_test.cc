@@ -25,10 +25,10 @@ DistRun ddp_run(int ranks, int64_t batch, const OptimizerConfig& oc, const DdpOp
                 const data::Dataset& ds) {
   return run_steps(
       ranks, ds, kSpec, oc, batch, steps,
-      [&](TrainableModel& m, Optimizer& opt, Communicator& c) -> std::unique_ptr<LocalStrategy> {
+      [&](TrainableModel& m, Optimizer& opt, Communicator& c) -> std::unique_ptr<ModelStrategy> {
         return std::make_unique<DataParallel>(m, opt, c, o, nullptr);
       },
-      [](LocalStrategy& s, std::span<const int64_t> b) { static_cast<DataParallel&>(s).step(b); });
+      [](ModelStrategy& s, std::span<const int64_t> b) { static_cast<DataParallel&>(s).step(b); });
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
@@ -212,7 +212,7 @@ TEST(DdpFloat, LearnsASmallProblem) {
     }
     EXPECT_EQ(last.examples, ds.rows);  // summed over both ranks
     EXPECT_LT(last.loss, 0.5 * first.loss);
-    LossAcc test = ddp.evaluate(*model, ds, nullptr);
+    LossAcc test = ddp.evaluate_on(*model, ds, nullptr);
     EXPECT_EQ(test.examples, ds.rows);
     EXPECT_GT(test.accuracy(), 0.9);
     TimeSplit s = inst.totals();

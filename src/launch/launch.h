@@ -1,4 +1,4 @@
-// cli/launch.h — starting ranks: the engine behind `dtrain run` and every `-n N` subcommand.
+// launch/launch.h — starting ranks: the engine behind `dtrain run` and every `-n N` subcommand.
 //
 // Contract
 // - launch(opts, argv) starts opts.nproc local copies of argv with the environment torchrun
@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-namespace dtrain::cli {
+namespace dtrain::launch {
 
 struct LaunchOptions {
   int nproc = 1;                 // ranks on this node
@@ -42,4 +42,4 @@ int relaunch_command(const LaunchOptions& opts, const std::vector<std::string>& 
                      const std::vector<std::string>& args);
 bool inside_launched_rank();
 
-}  // namespace dtrain::cli
+}  // namespace dtrain::launch

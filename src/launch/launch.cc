@@ -6,7 +6,7 @@
 // the rank), a signalfd (SIGCHLD: a rank ended; SIGINT/SIGTERM: forward to every rank) and a
 // timer for the kill grace period. The first rank to fail decides the job: the others get
 // SIGTERM, then SIGKILL after the grace period, and the report names that rank.
-#include "cli/launch.h"
+#include "launch/launch.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -31,7 +31,7 @@
 
 extern char** environ;
 
-namespace dtrain::cli {
+namespace dtrain::launch {
 namespace {
 
 std::string random_token() {
@@ -382,4 +382,4 @@ bool inside_launched_rank() {
   return false;
 }
 
-}  // namespace dtrain::cli
+}  // namespace dtrain::launch
