@@ -157,7 +157,7 @@ const std::vector<FlagSpec>& table() {
        [](TrainConfig& f, const std::string& v) { f.clip = to_float("clip", v, 0, 1e6); }},
       {"beta2", "B2", "Adam/AdamW beta2 (default 0.999; the GPT 0.99)",
        [](TrainConfig& f, const std::string& v) { f.beta2 = to_float("beta2", v, 0, 0.999999); }},
-      {"balance", "HOW", "the GPT pipeline partition: measured (timed on rank 0) | flops",
+      {"balance", "HOW", "the GPT pipeline partition: flops (default; the same every run) | measured (timed on rank 0)",
        [](TrainConfig& f, const std::string& v) {
          DT_CHECK(v == "measured" || v == "flops", InvalidArgument, "--balance must be measured or flops (got '" << v << "')");
          f.balance = v;

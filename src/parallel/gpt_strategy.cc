@@ -19,7 +19,8 @@ std::string GptStrategy::describe() const {
   os << "gpt " << c.model.spec() << " on " << text_.source << " (" << text_.ids.size() << " chars, vocab "
      << text_.vocab.size() << "), mesh dp " << c.mesh.dp << " x tp " << c.mesh.tp << " x pp " << c.mesh.pp
      << ", schedule " << c.schedule << " M " << c.micro << " V " << c.virtual_stages << ", zero " << c.zero
-     << ", optimizer " << c.optimizer.kind;
+     << ", optimizer " << c.optimizer.kind << ", partition";
+  for (int b : trainer_.partition()) os << " " << b;
   return os.str();
 }
 

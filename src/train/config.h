@@ -7,7 +7,8 @@
 //   "--servers applies to --strategy ps" and model-dependent defaults (the GPT trains with
 //   AdamW at lr 1e-3 and batch 12 unless told otherwise) can tell a default from a choice.
 // - resolve_defaults(c) fills what depends on other fields (strategy from -n, the GPT's
-//   optimizer/lr/batch) and is idempotent.
+//   optimizer/lr/batch) and is idempotent. The GPT's default batch (12) is rounded up to a
+//   multiple of dp x microbatches, so `--strategy pp --microbatches 8` works as written.
 // Thread-safety: a plain value.
 #pragma once
 
@@ -84,7 +85,7 @@ struct TrainConfig {
   float clip = 1.0f;          // global gradient-norm clip (0: off)
   std::optional<float> beta2;  // Adam/AdamW; default 0.999 (the GPT: 0.99)
   int64_t eval_batches = 20;
-  std::string balance = "measured";
+  std::string balance = "flops";  // flops (deterministic: resumable) | measured
   int blas_threads = 1;
 
   std::vector<std::string> given;
@@ -93,6 +94,13 @@ struct TrainConfig {
 };
 
 void resolve_defaults(TrainConfig& c);
+
+// The GPT's mesh for a config: dp x tp x pp from the strategy, --dp/--tp/--pp and -n. Throws
+// InvalidArgument when they do not multiply to -n.
+struct MeshDims {
+  int dp = 1, tp = 1, pp = 1;
+};
+MeshDims gpt_mesh(const TrainConfig& c);
 // The learning rate to use: --lr if given, else a per-optimizer default.
 float effective_lr(const TrainConfig& c);
 // --optimizer NAME (+ --lr, --momentum, --weight-decay, --beta2) as an OptimizerConfig.

@@ -151,21 +151,6 @@ void gpt_flags(const TrainConfig& f) {
 
 }  // namespace
 
-MeshDims gpt_mesh(const TrainConfig& c) {
-  int dp = c.dp, tp = c.tp, pp = c.pp;
-  const int n = c.ranks;
-  const std::string& s = c.strategy;
-  if (s == "single") dp = dp ? dp : 1, tp = tp ? tp : 1, pp = pp ? pp : 1;
-  else if (s == "tp") dp = dp ? dp : 1, pp = pp ? pp : 1, tp = tp ? tp : std::max(1, n / (dp * pp));
-  else if (s == "pp") dp = dp ? dp : 1, tp = tp ? tp : 1, pp = pp ? pp : std::max(1, n / (dp * tp));
-  else if (s == "zero" || s == "ddp") tp = tp ? tp : 1, pp = pp ? pp : 1, dp = dp ? dp : std::max(1, n / (tp * pp));
-  else if (s == "hybrid")
-    DT_CHECK(dp && tp && pp, InvalidArgument, "--strategy hybrid needs --dp D --tp T --pp P with D x T x P = -n");
-  DT_CHECK(dp >= 1 && tp >= 1 && pp >= 1 && dp * tp * pp == n, InvalidArgument,
-           "--strategy " << s << ": dp " << dp << " x tp " << tp << " x pp " << pp << " must equal -n " << n);
-  return {dp, tp, pp};
-}
-
 const std::vector<StrategyEntry>& strategies() {
   static const std::vector<StrategyEntry> table = {
       {"single", "one thread, whole-batch gradients (the fast reference); the GPT on one rank", Models::kBoth, false,

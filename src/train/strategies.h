@@ -74,10 +74,4 @@ std::string strategies_help();
 // flags fit together (a GPT mesh that matches -n, a batch divisible by dp x microbatches).
 const StrategyEntry& check_config(const TrainConfig& c);
 
-// The GPT's mesh for a config: dp x tp x pp from the strategy, --dp/--tp/--pp and -n.
-struct MeshDims {
-  int dp = 1, tp = 1, pp = 1;
-};
-MeshDims gpt_mesh(const TrainConfig& c);
-
 }  // namespace dtrain
