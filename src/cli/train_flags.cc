@@ -147,7 +147,7 @@ const std::vector<FlagSpec>& table() {
        [](TrainConfig& f, const std::string& v) { f.virtual_stages = static_cast<int>(to_int("virtual-stages", v, 1, 64)); }},
       {"recompute", nullptr, "the GPT: keep only stage inputs, recompute activations in backward",
        [](TrainConfig& f, const std::string&) { f.recompute = true; }},
-      {"zero", "S", "the GPT: ZeRO stage 0-3 over the data-parallel ranks (default: 1 for --strategy zero)",
+      {"zero", "S", "ZeRO stage over the data-parallel ranks: ddp 0-2, the GPT 0-3 (default: 1 for --strategy zero, else 0)",
        [](TrainConfig& f, const std::string& v) { f.zero = static_cast<int>(to_int("zero", v, 0, 3)); }},
       {"min-lr", "LR", "the GPT: final learning rate of the cosine schedule (default 1e-4)",
        [](TrainConfig& f, const std::string& v) { f.min_lr = to_float("min-lr", v, 0, 1e6); }},

@@ -16,7 +16,7 @@ void resolve_defaults(TrainConfig& c) {
     if (!c.was_given("optimizer")) c.optimizer = "adamw";
     if (!c.was_given("weight-decay")) c.weight_decay = 0.1f;
   }
-  if (c.zero < 0) c.zero = c.strategy == "zero" ? 1 : 0;
+  if (c.zero < 0) c.zero = c.strategy == "zero" ? 1 : 0;  // the MLP: ddp --zero 1|2
   if (c.is_gpt() && !c.was_given("batch")) {
     int64_t unit = std::max(c.microbatches, 1);
     if (c.ranks >= 1) {

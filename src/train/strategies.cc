@@ -38,9 +38,10 @@ void check_strategy_flags(const TrainConfig& f) {
   only_for(f, {"fedavg"}, {"clients", "client-fraction", "local-epochs", "dirichlet"});
   only_for(f, {"search"}, {"search", "trials"});
   only_for(f, {"ensemble"}, {"members"});
+  if (!f.is_gpt()) only_for(f, {"ddp"}, {"zero"});
   if (!f.is_gpt())
     for (const char* name : {"steps", "eval-every", "eval-batches", "min-lr", "warmup", "clip", "balance", "recompute",
-                             "zero", "blas-threads", "microbatches", "schedule", "virtual-stages",
+                             "blas-threads", "microbatches", "schedule", "virtual-stages",
                              "dp", "tp", "pp", "beta2"})
       DT_CHECK(!f.was_given(name), InvalidArgument,
                "--" << name << " applies to the GPT (--model gpt:...), not to --model " << f.model);
@@ -85,6 +86,7 @@ DdpOptions ddp_options(const TrainConfig& f) {
   o.deterministic = f.deterministic;
   o.det_shard = f.det_shard;
   o.algorithm = f.algo == "auto" ? Algorithm::kAuto : parse_algorithm(f.algo);
+  o.zero = f.is_gpt() ? 0 : std::max(f.zero, 0);
   return o;
 }
 
@@ -185,12 +187,12 @@ const std::vector<StrategyEntry>& strategies() {
          set_model_strategy<Hogwild>(job, *job.model, &job.lr, ctx.config.threads, Hogwild::Mode::kLocked);
        },
        {}},
-      {"ddp", "synchronous all-reduce SGD over -n N ranks, gradient buckets overlapped with backward (default for -n > 1)",
+      {"ddp", "synchronous all-reduce SGD over -n N ranks, gradient buckets overlapped with backward (default for -n > 1); --zero 1|2 reduce-scatters the buckets and shards the optimizer",
        Models::kBoth, true,
        [](const TrainConfig& f) { f.is_gpt() ? gpt_flags(f) : multi_rank(f); },
        [](TrainJob& job, const StrategyContext& ctx) {
          if (ctx.config.is_gpt()) return make_gpt(job, ctx);
-         set_model_strategy<DataParallel>(job, *job.model, own_optimizer(job, ctx.config), *ctx.comm,
+         set_model_strategy<DataParallel>(job, *job.model, optimizer_config(ctx.config), *ctx.comm,
                                           ddp_options(ctx.config), ctx.instrument);
        },
        {}},
