@@ -14,7 +14,7 @@
 #include "base/env.h"
 #include "base/error.h"
 #include "cli/bench.h"
-#include "cli/bench_coll_runner.h"
+#include "plan/coll_bench.h"
 #include "cli/flags.h"
 #include "launch/launch.h"
 #include "coll/communicator.h"
