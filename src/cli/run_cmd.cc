@@ -39,6 +39,8 @@ int run_main(const Args& args) {
   o.bind_addr = f.get_string("bind-addr", "", "address or interface the ranks' tcp transport uses (multi-node)");
   o.token = f.get_string("token", "", "job secret for multi-node jobs (default: $DTRAIN_TOKEN)");
   o.tag_output = !f.get_bool("no-tag-output", "do not prefix output lines with [rank R]");
+  o.max_restarts = static_cast<int>(f.get_int("max-restarts", 0, "start every rank again after a failure, up to K times"));
+  o.heartbeat_s = f.get_double("heartbeat", 10, "seconds a rank may be silent or stopped before it is hung (0: off)");
   if (f.help_requested()) {
     std::printf("%s", f.help_text("-n N [options] -- PROGRAM [ARGS...]").c_str());
     return 0;

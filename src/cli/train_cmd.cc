@@ -8,6 +8,7 @@
 // launcher and reports the speedup.
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 
@@ -38,14 +39,30 @@ std::FILE* progress_stream(bool* tty) {
   return stdout;
 }
 
-// DTRAIN_FAULT_KILL="R:K": rank R kills itself when 0-based round K begins (train/run.h).
-int64_t fault_kill_round(int rank) {
-  auto v = env_get("DTRAIN_FAULT_KILL");
-  if (!v) return -1;
-  const auto colon = v->find(':');
-  DT_CHECK(colon != std::string::npos, InvalidArgument, "DTRAIN_FAULT_KILL must be RANK:ROUND, got '" << *v << "'");
-  if (std::atoi(v->substr(0, colon).c_str()) != rank) return -1;
-  return std::atoll(v->substr(colon + 1).c_str());
+// Fault injection (train/run.h): DTRAIN_FAULT_KILL is a comma-separated list whose entry i
+// applies to attempt i of a restarted job (DTRAIN_RESTART = i); an entry "R:K" kills rank R
+// when round K begins, "R:step:S" when its step S of the attempt begins, "-" kills nobody;
+// DTRAIN_FAULT_SIGNAL=STOP stops the rank (a hang) instead of killing it.
+void fault_kill(int rank, int attempt, RunOptions& ro) {
+  const auto v = env_get("DTRAIN_FAULT_KILL");
+  if (!v) return;
+  std::vector<std::string> entries;
+  size_t start = 0;
+  for (size_t comma; (comma = v->find(',', start)) != std::string::npos; start = comma + 1)
+    entries.push_back(v->substr(start, comma - start));
+  entries.push_back(v->substr(start));
+  if (attempt < 0 || attempt >= static_cast<int>(entries.size()) || entries[static_cast<size_t>(attempt)] == "-") return;
+  const std::string& e = entries[static_cast<size_t>(attempt)];
+  const auto colon = e.find(':');
+  DT_CHECK(colon != std::string::npos, InvalidArgument,
+           "DTRAIN_FAULT_KILL entries are RANK:ROUND or RANK:step:STEP, got '" << e << "'");
+  if (std::atoi(e.substr(0, colon).c_str()) != rank) return;
+  const std::string sig = env_string("DTRAIN_FAULT_SIGNAL", "KILL");
+  DT_CHECK(sig == "KILL" || sig == "STOP", InvalidArgument, "DTRAIN_FAULT_SIGNAL must be KILL or STOP, got '" << sig << "'");
+  ro.kill_signal = sig == "STOP" ? SIGSTOP : SIGKILL;
+  const std::string rest = e.substr(colon + 1);
+  if (rest.rfind("step:", 0) == 0) ro.kill_step = std::atoll(rest.substr(5).c_str());
+  else ro.kill_round = std::atoll(rest.c_str());
 }
 
 // One rank's run; rank 0 prints and writes files.
@@ -55,7 +72,9 @@ RunResult run_rank(const TrainConfig& f, bool print) {
   if (print && !f.quiet) ro.out = progress_stream(&tty);
   ro.tty = tty;
   const WorldInfo w = world_from_env();
-  ro.kill_round = fault_kill_round(w.rank);
+  const int attempt = static_cast<int>(env_int("DTRAIN_RESTART", 0));
+  fault_kill(w.rank, attempt, ro);
+  ro.resume_if_present = attempt > 0;  // a restarted job continues from its checkpoints
   RunResult r = run_training(f, nullptr, ro);
   if (r.rank != 0 || !print) return r;
   const bool whole_job = find_strategy(f.strategy).run != nullptr;
@@ -87,6 +106,8 @@ int launch_job(const TrainConfig& f, const Args& args) {
   lo.transport = f.transport;
   lo.timeout_s = f.timeout;
   lo.tag_output = false;
+  lo.max_restarts = f.max_restarts;
+  lo.heartbeat_s = f.heartbeat;
   if (is_tty(stdout)) {
     const int fd = ::dup(1);  // inherited by the ranks (no close-on-exec)
     if (fd >= 0) ::setenv("DTRAIN_PROGRESS_FD", std::to_string(fd).c_str(), 1);
@@ -131,6 +152,8 @@ int launch_job(const TrainConfig& f, const Args& args) {
   return 0;
 }
 
+bool multi_rank_strategy(const StrategyEntry& s, const TrainConfig& f) { return s.distributed || f.is_gpt(); }
+
 }  // namespace
 
 int train_main(const Args& args) {
@@ -145,9 +168,13 @@ int train_main(const Args& args) {
   DT_CHECK(!f.baseline || (f.strategy != "ps" && !f.is_gpt()), InvalidArgument,
            "--baseline runs the same job on 1 rank, which --strategy " << f.strategy
            << (f.is_gpt() ? " with the GPT" : "") << " cannot; compare -n values by hand");
+  DT_CHECK(f.max_restarts == 0 || !f.checkpoint.empty(), InvalidArgument,
+           "--max-restarts " << f.max_restarts << " restarts the ranks from their checkpoints; add --checkpoint DIR");
+  DT_CHECK(f.max_restarts == 0 || (multi_rank_strategy(strategy, f) && f.ranks > 1), InvalidArgument,
+           "--max-restarts applies to jobs of -n N > 1 ranks");
   DT_CHECK(!f.baseline || !strategy.run, InvalidArgument,
            "--baseline measures training throughput; --strategy " << f.strategy << " runs independent trainings");
-  const bool multi = strategy.distributed || f.is_gpt();
+  const bool multi = multi_rank_strategy(strategy, f);
   if (multi && f.ranks > 1 && !launch::inside_launched_rank()) return launch_job(f, args);
   if (launch::inside_launched_rank() && multi) {
     // The launcher's -n and the job's world must agree.

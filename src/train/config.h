@@ -48,6 +48,8 @@ struct TrainConfig {
   std::string transport = "auto";
   std::string algo = "auto";
   double timeout = 300;
+  int max_restarts = 0;     // -n N: restart every rank after a failure, from the checkpoints
+  double heartbeat = 10;    // -n N: seconds of silence (or SIGSTOP) that make a rank hung
   double bucket_mb = 1.0;
   bool no_overlap = false;
   bool deterministic = false;

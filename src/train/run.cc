@@ -29,20 +29,27 @@ std::unique_ptr<TrainableModel> build_model(const TrainConfig& f, const data::Da
   DT_THROW(InvalidArgument, "unknown --model '" << m << "'; use mlp:784-256-128-10 (any widths), logreg, svm, softmax or gpt:...");
 }
 
-// Kills this rank when round K begins (fault injection; see run.h).
-class KillAtRound : public Strategy {
+// Kills this rank when round K, or its step S of this run, begins (fault injection; run.h).
+// Steps are counted by the progress calls, one per optimizer step of the strategy.
+class KillAt : public Strategy {
  public:
-  KillAtRound(Strategy& inner, int64_t round) : inner_(inner), round_(round) {}
+  KillAt(Strategy& inner, int64_t round, int64_t step, int sig) : inner_(inner), round_(round), step_(step), sig_(sig) {}
   const char* name() const override { return inner_.name(); }
   int threads() const override { return inner_.threads(); }
   std::string describe() const override { return inner_.describe(); }
   int64_t examples_per_epoch() const override { return inner_.examples_per_epoch(); }
   bool classifies() const override { return inner_.classifies(); }
   void begin_round(int64_t r) override {
-    if (r == round_) ::raise(SIGKILL);
+    if (r == round_) ::raise(sig_);
     inner_.begin_round(r);
   }
-  LossAcc train_round(const Round& r, const ProgressFn& p) override { return inner_.train_round(r, p); }
+  LossAcc train_round(const Round& r, const ProgressFn& p) override {
+    if (step_ == 0) ::raise(sig_);
+    return inner_.train_round(r, [&](int64_t done, double loss) {
+      if (++steps_ == step_) ::raise(sig_);
+      if (p) p(done, loss);
+    });
+  }
   Metrics round_metrics() override { return inner_.round_metrics(); }
   LossAcc evaluate(ThreadPool* pool) override { return inner_.evaluate(pool); }
   int64_t steps() const override { return inner_.steps(); }
@@ -53,7 +60,9 @@ class KillAtRound : public Strategy {
 
  private:
   Strategy& inner_;
-  int64_t round_;
+  int64_t round_, step_;
+  int sig_;
+  int64_t steps_ = 0;
 };
 
 }  // namespace
@@ -115,12 +124,14 @@ RunResult run_training(const TrainConfig& cfg, std::shared_ptr<Communicator> com
   o.seed = cfg.seed;
   o.checkpoint_dir = cfg.checkpoint;
   o.resume = cfg.resume;
+  o.resume_if_present = ro.resume_if_present;
   o.out = out;
   o.tty = ro.tty;
   o.comm = comm.get();
   Strategy* strategy = job.strategy.get();
-  std::unique_ptr<KillAtRound> killer;
-  if (ro.kill_round >= 0) strategy = (killer = std::make_unique<KillAtRound>(*job.strategy, ro.kill_round)).get();
+  std::unique_ptr<KillAt> killer;
+  if (ro.kill_round >= 0 || ro.kill_step >= 0)
+    strategy = (killer = std::make_unique<KillAt>(*job.strategy, ro.kill_round, ro.kill_step, ro.kill_signal)).get();
   res.report = Trainer(*strategy, o).run();
   const Metrics stats = job.strategy->stats();  // collective
   res.splits = gather_splits(comm.get(), res.report.split);

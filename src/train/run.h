@@ -9,9 +9,12 @@
 // - The result holds the report on every rank; the JSON document and the gathered splits are
 //   complete on rank 0. With options.out, rank 0 prints progress there; with config.trace,
 //   rank 0 writes the Chrome timeline of every rank.
-// - Fault injection for chaos tests and soak runs: DTRAIN_FAULT_KILL="R:K" (read by the
-//   caller into options.kill_round) makes rank R kill itself with SIGKILL when 0-based round
-//   K begins — a crash, not an error exit.
+// - Fault injection for chaos tests and soak runs (the caller reads DTRAIN_FAULT_KILL, see
+//   cli/train_cmd.cc): options.kill_round = K makes this rank kill itself with SIGKILL when
+//   0-based round K begins, options.kill_step = S when its S-th step of this run (0-based)
+//   begins — a crash, not an error exit (or, with kill_signal = SIGSTOP, a hang).
+// - options.resume_if_present: a restarted job (DTRAIN_RESTART > 0) resumes from the
+//   checkpoints when every rank has one, else starts over.
 // Thread-safety: one call per rank.
 #pragma once
 
@@ -31,6 +34,9 @@ struct RunOptions {
   std::FILE* out = nullptr;  // progress on rank 0; nullptr = silent
   bool tty = false;
   int64_t kill_round = -1;   // this rank SIGKILLs itself when this round begins (-1: never)
+  int64_t kill_step = -1;    // ... when its step S of this run begins (-1: never)
+  int kill_signal = 9;       // SIGKILL; SIGSTOP freezes the rank instead (a hang)
+  bool resume_if_present = false;
 };
 
 struct RunResult {

@@ -138,6 +138,7 @@ int64_t Trainer::restore(std::vector<EpochRow>& rows) {
     int64_t newest = std::max(cur, prev);
     int64_t agreed = newest;
     allreduce(*opt_.comm, &agreed, 1, DType::kInt64, ReduceOp::kMin);
+    if (agreed < 0 && opt_.resume_if_present) return 0;  // some rank has none: start over
     DT_CHECK(agreed >= 0, IoError,
              "--resume: rank " << opt_.comm->rank() << (newest < 0 ? " has" : ": some rank has")
                                << " no checkpoint in '" << opt_.checkpoint_dir
@@ -150,6 +151,7 @@ int64_t Trainer::restore(std::vector<EpochRow>& rows) {
       path = prev_path(path);
     }
   }
+  if (!distributed() && opt_.resume_if_present && !data::file_exists(path)) return 0;
   DT_CHECK(data::file_exists(path), IoError,
            "--resume: no checkpoint at '" << path << "'; run once without --resume to create it");
   Checkpoint ck = Checkpoint::load(path);
@@ -187,7 +189,7 @@ TrainReport Trainer::run() {
   TrainReport rep;
   rep.classifies = strategy_.classifies();
   int64_t first_round = 0;
-  if (opt_.resume) first_round = restore(rep.epochs);
+  if (opt_.resume || (opt_.resume_if_present && !opt_.checkpoint_dir.empty())) first_round = restore(rep.epochs);
   rep.resumed_from_epoch = first_round;
   ThreadPool eval_pool(opt_.threads);
   Progress progress(opt_.out, opt_.tty, rounds_, by_steps() ? opt_.round_steps : strategy_.examples_per_epoch(),

@@ -42,6 +42,7 @@ struct TrainOptions {
   std::string strategy;     // for the fingerprint
   std::string checkpoint_dir;  // empty: no checkpoints
   bool resume = false;
+  bool resume_if_present = false;  // resume when checkpoints exist, else start (restarted jobs)
   int64_t stop_after_rounds = -1;  // stop early after this many rounds of THIS run (tests)
   std::FILE* out = stdout;         // progress; nullptr = silent
   bool tty = false;
