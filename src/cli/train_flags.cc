@@ -68,6 +68,8 @@ const std::vector<FlagSpec>& table() {
       {"seed", "S", "seed for initialization and data order (default 0)",
        [](TrainConfig& f, const std::string& v) { f.seed = static_cast<uint64_t>(to_int("seed", v, 0, INT64_MAX)); }},
       {"checkpoint", "DIR", "save a checkpoint in DIR after every epoch/round (the GPT also DIR/model.gpt)", [](TrainConfig& f, const std::string& v) { f.checkpoint = v; }},
+      {"checkpoint-every", "K", "rounds of K steps (evaluation + checkpoint): a failure loses at most K steps",
+       [](TrainConfig& f, const std::string& v) { f.checkpoint_every = to_int("checkpoint-every", v, 1, int64_t{1} << 40); }},
       {"resume", nullptr, "continue from DIR/checkpoint.dtc (needs --checkpoint)", [](TrainConfig& f, const std::string&) { f.resume = true; }},
       {"json", "FILE", "write the run's results as JSON to FILE", [](TrainConfig& f, const std::string& v) { f.json = v; }},
       {"normalize", nullptr, "scale every example (train and test) to unit L2 norm", [](TrainConfig& f, const std::string&) { f.normalize = true; }},

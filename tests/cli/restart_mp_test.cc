@@ -125,6 +125,13 @@ TEST_F(Restart, DdpTenKillsEndWithTheUninterruptedModel) {
   expect_same_run("-n 2 " + csv() + "--epochs 12 --batch 30 --deterministic --optimizer momentum --seed 3", 2, 2, 10, 12);
 }
 
+// --checkpoint-every 3: rounds of 3 steps (4 per epoch), so kills land mid-epoch and at most
+// 3 steps are redone.
+TEST_F(Restart, MidEpochCheckpointsTenKillsEndWithTheUninterruptedModel) {
+  expect_same_run("-n 2 " + csv() + "--epochs 4 --batch 30 --deterministic --optimizer momentum --seed 3 --checkpoint-every 3",
+                  2, 2, 3, 16);
+}
+
 TEST_F(Restart, DataParallelFamilyTenKillsEndWithTheUninterruptedModel) {
   expect_same_run("-n 3 " + csv() + "--epochs 12 --batch 30 --optimizer momentum --seed 5 --strategy ps --sync --deterministic",
                   3, 2, 10, 12);
