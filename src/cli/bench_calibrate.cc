@@ -9,6 +9,10 @@
 // for beta. Times are max over ranks. The result goes to FILE (default $DTRAIN_CALIBRATION
 // or ~/.cache/dtrain/calibration.json), keeping the entry of a transport not measured; later
 // runs and `dtrain plan collective` read it.
+// Then (unless --no-compute) rank 0 measures the compute side for the planner
+// (plan/calibrate_compute.h: GEMM GFLOP/s by shape, element-wise GB/s, optimizer ns per
+// parameter, the oversubscription penalty) into the file's "compute" section (version 2),
+// which `dtrain plan train` and this_machine() read.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -27,6 +31,9 @@
 #include "coll/collectives.h"
 #include "coll/cost_model.h"
 #include "coll/reduce_kernels.h"
+#include "plan/calibrate_compute.h"
+
+#include <nlohmann/json.hpp>
 
 namespace dtrain::cli {
 namespace {
@@ -81,21 +88,39 @@ CostParams calibrate(Communicator& c, double seconds) {
   return cp;
 }
 
-void write_calibration(const std::string& path, const std::vector<std::pair<std::string, CostParams>>& measured) {
+void write_calibration(const std::string& path, const std::vector<std::pair<std::string, CostParams>>& measured,
+                       double compute_seconds) {
   CostParams shm = default_cost_params("shm"), tcp = default_cost_params("tcp");
   std::ifstream in(path);
+  nlohmann::json compute;
   if (in) {
     std::stringstream ss;
     ss << in.rdbuf();
     parse_calibration(ss.str(), "shm", &shm);
     parse_calibration(ss.str(), "tcp", &tcp);
+    try {
+      auto old = nlohmann::json::parse(ss.str());
+      if (old.contains("compute")) compute = old["compute"];
+    } catch (const nlohmann::json::exception&) {
+    }
+  }
+  if (compute_seconds > 0) {
+    plan::ComputeRates r = plan::measure_compute(compute_seconds);
+    compute = plan::compute_json(r);
+    std::printf("compute: gemm %.2f GFLOP/s (median of %zu shapes), element-wise %.2f GB/s, adamw %.2f ns/param, "
+                "sgd %.2f ns/param, oversubscription penalty %.2f (%d cores)\n",
+                r.gemm_gflops, r.gemm_by_shape.size(), r.elementwise_gbps, r.adamw_ns_per_param, r.sgd_ns_per_param,
+                r.oversub_penalty, r.cores);
   }
   for (const auto& [kind, cp] : measured) (kind == "shm" ? shm : tcp) = cp;
   for (size_t slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1))
     ::mkdir(path.substr(0, slash).c_str(), 0755);
   std::ofstream out(path);
   DT_CHECK(out.good(), IoError, "cannot write calibration file " << path);
-  out << format_calibration(shm, tcp);
+  nlohmann::json j = nlohmann::json::parse(format_calibration(shm, tcp));
+  j["version"] = 2;
+  if (!compute.is_null()) j["compute"] = compute;
+  out << j.dump(2) << "\n";
   std::printf("wrote %s\n", path.c_str());
 }
 
@@ -109,6 +134,8 @@ int bench_calibrate(const Args& args) {
   double seconds = f.get_double("seconds", 0.5, "time per measurement");
   bool threads = f.get_bool("threads", "run the ranks as threads of this process");
   double timeout = f.get_double("timeout", 120, "seconds any blocking call may wait");
+  bool no_compute = f.get_bool("no-compute", "skip the compute rates (GEMM, element-wise, optimizer, oversubscription)");
+  const double compute_seconds = no_compute ? 0 : std::max(1.0, 4 * seconds);
   if (f.help_requested()) {
     std::printf("%s", f.help_text("[-n 2] [--transport shm,tcp] [--out FILE]").c_str());
     return 0;
@@ -151,7 +178,7 @@ int bench_calibrate(const Args& args) {
       if (first) std::rethrow_exception(first);
       measured.emplace_back(transport_kind_name(kind), result);
     }
-    write_calibration(out, measured);
+    write_calibration(out, measured, compute_seconds);
     return 0;
   }
   if (!launch::inside_launched_rank()) {
@@ -172,7 +199,7 @@ int bench_calibrate(const Args& args) {
     measured.emplace_back(transport_kind_name(kind), calibrate(c, seconds));
     c.barrier();
   }
-  if (info.rank == 0) write_calibration(out, measured);
+  if (info.rank == 0) write_calibration(out, measured, compute_seconds);
   return 0;
 }
 

@@ -6,6 +6,17 @@
 // picks (plan/collective_plan.h), using the same parameters a run would: the calibration
 // file ($DTRAIN_CALIBRATION or ~/.cache/dtrain/calibration.json, written by
 // `dtrain bench calibrate`) or the per-transport defaults.
+//
+//   dtrain plan train --model SPEC --ranks N [--cluster FILE] [--memory-gb M] [--batch B]
+//       [--strategy S] [--top K] [--json] [--measure K --data D --steps S]
+// enumerates the layouts, drops those over memory, ranks by predicted step time
+// (plan/planner.h); --measure K runs the top K here with `dtrain train` and prints predicted
+// against measured (plan/plan_measure.h).
+//
+//   dtrain plan scale --model SPEC [--max-ranks N] [--batch-per-rank B] [--cluster FILE]
+//       [--svg FILE] [--json]
+// predicted speedup and efficiency against N (weak scaling) with the Amdahl and Gustafson fits.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -19,6 +30,8 @@
 #include "coll/call.h"
 #include "coll/cost_model.h"
 #include "plan/collective_plan.h"
+#include "plan/planner.h"
+#include "plan/plan_measure.h"
 
 namespace dtrain::cli {
 namespace {
@@ -71,6 +84,116 @@ int plan_collective_cmd(const Args& args) {
   return 0;
 }
 
+
+plan::Cluster cluster_flag(const std::string& path) { return path.empty() ? plan::this_machine() : plan::load_cluster(path); }
+
+nlohmann::json prediction_json(const plan::Layout& l, const plan::Prediction& p) {
+  return {{"layout", l.describe()}, {"strategy", l.strategy}, {"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp},
+          {"zero", l.zero}, {"microbatches", l.micro}, {"schedule", l.schedule},
+          {"virtual_stages", l.virtual_stages}, {"recompute", l.recompute}, {"bucket_mb", l.bucket_mb},
+          {"step_ms", p.step_s * 1e3}, {"compute_ms", p.compute_s * 1e3}, {"comm_ms", p.comm_s * 1e3},
+          {"bubble_ms", p.bubble_s * 1e3}, {"optimizer_ms", p.optimizer_s * 1e3},
+          {"memory_mb", p.memory_b() / 1e6}, {"weights_mb", p.weights_b / 1e6}, {"grads_mb", p.grads_b / 1e6},
+          {"optimizer_state_mb", p.optimizer_b / 1e6}, {"activations_mb", p.activations_b / 1e6},
+          {"dp_bytes", p.dp_bytes}, {"tp_bytes", p.tp_bytes}, {"pp_bytes", p.pp_bytes}};
+}
+
+int plan_train_cmd(const Args& args) {
+  Flags f("plan train", args);
+  std::string model = f.get_string("model", "gpt:layers=4,heads=4,width=128,context=64", "model spec, as dtrain train --model");
+  int ranks = static_cast<int>(f.get_int("ranks", 4, "number of ranks", "n"));
+  std::string cluster = f.get_string("cluster", "", "cluster JSON (docs/clusters/); default: this machine");
+  double memory = f.get_double("memory-gb", 0, "memory per rank in GB (default: the cluster's)");
+  int64_t batch = f.get_int("batch", 0, "global batch (default: 12 x ranks for the GPT, 64 for the MLP)");
+  std::string strategy = f.get_string("strategy", "", "only this strategy (ddp, ps, localsgd, gossip, fedavg, tp, pp, zero, hybrid)");
+  int top = static_cast<int>(f.get_int("top", 10, "rows to print"));
+  int measure = static_cast<int>(f.get_int("measure", 0, "run the top K here and print predicted vs measured"));
+  std::string data = f.get_string("data", "", "--data for the measured runs (the GPT: text:FILE)");
+  int64_t steps = f.get_int("steps", 20, "GPT steps per measured run");
+  bool json = f.get_bool("json", "print JSON instead of a table");
+  if (f.help_requested()) {
+    std::printf("%s", f.help_text("--model gpt:layers=4,heads=4,width=128,context=64 --ranks 8 [--measure 3 --data text:input.txt]").c_str());
+    return 0;
+  }
+  f.finish();
+  plan::ModelSpec m = plan::ModelSpec::parse(model);
+  if (batch == 0) batch = m.gpt ? 12 * ranks : 64;
+  plan::Cluster c = cluster_flag(cluster);
+  plan::PlanOptions o;
+  o.strategy = strategy;
+  o.memory_gb = memory;
+  auto r = plan::plan(m, ranks, c, batch, o);
+  if (json) {
+    nlohmann::json out = {{"model", model}, {"ranks", ranks}, {"batch", batch}, {"cluster", plan::cluster_to_json(c)},
+                          {"enumerated", r.enumerated}, {"dropped_memory", r.dropped_memory},
+                          {"plan_seconds", r.seconds}, {"why", r.why}, {"layouts", nlohmann::json::array()}};
+    for (int i = 0; i < std::min<int>(top, static_cast<int>(r.ranked.size())); ++i)
+      out["layouts"].push_back(prediction_json(r.ranked[i].layout, r.ranked[i].pred));
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    std::printf("%s", plan::format_plan_table(m, ranks, batch, c, r, top).c_str());
+  }
+  if (measure > 0) {
+    DT_CHECK(!r.ranked.empty(), InvalidArgument, "--measure: no layout fits; nothing to run");
+    std::printf("\nmeasuring the top %d here (dtrain train):\n", measure);
+    for (int i = 0; i < std::min<int>(measure, static_cast<int>(r.ranked.size())); ++i) {
+      const auto& cand = r.ranked[i];
+      auto meas = plan::measure_layout(model, cand.layout, batch, data, steps);
+      std::printf("%-48s predicted %9.3f ms  measured %9.3f ms  error %+6.1f%%\n", cand.layout.describe().c_str(),
+                  cand.pred.step_s * 1e3, meas.step_s * 1e3, (cand.pred.step_s / meas.step_s - 1) * 100);
+    }
+  }
+  return 0;
+}
+
+int plan_scale_cmd(const Args& args) {
+  Flags f("plan scale", args);
+  std::string model = f.get_string("model", "gpt:layers=4,heads=4,width=128,context=64", "model spec");
+  int max_ranks = static_cast<int>(f.get_int("max-ranks", 16384, "largest N (powers of two from 1)"));
+  int64_t per_rank = f.get_int("batch-per-rank", 0, "items per rank per step (default: 12 for the GPT, 64 for the MLP)");
+  std::string cluster = f.get_string("cluster", "", "cluster JSON (docs/clusters/); default: this machine");
+  std::string strategy = f.get_string("strategy", "", "only this strategy");
+  std::string svg = f.get_string("svg", "", "write the speedup chart here (SVG)");
+  bool json = f.get_bool("json", "print JSON instead of a table");
+  if (f.help_requested()) {
+    std::printf("%s", f.help_text("--model gpt:layers=4,heads=4,width=128,context=64 --cluster docs/clusters/gpu-cluster.json --svg scale.svg").c_str());
+    return 0;
+  }
+  f.finish();
+  plan::ModelSpec m = plan::ModelSpec::parse(model);
+  if (per_rank == 0) per_rank = m.gpt ? 12 : 64;
+  plan::Cluster c = cluster_flag(cluster);
+  plan::PlanOptions o;
+  o.strategy = strategy;
+  o.max_micro = 16;
+  auto s = plan::scale(m, c, per_rank, max_ranks, o);
+  if (json) {
+    nlohmann::json out = {{"model", model}, {"cluster", c.name}, {"amdahl_serial", s.amdahl_serial},
+                          {"gustafson_serial", s.gustafson_serial}, {"points", nlohmann::json::array()}};
+    for (const auto& p : s.points)
+      out["points"].push_back({{"ranks", p.ranks}, {"layout", p.layout.describe()}, {"step_ms", p.step_s * 1e3},
+                               {"items_per_s", p.throughput}, {"speedup", p.speedup}, {"efficiency", p.efficiency}});
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    std::printf("model %s, cluster %s, %lld items per rank per step (weak scaling)\n", model.c_str(), c.name.c_str(),
+                static_cast<long long>(per_rank));
+    std::printf("%8s  %-44s %10s %12s %10s %7s %9s %9s\n", "ranks", "best layout", "step ms", "items/s", "speedup", "eff",
+                "amdahl", "gustafson");
+    for (const auto& p : s.points)
+      std::printf("%8d  %-44s %10.3f %12.0f %10.1f %6.1f%% %9.1f %9.1f\n", p.ranks, p.layout.describe().c_str(),
+                  p.step_s * 1e3, p.throughput, p.speedup, p.efficiency * 100,
+                  plan::amdahl_speedup(s.amdahl_serial, p.ranks), plan::gustafson_speedup(s.gustafson_serial, p.ranks));
+    std::printf("fits: Amdahl serial fraction %.3g, Gustafson serial fraction %.3g\n", s.amdahl_serial, s.gustafson_serial);
+  }
+  if (!svg.empty()) {
+    std::ofstream out(svg);
+    DT_CHECK(out.good(), IoError, "cannot write --svg " << svg);
+    out << plan::svg_chart(s, "predicted speedup, " + model + " on " + c.name);
+    std::fprintf(stderr, "wrote %s\n", svg.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int plan_main(const Args& args) {
@@ -78,10 +201,16 @@ int plan_main(const Args& args) {
     std::fprintf(stderr,
                  "usage: dtrain plan <what> [options]\n\n"
                  "  collective   predicted time of every algorithm and the one auto picks\n"
-                 "               (dtrain plan collective --op allreduce -n 8 --size 64M --transport tcp)\n");
+                 "               (dtrain plan collective --op allreduce -n 8 --size 64M --transport tcp)\n"
+                 "  train        rank the parallel layouts of a model by predicted step time\n"
+                 "               (dtrain plan train --model gpt:layers=4,heads=4,width=128,context=64 --ranks 8)\n"
+                 "  scale        predicted speedup against N up to 16,384 ranks, Amdahl and Gustafson fits\n");
     return args.empty() ? 2 : 0;
   }
-  DT_CHECK(args[0] == "collective", InvalidArgument, "unknown plan '" << args[0] << "' (use: collective)");
+  Args rest(args.begin() + 1, args.end());
+  if (args[0] == "train") return plan_train_cmd(rest);
+  if (args[0] == "scale") return plan_scale_cmd(rest);
+  DT_CHECK(args[0] == "collective", InvalidArgument, "unknown plan '" << args[0] << "' (use: collective, train, scale)");
   return plan_collective_cmd(Args(args.begin() + 1, args.end()));
 }
 

@@ -20,6 +20,7 @@
 #include "data/registry.h"
 #include "launch/launch.h"
 #include "train/report.h"
+#include "cli/plan_predict.h"
 #include "train/run.h"
 
 namespace dtrain::cli {
@@ -81,7 +82,10 @@ RunResult run_rank(const TrainConfig& f, bool print) {
   if (!whole_job) print_summary(stdout, f, r.job, r.report, r.splits, find_strategy(f.strategy).distributed);
   if (!f.checkpoint.empty() && f.is_gpt()) std::printf("checkpoint: %s (model for dtrain generate: %s)\n", f.checkpoint.c_str(), (f.checkpoint + "/model.gpt").c_str());
   if (!f.trace.empty()) std::printf("trace: %s\n", f.trace.c_str());
-  if (!f.json.empty()) write_json_file(f.json, r.json);
+  if (!f.json.empty()) {
+    r.json["prediction"] = prediction_for_run(f, r.json);  // the planner's, beside the measurement
+    write_json_file(f.json, r.json);
+  }
   return r;
 }
 
@@ -156,7 +160,8 @@ bool multi_rank_strategy(const StrategyEntry& s, const TrainConfig& f) { return 
 
 }  // namespace
 
-int train_main(const Args& args) {
+int train_main(const Args& given) {
+  const Args args = resolve_plan_flag(given);  // --plan auto: the planner's layout flags
   const TrainConfig f = parse_train_flags(args);
   if (f.help) {
     std::printf("%s%s\ndatasets:\n  %s\n", train_usage("").c_str(), strategies_help().c_str(),

@@ -1,0 +1,126 @@
+#include "cli/plan_predict.h"
+
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <set>
+
+#include "base/error.h"
+#include "plan/plan_measure.h"
+#include "plan/planner.h"
+
+namespace dtrain::cli {
+namespace {
+
+// The value of --name VALUE or --name=VALUE (also a short alias), or "".
+std::string arg_value(const Args& a, const std::string& name, const std::string& alias = "") {
+  for (size_t i = 0; i < a.size(); ++i) {
+    for (const std::string& n : {name, alias}) {
+      if (n.empty()) continue;
+      if (a[i] == n && i + 1 < a.size()) return a[i + 1];
+      if (a[i].rfind(n + "=", 0) == 0) return a[i].substr(n.size() + 1);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+Args resolve_plan_flag(const Args& args) {
+  std::string mode = arg_value(args, "--plan");
+  bool present = false;
+  for (const auto& a : args) present |= a == "--plan" || a.rfind("--plan=", 0) == 0;
+  if (!present) return args;
+  DT_CHECK(mode == "auto", InvalidArgument, "--plan takes 'auto' (got '" << mode << "')");
+  std::string model = arg_value(args, "--model");
+  if (model.empty()) model = "mlp:784-256-128-10";
+  std::string n = arg_value(args, "--ranks", "-n"), b = arg_value(args, "--batch");
+  plan::ModelSpec m = plan::ModelSpec::parse(model);
+  int ranks = n.empty() ? 1 : std::stoi(n);
+  int64_t batch = b.empty() ? (m.gpt ? 12 : 64) : std::stoll(b);
+  plan::PlanOptions o;
+  o.strategy = arg_value(args, "--strategy");
+  plan::Cluster c = plan::this_machine();
+  auto r = plan::plan(m, ranks, c, batch, o);
+  DT_CHECK(!r.ranked.empty(), InvalidArgument,
+           "--plan auto: no layout of " << model << " on " << ranks << " ranks with batch " << batch << " fits: " << r.why);
+  const auto& best = r.ranked[0];
+  std::fprintf(stderr, "plan: %s (predicted %.3f ms/step, %.1f MB/rank; %d layouts, %.3f s); %s\n",
+               best.layout.describe().c_str(), best.pred.step_s * 1e3, best.pred.memory_b() / 1e6, r.enumerated,
+               r.seconds, r.why.c_str());
+  // Drop --plan and the layout flags; keep everything else.
+  const std::set<std::string> with_value{"--plan", "--strategy", "--dp", "--tp", "--pp", "--zero", "--microbatches",
+                                         "--schedule", "--virtual-stages", "--bucket-mb", "--batch", "--model",
+                                         "-n", "--ranks", "--steps", "--epochs", "--data"};
+  const std::set<std::string> keep{"--steps", "--epochs", "--data"};
+  Args out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    std::string key = a.substr(0, a.find('='));
+    if (a == "--recompute") continue;
+    if (with_value.count(key)) {
+      bool inline_value = a.find('=') != std::string::npos;
+      if (keep.count(key)) {
+        out.push_back(a);
+        if (!inline_value && i + 1 < args.size()) out.push_back(args[i + 1]);
+      }
+      if (!inline_value) ++i;
+      continue;
+    }
+    out.push_back(a);
+  }
+  auto planned = plan::train_args(model, best.layout, batch, "", 0);
+  // train_args begins with "train" and ends with the per-model run length; keep the user's.
+  for (size_t i = 1; i < planned.size(); ++i) {
+    if (planned[i] == "--steps" || planned[i] == "--epochs" || planned[i] == "--eval-batches") {
+      ++i;
+      continue;
+    }
+    out.push_back(planned[i]);
+  }
+  return out;
+}
+
+nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& measured) {
+  nlohmann::json j;
+  try {
+    plan::ModelSpec m = plan::ModelSpec::parse(f.model);
+    plan::Layout l;
+    l.strategy = f.strategy;
+    if (m.gpt) {
+      MeshDims d = gpt_mesh(f);
+      l.dp = d.dp, l.tp = d.tp, l.pp = d.pp;
+    } else {
+      l.dp = f.ranks;
+    }
+    l.zero = std::max(0, f.zero);
+    l.micro = f.microbatches;
+    l.schedule = f.schedule;
+    l.virtual_stages = f.virtual_stages;
+    l.recompute = f.recompute;
+    l.bucket_mb = f.bucket_mb;
+    l.sync_every = static_cast<int>(f.sync_every);
+    l.servers = f.servers;
+    plan::Cluster c = plan::this_machine();
+    plan::Prediction p = plan::simulate(m, l, c, f.batch);
+    j = {{"layout", l.describe()}, {"cluster", c.source}, {"step_ms", p.step_s * 1e3},
+         {"compute_ms", p.compute_s * 1e3}, {"comm_ms", p.comm_s * 1e3}, {"bubble_ms", p.bubble_s * 1e3},
+         {"optimizer_ms", p.optimizer_s * 1e3}, {"memory_mb", p.memory_b() / 1e6},
+         {"activations_mb", p.activations_b / 1e6}};
+    int64_t steps = measured.value("steps", int64_t{0});
+    double secs = measured.value("train_seconds", 0.0);
+    if (steps > 0 && secs > 0) {
+      double step = secs / steps;
+      j["measured_step_ms"] = step * 1e3;
+      j["step_error"] = p.step_s / step - 1;
+    }
+  } catch (const std::exception& e) {
+    j = {{"error", e.what()}};
+  }
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  j["measured_peak_rss_mb"] = ru.ru_maxrss / 1024.0;
+  return j;
+}
+
+}  // namespace dtrain::cli

@@ -1,0 +1,31 @@
+// cli/plan_predict.h — the planner inside `dtrain train`: --plan auto and the prediction each
+// run records beside its measurement.
+//
+// Contract
+// - resolve_plan_flag(args): without "--plan" the args come back unchanged. With "--plan auto"
+//   it reads --model, -n/--ranks, --batch (the trainer's defaults when absent: the MLP batch
+//   64, the GPT 12) and --strategy (a filter), plans on this machine (plan/planner.h), prints
+//   the chosen layout to stderr, and returns the args with --plan and the layout flags the user
+//   gave (--dp --tp --pp --zero --microbatches --schedule --virtual-stages --recompute
+//   --bucket-mb --strategy) replaced by the plan's. "--plan X" for X other than auto is an
+//   InvalidArgument. No layout fitting is an InvalidArgument saying so.
+// - prediction_for_run(config, measured_json) is the "prediction" object `dtrain train --json`
+//   records: the simulator's step time and memory per rank for the run's model, strategy,
+//   mesh and batch on this machine, the measured step (train_seconds / steps), their error,
+//   and this process's peak RSS (which also holds the data set and the runtime, so it is an
+//   upper bound of the model memory). A layout the simulator does not cover gives
+//   {"error": why} instead: a prediction never fails a run.
+// Thread-safety: call from the main thread.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "cli/flags.h"
+#include "train/config.h"
+
+namespace dtrain::cli {
+
+Args resolve_plan_flag(const Args& args);
+nlohmann::json prediction_for_run(const TrainConfig& config, const nlohmann::json& measured);
+
+}  // namespace dtrain::cli

@@ -1,0 +1,123 @@
+#include "plan/cluster.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "base/error.h"
+
+namespace dtrain::plan {
+
+int Cluster::ranks_on_node(int n) const {
+  if (ranks_per_node > 0) return std::min(n, ranks_per_node);
+  return n;
+}
+
+// Time sharing: r ranks on c cores get c/r of a core each, and lose a little more to context
+// switches and cache interference (the penalty, measured by calibrate).
+double Cluster::compute_slowdown(int r) const {
+  if (r <= cores_per_node) return 1.0;
+  return static_cast<double>(r) / cores_per_node * oversub_penalty;
+}
+
+namespace {
+
+double need(const nlohmann::json& j, const char* key, const std::string& where, const char* what) {
+  DT_CHECK(j.contains(key) && j[key].is_number(), InvalidArgument,
+           where << ": field \"" << key << "\" is missing or not a number (" << what << ")");
+  double v = j[key].get<double>();
+  DT_CHECK(v >= 0, InvalidArgument, where << ": field \"" << key << "\" must be >= 0, got " << v);
+  return v;
+}
+
+CostParams link(const nlohmann::json& j, const char* key, const std::string& where) {
+  DT_CHECK(j.contains(key) && j[key].is_object(), InvalidArgument,
+           where << ": field \"" << key << "\" must be an object {\"alpha_us\", \"beta_gbps\", \"gamma_gbps\"}");
+  std::string w = where + "." + key;
+  CostParams c;
+  c.alpha_s = need(j[key], "alpha_us", w, "latency per message, microseconds") * 1e-6;
+  double b = need(j[key], "beta_gbps", w, "bandwidth, GB/s"), g = need(j[key], "gamma_gbps", w, "reduction rate, GB/s");
+  DT_CHECK(b > 0 && g > 0, InvalidArgument, w << ": beta_gbps and gamma_gbps must be > 0");
+  c.beta_s_per_byte = 1 / (b * 1e9);
+  c.gamma_s_per_byte = 1 / (g * 1e9);
+  c.source = w;
+  return c;
+}
+
+nlohmann::json link_json(const CostParams& c) {
+  return {{"alpha_us", c.alpha_s * 1e6}, {"beta_gbps", 1e-9 / c.beta_s_per_byte}, {"gamma_gbps", 1e-9 / c.gamma_s_per_byte}};
+}
+
+}  // namespace
+
+Cluster cluster_from_json(const nlohmann::json& j, const std::string& where) {
+  DT_CHECK(j.is_object(), InvalidArgument, where << ": a cluster file is a JSON object (see docs/clusters/)");
+  Cluster c;
+  c.name = j.value("name", where);
+  c.nodes = static_cast<int>(need(j, "nodes", where, "number of hosts"));
+  c.ranks_per_node = static_cast<int>(need(j, "ranks_per_node", where, "ranks on each host, 0 = all on one"));
+  c.cores_per_node = static_cast<int>(need(j, "cores_per_node", where, "cores or devices per host"));
+  DT_CHECK(c.nodes >= 1 && c.cores_per_node >= 1, InvalidArgument, where << ": nodes and cores_per_node must be >= 1");
+  c.gemm_flops = need(j, "gemm_gflops", where, "matrix-product GFLOP/s per rank") * 1e9;
+  c.elementwise_bps = need(j, "elementwise_gbps", where, "memory-bound GB/s per rank") * 1e9;
+  c.optimizer_ns_per_param = need(j, "optimizer_ns_per_param", where, "optimizer step, ns per parameter");
+  c.sgd_ns_per_param = j.contains("sgd_ns_per_param") ? need(j, "sgd_ns_per_param", where, "ns") : c.optimizer_ns_per_param / 2;
+  c.oversub_penalty = j.contains("oversub_penalty") ? need(j, "oversub_penalty", where, ">= 1") : 1.0;
+  c.memory_gb = need(j, "memory_gb", where, "memory per rank, GB");
+  DT_CHECK(c.gemm_flops > 0 && c.elementwise_bps > 0, InvalidArgument, where << ": rates must be > 0");
+  c.intra = link(j, "intra", where);
+  c.inter = j.contains("inter") ? link(j, "inter", where) : c.intra;
+  c.source = where;
+  return c;
+}
+
+Cluster load_cluster(const std::string& path) {
+  std::ifstream in(path);
+  DT_CHECK(in.good(), IoError, "cannot read cluster file " << path << " (see docs/clusters/ for examples)");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    DT_CHECK(false, InvalidArgument, "cluster file " << path << " is not valid JSON: " << e.what());
+  }
+  return cluster_from_json(j, path);
+}
+
+nlohmann::json cluster_to_json(const Cluster& c) {
+  return {{"name", c.name}, {"nodes", c.nodes}, {"ranks_per_node", c.ranks_per_node},
+          {"cores_per_node", c.cores_per_node}, {"gemm_gflops", c.gemm_flops / 1e9},
+          {"elementwise_gbps", c.elementwise_bps / 1e9}, {"optimizer_ns_per_param", c.optimizer_ns_per_param}, {"sgd_ns_per_param", c.sgd_ns_per_param},
+          {"oversub_penalty", c.oversub_penalty}, {"memory_gb", c.memory_gb}, {"intra", link_json(c.intra)},
+          {"inter", link_json(c.inter)}};
+}
+
+Cluster this_machine() {
+  Cluster c;
+  c.cores_per_node = std::max(1u, std::thread::hardware_concurrency());
+  c.intra = cost_params_for("shm");
+  c.inter = cost_params_for("tcp");
+  c.source = "defaults + " + c.intra.source;
+  std::string path = default_calibration_path();
+  std::ifstream in(path);
+  if (!in.good()) return c;
+  try {
+    auto j = nlohmann::json::parse(in);
+    if (j.contains("compute") && j["compute"].is_object()) {
+      const auto& k = j["compute"];
+      std::string w = path + ".compute";
+      c.gemm_flops = need(k, "gemm_gflops", w, "GFLOP/s") * 1e9;
+      c.elementwise_bps = need(k, "elementwise_gbps", w, "GB/s") * 1e9;
+      c.optimizer_ns_per_param = need(k, "optimizer_ns_per_param", w, "ns");
+      if (k.contains("sgd_ns_per_param")) c.sgd_ns_per_param = need(k, "sgd_ns_per_param", w, "ns");
+      if (k.contains("oversub_penalty")) c.oversub_penalty = need(k, "oversub_penalty", w, ">= 1");
+      if (k.contains("memory_gb")) c.memory_gb = need(k, "memory_gb", w, "GB");
+      c.source = "calibrated(" + path + ")";
+    }
+  } catch (const nlohmann::json::exception&) {
+    // An old calibration file without JSON structure: keep the defaults for compute.
+  }
+  return c;
+}
+
+}  // namespace dtrain::plan

@@ -1,0 +1,52 @@
+// plan/cluster.h — the machine a plan is for: nodes, ranks, compute rates, memory, links.
+//
+// Contract
+// - Cluster describes nodes x ranks_per_node ranks. Compute: gemm_flops (FLOP/s one rank gets
+//   on the models' matrix products), elementwise_bps (bytes/s for memory-bound ops),
+//   optimizer_ns_per_param / sgd_ns_per_param (one AdamW / SGD step per parameter), cores_per_node (ranks beyond it
+//   time-share: compute slows by ranks/cores times `oversub_penalty`), memory_gb per rank.
+//   Links: intra (inside a node) and inter (between nodes) alpha-beta-gamma (coll/cost_model.h).
+// - load_cluster(path) reads a JSON cluster file (docs/clusters/*.json); a missing or
+//   malformed field is an InvalidArgument naming the file, the field and what it should be.
+// - this_machine() describes the machine it runs on: cores from the OS, links from the
+//   calibration the collectives use (coll/cost_model.h), compute rates from the "compute"
+//   section of the same calibration file when `dtrain bench calibrate` wrote one, else
+//   conservative defaults measured on the project's 2-vCPU VM (source says which).
+// - cluster_to_json writes the same format load_cluster reads.
+// Thread-safety: plain values; this_machine reads files.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "coll/cost_model.h"
+
+namespace dtrain::plan {
+
+struct Cluster {
+  std::string name = "this-machine";
+  int nodes = 1;
+  int ranks_per_node = 0;  // 0: as many as the job asks for (one node)
+  int cores_per_node = 2;
+  double gemm_flops = 8e9;
+  double elementwise_bps = 4e9;
+  double optimizer_ns_per_param = 2.0;  // AdamW (the GPT)
+  double sgd_ns_per_param = 1.0;        // SGD with momentum (the MLP)
+  double oversub_penalty = 1.15;
+  double memory_gb = 8;
+  CostParams intra, inter;
+  std::string source = "default";
+
+  // Ranks on one node for a job of n ranks.
+  int ranks_on_node(int n) const;
+  // How much slower compute runs on a node holding r ranks (>= 1).
+  double compute_slowdown(int ranks_on_node) const;
+};
+
+Cluster load_cluster(const std::string& path);
+Cluster cluster_from_json(const nlohmann::json& j, const std::string& where);
+nlohmann::json cluster_to_json(const Cluster& c);
+Cluster this_machine();
+
+}  // namespace dtrain::plan

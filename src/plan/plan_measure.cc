@@ -1,0 +1,90 @@
+#include "plan/plan_measure.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "base/env.h"
+#include "base/error.h"
+
+namespace dtrain::plan {
+
+std::vector<std::string> train_args(const std::string& model, const Layout& l, int64_t batch, const std::string& data,
+                                    int64_t steps) {
+  bool gpt = model.rfind("gpt", 0) == 0;
+  std::vector<std::string> a{"train", "--model", model, "-n", std::to_string(l.ranks()), "--batch", std::to_string(batch)};
+  std::string s = l.strategy == "single" && l.ranks() > 1 ? "ddp" : l.strategy;
+  a.insert(a.end(), {"--strategy", s});
+  if (!data.empty()) a.insert(a.end(), {"--data", data});
+  if (gpt) {
+    a.insert(a.end(), {"--steps", std::to_string(steps), "--eval-batches", "1"});
+    if (s == "hybrid") a.insert(a.end(), {"--dp", std::to_string(l.dp), "--tp", std::to_string(l.tp), "--pp", std::to_string(l.pp)});
+    if (l.zero > 0 || s == "zero") a.insert(a.end(), {"--zero", std::to_string(l.zero)});
+    if (l.pp > 1)
+      a.insert(a.end(), {"--microbatches", std::to_string(l.micro), "--schedule", l.schedule, "--virtual-stages",
+                         std::to_string(l.virtual_stages)});
+    if (l.recompute) a.push_back("--recompute");
+  } else {
+    a.insert(a.end(), {"--epochs", "1"});
+    if (s == "ddp" && l.zero > 0) a.insert(a.end(), {"--zero", std::to_string(l.zero)});
+    if (s == "ps") a.insert(a.end(), {"--servers", std::to_string(l.servers)});
+    if (s == "localsgd") a.insert(a.end(), {"--sync-every", std::to_string(l.sync_every)});
+  }
+  if (l.dp > 1 && (s == "ddp" || s == "zero" || s == "hybrid")) {
+    std::ostringstream b;
+    b << l.bucket_mb;
+    a.insert(a.end(), {"--bucket-mb", b.str()});
+  }
+  return a;
+}
+
+namespace {
+std::string self_exe() {
+  if (auto p = env_get("DTRAIN_BIN")) return *p;
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  DT_CHECK(n > 0, Error, "cannot find the dtrain binary (/proc/self/exe); set DTRAIN_BIN");
+  return std::string(buf, n);
+}
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+}  // namespace
+
+Measured measure_layout(const std::string& model, const Layout& l, int64_t batch, const std::string& data, int64_t steps) {
+  char tmpl[] = "/tmp/dtrain_plan_XXXXXX";
+  int fd = mkstemp(tmpl);
+  DT_CHECK(fd >= 0, IoError, "cannot create a temporary file for the measured run's JSON");
+  close(fd);
+  std::string cmd = quote(self_exe());
+  for (const auto& a : train_args(model, l, batch, data, steps)) cmd += " " + quote(a);
+  cmd += " --quiet --json " + quote(tmpl) + " >/dev/null";
+  int rc = std::system(cmd.c_str());
+  std::ifstream in(tmpl);
+  nlohmann::json j;
+  bool ok = rc == 0 && in.good();
+  if (ok) {
+    try {
+      j = nlohmann::json::parse(in);
+    } catch (const std::exception&) {
+      ok = false;
+    }
+  }
+  std::remove(tmpl);
+  DT_CHECK(ok, Error, "measured run failed (exit " << rc << "): " << cmd);
+  Measured m;
+  m.steps = j.value("steps", int64_t{0});
+  m.train_seconds = j.value("train_seconds", 0.0);
+  DT_CHECK(m.steps > 0, Error, "measured run reported no steps: " << cmd);
+  m.step_s = m.train_seconds / m.steps;
+  return m;
+}
+
+}  // namespace dtrain::plan

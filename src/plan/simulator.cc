@@ -1,0 +1,267 @@
+#include "plan/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "base/error.h"
+#include "nn/transformer.h"
+#include "parallel/pipeline_schedule.h"
+#include "parallel/share_grad.h"
+#include "plan/closed_forms.h"
+
+namespace dtrain::plan {
+
+double ModelSpec::params() const {
+  double p = 0;
+  for (const auto& u : units) p += u.params;
+  return p;
+}
+
+// The MLP: one unit per layer (x W^T + b, then ReLU except the last); it keeps its input and
+// its pre-activation for backward. The GPT: embedding, L blocks, head, each counted from the
+// shapes in nn/transformer.h (a block: qkv 3h^2, proj h^2, fc 4h^2, proj 4h^2 MACs per token,
+// plus QK^T and AV, s*h MACs each per token).
+ModelSpec ModelSpec::parse(const std::string& spec) {
+  ModelSpec m;
+  m.spec = spec;
+  if (spec.rfind("gpt", 0) == 0) {
+    GptConfig g = GptConfig::parse(spec, 65);
+    m.gpt = true;
+    m.heads = g.heads, m.width = g.width, m.context = g.context, m.layers = g.layers;
+    double s = g.context, h = g.width, V = g.vocab;
+    m.units.push_back({"embedding", (V + s) * h, 0, 0, s * h, false});
+    for (int64_t l = 0; l < g.layers; ++l)
+      m.units.push_back({"block" + std::to_string(l), 12 * h * h + 13 * h, 24 * s * h * h + 4 * s * s * h,
+                         block_activation_elems(g.context, 1, g.width, g.heads, 1, false), s * h, true});
+    m.units.push_back({"head", V * h + 2 * h, 2 * s * h * V, 2 * s * h + 2 * s * V, 0, false});
+    return m;
+  }
+  DT_CHECK(spec.rfind("mlp:", 0) == 0, InvalidArgument,
+           "--model '" << spec << "': the planner knows mlp:D0-D1-...-Dk and gpt:layers=..,heads=..,width=..,context=..");
+  std::vector<double> dims;
+  std::stringstream ss(spec.substr(4));
+  std::string tok;
+  while (std::getline(ss, tok, '-')) {
+    char* end = nullptr;
+    double d = std::strtod(tok.c_str(), &end);
+    DT_CHECK(!tok.empty() && *end == 0 && d >= 1, InvalidArgument, "--model '" << spec << "': '" << tok << "' is not a layer width");
+    dims.push_back(d);
+  }
+  DT_CHECK(dims.size() >= 2, InvalidArgument, "--model '" << spec << "' needs at least two widths (mlp:784-10)");
+  for (size_t i = 0; i + 1 < dims.size(); ++i)
+    m.units.push_back({"fc" + std::to_string(i), dims[i] * dims[i + 1] + dims[i + 1], 2 * dims[i] * dims[i + 1],
+                       dims[i] + dims[i + 1], dims[i + 1], false});
+  return m;
+}
+
+std::string Layout::describe() const {
+  std::ostringstream o;
+  o << strategy << " dp" << dp << " tp" << tp << " pp" << pp;
+  if (zero) o << " zero" << zero;
+  if (pp > 1) o << " " << schedule << (virtual_stages > 1 ? "x" + std::to_string(virtual_stages) : "") << " m" << micro;
+  else if (micro > 1) o << " m" << micro;
+  if (recompute) o << " recompute";
+  if (strategy == "ddp" && dp > 1) o << " bucket" << bucket_mb << "M";
+  return o.str();
+}
+
+namespace {
+
+constexpr double kF = 4;  // bytes per float
+
+// A group of g ranks whose members are `stride` world ranks apart: the link it uses and, when
+// it spans nodes, the hierarchical all-reduce.
+struct Group {
+  int size = 1, stride = 1;
+};
+
+double allreduce_s(const Cluster& c, Group g, double bytes) {
+  if (g.size <= 1 || bytes <= 0) return 0;
+  int rpn = c.ranks_per_node > 0 ? c.ranks_per_node : g.size * g.stride;
+  int per_node = std::clamp(rpn / g.stride, 1, g.size);
+  if (per_node >= g.size) return best_allreduce_s(g.size, bytes, c.intra);
+  return hierarchical_allreduce_s(g.size / per_node, per_node, bytes, c.intra, c.inter);
+}
+
+const CostParams& link_of(const Cluster& c, Group g) {
+  int rpn = c.ranks_per_node > 0 ? c.ranks_per_node : g.size * g.stride;
+  return g.size * g.stride <= rpn ? c.intra : c.inter;
+}
+
+// Cut the units into `pieces` contiguous ranges of about equal FLOPs (the executor's
+// --balance flops), each non-empty; returns the first unit of each piece and the end.
+std::vector<int> balance(const std::vector<Unit>& u, int pieces) {
+  int n = static_cast<int>(u.size());
+  DT_CHECK(pieces <= n, InvalidArgument, pieces << " pipeline pieces but the model has " << n
+                                                << " units: use fewer stages or virtual stages");
+  double total = 0;
+  for (const auto& x : u) total += x.fwd_flops + 1;
+  std::vector<int> cut{0};
+  double acc = 0;
+  for (int i = 0, k = 1; i < n && k < pieces; ++i) {
+    acc += u[i].fwd_flops + 1;
+    int left_units = n - (i + 1), left_pieces = pieces - k;
+    if ((acc >= total * k / pieces && i + 1 > cut.back()) || left_units == left_pieces) cut.push_back(i + 1), ++k;
+  }
+  cut.push_back(n);
+  return cut;
+}
+
+}  // namespace
+
+Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64_t batch) {
+  const std::string& s = l.strategy;
+  DT_CHECK(l.dp >= 1 && l.tp >= 1 && l.pp >= 1 && l.micro >= 1 && l.virtual_stages >= 1, InvalidArgument,
+           "layout " << l.describe() << ": every degree must be >= 1");
+  bool model_parallel = s == "tp" || s == "pp" || s == "zero" || s == "hybrid";
+  DT_CHECK(!model_parallel || m.gpt, InvalidArgument, "--strategy " << s << " needs the GPT (--model gpt:...)");
+  DT_CHECK((l.tp == 1 && l.pp == 1) || m.gpt, InvalidArgument, "tp and pp need the GPT (--model gpt:...)");
+  DT_CHECK(!m.gpt || m.heads % l.tp == 0, InvalidArgument, "tp " << l.tp << " must divide heads " << m.heads);
+  DT_CHECK(l.zero < 3 || (l.tp == 1 && l.pp == 1), InvalidArgument, "ZeRO-3 needs tp = pp = 1");
+  const int n = l.ranks();
+  const double slow = c.compute_slowdown(c.ranks_on_node(n));
+  const double opt_states = m.gpt ? 2 : 1;  // AdamW m, v; SGD momentum
+  Prediction p;
+
+  // Data-parallel strategies of the MLP (and single): each worker computes its share.
+  if (!m.gpt) {
+    int workers = s == "ps" ? n - l.servers : l.dp;
+    DT_CHECK(workers >= 1, InvalidArgument, "ps needs more ranks than --servers");
+    double items = static_cast<double>(batch) / workers;
+    std::vector<double> bwd(m.units.size());
+    double fwd = 0, elem = 0;
+    for (size_t i = 0; i < m.units.size(); ++i) {
+      fwd += m.units[i].fwd_flops * items / c.gemm_flops;
+      bwd[i] = 2 * m.units[i].fwd_flops * items / c.gemm_flops * slow;
+      elem += 3 * kF * m.units[i].act_elems * items / c.elementwise_bps;
+    }
+    double bwd_total = 0;
+    for (double b : bwd) bwd_total += b;
+    p.compute_s = (fwd + elem) * slow + bwd_total;
+    double P = m.params(), bytes = P * kF;
+    p.weights_b = bytes, p.grads_b = bytes, p.optimizer_b = opt_states * bytes;
+    for (const auto& u : m.units) p.activations_b += kF * u.act_elems * items;
+    p.optimizer_s = P * c.sgd_ns_per_param * 1e-9 * slow;
+    Group all{workers, 1};
+    if (s == "ddp" && workers > 1) {
+      // Walk the buckets in the order backward produces them (share_grad.h): units last
+      // layer first; a bucket's all-reduce starts when its last unit is ready and the
+      // previous all-reduce has finished.
+      std::vector<GradRange> units;
+      int64_t off = static_cast<int64_t>(P);
+      for (int i = static_cast<int>(m.units.size()) - 1; i >= 0; --i) {
+        off -= static_cast<int64_t>(m.units[i].params);
+        units.push_back({off, static_cast<int64_t>(m.units[i].params)});
+      }
+      GradBuckets buckets(units, static_cast<size_t>(l.bucket_mb * (1 << 20)), 4);
+      double t = (fwd + elem) * slow, comm_end = t;
+      for (size_t k = 0; k < units.size(); ++k) {
+        t += bwd[m.units.size() - 1 - k];
+        int b = buckets.on_ready(units[k]);
+        if (b < 0) continue;
+        double len = static_cast<double>(buckets.buckets()[b].len) * kF;
+        comm_end = std::max(comm_end, t) + allreduce_s(c, all, len) * slow;
+      }
+      p.comm_s = std::max(0.0, comm_end - t);
+      p.dp_bytes = zero_traffic_elems(0, P, workers) * kF;
+      if (l.zero > 0) {
+        auto z = zero_bytes(l.zero, P, workers, kF, kF, opt_states * kF);
+        p.grads_b = z.grads, p.optimizer_b = z.optimizer;
+        p.optimizer_s /= workers;
+      }
+    } else if (s == "ps") {
+      // Every worker pushes its gradient and pulls the parameters; a server serves its 1/S of
+      // the parameters to all W workers, one after another.
+      double per_server = bytes / l.servers;
+      p.comm_s = workers * 2 * (c.intra.alpha_s + per_server * c.intra.beta_s_per_byte) * slow;
+      p.dp_bytes = 2 * bytes;
+    } else if (s == "localsgd" || s == "fedavg") {
+      // Parameters averaged every sync_every steps (fedavg: every round of local steps).
+      p.comm_s = allreduce_s(c, all, bytes) * slow / std::max(1, l.sync_every);
+      p.dp_bytes = zero_traffic_elems(0, P, workers) * kF / std::max(1, l.sync_every);
+    } else if (s == "gossip" && workers > 1) {
+      // Ring gossip: parameters to both neighbours and averaged with theirs.
+      p.comm_s = (2 * (c.intra.alpha_s + bytes * c.intra.beta_s_per_byte) + 3 * bytes / c.elementwise_bps) * slow;
+      p.dp_bytes = 2 * bytes;
+    }
+    p.step_s = p.compute_s + p.comm_s + p.optimizer_s;
+    return p;
+  }
+
+  // The GPT on dp x tp x pp: pipeline simulation over the executor's schedule.
+  DT_CHECK(batch % (static_cast<int64_t>(l.dp) * l.micro) == 0, InvalidArgument,
+           "batch " << batch << " must be a multiple of dp x micro-batches = " << l.dp * l.micro);
+  const double items = static_cast<double>(batch) / l.dp / l.micro;  // per micro-batch
+  const int V = l.pp > 1 ? l.virtual_stages : 1;
+  std::string kind = l.pp > 1 ? l.schedule : "gpipe";
+  PipeSchedule sched = make_schedule(kind, l.pp, l.micro, V);
+  std::vector<int> cut = balance(m.units, l.pp * V);
+  Group tpg{l.tp, 1}, ppg{l.pp, l.tp}, dpg{l.dp, l.tp * l.pp};
+  const double act_bytes = items * m.context * m.width * kF;
+  const double tp_ar = allreduce_s(c, tpg, act_bytes) * slow;
+  struct Piece {
+    double f = 0, b = 0, params = 0, act = 0, out = 0;
+  };
+  std::vector<Piece> pieces(cut.size() - 1);
+  for (size_t k = 0; k + 1 < cut.size(); ++k) {
+    Piece& pc = pieces[k];
+    for (int u = cut[k]; u < cut[k + 1]; ++u) {
+      const Unit& x = m.units[u];
+      double t = x.block ? l.tp : 1;
+      double f = x.fwd_flops * items / t / c.gemm_flops * slow + 2 * kF * x.act_elems * items / c.elementwise_bps * slow;
+      pc.f += f + (x.block ? 2 * tp_ar : 0);
+      pc.b += 2 * f + (l.recompute && x.block ? f : 0) + (x.block ? 2 * tp_ar : 0);
+      pc.params += x.block ? x.params / l.tp : x.params;
+      pc.act += kF * items *
+                (x.block ? block_activation_elems(m.context, 1, m.width, m.heads, l.tp, l.recompute) : x.act_elems);
+      pc.out = x.out_elems * items * kF;
+      if (x.block) p.tp_bytes += 4 * 2 * (l.tp - 1.0) / l.tp * act_bytes * l.micro;
+    }
+  }
+  const CostParams& pl = link_of(c, ppg);
+  auto cost = [&](int stage, const PipeInstr& in) -> double {
+    const Piece& pc = pieces[sched.piece(stage, in.chunk)];
+    switch (in.op) {
+      case PipeOp::kForward: return pc.f;
+      case PipeOp::kBackward: return pc.b;
+      case PipeOp::kSendAct:
+      case PipeOp::kSendGrad: return (pl.alpha_s + act_bytes * pl.beta_s_per_byte) * slow;
+      default: return 0;
+    }
+  };
+  SimResult r = simulate(sched, cost);
+  DT_CHECK(r.ok, Error, "pipeline simulation failed: " << r.error);
+  double busiest = *std::max_element(r.busy.begin(), r.busy.end());
+  p.compute_s = busiest;
+  p.bubble_s = r.makespan - busiest;
+  // Per-rank memory: the worst stage.
+  double stage_params = 0, stage_act = 0;
+  for (int st = 0; st < l.pp; ++st) {
+    double par = 0, act = 0;
+    for (int ch = 0; ch < V; ++ch) par += pieces[sched.piece(st, ch)].params, act = std::max(act, pieces[sched.piece(st, ch)].act);
+    stage_params = std::max(stage_params, par);
+    stage_act = std::max(stage_act, act * r.max_in_flight[st]);
+  }
+  auto z = zero_bytes(l.zero, stage_params, l.dp, kF, kF, opt_states * kF);
+  p.weights_b = z.weights, p.grads_b = z.grads, p.optimizer_b = z.optimizer, p.activations_b = stage_act;
+  if (l.zero >= 3) p.weights_b += stage_params * kF / m.units.size() * 2;  // one gathered unit (+ prefetch)
+  p.optimizer_s = stage_params / (l.zero >= 1 ? l.dp : 1) * c.optimizer_ns_per_param * 1e-9 * slow;
+  // Data-parallel sync after the pipeline, in buckets.
+  if (l.dp > 1) {
+    double bytes = stage_params * kF, cap = std::max(l.bucket_mb, 0.0625) * (1 << 20), t = 0;
+    for (double left = bytes; left > 0; left -= cap) {
+      double b = std::min(left, cap);
+      if (l.zero == 0) t += allreduce_s(c, dpg, b);
+      else t += ring_reduce_scatter_s(l.dp, b, link_of(c, dpg)) + ring_allgather_s(l.dp, b, link_of(c, dpg));
+    }
+    if (l.zero >= 3) t += ring_allgather_s(l.dp, bytes, link_of(c, dpg)) * l.micro;  // gathers in forward
+    p.comm_s = t * slow;
+    p.dp_bytes = zero_traffic_elems(l.zero, stage_params, l.dp) * kF;
+  }
+  p.pp_bytes = l.pp > 1 ? 2.0 * l.micro * V * act_bytes : 0;
+  p.step_s = r.makespan + p.comm_s + p.optimizer_s;
+  return p;
+}
+
+}  // namespace dtrain::plan

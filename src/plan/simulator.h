@@ -1,0 +1,87 @@
+// plan/simulator.h — predict one training step of a model under a strategy on a cluster.
+//
+// Contract
+// - ModelSpec::parse takes the `--model` spec dtrain train takes: "mlp:784-256-128-10" or
+//   "gpt:layers=..,heads=..,width=..,context=.." (vocab 65, the text data's). The model is a
+//   list of units in forward order, the same units the executors use (an MLP layer; the GPT's
+//   embedding, blocks and head), each with its parameters, forward FLOPs per item and the
+//   activations it keeps per item. An item is an example (MLP) or a sequence (GPT).
+// - Layout is what a run is configured by: strategy (ddp, ps, localsgd, gossip, fedavg, tp,
+//   pp, zero, hybrid, single), dp x tp x pp, ZeRO stage, micro-batches, schedule and virtual
+//   stages, recompute, bucket size, plus the data-parallel knobs (sync_every, servers).
+// - simulate(model, layout, cluster, batch) predicts a step of `batch` items (the global
+//   minibatch) on dp*tp*pp ranks:
+//     compute      forward (2 FLOPs per MAC) + backward (2x forward, 3x with recompute) at the
+//                  cluster's GEMM rate, slowed when the ranks outnumber the node's cores;
+//     comm         ddp walks the gradient buckets of parallel/share_grad.h (GradBuckets over
+//                  the units, last layer first, as backward reports them): each bucket's
+//                  all-reduce starts when backward has produced it and the previous one is
+//                  done; only what is left after backward ends is exposed. The GPT's
+//                  data-parallel sync (ZeRO 0-2, bucketed reduce-scatter/all-gather) runs after
+//                  the pipeline; ZeRO-3 gathers parameters in forward and backward. tp adds
+//                  two all-reduces of the activations per block in forward and two in backward.
+//     pipeline     pp builds the executor's instruction lists (parallel/pipeline_schedule.h,
+//                  make_schedule) and runs its simulate() with these durations: forwards and
+//                  backwards from the stage's units, sends from the activation size over the
+//                  link; bubble = makespan - the busiest stage's compute.
+//     optimizer    local parameters (after tp/pp split and ZeRO sharding) x ns per parameter.
+//   Memory per rank: weights, gradients, optimizer state (ZeRO stage over dp, closed_forms.h)
+//   and activations (per-unit activations x micro-batch items x the most micro-batches in
+//   flight the schedule simulation reports; recompute keeps block inputs only).
+//   Traffic: bytes each rank sends per step, by group (dp, tp, pp).
+// - Unsupported combinations (a strategy the model lacks, dp*tp*pp != ranks, heads % tp,
+//   more stages than units, batch not divisible) are InvalidArgument naming the fix.
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plan/cluster.h"
+
+namespace dtrain::plan {
+
+struct Unit {
+  std::string name;
+  double params = 0;
+  double fwd_flops = 0;   // per item
+  double act_elems = 0;   // kept for backward, per item (no recompute)
+  double out_elems = 0;   // the output it sends onwards, per item
+  bool block = false;     // a transformer block (tp-split and recomputable)
+};
+
+struct ModelSpec {
+  std::string spec;
+  bool gpt = false;
+  int64_t heads = 1, width = 0, context = 1, layers = 0;
+  std::vector<Unit> units;
+  double params() const;
+  static ModelSpec parse(const std::string& spec);
+};
+
+struct Layout {
+  std::string strategy = "ddp";
+  int dp = 1, tp = 1, pp = 1;
+  int zero = 0;
+  int micro = 1;
+  std::string schedule = "1f1b";
+  int virtual_stages = 1;
+  bool recompute = false;
+  double bucket_mb = 1.0;
+  int sync_every = 8;   // localsgd
+  int servers = 1;      // ps
+  int ranks() const { return dp * tp * pp; }
+  std::string describe() const;
+};
+
+struct Prediction {
+  double step_s = 0, compute_s = 0, comm_s = 0, bubble_s = 0, optimizer_s = 0;
+  double weights_b = 0, grads_b = 0, optimizer_b = 0, activations_b = 0;
+  double dp_bytes = 0, tp_bytes = 0, pp_bytes = 0;  // sent per rank per step
+  double memory_b() const { return weights_b + grads_b + optimizer_b + activations_b; }
+};
+
+Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64_t batch);
+
+}  // namespace dtrain::plan

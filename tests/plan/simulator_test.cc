@@ -1,0 +1,121 @@
+// The simulator: model shapes, the walk over buckets and schedules, memory and its errors.
+#include "plan/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+#include "nn/transformer.h"
+#include "parallel/pipeline_schedule.h"
+#include "plan/closed_forms.h"
+
+namespace dtrain::plan {
+namespace {
+
+Cluster ideal(int cores = 64) {
+  Cluster c;
+  c.cores_per_node = cores;
+  c.gemm_flops = 1e9;
+  c.elementwise_bps = 1e18;  // memory-bound work free: compute is FLOPs only
+  c.optimizer_ns_per_param = 0;
+  c.intra.alpha_s = 1e-5, c.intra.beta_s_per_byte = 1e-9, c.intra.gamma_s_per_byte = 0;
+  c.inter = c.intra;
+  return c;
+}
+
+const char* kGpt = "gpt:layers=4,heads=4,width=64,context=32";
+
+TEST(Simulator, ModelShapesMatchTheExecutorsModels) {
+  ModelSpec mlp = ModelSpec::parse("mlp:784-256-128-10");
+  EXPECT_DOUBLE_EQ(mlp.params(), 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10);
+  ASSERT_EQ(mlp.units.size(), 3u);
+  ModelSpec gpt = ModelSpec::parse(kGpt);
+  EXPECT_DOUBLE_EQ(gpt.params(), static_cast<double>(gpt_num_params(GptConfig::parse(kGpt, 65))));
+  EXPECT_EQ(gpt.units.size(), 6u);  // embedding, 4 blocks, head
+  EXPECT_THROW(ModelSpec::parse("mlp:784-x-10"), InvalidArgument);
+  EXPECT_THROW(ModelSpec::parse("resnet50"), InvalidArgument);
+}
+
+TEST(Simulator, SingleRankIsComputePlusOptimizer) {
+  ModelSpec m = ModelSpec::parse("mlp:100-10");
+  Cluster c = ideal();
+  Prediction p = simulate(m, {.strategy = "single"}, c, 50);
+  // forward 2*100*10 FLOPs per item, backward twice that: 3 * 2000 * 50 / 1e9.
+  EXPECT_NEAR(p.compute_s, 3 * 2000.0 * 50 / 1e9, 1e-15);
+  EXPECT_DOUBLE_EQ(p.comm_s, 0);
+  EXPECT_DOUBLE_EQ(p.weights_b, 1010 * 4.0);
+}
+
+TEST(Simulator, DdpBucketsOverlapWithBackward) {
+  ModelSpec m = ModelSpec::parse("mlp:784-1024-1024-1024-10");
+  Cluster c = ideal();
+  Layout one{.strategy = "ddp", .dp = 4, .bucket_mb = 1024};   // one bucket: nothing overlaps
+  Layout many{.strategy = "ddp", .dp = 4, .bucket_mb = 0.5};  // a bucket per layer or so
+  Prediction a = simulate(m, one, c, 256), b = simulate(m, many, c, 256);
+  // One bucket: the whole all-reduce is exposed.
+  EXPECT_NEAR(a.comm_s, best_allreduce_s(4, m.params() * 4, c.intra), 1e-12);
+  EXPECT_LT(b.comm_s, a.comm_s);
+  EXPECT_DOUBLE_EQ(a.compute_s, b.compute_s);
+  EXPECT_DOUBLE_EQ(a.dp_bytes, 2 * m.params() * 4 * 3 / 4);
+}
+
+TEST(Simulator, OversubscribedRanksShareTheCores) {
+  ModelSpec m = ModelSpec::parse("mlp:784-256-10");
+  Cluster c = ideal(2);
+  c.oversub_penalty = 1.0;
+  Prediction two = simulate(m, {.strategy = "localsgd", .dp = 2}, c, 64);
+  Prediction four = simulate(m, {.strategy = "localsgd", .dp = 4}, c, 64);
+  // Half the items per rank, but each rank gets half a core: the same compute time.
+  EXPECT_NEAR(four.compute_s, two.compute_s, 1e-12);
+}
+
+TEST(Simulator, PipelineBubbleFollowsTheSchedule) {
+  // Equal stages (4 blocks on 4 ranks + the light embedding and head), free links.
+  ModelSpec m = ModelSpec::parse("gpt:layers=6,heads=4,width=256,context=16");
+  Cluster c = ideal();
+  c.intra.alpha_s = 0, c.intra.beta_s_per_byte = 0, c.inter = c.intra;
+  Prediction g = simulate(m, {.strategy = "pp", .pp = 2, .micro = 8, .schedule = "gpipe"}, c, 16);
+  Prediction f = simulate(m, {.strategy = "pp", .pp = 2, .micro = 8, .schedule = "1f1b"}, c, 16);
+  EXPECT_NEAR(g.step_s, f.step_s, 0.02 * f.step_s);  // about the same makespan, different memory
+  EXPECT_LT(f.activations_b, g.activations_b);
+  // Balanced stages: bubble / step = (p-1)/(m+p-1).
+  EXPECT_NEAR(g.bubble_s / (g.bubble_s + g.compute_s), bubble_fraction("gpipe", 2, 8, 1), 0.02);
+  Prediction i = simulate(m, {.strategy = "pp", .pp = 2, .micro = 8, .schedule = "interleaved", .virtual_stages = 2}, c, 16);
+  EXPECT_LT(i.bubble_s, f.bubble_s);
+}
+
+TEST(Simulator, RecomputeTradesComputeForActivations) {
+  ModelSpec m = ModelSpec::parse(kGpt);
+  Cluster c = ideal();
+  Prediction a = simulate(m, {.strategy = "pp", .pp = 2, .micro = 4}, c, 8);
+  Prediction b = simulate(m, {.strategy = "pp", .pp = 2, .micro = 4, .recompute = true}, c, 8);
+  EXPECT_LT(b.activations_b, a.activations_b);
+  EXPECT_GT(b.compute_s, a.compute_s);
+}
+
+TEST(Simulator, ZeroShardsStateAndTensorParallelSplitsBlocks) {
+  ModelSpec m = ModelSpec::parse(kGpt);
+  Cluster c = ideal();
+  Prediction z0 = simulate(m, {.strategy = "ddp", .dp = 4}, c, 16);
+  Prediction z1 = simulate(m, {.strategy = "zero", .dp = 4, .zero = 1}, c, 16);
+  Prediction z3 = simulate(m, {.strategy = "zero", .dp = 4, .zero = 3}, c, 16);
+  EXPECT_DOUBLE_EQ(z1.optimizer_b, z0.optimizer_b / 4);
+  EXPECT_LT(z3.weights_b, z0.weights_b);
+  EXPECT_GT(z3.dp_bytes, z1.dp_bytes);
+  Prediction t = simulate(m, {.strategy = "tp", .tp = 4}, c, 16);
+  EXPECT_LT(t.weights_b, z0.weights_b);
+  EXPECT_GT(t.tp_bytes, 0);
+  EXPECT_LT(t.activations_b, simulate(m, {.strategy = "single"}, c, 16).activations_b);
+}
+
+TEST(Simulator, RefusesLayoutsTheExecutorsRefuse) {
+  ModelSpec gpt = ModelSpec::parse(kGpt), mlp = ModelSpec::parse("mlp:784-10");
+  Cluster c = ideal();
+  EXPECT_THROW(simulate(gpt, {.strategy = "tp", .tp = 3}, c, 12), InvalidArgument);       // heads % tp
+  EXPECT_THROW(simulate(gpt, {.strategy = "pp", .pp = 8}, c, 16), InvalidArgument);       // more stages than units
+  EXPECT_THROW(simulate(gpt, {.strategy = "ddp", .dp = 4}, c, 6), InvalidArgument);      // batch % dp
+  EXPECT_THROW(simulate(mlp, {.strategy = "tp", .tp = 2}, c, 64), InvalidArgument);      // tp needs the GPT
+  EXPECT_THROW(simulate(gpt, {.strategy = "hybrid", .dp = 2, .pp = 2, .zero = 3}, c, 8), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace dtrain::plan
