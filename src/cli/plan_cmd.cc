@@ -29,6 +29,7 @@
 #include "cli/flags.h"
 #include "coll/call.h"
 #include "coll/cost_model.h"
+#include "plan/closed_forms.h"
 #include "plan/collective_plan.h"
 #include "plan/planner.h"
 #include "plan/plan_measure.h"

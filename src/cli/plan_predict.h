@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/commands.h"
 #include "cli/flags.h"
 #include "train/config.h"
 

@@ -97,12 +97,15 @@ std::vector<int> balance(const std::vector<Unit>& u, int pieces) {
                                                 << " units: use fewer stages or virtual stages");
   double total = 0;
   for (const auto& x : u) total += x.fwd_flops + 1;
+  // Cut before unit i when the running total would pass the next target by more than half
+  // of unit i (the boundary nearest the target), keeping every piece non-empty.
   std::vector<int> cut{0};
   double acc = 0;
   for (int i = 0, k = 1; i < n && k < pieces; ++i) {
-    acc += u[i].fwd_flops + 1;
-    int left_units = n - (i + 1), left_pieces = pieces - k;
-    if ((acc >= total * k / pieces && i + 1 > cut.back()) || left_units == left_pieces) cut.push_back(i + 1), ++k;
+    double w = u[i].fwd_flops + 1;
+    int left_units = n - i, left_pieces = pieces - k;
+    if (i > cut.back() && (acc + w / 2 > total * k / pieces || left_units == left_pieces)) cut.push_back(i), ++k;
+    acc += w;
   }
   cut.push_back(n);
   return cut;

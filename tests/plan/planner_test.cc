@@ -53,10 +53,10 @@ TEST(Planner, RanksByPredictedStepAndDropsWhatDoesNotFit) {
   // A memory limit between the smallest and the largest prediction drops some layouts.
   double lo = 1e300, hi = 0;
   for (const auto& cand : r.ranked) lo = std::min(lo, cand.pred.memory_b()), hi = std::max(hi, cand.pred.memory_b());
-  PlanResult tight = plan(m, 4, c, 48, {.memory_gb = (lo + hi) / 2 / 1e9});
+  PlanResult tight = plan(m, 4, c, 48, {.strategy = "", .memory_gb = (lo + hi) / 2 / 1e9});
   EXPECT_GT(tight.dropped_memory, 0);
   for (const auto& cand : tight.ranked) EXPECT_LE(cand.pred.memory_b(), (lo + hi) / 2);
-  PlanResult none = plan(m, 4, c, 48, {.memory_gb = 1e-9});
+  PlanResult none = plan(m, 4, c, 48, {.strategy = "", .memory_gb = 1e-9});
   EXPECT_TRUE(none.ranked.empty());
   EXPECT_NE(none.why.find("--memory-gb"), std::string::npos);
 }

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Reproduces docs/PLANNER.md's validation table: calibrates this machine (collectives and
+# compute), then runs every strategy at 2, 4 and 8 ranks with `dtrain train --json` and prints
+# the planner's predicted step time and memory beside the measured ones (the "prediction"
+# object every --json run records). Each run is short (a few seconds); the whole script takes
+# a few minutes. Usage: scripts/validate_planner.sh [BUILD_DIR] [RANKS...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+shift || true
+RANKS=${*:-2 4 8}
+BIN=$BUILD/bin/dtrain
+OUT=${OUT:-/tmp/dtrain-validate}
+mkdir -p "$OUT"
+export DTRAIN_CALIBRATION=$OUT/calibration.json
+DATA=${DTRAIN_SHARED_DATA:-../shared/data}
+TEXT=text:$DATA/tinyshakespeare/input.txt.gz
+GPT=gpt:layers=6,heads=8,width=128,context=64
+
+echo "== calibrate (collectives at 2 ranks over shm and tcp, compute rates) -> $DTRAIN_CALIBRATION"
+"$BIN" bench calibrate -n 2 --transport shm,tcp --seconds 0.3
+
+run() {  # name ranks args...
+  local name=$1 n=$2
+  shift 2
+  local j=$OUT/$name-n$n.json
+  if ! "$BIN" train -n "$n" --quiet --json "$j" "$@" >"$OUT/$name-n$n.log" 2>&1; then
+    printf "%-34s %3s  FAILED (see %s)\n" "$name" "$n" "$OUT/$name-n$n.log"
+    return
+  fi
+  jq -r --arg name "$name" --arg n "$n" '
+    .prediction as $p |
+    [$name, $n, ($p.step_ms // 0), ($p.measured_step_ms // 0), (($p.step_error // 0) * 100),
+     ($p.memory_mb // 0), ($p.measured_peak_rss_mb // 0)] |
+    "\(.[0]|tostring|.[0:34]|. + " " * (34 - length)) \(.[1]|tostring|" " * (3 - length) + .)  \(.[2]*1000|round/1000) ms  \(.[3]*1000|round/1000) ms  \(.[4]*10|round/10)%  model \(.[5]*10|round/10) MB  rss \(.[6]|round) MB"' "$j"
+}
+
+echo "== strategy, ranks, predicted step, measured step, error, predicted model memory, measured peak RSS"
+MLP=(--model mlp:784-256-128-10 --epochs 1)
+GARGS=(--model $GPT --data "$TEXT" --steps 30 --eval-batches 1)
+for n in $RANKS; do
+  run ddp "$n" --strategy ddp "${MLP[@]}"
+  run ddp-zero2 "$n" --strategy ddp --zero 2 "${MLP[@]}"
+  run localsgd "$n" --strategy localsgd "${MLP[@]}"
+  run gossip "$n" --strategy gossip "${MLP[@]}"
+  run ps "$n" --strategy ps --servers 1 --sync "${MLP[@]}"
+  run fedavg "$n" --strategy fedavg "${MLP[@]}"
+  run gpt-zero1 "$n" --strategy zero --zero 1 "${GARGS[@]}" --batch $((12 * n))
+  run gpt-zero3 "$n" --strategy zero --zero 3 "${GARGS[@]}" --batch $((12 * n))
+  run gpt-tp "$n" --strategy tp "${GARGS[@]}" --batch 12
+  run gpt-pp-1f1b "$n" --strategy pp --microbatches $((2 * n)) --schedule 1f1b "${GARGS[@]}" --batch $((4 * n))
+  run gpt-pp-gpipe "$n" --strategy pp --microbatches $((2 * n)) --schedule gpipe "${GARGS[@]}" --batch $((4 * n))
+  if [ "$n" -le 4 ]; then
+    run gpt-pp-interleaved "$n" --strategy pp --microbatches $((2 * n)) --schedule interleaved --virtual-stages 2 "${GARGS[@]}" --batch $((4 * n))
+  fi
+  if [ "$n" -ge 4 ]; then
+    run gpt-hybrid "$n" --strategy hybrid --dp 2 --tp 1 --pp $((n / 2)) --microbatches 4 "${GARGS[@]}" --batch 16
+  fi
+done
