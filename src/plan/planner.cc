@@ -109,14 +109,18 @@ PlanResult plan(const ModelSpec& m, int ranks, const Cluster& c, int64_t batch, 
   });
   if (r.ranked.size() >= 2) {
     // The component that separates the winner from the runner-up most.
-    const Prediction &a = r.ranked[0].pred, &b = r.ranked[1].pred;
+    // Compare with the first layout that is predicted slower (equal ones tie on this model).
+    size_t k = 1;
+    while (k + 1 < r.ranked.size() && r.ranked[k].pred.step_s == r.ranked[0].pred.step_s) ++k;
+    const Prediction &a = r.ranked[0].pred, &b = r.ranked[k].pred;
     std::pair<double, const char*> d[] = {{b.compute_s - a.compute_s, "compute"},
                                           {b.comm_s - a.comm_s, "exposed communication"},
                                           {b.bubble_s - a.bubble_s, "pipeline bubble and transfers"},
                                           {b.optimizer_s - a.optimizer_s, "optimizer"}};
     auto best = *std::max_element(std::begin(d), std::end(d));
     std::ostringstream w;
-    w << r.ranked[0].layout.describe() << " beats " << r.ranked[1].layout.describe() << " by "
+    if (k > 1) w << "(" << k - 1 << " layouts tie with it) ";
+    w << r.ranked[0].layout.describe() << " beats " << r.ranked[k].layout.describe() << " by "
       << fmt("%.3f", (b.step_s - a.step_s) * 1e3) << " ms/step, mostly " << best.second << " ("
       << fmt("%.3f", best.first * 1e3) << " ms less)";
     r.why = w.str();
