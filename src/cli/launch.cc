@@ -237,12 +237,17 @@ int Launcher::run() {
   std::string token = o_.token.empty() ? env_string("DTRAIN_TOKEN", "") : o_.token;
   std::unique_ptr<TcpStoreServer> server;
   std::string host;
-  int port;
+  int port, torch_port;
   if (o_.nnodes == 1 && o_.master.empty()) {
     if (token.empty()) token = random_token();
     server = std::make_unique<TcpStoreServer>("127.0.0.1", 0, token);
     host = "127.0.0.1";
     port = server->port();
+    // MASTER_PORT is for torch's rendezvous (rank 0 of torch.distributed listens on it), so it
+    // must not be the dtrain store's port: a free loopback port, as torchrun picks one.
+    int free_port = 0;
+    listen_tcp(host, 0, &free_port);  // closed at once; the port stays free for torch's rank 0
+    torch_port = free_port;
   } else {
     DT_CHECK(!o_.master.empty(), InvalidArgument, "--nnodes " << o_.nnodes << " needs --master HOST:PORT (node 0's address)");
     DT_CHECK(!token.empty(), InvalidArgument,
@@ -251,6 +256,7 @@ int Launcher::run() {
     std::tie(host, port) = split_host_port(o_.master, "--master");
     DT_CHECK(port > 0, InvalidArgument, "--master needs a fixed port (got " << o_.master << ")");
     if (o_.node_rank == 0) server = std::make_unique<TcpStoreServer>(host, port, token);
+    torch_port = port + 1;  // torch's rendezvous beside dtrain's store (see docs/COMM.md)
   }
   bool v6 = host.find(':') != std::string::npos;
   std::string store_url = "tcp://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
@@ -279,7 +285,7 @@ int Launcher::run() {
     env["LOCAL_WORLD_SIZE"] = std::to_string(o_.nproc);
     env["GROUP_RANK"] = std::to_string(o_.node_rank);
     env["MASTER_ADDR"] = host;
-    env["MASTER_PORT"] = std::to_string(port);
+    env["MASTER_PORT"] = std::to_string(torch_port);
     env["DTRAIN_STORE"] = store_url;
     env["DTRAIN_TOKEN"] = token;
     env["DTRAIN_TRANSPORT"] = o_.transport;
