@@ -132,7 +132,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDtrain::submit(ProgressQueue& q, c10d
   auto fut = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
   std::string pre = prefix(call);
   ++sequence_;
-  Work w = q.submit(call, [body = std::move(body), fut, outputs, pre](Communicator& c) {
+  dtrain::Work w = q.submit(call, [body = std::move(body), fut, outputs, pre](Communicator& c) {
     try {
       try {
         body(c);

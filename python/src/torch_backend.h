@@ -57,7 +57,7 @@ using PGBase = c10d::ProcessGroup;
 
 class WorkDtrain : public c10d::Work {
  public:
-  WorkDtrain(int rank, c10d::OpType type, Work work, c10::intrusive_ptr<c10::ivalue::Future> fut,
+  WorkDtrain(int rank, c10d::OpType type, dtrain::Work work, c10::intrusive_ptr<c10::ivalue::Future> fut,
              std::vector<at::Tensor> outputs)
       : c10d::Work(rank, type), work_(std::move(work)), fut_(std::move(fut)), outputs_(std::move(outputs)) {}
   bool isCompleted() override { return work_.done(); }
@@ -68,7 +68,7 @@ class WorkDtrain : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return fut_; }
 
  private:
-  Work work_;
+  dtrain::Work work_;
   c10::intrusive_ptr<c10::ivalue::Future> fut_;
   std::vector<at::Tensor> outputs_;
 };

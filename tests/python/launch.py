@@ -63,8 +63,9 @@ def run_ranks(n, script, args=(), how="file", timeout=120, env=None):
                 raise AssertionError(f"dtrain run -n {n} {script} still running after {timeout} s:\n{err[-3000:]}")
             # dtrain run merges the ranks' stdout; each RESULT line carries its rank.
             ranks = []
+            lines = [l.split("] ", 1)[1] if l.startswith("[rank ") and "] " in l else l for l in out.splitlines()]
             for r in range(n):
-                mine = "\n".join(l for l in out.splitlines() if l.startswith("RESULT ") and json.loads(l[7:]).get("rank") == r)
+                mine = "\n".join(l for l in lines if l.startswith("RESULT ") and json.loads(l[7:]).get("rank") == r)
                 ranks.append(Rank(r, p.returncode, mine, err))
             return ranks
         init = f"file://{tmp}/rendezvous" if how == "file" else f"tcp://127.0.0.1:{free_port()}"

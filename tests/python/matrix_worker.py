@@ -6,7 +6,7 @@ Reports {"checks": ..., "vs_gloo": ..., "failures": [...]} per rank.
 import torch
 import torch.distributed as dist
 
-from worker_common import DTYPES, REDOPS, R, gaps_ok, init, inp, main, place, ref_reduce, report, same, valid
+from worker_common import DTYPES, REDOPS, R, op_name, gaps_ok, init, inp, main, place, ref_reduce, report, same, valid
 
 
 class Matrix:
@@ -31,16 +31,16 @@ class Matrix:
             return
         self.vs_gloo += 1
         if got is not None and g is not None and not same(got, g, op):
-            self.failures.append(f"{case}: dtrain {got.tolist()} != gloo {g.tolist()}")
+            self.failures.append(f"{case}: dtrain {got.tolist()} != gloo {g.tolist()} (on contiguous inputs)")
 
     def reductions(self, dt, op, strided, salt):
         rank, p, n = self.rank, self.p, 5
         ins = [inp(r, dt, (n,), salt) for r in range(p)]
         exp = ref_reduce(ins, op)
-        tag = f"{dt} {op} strided={strided}"
+        tag = f"{dt} {op_name(op)} strided={strided}"
 
         def all_reduce(group):
-            x, base = place(ins[rank].clone(), strided)
+            x, base = place(ins[rank].clone(), strided and group is None)
             dist.all_reduce(x, op=op, group=group)
             return x.clone(), base
         self.check(f"all_reduce {tag}", all_reduce, exp, op)
@@ -48,7 +48,7 @@ class Matrix:
         root = salt % p
 
         def reduce(group):
-            x, base = place(ins[rank].clone(), strided)
+            x, base = place(ins[rank].clone(), strided and group is None)
             dist.reduce(x, dst=root, op=op, group=group)
             return (x.clone() if rank == root else None), (base if rank == root else None)
         self.check(f"reduce root={root} {tag}", reduce, exp, op)
@@ -57,13 +57,13 @@ class Matrix:
         exp_rs = ref_reduce([blocks[r][rank] for r in range(p)], op)
 
         def reduce_scatter(group):
-            out, base = place(torch.zeros(n, dtype=dt), strided)
+            out, base = place(torch.zeros(n, dtype=dt), strided and group is None)
             dist.reduce_scatter(out, [b.clone() for b in blocks[rank]], op=op, group=group)
             return out.clone(), base
         self.check(f"reduce_scatter {tag}", reduce_scatter, exp_rs, op)
 
         def reduce_scatter_tensor(group):
-            out, base = place(torch.zeros(n, dtype=dt), strided)
+            out, base = place(torch.zeros(n, dtype=dt), strided and group is None)
             dist.reduce_scatter_tensor(out, torch.cat(blocks[rank]), op=op, group=group)
             return out.clone(), base
         self.check(f"reduce_scatter_tensor {tag}", reduce_scatter_tensor, exp_rs, op)
@@ -75,19 +75,19 @@ class Matrix:
         root = salt % p
 
         def broadcast(group):
-            x, base = place(ins[rank].clone(), strided)
+            x, base = place(ins[rank].clone(), strided and group is None)
             dist.broadcast(x, src=root, group=group)
             return x.clone(), base
         self.check(f"broadcast root={root} {tag}", broadcast, ins[root])
 
         def all_gather(group):
-            outs = [place(torch.zeros(n, dtype=dt), strided)[0] for _ in range(p)]
-            dist.all_gather(outs, place(ins[rank].clone(), strided)[0], group=group)
+            outs = [place(torch.zeros(n, dtype=dt), strided and group is None)[0] for _ in range(p)]
+            dist.all_gather(outs, place(ins[rank].clone(), strided and group is None)[0], group=group)
             return torch.cat(outs), None
         self.check(f"all_gather {tag}", all_gather, torch.cat(ins))
 
         def all_gather_into_tensor(group):
-            out, base = place(torch.zeros(p * n, dtype=dt), strided)
+            out, base = place(torch.zeros(p * n, dtype=dt), strided and group is None)
             dist.all_gather_into_tensor(out, ins[rank].clone(), group=group)
             return out.clone(), base
         self.check(f"all_gather_into_tensor {tag}", all_gather_into_tensor, torch.cat(ins))
@@ -102,7 +102,7 @@ class Matrix:
 
         def gather(group):
             outs = [torch.zeros(n, dtype=dt) for _ in range(p)] if rank == root else None
-            x, _ = place(ins[rank].clone(), strided)
+            x, _ = place(ins[rank].clone(), strided and group is None)
             dist.gather(x, outs, dst=root, group=group)
             return (torch.cat(outs) if rank == root else None), None
         self.check(f"gather root={root} {tag}", gather, torch.cat(ins))
@@ -110,13 +110,13 @@ class Matrix:
         src = [[inp(r, dt, (n,), salt * 17 + j) for j in range(p)] for r in range(p)]
 
         def scatter(group):
-            out, base = place(torch.zeros(n, dtype=dt), strided)
+            out, base = place(torch.zeros(n, dtype=dt), strided and group is None)
             dist.scatter(out, [t.clone() for t in src[root]] if rank == root else None, src=root, group=group)
             return out.clone(), base
         self.check(f"scatter root={root} {tag}", scatter, src[root][rank])
 
         def all_to_all_single(group):
-            out, base = place(torch.zeros(p * n, dtype=dt), strided)
+            out, base = place(torch.zeros(p * n, dtype=dt), strided and group is None)
             dist.all_to_all_single(out, torch.cat(src[rank]), group=group)
             return out.clone(), base
         self.check(f"all_to_all_single {tag}", all_to_all_single, torch.cat([src[q][rank] for q in range(p)]))

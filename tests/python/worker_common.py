@@ -22,6 +22,11 @@ FLOATS = {torch.float32, torch.float64, torch.float16, torch.bfloat16}
 REDOPS = [R.SUM, R.AVG, R.PRODUCT, R.MIN, R.MAX, R.BAND, R.BOR, R.BXOR]
 
 
+def op_name(op):
+    names = ["SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR"]
+    return next(n for n in names if op == getattr(R, n))
+
+
 def init(timeout_s=60):
     dist.init_process_group("dtrain", init_method=os.environ["DTRAIN_TEST_INIT"],
                             rank=int(os.environ["RANK"]), world_size=int(os.environ["WORLD_SIZE"]),
@@ -77,7 +82,7 @@ def ref_reduce(ts, op):
 def same(a, b, op=None):
     if a.dtype != b.dtype or a.shape != b.shape:
         return False
-    if op == R.AVG and a.dtype in (torch.float16, torch.bfloat16):
+    if op is not None and op == R.AVG and a.dtype in (torch.float16, torch.bfloat16):
         return torch.allclose(a.float(), b.float(), rtol=1e-2, atol=1e-2)
     return torch.equal(a, b)
 
