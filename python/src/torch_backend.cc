@@ -82,6 +82,37 @@ void rethrow_with_prefix(const std::string& p) {
   }
 }
 
+Completer::~Completer() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void Completer::post(std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  jobs_.push_back(std::move(fn));
+  if (jobs_.size() > static_cast<size_t>(idle_)) workers_.emplace_back([this] { loop(); });
+  else cv_.notify_one();
+}
+
+void Completer::loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    ++idle_;
+    cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+    --idle_;
+    if (jobs_.empty()) return;  // stopping, nothing left
+    auto fn = std::move(jobs_.front());
+    jobs_.pop_front();
+    lock.unlock();
+    fn();  // completing a future runs its callbacks, which may block
+    lock.lock();
+  }
+}
+
 bool WorkDtrain::wait(std::chrono::milliseconds timeout) {
   // No timeout given: every entry ahead in the queue and this one are bounded by the group's
   // timeout, so the wait ends.
@@ -105,6 +136,7 @@ ProcessGroupDtrain::ProcessGroupDtrain(const c10::intrusive_ptr<c10d::Store>& st
     }
     std::vector<int> wr(global_ranks_.begin(), global_ranks_.end());
     comm_ = std::make_shared<Communicator>(s, rank, size, o, "torch/" + group_, wr);
+    completer_ = std::make_shared<Completer>();
     queue_ = std::make_unique<ProgressQueue>(*comm_);
     p2p_ = std::make_unique<ProgressQueue>(*comm_);
   } catch (...) {
@@ -115,6 +147,7 @@ ProcessGroupDtrain::ProcessGroupDtrain(const c10::intrusive_ptr<c10d::Store>& st
 ProcessGroupDtrain::~ProcessGroupDtrain() {
   p2p_.reset();  // finish queued work, join the threads, before the communicator goes
   queue_.reset();
+  completer_.reset();
 }
 
 std::string ProcessGroupDtrain::prefix(const char* call) const {
@@ -132,7 +165,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDtrain::submit(ProgressQueue& q, c10d
   auto fut = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
   std::string pre = prefix(call);
   ++sequence_;
-  dtrain::Work w = q.submit(call, [body = std::move(body), fut, outputs, pre](Communicator& c) {
+  dtrain::Work w = q.submit(call, [body = std::move(body), fut, outputs, pre, done = completer_](Communicator& c) {
     try {
       try {
         body(c);
@@ -141,12 +174,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDtrain::submit(ProgressQueue& q, c10d
       }
     } catch (...) {
       auto ep = std::current_exception();
-      at::launch([fut, ep] { fut->setError(ep); });
+      done->post([fut, ep] { fut->setError(ep); });
       throw;
     }
-    // Callbacks run on torch's inter-op pool: a hook that waits on a later collective of this
-    // group (PowerSGD does) must not block the thread that runs it.
-    at::launch([fut, outputs] { fut->markCompleted(c10::IValue(outputs)); });
+    // Callbacks run on the completer: a hook that waits on a later collective of this group
+    // (PowerSGD does) must not block the thread that runs it.
+    done->post([fut, outputs] { fut->markCompleted(c10::IValue(outputs)); });
   });
   return c10::make_intrusive<WorkDtrain>(getRank(), type, std::move(w), fut, std::move(outputs));
 }

@@ -10,8 +10,8 @@
 // - Collectives are queued on the group's ProgressQueue (coll/work.h) in call order and run on
 //   its thread, never on the caller's; every call returns at once with a WorkDtrain whose
 //   wait() re-throws the collective's error and whose getFuture() completes with the output
-//   tensors (callbacks run on torch's inter-op pool, so a hook that waits on a later
-//   collective — PowerSGD does — cannot block the progress thread).
+//   tensors (callbacks run on the group's Completer threads, so a hook that waits on a later
+//   collective — PowerSGD does — blocks neither the progress thread nor other completions).
 // - Point-to-point: send/recv are posted on the caller's thread (so paired isend/irecv never
 //   deadlock) and completed by a second queue's thread. Receive from any source is not
 //   supported (an error naming the call).
@@ -39,7 +39,11 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #endif
 
+#include <condition_variable>
+#include <deque>
 #include <functional>
+#include <mutex>
+#include <thread>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,6 +75,25 @@ class WorkDtrain : public c10d::Work {
   dtrain::Work work_;
   c10::intrusive_ptr<c10::ivalue::Future> fut_;
   std::vector<at::Tensor> outputs_;
+};
+
+// Runs future completions (and so their callbacks) off the progress thread. A callback may
+// block — PowerSGD's wait on a later collective of the same group — so when every worker is
+// busy, post() starts another one: a completion never waits behind a blocked callback.
+class Completer {
+ public:
+  Completer() = default;
+  ~Completer();
+  void post(std::function<void()> fn);
+
+ private:
+  void loop();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  std::vector<std::thread> workers_;
+  int idle_ = 0;
+  bool stop_ = false;
 };
 
 class ProcessGroupDtrain : public PGBase {
@@ -137,6 +160,7 @@ class ProcessGroupDtrain : public PGBase {
   double timeout_s_;
   uint64_t sequence_ = 0;
   std::shared_ptr<Communicator> comm_;
+  std::shared_ptr<Completer> completer_;  // declared before the queues: outlives their work
   std::unique_ptr<ProgressQueue> queue_;  // collectives, in call order
   std::unique_ptr<ProgressQueue> p2p_;    // completion of posted sends and receives
 };
