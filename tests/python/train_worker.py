@@ -5,11 +5,13 @@ Scenarios (argv[1]):
                 HOOK: none | allreduce | fp16 | powersgd. Reports the largest parameter
                 difference to the reference and between ranks.
   groups        two overlapping dtrain subgroups used concurrently (async), plus a gloo one.
+  store         init_process_group(store=FileStore) without an init method.
   fsdp          all_gather_into_tensor + reduce_scatter_tensor as FSDP uses them (async, futures).
   killed        the last rank exits after one all-reduce; the others report their exception.
   desync        rank 0 calls all_reduce while the others call broadcast.
 """
 import copy
+import datetime
 import os
 import time
 
@@ -79,8 +81,16 @@ def groups():
         w.wait()
     gl = torch.full((3,), float(rank))
     dist.all_reduce(gl, group=c)
+    # torch 1.13's dist.monitored_barrier() accepts only gloo; the process group's own method
+    # reaches the backend.
+    dist.distributed_c10d._get_default_group().monitored_barrier(datetime.timedelta(seconds=30))
+    try:  # receive from any source is not supported: an error naming the call, on this rank only
+        dist.recv(torch.zeros(1))
+        anysource = "no error"
+    except RuntimeError as e:
+        anysource = str(e)
     out = {"world": world.tolist(), "gloo": gl.tolist(),
-           "group_rank_a": dist.get_rank(a) if rank in (0, 2) else -1}
+           "group_rank_a": dist.get_rank(a) if rank in (0, 2) else -1, "anysource": anysource}
     for k, v in bufs.items():
         out[k] = sorted(set(v.tolist()))
     report(**out)
@@ -100,6 +110,16 @@ def fsdp():
     expect = full_ref[rank * n:(rank + 1) * n] * sum(r + 1 for r in range(p)) / p
     report(gather_ok=bool(torch.equal(gathered, full_ref)), same_object=gathered.data_ptr() == full.data_ptr(),
            scatter_err=(grad_shard - expect).abs().max().item())
+
+
+def store():
+    # init_process_group(store=...): a FileStore the test names, no init_method.
+    rank, p = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    st = dist.FileStore(os.environ["DTRAIN_TEST_STORE"], p)
+    dist.init_process_group("dtrain", store=st, rank=rank, world_size=p)
+    x = torch.tensor([float(rank)])
+    dist.all_reduce(x)
+    report(sum=x.item())
 
 
 def failure(kind):
@@ -125,5 +145,5 @@ def failure(kind):
     os._exit(0)  # the group cannot be torn down cleanly with a dead peer
 
 
-main({"ddp": ddp, "groups": groups, "fsdp": fsdp,
+main({"ddp": ddp, "groups": groups, "fsdp": fsdp, "store": store,
       "killed": lambda: failure("killed"), "desync": lambda: failure("desync")})
