@@ -3,7 +3,8 @@
 ``run_ranks(n, script, args, ...)`` starts ``n`` copies of ``script`` (a worker in this folder)
 either through ``dtrain run -n N`` (torch's ``env://`` rendezvous, with the launcher's
 ``MASTER_ADDR``/``MASTER_PORT``) or as plain processes that meet through a ``file://`` or
-``tcp://`` init method given in ``DTRAIN_TEST_INIT``. Every wait is bounded by ``timeout``;
+``tcp://`` init method given in ``DTRAIN_TEST_INIT``, or through ``env://`` with the variables
+torchrun exports (Debian's torchrun 1.13 itself fails on Python 3.11, in its own code). Every wait is bounded by ``timeout``;
 a rank still running then is killed and the test fails naming it. Returns one ``Rank`` per
 process with its exit code and output; a worker reports results as JSON lines starting with
 ``RESULT `` on stdout.
@@ -45,7 +46,8 @@ def free_port():
 
 
 def run_ranks(n, script, args=(), how="file", timeout=120, env=None):
-    """Runs n ranks of tests/python/<script>; how: 'dtrain' (dtrain run, env://), 'file', 'tcp'."""
+    """Runs n ranks of tests/python/<script>; how: 'dtrain' (dtrain run, env://), 'file', 'tcp',
+    or 'env' (torchrun's variables: MASTER_ADDR/MASTER_PORT/RANK/WORLD_SIZE/LOCAL_RANK, env://)."""
     path = os.path.join(HERE, script)
     base_env = dict(os.environ)
     base_env.update(env or {})
@@ -68,10 +70,13 @@ def run_ranks(n, script, args=(), how="file", timeout=120, env=None):
                 mine = "\n".join(l for l in lines if l.startswith("RESULT ") and json.loads(l[7:]).get("rank") == r)
                 ranks.append(Rank(r, p.returncode, mine, err))
             return ranks
-        init = f"file://{tmp}/rendezvous" if how == "file" else f"tcp://127.0.0.1:{free_port()}"
+        init = {"file": f"file://{tmp}/rendezvous", "tcp": f"tcp://127.0.0.1:{free_port()}", "env": "env://"}[how]
+        torchrun_env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())} if how == "env" else {}
         procs = []
         for r in range(n):
-            e = dict(base_env, DTRAIN_TEST_INIT=init, RANK=str(r), WORLD_SIZE=str(n))
+            e = dict(base_env, DTRAIN_TEST_INIT=init, RANK=str(r), WORLD_SIZE=str(n), **torchrun_env)
+            if how == "env":  # what torchrun exports
+                e.update(LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(n))
             procs.append(subprocess.Popen([PY, path, *args], env=e, stdout=subprocess.PIPE,
                                           stderr=subprocess.PIPE, text=True))
         deadline = time.monotonic() + timeout

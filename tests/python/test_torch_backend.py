@@ -63,7 +63,7 @@ def test_subgroups_run_concurrently_without_mixing_messages():
 
 
 def test_fsdp_style_all_gather_and_reduce_scatter():
-    ranks = run_ranks(2, "train_worker.py", ["fsdp"], how="file", timeout=60)
+    ranks = run_ranks(2, "train_worker.py", ["fsdp"], how="env", timeout=60)  # torchrun's env://
     assert_all_ok(ranks)
     for r in ranks:
         res = r.result()
