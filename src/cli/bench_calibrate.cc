@@ -23,7 +23,7 @@
 #include "base/error.h"
 #include "cli/bench.h"
 #include "cli/flags.h"
-#include "cli/launch.h"
+#include "launch/launch.h"
 #include "coll/collectives.h"
 #include "coll/cost_model.h"
 #include "coll/reduce_kernels.h"
@@ -154,12 +154,12 @@ int bench_calibrate(const Args& args) {
     write_calibration(out, measured);
     return 0;
   }
-  if (!inside_launched_rank()) {
-    LaunchOptions o;
+  if (!launch::inside_launched_rank()) {
+    launch::LaunchOptions o;
     o.nproc = n;
     o.timeout_s = timeout;
     o.tag_output = false;
-    return relaunch_command(o, {"bench", "calibrate"}, args);
+    return launch::relaunch_command(o, {"bench", "calibrate"}, args);
   }
   WorldInfo info = world_from_env();
   std::shared_ptr<void> keepalive;

@@ -14,9 +14,9 @@
 #include "base/env.h"
 #include "base/error.h"
 #include "cli/bench.h"
-#include "cli/bench_coll_runner.h"
+#include "plan/coll_bench.h"
 #include "cli/flags.h"
-#include "cli/launch.h"
+#include "launch/launch.h"
 #include "coll/communicator.h"
 
 namespace dtrain::cli {
@@ -99,13 +99,13 @@ int bench_collectives(const Args& args) {
       auto got = bench_collectives_threads(n, kind, cfg);
       rows.insert(rows.end(), got.begin(), got.end());
     }
-  } else if (!inside_launched_rank()) {
+  } else if (!launch::inside_launched_rank()) {
     DT_CHECK(n >= 1, InvalidArgument, "-n must be >= 1");
-    LaunchOptions o;
+    launch::LaunchOptions o;
     o.nproc = n;
     o.timeout_s = timeout;
     o.tag_output = false;
-    return relaunch_command(o, {"bench", "collectives"}, args);
+    return launch::relaunch_command(o, {"bench", "collectives"}, args);
   } else {
     WorldInfo info = world_from_env();
     DT_CHECK(root >= 0 && root < info.size, InvalidArgument, "--root " << root << " outside 0.." << info.size - 1);

@@ -20,7 +20,7 @@
 #include "base/error.h"
 #include "cli/bench.h"
 #include "cli/flags.h"
-#include "cli/launch.h"
+#include "launch/launch.h"
 #include "coll/communicator.h"
 
 namespace dtrain::cli {
@@ -153,13 +153,13 @@ int bench_p2p(const Args& args) {
   }
   DT_CHECK(window >= 1, InvalidArgument, "--window must be >= 1");
 
-  if (!inside_launched_rank()) {
+  if (!launch::inside_launched_rank()) {
     DT_CHECK(n >= 2, InvalidArgument, "bench p2p needs -n 2 or more (got " << n << ")");
-    LaunchOptions o;
+    launch::LaunchOptions o;
     o.nproc = n;
     o.timeout_s = timeout;
     o.tag_output = false;
-    return relaunch_command(o, {"bench", "p2p"}, args);
+    return launch::relaunch_command(o, {"bench", "p2p"}, args);
   }
 
   WorldInfo info = world_from_env();
