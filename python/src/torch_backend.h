@@ -39,6 +39,7 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #endif
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -141,7 +142,7 @@ class ProcessGroupDtrain : public PGBase {
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts = {}) override;
   void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks = false) override;
   void setSequenceNumberForGroup() override {}
-  uint64_t getSequenceNumberForGroup() override { return sequence_; }
+  uint64_t getSequenceNumberForGroup() override { return sequence_.load(); }
 
  private:
   // Queues `body` (which runs the collective on the progress thread) and returns its Work;
@@ -158,7 +159,7 @@ class ProcessGroupDtrain : public PGBase {
   std::string group_;
   std::vector<int64_t> global_ranks_;
   double timeout_s_;
-  uint64_t sequence_ = 0;
+  std::atomic<uint64_t> sequence_{0};  // calls issued (DDP issues from autograd threads)
   std::shared_ptr<Communicator> comm_;
   std::shared_ptr<Completer> completer_;  // declared before the queues: outlives their work
   std::unique_ptr<ProgressQueue> queue_;  // collectives, in call order

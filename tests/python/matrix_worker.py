@@ -140,12 +140,8 @@ class Matrix:
 
         def ring(group):  # send to the right, receive from the left, blocking and async
             right, left = (rank + 1) % p, (rank - 1) % p
-            out = torch.zeros(n, dtype=dt)
-            if group is not None:
-                right_g, left_g = right, left
-            else:
-                right_g, left_g = right, left
-            reqs = [dist.isend(ins[rank].clone(), right_g, group=group), dist.irecv(out, left_g, group=group)]
+            out = torch.zeros(n, dtype=dt)  # (the gloo group spans every rank: same numbering)
+            reqs = [dist.isend(ins[rank].clone(), right, group=group), dist.irecv(out, left, group=group)]
             for q in reqs:
                 q.wait()
             return out, None

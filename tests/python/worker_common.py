@@ -92,7 +92,7 @@ def place(t, strided):
     if not strided:
         return t, None
     base = torch.zeros((2 * t.numel(),), dtype=t.dtype)
-    v = base[::2].view(t.shape) if t.dim() <= 1 else base[::2].view(t.shape)
+    v = base[::2].view(t.shape)
     v.copy_(t)
     return v, base
 
