@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "coll/collectives.h"
+#include "comm/heartbeat.h"
 #include "comm/world.h"
 #include "torch_tensor_util.h"
 
@@ -136,6 +137,10 @@ ProcessGroupDtrain::ProcessGroupDtrain(const c10::intrusive_ptr<c10d::Store>& st
     }
     std::vector<int> wr(global_ranks_.begin(), global_ranks_.end());
     comm_ = std::make_shared<Communicator>(s, rank, size, o, "torch/" + group_, wr);
+    // Under dtrain run, the default group beats for the launcher, as Communicator::from_env
+    // does: a rank frozen (SIGSTOP, starved) is then named within --heartbeat seconds.
+    if (global_ranks_.empty())
+      if (std::shared_ptr<Heartbeat> beat = heartbeat_from_env()) comm_->keep_alive(beat);
     completer_ = std::make_shared<Completer>();
     queue_ = std::make_unique<ProgressQueue>(*comm_);
     p2p_ = std::make_unique<ProgressQueue>(*comm_);
