@@ -104,3 +104,6 @@ def gaps_ok(base):
 def main(scenarios):
     name = sys.argv[1]
     scenarios[name](*sys.argv[2:])
+    if dist.is_initialized():  # tear the groups down while Python is whole (threads joined)
+        dist.barrier()
+        dist.destroy_process_group()
