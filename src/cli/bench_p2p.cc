@@ -129,7 +129,7 @@ std::vector<Row> measure(Communicator& c, const std::vector<size_t>& sizes, doub
 
 int bench_p2p(const Args& args) {
   Flags f("bench p2p", args);
-  int n = static_cast<int>(f.get_int("nproc", 2, 2, 1024, "ranks to start (only ranks 0 and 1 exchange)", "n"));
+  int n = static_cast<int>(f.get_int("nproc", 2, 1, 1024, "ranks to start (only ranks 0 and 1 exchange)", "n"));
   std::string transport = f.get_string("transport", "shm,tcp", "shm, tcp or both (shm,tcp)");
   std::string sizes_spec = f.get_string("sizes", "1:256M", "message sizes MIN:MAX, x4 steps (K, M, G suffixes)");
   double seconds = f.get_double("seconds", 0.2, 1e-4, 3600, "target time per measurement");
