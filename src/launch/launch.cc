@@ -107,10 +107,48 @@ void plan_binding(std::vector<Rank>& ranks) {
   }
 }
 
+// The job's rendezvous: node 0's store, served by its launcher for every attempt (a
+// restarted job meets in a fresh key space, DTRAIN_RESTART), and the secret the ranks present.
+struct Rendezvous {
+  std::unique_ptr<TcpStoreServer> server;
+  std::string token, host, store_url;
+  int port = 0;
+};
+
+Rendezvous make_rendezvous(const LaunchOptions& o_) {
+  Rendezvous rv;
+  std::string token = o_.token.empty() ? env_string("DTRAIN_TOKEN", "") : o_.token;
+  std::unique_ptr<TcpStoreServer> server;
+  std::string host;
+  int port;
+  if (o_.nnodes == 1 && o_.master.empty()) {
+    if (token.empty()) token = random_token();
+    server = std::make_unique<TcpStoreServer>("127.0.0.1", 0, token);
+    host = "127.0.0.1";
+    port = server->port();
+  } else {
+    DT_CHECK(!o_.master.empty(), InvalidArgument, "--nnodes " << o_.nnodes << " needs --master HOST:PORT (node 0's address)");
+    DT_CHECK(!token.empty(), InvalidArgument,
+             "a multi-node job needs the same secret on every node: export DTRAIN_TOKEN=... (e.g. $(openssl rand -hex 16)) "
+             "or pass --token");
+    std::tie(host, port) = split_host_port(o_.master, "--master");
+    DT_CHECK(port > 0, InvalidArgument, "--master needs a fixed port (got " << o_.master << ")");
+    if (o_.node_rank == 0) server = std::make_unique<TcpStoreServer>(host, port, token);
+  }
+  bool v6 = host.find(':') != std::string::npos;
+  std::string store_url = "tcp://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  rv.token = token;
+  rv.host = host;
+  rv.port = port;
+  rv.store_url = store_url;
+  rv.server = std::move(server);
+  return rv;
+}
+
 class Launcher {
  public:
-  Launcher(const LaunchOptions& o, std::vector<std::string> argv, int attempt)
-      : o_(o), argv_(std::move(argv)), attempt_(attempt) {}
+  Launcher(const LaunchOptions& o, std::vector<std::string> argv, int attempt, const Rendezvous& rv)
+      : o_(o), argv_(std::move(argv)), attempt_(attempt), rv_(rv) {}
   int run();
   bool interrupted() const { return interrupted_ != 0; }
 
@@ -127,6 +165,7 @@ class Launcher {
   LaunchOptions o_;
   std::vector<std::string> argv_;
   int attempt_;
+  const Rendezvous& rv_;
   std::vector<Rank> ranks_;
   int failed_ = -1;  // index into ranks_ of the first failure
   int interrupted_ = 0;
@@ -296,39 +335,18 @@ void Launcher::check_hung() {
 }
 
 int Launcher::run() {
-  DT_CHECK(o_.nproc >= 1, InvalidArgument, "-n must be at least 1 (got " << o_.nproc << ")");
-  DT_CHECK(o_.nnodes >= 1 && o_.node_rank >= 0 && o_.node_rank < o_.nnodes, InvalidArgument,
-           "--node-rank " << o_.node_rank << " is outside --nnodes " << o_.nnodes);
-  DT_CHECK(!argv_.empty(), InvalidArgument, "no program to run: put it after '--' (dtrain run -n 4 -- ./train)");
-  // Block the signals we handle before any thread exists (the store server's thread inherits
-  // the mask), so they arrive only on the signalfd; ranks unblock them after fork.
-  SignalBlock blocked;
-  std::string token = o_.token.empty() ? env_string("DTRAIN_TOKEN", "") : o_.token;
-  std::unique_ptr<TcpStoreServer> server;
-  std::string host;
-  int port, torch_port;
+  SignalBlock blocked;  // already blocked by launch(); this gives the mask for the signalfd
+  const std::string& token = rv_.token;
+  const std::string& host = rv_.host;
+  const int port = rv_.port;
+  const std::string& store_url = rv_.store_url;
+  // MASTER_PORT is for torch.distributed's own rendezvous (its rank 0 listens on it), so it
+  // must not be the dtrain store's port: a free loopback port per attempt, as torchrun picks
+  // one; multi-node, the --master port + 1 (the same on every node).
+  int torch_port = port + 1;
   if (o_.nnodes == 1 && o_.master.empty()) {
-    if (token.empty()) token = random_token();
-    server = std::make_unique<TcpStoreServer>("127.0.0.1", 0, token);
-    host = "127.0.0.1";
-    port = server->port();
-    // MASTER_PORT is for torch's rendezvous (rank 0 of torch.distributed listens on it), so it
-    // must not be the dtrain store's port: a free loopback port, as torchrun picks one.
-    int free_port = 0;
-    listen_tcp(host, 0, &free_port);  // closed at once; the port stays free for torch's rank 0
-    torch_port = free_port;
-  } else {
-    DT_CHECK(!o_.master.empty(), InvalidArgument, "--nnodes " << o_.nnodes << " needs --master HOST:PORT (node 0's address)");
-    DT_CHECK(!token.empty(), InvalidArgument,
-             "a multi-node job needs the same secret on every node: export DTRAIN_TOKEN=... (e.g. $(openssl rand -hex 16)) "
-             "or pass --token");
-    std::tie(host, port) = split_host_port(o_.master, "--master");
-    DT_CHECK(port > 0, InvalidArgument, "--master needs a fixed port (got " << o_.master << ")");
-    if (o_.node_rank == 0) server = std::make_unique<TcpStoreServer>(host, port, token);
-    torch_port = port + 1;  // torch's rendezvous beside dtrain's store (see docs/COMM.md)
+    listen_tcp(host, 0, &torch_port);  // closed at once; the port stays free for torch's rank 0
   }
-  bool v6 = host.find(':') != std::string::npos;
-  std::string store_url = "tcp://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
   int world = o_.nnodes * o_.nproc;
   long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
   std::string threads = std::to_string(std::max<long>(1, cpus / o_.nproc));
@@ -363,6 +381,13 @@ int Launcher::run() {
     t << o_.timeout_s;
     env["DTRAIN_TIMEOUT"] = t.str();
     env["DTRAIN_RESTART"] = std::to_string(attempt_);
+    if (attempt_ > 0 && o_.nnodes > 1 && !env.count("DTRAIN_CONNECT_TIMEOUT")) {
+      // The other nodes notice the failure up to one timeout later and stop their ranks
+      // within the grace period: a restarted rank waits that long for them at the rendezvous.
+      std::ostringstream c;
+      c << 3 * o_.timeout_s + o_.grace_s;
+      env["DTRAIN_CONNECT_TIMEOUT"] = c.str();
+    }
     if (!env.count("OMP_NUM_THREADS")) env["OMP_NUM_THREADS"] = threads;
     if (!env.count("OPENBLAS_NUM_THREADS")) env["OPENBLAS_NUM_THREADS"] = threads;
     std::vector<std::string> list;
@@ -441,13 +466,18 @@ int Launcher::run() {
 int launch(const LaunchOptions& opts, const std::vector<std::string>& argv) {
   DT_CHECK(opts.max_restarts >= 0 && opts.max_restarts <= 1000, InvalidArgument,
            "--max-restarts must be between 0 and 1000, got " << opts.max_restarts);
-  DT_CHECK(opts.max_restarts == 0 || opts.nnodes == 1, InvalidArgument,
-           "--max-restarts restarts the ranks of one node; a multi-node job (--nnodes " << opts.nnodes
-                                                                                    << ") is restarted by its scheduler");
   DT_CHECK(opts.heartbeat_s >= 0 && opts.heartbeat_s <= 1e6, InvalidArgument,
            "--heartbeat must be between 0 (off) and 1e6 seconds, got " << opts.heartbeat_s);
+  DT_CHECK(opts.nproc >= 1, InvalidArgument, "-n must be at least 1 (got " << opts.nproc << ")");
+  DT_CHECK(opts.nnodes >= 1 && opts.node_rank >= 0 && opts.node_rank < opts.nnodes, InvalidArgument,
+           "--node-rank " << opts.node_rank << " is outside --nnodes " << opts.nnodes);
+  DT_CHECK(!argv.empty(), InvalidArgument, "no program to run: put it after '--' (dtrain run -n 4 -- ./train)");
+  // Block the signals the launcher handles before any thread exists (the store server's
+  // thread inherits the mask), so they arrive only on its signalfd; ranks unblock them.
+  SignalBlock blocked;
+  const Rendezvous rv = make_rendezvous(opts);
   for (int attempt = 0;; ++attempt) {
-    Launcher l(opts, argv, attempt);
+    Launcher l(opts, argv, attempt, rv);
     const int rc = l.run();
     if (rc == 0 || l.interrupted() || attempt >= opts.max_restarts) return rc;
     const std::string msg = "dtrain run: restart " + std::to_string(attempt + 1) + " of " +

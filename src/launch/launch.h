@@ -15,10 +15,12 @@
 //   Communicator beats (comm/heartbeat.h). A rank that stops beating, or that the kernel
 //   reports stopped (SIGSTOP), for opts.heartbeat_s seconds is reported as hung, by name, and
 //   the job is stopped as for a failed rank — in seconds, not at the collective timeout.
-// - Restarts: with opts.max_restarts = K > 0 (one node), a failed or hung job is started again,
-//   every rank, with a fresh rendezvous (store, token), up to K times; the ranks see
-//   DTRAIN_RESTART = the attempt (0 first) and resume from their checkpoints (`dtrain train
-//   --checkpoint DIR` does). Each restart is announced on stderr with the failure that caused
+// - Restarts: with opts.max_restarts = K > 0, a failed or hung job is started again, every
+//   rank, up to K times; the ranks see DTRAIN_RESTART = the attempt (0 first), meet in a fresh
+//   key space of the same store ("attempt-K/", comm/world.h) and resume from their checkpoints
+//   (`dtrain train --checkpoint DIR` does). Multi-node: each node's launcher restarts its own
+//   ranks when they fail (a lost peer makes every node's ranks fail), and node 0's store
+//   serves every attempt. Each restart is announced on stderr with the failure that caused
 //   it. An interrupt (SIGINT/SIGTERM to the launcher) is never restarted.
 // - relaunch_self(opts, args) runs this same executable with `args` under launch(): how a
 //   subcommand given -n N spawns its own ranks. inside_launched_rank() says whether this

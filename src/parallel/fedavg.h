@@ -41,6 +41,7 @@ class FedAvg : public ModelStrategy {
   const char* name() const override { return "fedavg"; }
   int threads() const override { return 1; }
   void begin_epoch(int64_t round) override { round_ = round; }
+  bool splits_epochs() const override { return false; }  // an "epoch" is one federated round
   LossAcc run_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress) override;
   Metrics epoch_metrics() override {
     return {{"clients", static_cast<double>(sampled_)}, {"client_examples", static_cast<double>(round_examples_)}};

@@ -51,7 +51,9 @@ class ModelStrategy : public Strategy {
   // Strategy, once for the family.
   std::string describe() const override;
   int64_t examples_per_epoch() const override { return model_.train_set().rows; }
-  void begin_round(int64_t round) override { begin_epoch(round); }
+  void begin_round(const Round& round) override {
+    if (round.part == 0) begin_epoch(round.epoch);
+  }
   LossAcc train_round(const Round& round, const ProgressFn& progress) override {
     return run_epoch(round.order, round.batch, progress);
   }

@@ -48,7 +48,9 @@ using StateSections = std::vector<std::pair<std::string, std::vector<uint8_t>>>;
 
 struct Round {
   int64_t index = 0;               // 0-based
-  std::span<const int64_t> order;  // epoch rounds: the example order; empty for step rounds
+  std::span<const int64_t> order;  // epoch rounds: the example order (or a part of the epoch's
+                                   // order, with --checkpoint-every); empty for step rounds
+  int64_t epoch = 0, part = 0;     // epoch rounds: which epoch, and which part of it (0-based)
   int64_t batch = 0;               // examples (or sequences) per optimizer step, whole job
   int64_t first_step = 0;          // step rounds: steps [first_step, first_step + steps)
   int64_t steps = 0;
@@ -65,7 +67,9 @@ class Strategy {
   virtual int64_t examples_per_epoch() const = 0;
   virtual bool classifies() const { return true; }  // false: accuracies are meaningless
 
-  virtual void begin_round(int64_t /*round*/) {}
+  virtual void begin_round(const Round& /*round*/) {}
+  // Epoch rounds: whether a round may be a part of an epoch (--checkpoint-every K steps).
+  virtual bool splits_epochs() const { return true; }
   virtual LossAcc train_round(const Round& round, const ProgressFn& progress) = 0;
   virtual Metrics round_metrics() { return {}; }
   virtual LossAcc evaluate(ThreadPool* pool) = 0;

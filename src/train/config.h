@@ -30,6 +30,7 @@ struct TrainConfig {
   int64_t epochs = 5;
   int64_t steps = 0;       // > 0: train this many optimizer steps instead of epochs (the GPT)
   int64_t eval_every = 0;  // steps per round for step-driven runs (0: steps / 10, at least 1)
+  int64_t checkpoint_every = 0;  // rounds of this many steps: epochs cut into parts (the GPT: the round)
   int64_t batch = 64;
   std::optional<float> lr;  // default depends on the optimizer
   std::string optimizer = "sgd";

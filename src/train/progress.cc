@@ -22,9 +22,10 @@ std::string hms(double s) {
 
 bool is_tty(std::FILE* f) { return f != nullptr && ::isatty(::fileno(f)) == 1; }
 
-Progress::Progress(std::FILE* out, bool tty, int64_t epochs, int64_t per_epoch, const char* unit, bool accuracy)
+Progress::Progress(std::FILE* out, bool tty, int64_t epochs, int64_t per_epoch, const char* unit, bool accuracy,
+                   const char* word)
     : out_(out), tty_(tty), epochs_(epochs), per_epoch_(std::max<int64_t>(1, per_epoch)), unit_(unit),
-      accuracy_(accuracy), word_(std::string(unit) == "steps" ? "round" : "epoch"), run_start_(now_seconds()) {}
+      accuracy_(accuracy), word_(word), run_start_(now_seconds()) {}
 
 void Progress::begin_epoch(int64_t epoch) {
   epoch_ = epoch;

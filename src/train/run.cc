@@ -39,10 +39,11 @@ class KillAt : public Strategy {
   std::string describe() const override { return inner_.describe(); }
   int64_t examples_per_epoch() const override { return inner_.examples_per_epoch(); }
   bool classifies() const override { return inner_.classifies(); }
-  void begin_round(int64_t r) override {
-    if (r == round_) ::raise(sig_);
+  void begin_round(const Round& r) override {
+    if (r.index == round_) ::raise(sig_);
     inner_.begin_round(r);
   }
+  bool splits_epochs() const override { return inner_.splits_epochs(); }
   LossAcc train_round(const Round& r, const ProgressFn& p) override {
     if (step_ == 0) ::raise(sig_);
     return inner_.train_round(r, [&](int64_t done, double loss) {
@@ -119,7 +120,7 @@ RunResult run_training(const TrainConfig& cfg, std::shared_ptr<Communicator> com
   o.threads = cfg.threads;
   o.epochs = cfg.epochs;
   o.steps = cfg.steps;
-  o.round_steps = cfg.eval_every;
+  o.round_steps = cfg.checkpoint_every > 0 ? cfg.checkpoint_every : cfg.eval_every;
   o.batch = cfg.batch;
   o.seed = cfg.seed;
   o.checkpoint_dir = cfg.checkpoint;

@@ -284,6 +284,8 @@ const StrategyEntry& check_config(const TrainConfig& c) {
              "the GPT trains on text: give --data text:FILE (plain or gzipped), e.g. text:input.txt");
     DT_CHECK(c.steps > 0, InvalidArgument, "the GPT trains for --steps N (optimizer steps); add e.g. --steps 2000");
     DT_CHECK(!c.was_given("epochs"), InvalidArgument, "the GPT counts --steps, not --epochs; drop --epochs");
+    DT_CHECK(!(c.was_given("eval-every") && c.was_given("checkpoint-every") && c.eval_every != c.checkpoint_every),
+             InvalidArgument, "the GPT evaluates and checkpoints once per round: give --eval-every or --checkpoint-every, not both");
     const MeshDims d = gpt_mesh(c);
     DT_CHECK(c.microbatches >= 1 && c.batch % (static_cast<int64_t>(d.dp) * c.microbatches) == 0, InvalidArgument,
              "--batch " << c.batch << " must be divisible by dp " << d.dp << " x --microbatches " << c.microbatches

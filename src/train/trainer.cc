@@ -81,7 +81,15 @@ Trainer::Trainer(Strategy& strategy, TrainOptions options) : strategy_(strategy)
     rounds_ = (opt_.steps + opt_.round_steps - 1) / opt_.round_steps;
   } else {
     DT_CHECK(opt_.epochs >= 1, InvalidArgument, "--epochs must be >= 1, got " << opt_.epochs);
-    rounds_ = opt_.epochs;
+    DT_CHECK(opt_.round_steps >= 0, InvalidArgument, "--checkpoint-every must be >= 1, got " << opt_.round_steps);
+    if (opt_.round_steps > 0) {
+      DT_CHECK(strategy_.splits_epochs(), InvalidArgument,
+               "--checkpoint-every cuts epochs into parts, but an epoch of --strategy " << strategy_.name()
+                                                                                        << " is one indivisible round; checkpoints come every epoch");
+      const int64_t steps_per_epoch = (strategy_.examples_per_epoch() + opt_.batch - 1) / opt_.batch;
+      parts_ = (steps_per_epoch + opt_.round_steps - 1) / opt_.round_steps;
+    }
+    rounds_ = opt_.epochs * parts_;
   }
 }
 
@@ -105,6 +113,7 @@ std::string Trainer::fingerprint() const {
   std::ostringstream os;
   os << strategy_.describe() << ", batch " << opt_.batch << ", seed " << opt_.seed;
   if (by_steps()) os << ", " << opt_.steps << " steps";
+  if (!by_steps() && parts_ > 1) os << ", epochs in parts of " << opt_.round_steps << " steps";
   if (distributed()) os << ", strategy " << opt_.strategy << " on " << opt_.comm->size() << " ranks";
   if (distributed() || by_steps()) os << ", rank " << (opt_.comm ? opt_.comm->rank() : 0);
   return os.str();
@@ -177,9 +186,13 @@ Round Trainer::round(int64_t r, std::vector<int64_t>& order) const {
     rd.first_step = r * opt_.round_steps;
     rd.steps = std::min(opt_.round_steps, opt_.steps - rd.first_step);
   } else {
-    order = data::epoch_permutation(strategy_.examples_per_epoch(), opt_.seed, r);
-    rd.order = order;
-    rd.steps = (static_cast<int64_t>(order.size()) + opt_.batch - 1) / opt_.batch;
+    rd.epoch = r / parts_;
+    rd.part = r % parts_;
+    if (rd.part == 0 || order.empty()) order = data::epoch_permutation(strategy_.examples_per_epoch(), opt_.seed, rd.epoch);
+    const int64_t n = static_cast<int64_t>(order.size()), per = parts_ > 1 ? opt_.round_steps * opt_.batch : n;
+    const int64_t first = std::min(n, rd.part * per), last = std::min(n, first + per);
+    rd.order = std::span<const int64_t>(order).subspan(static_cast<size_t>(first), static_cast<size_t>(last - first));
+    rd.steps = (last - first + opt_.batch - 1) / opt_.batch;
   }
   return rd;
 }
@@ -192,10 +205,12 @@ TrainReport Trainer::run() {
   if (opt_.resume || (opt_.resume_if_present && !opt_.checkpoint_dir.empty())) first_round = restore(rep.epochs);
   rep.resumed_from_epoch = first_round;
   ThreadPool eval_pool(opt_.threads);
-  Progress progress(opt_.out, opt_.tty, rounds_, by_steps() ? opt_.round_steps : strategy_.examples_per_epoch(),
-                    by_steps() ? "steps" : "ex", rep.classifies);
+  const int64_t per_round = by_steps() ? opt_.round_steps
+                                       : parts_ > 1 ? opt_.round_steps * opt_.batch : strategy_.examples_per_epoch();
+  Progress progress(opt_.out, opt_.tty, rounds_, per_round, by_steps() ? "steps" : "ex", rep.classifies,
+                    by_steps() || parts_ > 1 ? "round" : "epoch");
   if (first_round > 0)
-    progress.message("resumed from '" + checkpoint_path() + "' after " + (by_steps() ? "round " : "epoch ") +
+    progress.message("resumed from '" + checkpoint_path() + "' after " + (by_steps() || parts_ > 1 ? "round " : "epoch ") +
                      std::to_string(first_round));
   if (first_round >= rounds_) rep.test = strategy_.evaluate(&eval_pool);
 
@@ -204,8 +219,8 @@ TrainReport Trainer::run() {
   for (int64_t e = first_round; e < rounds_; ++e) {
     if (opt_.stop_after_rounds >= 0 && ran >= opt_.stop_after_rounds) break;
     progress.begin_epoch(e + 1);
-    strategy_.begin_round(e);
     const Round rd = round(e, order);
+    strategy_.begin_round(rd);
     const double t0 = now_seconds();
     LossAcc tr = strategy_.train_round(rd, [&](int64_t done, double loss) { progress.update(done, loss); });
     const double secs = now_seconds() - t0;

@@ -2,7 +2,8 @@
 //
 // Loop. A run is a sequence of rounds (parallel/strategy.h). For a strategy over a dataset a
 // round is epoch e (0-based), whose order epoch_permutation(n, seed, e) is a pure function of
-// (seed, e), so the data order needs no RNG state beyond the seed. For a strategy over sampled
+// (seed, e), so the data order needs no RNG state beyond the seed; with round_steps = K > 0
+// each epoch is cut into parts of K steps (K x batch examples of that order), each a round. For a strategy over sampled
 // data (the GPT) round r is the steps [r K, min((r + 1) K, S)) of S = options.steps with
 // K = options.round_steps. After each round the trainer evaluates, prints a progress line and,
 // with a checkpoint directory, saves.
@@ -35,7 +36,8 @@ namespace dtrain {
 struct TrainOptions {
   int64_t epochs = 1;       // strategies over a dataset
   int64_t steps = 0;        // strategies over sampled data: optimizer steps in all
-  int64_t round_steps = 0;  // ... per round (0: steps / 10, at least 1)
+  int64_t round_steps = 0;  // steps per round: sampled data (0: steps / 10, at least 1), or a
+                            // dataset's epochs cut into parts of this many steps (0: whole epochs)
   int64_t batch = 32;
   uint64_t seed = 0;
   int threads = 1;          // evaluation threads
@@ -82,6 +84,7 @@ class Trainer {
   Strategy& strategy_;
   TrainOptions opt_;
   int64_t rounds_ = 0;
+  int64_t parts_ = 1;  // rounds per epoch (dataset strategies)
 };
 
 }  // namespace dtrain

@@ -167,6 +167,31 @@ TEST(Trainer, ResumeContinuesExactlyAsUninterrupted) {
   EXPECT_EQ(full.steps, rest.steps);
 }
 
+// --checkpoint-every: epochs cut into rounds of K steps train on exactly the batches of whole
+// epochs (the same parameters, bit for bit), and a run stopped after any part resumes to them.
+TEST(Trainer, EpochPartsTrainTheSameBatchesAndResumeMidEpoch) {
+  TempDir a, b;
+  data::Dataset train = blobs(1), test = blobs(2);
+  ThreadsRun whole(train, &test, "6-8-3", 11, 1);
+  TrainReport w = whole.run(options(a.str(), 1));
+  TrainOptions parts = options(b.str(), 1);
+  parts.round_steps = 3;  // 300 examples / 32 = 10 steps per epoch: 4 parts
+  ThreadsRun first(train, &test, "6-8-3", 11, 1);
+  parts.stop_after_rounds = 6;  // stops in the middle of epoch 2
+  TrainReport p1 = first.run(parts);
+  ASSERT_EQ(p1.epochs.size(), 6u);
+  ThreadsRun second(train, &test, "6-8-3", 5, 1);
+  parts.stop_after_rounds = -1;
+  parts.resume = true;
+  TrainReport p2 = second.run(parts);
+  EXPECT_EQ(p2.resumed_from_epoch, 6);
+  EXPECT_EQ(p2.epochs.size(), 16u);
+  EXPECT_EQ(p2.steps, w.steps);
+  EXPECT_EQ(std::vector<float>(whole.model->params().begin(), whole.model->params().end()),
+            std::vector<float>(second.model->params().begin(), second.model->params().end()));
+  EXPECT_EQ(w.test.loss, p2.test.loss);
+}
+
 TEST(Trainer, ResumeRefusesDamagedOrForeignCheckpoint) {
   TempDir d;
   data::Dataset train = blobs(1);
