@@ -348,7 +348,6 @@ void Launcher::check_hung() {
 std::vector<std::string> Launcher::rank_env(int l) {
   const std::string& token = rv_.token;
   const std::string& host = rv_.host;
-  const int port = rv_.port;
   const std::string& store_url = rv_.store_url;
   const int world = o_.nnodes * o_.nproc;
   const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
