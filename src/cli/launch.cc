@@ -26,6 +26,7 @@
 #include "base/clock.h"
 #include "base/env.h"
 #include "base/error.h"
+#include "base/settings.h"
 #include "comm/socket.h"
 #include "comm/tcp_store.h"
 
@@ -89,7 +90,7 @@ struct Rank {
 void plan_binding(std::vector<Rank>& ranks) {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
-  if (env_int("DTRAIN_BIND", 1) == 0 || ::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  if (!Settings::process().flag("DTRAIN_BIND") || ::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
   std::vector<int> cpus;
   for (int c = 0; c < CPU_SETSIZE; ++c)
     if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
@@ -234,7 +235,8 @@ int Launcher::run() {
   // Block the signals we handle before any thread exists (the store server's thread inherits
   // the mask), so they arrive only on the signalfd; ranks unblock them after fork.
   SignalBlock blocked;
-  std::string token = o_.token.empty() ? env_string("DTRAIN_TOKEN", "") : o_.token;
+  const Settings& settings = Settings::process();
+  std::string token = o_.token.empty() && settings.has("DTRAIN_TOKEN") ? settings.text("DTRAIN_TOKEN") : o_.token;
   std::unique_ptr<TcpStoreServer> server;
   std::string host;
   int port;

@@ -1,0 +1,115 @@
+#!/usr/bin/python3
+"""Guards the layer graph and the settings registry (run by ctest as check_layers).
+
+1. Every src/<layer> folder is a dtrain_layer(...) in CMakeLists.txt and the other way round.
+2. A layer's files include only headers of the layer itself and of the layers its DEPS reach
+   (transitively): "the includes follow the CMake graph".
+3. Every layer a dtrain_layer(...) names directly in DEPS is included by some file of the layer:
+   "the CMake graph matches the includes" (no stale edge).
+4. Only the entry points read the environment (getenv, env_get, ...): base/settings.cc, the
+   world and the launcher (see ENV_READERS). Everything else takes option structs.
+5. Every "DTRAIN_..." name in src/ is in the settings table of src/base/settings.cc.
+
+Usage: scripts/check_layers.py [SOURCE_DIR]. Prints each violation with file:line and how to
+fix it; exits 1 when there is any.
+"""
+import os
+import re
+import sys
+
+# Files allowed to read the process environment directly.
+ENV_READERS = {
+    "src/base/env.h": "declares the typed environment reads",
+    "src/base/env.cc": "defines them",
+    "src/base/settings.cc": "the settings registry: reads every DTRAIN_* variable once",
+    "src/comm/world.cc": "the world: the launchers' RANK/WORLD_SIZE/MASTER_ADDR/OMPI_*/SLURM_* variables",
+    "src/cli/launch.cc": "the launcher: whether it runs inside a launched rank",
+    # Pending the trainer rewrite (issue 10, parts 1-3): the progress fd and the fault-kill switches.
+    "src/cli/train_cmd.cc": "pending: DTRAIN_PROGRESS_FD, DTRAIN_FAULT_KILL (to leave the product)",
+    "src/cli/train_mp_cmd.cc": "pending: DTRAIN_FAULT_KILL_STEP (to leave the product)",
+}
+# Names allowed in src/ without a settings-table row (test-only switches due to leave).
+UNREGISTERED_OK = {"DTRAIN_FAULT_KILL", "DTRAIN_FAULT_KILL_STEP"}
+
+ENV_CALL = re.compile(r"\b(getenv|secure_getenv|env_get|env_string|env_int|env_double)\s*\(")
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/([^"]+)"')
+LAYER = re.compile(r"dtrain_layer\(\s*(\w+)\s+DEPS([^)]*)\)")
+NAME = re.compile(r'"(DTRAIN_[A-Z0-9_]+)')
+
+
+def strip_comment(line):
+    return line.split("//", 1)[0]
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
+    errors = []
+    cmake = open(os.path.join(root, "CMakeLists.txt")).read()
+    deps = {}
+    for name, rest in LAYER.findall(cmake):
+        deps[name] = [d[len("dtrain_"):] for d in rest.split() if d.startswith("dtrain_")]
+    src = os.path.join(root, "src")
+    folders = sorted(d for d in os.listdir(src) if os.path.isdir(os.path.join(src, d)))
+    for f in folders:
+        if f not in deps:
+            errors.append(f"src/{f}/ has no dtrain_layer({f} DEPS ...) line in CMakeLists.txt: add one")
+    for layer in deps:
+        if layer not in folders:
+            errors.append(f"CMakeLists.txt declares dtrain_layer({layer}) but src/{layer}/ does not exist")
+
+    def closure(layer, seen=None):
+        seen = set() if seen is None else seen
+        for d in deps.get(layer, []):
+            if d not in seen:
+                seen.add(d)
+                closure(d, seen)
+        return seen
+
+    table = open(os.path.join(src, "base", "settings.cc")).read()
+    registered = set(re.findall(r'\{"(DTRAIN_[A-Z0-9_]+)"', table))
+
+    for layer in folders:
+        reach = closure(layer)
+        used = set()
+        folder = os.path.join(src, layer)
+        for fname in sorted(os.listdir(folder)):
+            if not fname.endswith((".h", ".cc")):
+                continue
+            rel = f"src/{layer}/{fname}"
+            for n, line in enumerate(open(os.path.join(folder, fname)), 1):
+                m = INCLUDE.match(line)
+                if m and os.path.isdir(os.path.join(src, m.group(1))):
+                    to = m.group(1)
+                    used.add(to)
+                    if to != layer and to not in reach:
+                        errors.append(
+                            f"{rel}:{n}: includes {to}/{m.group(2)}, but {layer} does not depend on {to} "
+                            f"(CMakeLists.txt: dtrain_layer({layer} DEPS {' '.join('dtrain_' + d for d in deps.get(layer, []))})); "
+                            f"move what it needs down, or change the layer graph (docs/DESIGN.md) if it should")
+                code = strip_comment(line)
+                if ENV_CALL.search(code) and rel not in ENV_READERS:
+                    errors.append(
+                        f"{rel}:{n}: reads the environment; only the entry points may "
+                        f"(see ENV_READERS in scripts/check_layers.py): register the variable in "
+                        f"src/base/settings.cc and pass its value down in an options struct")
+                for var in NAME.findall(code):
+                    if var not in registered and var not in UNREGISTERED_OK:
+                        errors.append(f"{rel}:{n}: {var} is not in the settings table: add a row to src/base/settings.cc "
+                                      f"(and regenerate docs/SETTINGS.md with 'dtrain env --markdown')")
+        for d in deps.get(layer, []):
+            if d not in used:
+                errors.append(
+                    f"CMakeLists.txt: dtrain_layer({layer}) depends on dtrain_{d}, but no file of src/{layer}/ "
+                    f"includes a {d}/ header: drop the edge (or include what is used)")
+
+    for e in errors:
+        print(e)
+    if errors:
+        print(f"check_layers: {len(errors)} problem(s)")
+        return 1
+    print(f"check_layers: {len(folders)} layers follow the CMake graph; settings and environment reads are in order")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
