@@ -11,11 +11,16 @@
 5. Every "DTRAIN_..." name in src/ is in the settings table of src/base/settings.cc.
 
 Usage: scripts/check_layers.py [SOURCE_DIR]. Prints each violation with file:line and how to
-fix it; exits 1 when there is any.
+fix it; exits 1 when there is any. --self-test copies the tree, plants one violation of each
+kind and checks that all are reported (so the guard itself cannot rot into always passing).
 """
+import io
 import os
 import re
+import shutil
 import sys
+import tempfile
+from contextlib import redirect_stdout
 
 # Files allowed to read the process environment directly.
 ENV_READERS = {
@@ -41,8 +46,39 @@ def strip_comment(line):
     return line.split("//", 1)[0]
 
 
+def self_test(root):
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copytree(os.path.join(root, "src"), os.path.join(tmp, "src"))
+        cmake = open(os.path.join(root, "CMakeLists.txt")).read()
+        cmake = re.sub(r"dtrain_layer\(\s*trace\s+DEPS", "dtrain_layer(trace DEPS dtrain_tensor", cmake)
+        open(os.path.join(tmp, "CMakeLists.txt"), "w").write(cmake)
+        with open(os.path.join(tmp, "src", "base", "planted_violation.cc"), "w") as f:
+            f.write('#include "cli/commands.h"\nconst char* v = std::getenv("HOME");\nconst char* n = "DTRAIN_PLANTED";\n')
+        out = io.StringIO()
+        with redirect_stdout(out):
+            rc = check(tmp)
+        text = out.getvalue()
+        expected = ["planted_violation.cc:1: includes cli/commands.h", "planted_violation.cc:2: reads the environment",
+                    "planted_violation.cc:3: DTRAIN_PLANTED is not in the settings table",
+                    "dtrain_layer(trace) depends on dtrain_tensor"]
+        missing = [e for e in expected if e not in text]
+        if rc == 0 or missing:
+            print(text)
+            print(f"check_layers --self-test: the planted violations were not all reported: {missing}")
+            return 1
+    print("check_layers --self-test: every planted violation was reported")
+    return 0
+
+
 def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
+    args = sys.argv[1:]
+    root = next((a for a in args if not a.startswith("--")), os.path.join(os.path.dirname(__file__), ".."))
+    if "--self-test" in args:
+        return self_test(root)
+    return check(root)
+
+
+def check(root):
     errors = []
     cmake = open(os.path.join(root, "CMakeLists.txt")).read()
     deps = {}
