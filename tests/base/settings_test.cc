@@ -91,7 +91,9 @@ TEST(Settings, TheTableIsCompleteAndUnique) {
     EXPECT_EQ(std::string(s.name).rfind("DTRAIN_", 0), 0u) << s.name;
     EXPECT_NE(std::string(s.meaning), "") << s.name;
     EXPECT_NE(std::string(s.default_text), "") << s.name;
-    if (s.type == SettingType::kChoice) EXPECT_NE(std::string(s.choices), "") << s.name;
+    if (s.type == SettingType::kChoice) {
+      EXPECT_NE(std::string(s.choices), "") << s.name;
+    }
   }
   EXPECT_NE(find_setting("DTRAIN_TIMEOUT"), nullptr);
   EXPECT_EQ(find_setting("DTRAIN_SHARED_DATA"), nullptr);  // replaced by DTRAIN_DATA_DIR

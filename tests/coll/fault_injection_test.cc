@@ -61,10 +61,12 @@ TEST_P(FaultInjectionTest, DroppedMessageIsATimeoutOnTheReceiver) {
     if (c.rank() == 0) {
       c.send(1, &v, sizeof v, 1);
       c.send(1, &v, sizeof v, 2);  // vanishes
+      c.recv(1, &v, sizeof v, 3);  // stay up until rank 1 has seen its receive run out
     } else {
       c.recv(0, &v, sizeof v, 1);
       EXPECT_EQ(v, 5);
       EXPECT_THROW(c.irecv(0, &v, sizeof v, 2).wait(0.2), Timeout);
+      c.send(0, &v, sizeof v, 3);  // the reverse direction is not faulted
     }
   });
   EXPECT_EQ(fired.load(), 1);

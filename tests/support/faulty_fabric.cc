@@ -31,7 +31,8 @@ class FaultyFabric::FaultyChannel : public Channel {
             owner_.inner_->close();
           }
           check_alive();
-          return inner_->write_some(data, n);  // the closed fabric reports the broken link
+          // Nothing more leaves on this link; the peers learn of the close from the fabric.
+          throw PeerFailure("link closed by fault injection (FaultyFabric kClose)", peer_);
         case Fault::kDelay:
           if (!delay_done_) {
             if (!owner_.fired_) {
