@@ -79,6 +79,11 @@ const std::vector<SettingInfo> kTable = {
     {"DTRAIN_PROGRESS_FD", T::kInteger, "unset",
      "internal: the file descriptor dtrain train's ranks draw the progress bar on (set by the launcher)",
      "train"},
+    {"DTRAIN_RESTART", T::kInteger, "0",
+     "internal: which restart of the job this is (set by the launcher under --max-restarts)", "world, launcher"},
+    {"DTRAIN_HEARTBEAT_FD", T::kInteger, "unset",
+     "internal: the pipe a rank's communicator beats on so the launcher can name a hung rank (set by the launcher)",
+     "world (heartbeat), launcher"},
     {"DTRAIN_DATA_DIR", T::kPath, "$XDG_DATA_HOME/dtrain, else ~/.local/share/dtrain",
      "folder of the named datasets (a9a/, w8a/, news20/, mnist/, fashion-mnist/); see dtrain data", "data"},
 };

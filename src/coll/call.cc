@@ -25,6 +25,32 @@ std::string rank_name(Communicator& c, int r) {
   return os.str();
 }
 
+// " (on host hB; this rank is on hA: ...)" naming the other hosts that ranks which never
+// arrived live on (the host ids the auto transport published); "" when none is elsewhere.
+std::string hosts_of(Store& store, const std::vector<int>& ranks, int me) {
+  try {
+    auto host = [&](int r) {
+      const std::string key = "transport/host/" + std::to_string(r);
+      return store.check({key}) ? store.get(key, 1) : std::string();
+    };
+    const std::string mine = host(me);
+    std::vector<std::string> theirs;
+    for (int r : ranks) {
+      std::string h = host(r);
+      if (h.empty() || mine.empty()) return "";
+      if (h != mine && std::find(theirs.begin(), theirs.end(), h) == theirs.end()) theirs.push_back(h);
+    }
+    if (theirs.empty()) return "";
+    std::ostringstream os;
+    os << " (on host";
+    for (size_t i = 0; i < theirs.size(); ++i) os << (i ? ", " : " ") << theirs[i];
+    os << "; this rank is on " << mine << ": is that host, or the network to it, down?)";
+    return os.str();
+  } catch (...) {
+    return "";
+  }
+}
+
 }  // namespace
 
 std::string Fingerprint::describe() const {
@@ -173,6 +199,7 @@ void Call::fail(std::exception_ptr e) {
     // for the others, and names the ones that never arrived.
     std::string base = culprit_key("arrived");
     std::vector<int> missing;
+    bool store_lost = false;
     try {
       store.set(base + "/" + std::to_string(rank_), "1");
       std::vector<std::string> keys;
@@ -183,13 +210,22 @@ void Call::fail(std::exception_ptr e) {
       }
       for (int r = 0; r < size_; ++r)
         if (!store.check({keys[r]})) missing.push_back(r);
+    } catch (const IoError&) {
+      store_lost = true;
+    } catch (const Timeout&) {
+      store_lost = true;
     } catch (...) {
     }
     std::ostringstream m;
     m << rank_name(comm_, rank_) << ": " << describe() << " timed out after " << timeout_s_ << " s";
-    if (!missing.empty()) {
+    if (store_lost) {
+      // The peers and the job's store fell silent together: the network, not a slow rank.
+      m << "; the job's rendezvous store is unreachable from this rank too: a network failure "
+           "(a cut link or a host down) between this rank and its peers";
+    } else if (!missing.empty()) {
       m << "; never reached by";
       for (int r : missing) m << " " << rank_name(comm_, r);
+      m << hosts_of(store, missing, rank_);
     }
     m << " [" << t.what() << "]";
     throw Timeout(m.str());
