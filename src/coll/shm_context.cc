@@ -18,7 +18,6 @@
 
 #include "base/clock.h"
 
-#include "base/env.h"
 #include "base/error.h"
 #include "base/tsan.h"
 #include "coll/reduce_kernels.h"
@@ -60,6 +59,7 @@ ShmContext::ShmContext(Communicator& comm, size_t slot_bytes)
   pids_.assign(size_, 0);
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   spin_ranks_per_core_ = static_cast<int>((size_ + cores - 1) / cores);
+  yield_ns_ = static_cast<int64_t>(comm.coll_config().shm_yield_us * 1000);
   std::random_device rd;
   std::string own = "/dtrain-coll-" + std::to_string(::getpid()) + "-" + std::to_string(rd()) + std::to_string(rd());
   int fd = ::shm_open(own.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
@@ -127,7 +127,7 @@ void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const std::f
   // - spin (pause loop) for kSpinNs while ranks fit the cores: the peer is running and
   //   about to arrive, and a sleeping rank costs a wake-up (tens of us on a VM, where waking
   //   an idle vCPU is an inter-processor interrupt through the hypervisor);
-  // - yield for up to kYieldNs when ranks outnumber the cores: the core goes to another
+  // - yield for up to yield_ns_ (DTRAIN_SHM_YIELD_US) when ranks outnumber the cores: the core goes to another
   //   rank of this job that is runnable on it (the one we are waiting for, often), which is
   //   how OpenMPI's --oversubscribe mode keeps small collectives at a few us. On a machine
   //   busy with other processes one yield can cost a whole time slice (~1 ms, measured in
@@ -137,14 +137,13 @@ void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const std::f
   //   if it has not moved), waking at least every millisecond to check the deadline and
   //   whether the peer's process still exists.
   constexpr int64_t kSpinNs = 50000;
-  static const int64_t kYieldNs = env_int("DTRAIN_SHM_YIELD_US", 100) * 1000;
   const bool oversubscribed = spin_ranks_per_core_ > 1;
   const int64_t busy_ns = static_cast<int64_t>(std::min<size_t>(busy_bytes / 4, 2000000));
   for (int q = 0; q < size_; ++q) {
     if (q == rank_) continue;
     Header* h = header(q);
     if (h->arrived.load(std::memory_order_acquire) >= phase) continue;
-    const int64_t until = now_ns() + (oversubscribed ? kYieldNs : kSpinNs) + busy_ns;
+    const int64_t until = now_ns() + (oversubscribed ? yield_ns_ : kSpinNs) + busy_ns;
     for (int i = 0; h->arrived.load(std::memory_order_acquire) < phase; ++i) {
       if (oversubscribed) {
         if (now_ns() > until) break;

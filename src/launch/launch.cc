@@ -28,6 +28,7 @@
 #include "base/clock.h"
 #include "base/env.h"
 #include "base/error.h"
+#include "base/settings.h"
 #include "comm/socket.h"
 #include "comm/tcp_store.h"
 
@@ -95,7 +96,7 @@ struct Rank {
 void plan_binding(std::vector<Rank>& ranks) {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
-  if (env_int("DTRAIN_BIND", 1) == 0 || ::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  if (!Settings::process().flag("DTRAIN_BIND") || ::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
   std::vector<int> cpus;
   for (int c = 0; c < CPU_SETSIZE; ++c)
     if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
@@ -119,7 +120,8 @@ struct Rendezvous {
 
 Rendezvous make_rendezvous(const LaunchOptions& o_) {
   Rendezvous rv;
-  std::string token = o_.token.empty() ? env_string("DTRAIN_TOKEN", "") : o_.token;
+  const Settings& settings = Settings::process();
+  std::string token = o_.token.empty() && settings.has("DTRAIN_TOKEN") ? settings.text("DTRAIN_TOKEN") : o_.token;
   std::unique_ptr<TcpStoreServer> server;
   std::string host;
   int port;
