@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git python3
       libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libopenblas-dev nlohmann-json3-dev
-      iproute2 procps)
+      iproute2 procps clang libclang-rt-dev)
 if [[ "${1:-}" == "--main" ]]; then pkgs+=(dataset-fashion-mnist); fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -8,6 +8,7 @@ set -uo pipefail
 fuzzer=$1 seeds=$2 seconds=$3 skip=${4:-}
 if [[ -n "$skip" ]]; then echo "SKIPPED: fuzz targets not built: $skip"; exit 77; fi
 if [[ ! -x "$fuzzer" ]]; then echo "SKIPPED: $fuzzer was not built (build the dtrain_fuzz target)"; exit 77; fi
+fuzzer=$(realpath "$fuzzer") seeds=$(realpath "$seeds")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/corpus"
