@@ -26,11 +26,11 @@ namespace {
 int plan_collective_cmd(const Args& args) {
   Flags f("plan collective", args);
   std::string op_name = f.get_string("op", "allreduce", "the collective (allreduce, allgather, broadcast, ...)");
-  int p = static_cast<int>(f.get_int("nproc", 8, "number of ranks", "n"));
+  int p = static_cast<int>(f.get_int("nproc", 8, 1, 1 << 24, "number of ranks", "n"));
   std::string size = f.get_string("size", "64M", "buffer size in bytes (K, M, G suffixes)", "s");
   std::string transport = f.get_string("transport", "shm", "shm or tcp");
   std::string calibration = f.get_string("calibration", "", "calibration JSON (default: the one runs read)");
-  int64_t segment = f.get_int("segment", 0, "pipelining segment in bytes (0 = default)");
+  int64_t segment = f.get_int("segment", 0, 0, int64_t{1} << 40, "pipelining segment in bytes (0 = default)");
   bool json = f.get_bool("json", "print JSON instead of a table");
   if (f.help_requested()) {
     std::printf("%s", f.help_text("--op allreduce -n 8 --size 64M [--transport tcp]").c_str());

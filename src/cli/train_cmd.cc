@@ -1,71 +1,29 @@
-// cli/train_cmd.cc — `dtrain train`: flags -> data -> model -> strategy -> Trainer -> report.
+// cli/train_cmd.cc — `dtrain train`: flags -> (launch -n N ranks) -> train::run_training -> print.
 //
-// Output: progress on stdout (a redrawn line on a terminal, one line per epoch otherwise),
-// then one summary line (and, for multi-rank strategies, each rank's compute / comm / wait
-// seconds); with --json FILE the run's results as JSON (schema: cli/train_report.h).
-// -n N > 1 with a distributed strategy relaunches this command on N local ranks
-// (cli/launch.h); every rank runs run_rank() and rank 0 prints.
-#include <cstdio>
-#include <fstream>
-
-#include <nlohmann/json.hpp>
-
+// Output: progress on stdout (a redrawn line on a terminal, one line per epoch or round
+// otherwise), then a summary (and, for multi-rank strategies, each rank's compute / comm /
+// wait seconds); with --json FILE the run's results as JSON (train/report.h). -n N > 1 with a
+// distributed strategy relaunches this command on N local ranks (launch/launch.h); every rank
+// runs run_training() and rank 0 prints. --baseline then trains the same job on 1 rank in the
+// launcher and reports the speedup.
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 
-#include "base/clock.h"
 #include "base/env.h"
 #include "base/error.h"
 #include "cli/commands.h"
-#include "cli/launch.h"
 #include "cli/train_flags.h"
-#include "cli/train_mp.h"
-#include "cli/train_report.h"
-#include "cli/train_strategies.h"
-#include "coll/collectives.h"
+#include "comm/world.h"
 #include "data/registry.h"
-#include "nn/mlp.h"
-#include "tensor/blas.h"
+#include "launch/launch.h"
+#include "train/report.h"
+#include "train/run.h"
 
 namespace dtrain::cli {
 namespace {
-
-OptimizerConfig optimizer_config(const TrainFlags& f) {
-  OptimizerConfig c;
-  c.lr = effective_lr(f);
-  c.weight_decay = f.weight_decay;
-  if (f.optimizer == "momentum" || f.optimizer == "nesterov") {
-    c.kind = "sgd";
-    c.momentum = f.momentum;
-    c.nesterov = f.optimizer == "nesterov";
-  } else {
-    c.kind = f.optimizer;
-  }
-  return c;
-}
-
-bool is_mlp(const std::string& m) { return m == "mlp" || m.rfind("mlp:", 0) == 0; }
-
-// Checked before the data is loaded, so a typo fails in milliseconds.
-void check_model_flag(const std::string& m) {
-  DT_CHECK(is_mlp(m) || m == "logreg" || m == "svm" || m == "softmax", InvalidArgument,
-           "unknown --model '" << m << "'; use mlp:784-256-128-10 (any widths), logreg, svm or softmax");
-  if (is_mlp(m) && m.size() > 4) MLP::parse_spec(m.substr(4));
-}
-
-std::unique_ptr<TrainableModel> build_model(const TrainFlags& f, const data::Dataset& train) {
-  const std::string& m = f.model;
-  if (is_mlp(m)) {
-    std::string spec = m.size() > 4 ? m.substr(4) : "";
-    if (spec.empty()) spec = std::to_string(train.cols) + "-256-128-" + std::to_string(train.num_classes);
-    return make_mlp_model(spec, train, f.seed);
-  }
-  if (m == "logreg" || m == "svm" || m == "softmax") return make_sparse_model(parse_sparse_loss(m), train, f.l2);
-  DT_THROW(InvalidArgument, "unknown --model '" << m << "'; use mlp:784-256-128-10 (any widths), logreg, svm or softmax");
-}
-
 
 // The stream rank 0 draws progress on: the terminal the user started `dtrain train -n N`
 // from (passed down as DTRAIN_PROGRESS_FD, since the launcher pipes the ranks' stdout and
@@ -81,116 +39,75 @@ std::FILE* progress_stream(bool* tty) {
   return stdout;
 }
 
-// Fault injection for tests (wrapping the real strategy): DTRAIN_FAULT_KILL="R:E" makes rank
-// R kill itself with SIGKILL when 0-based epoch E begins — a crash, not an error exit.
-class KillAtEpoch : public LocalStrategy {
- public:
-  KillAtEpoch(std::unique_ptr<LocalStrategy> inner, int64_t epoch) : inner_(std::move(inner)), epoch_(epoch) {}
-  const char* name() const override { return inner_->name(); }
-  int threads() const override { return inner_->threads(); }
-  LossAcc run_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& p) override {
-    return inner_->run_epoch(order, batch, p);
-  }
-  void begin_epoch(int64_t e) override {
-    if (e == epoch_) ::raise(SIGKILL);
-    inner_->begin_epoch(e);
-  }
-  std::vector<std::pair<std::string, double>> epoch_metrics() override { return inner_->epoch_metrics(); }
-  LossAcc evaluate(TrainableModel& m, const data::Dataset& ds, ThreadPool* pool) override {
-    return inner_->evaluate(m, ds, pool);
-  }
-  std::vector<uint8_t> save_state() const override { return inner_->save_state(); }
-  void load_state(std::span<const uint8_t> b) override { inner_->load_state(b); }
-  const Instrument* instrument() const override { return inner_->instrument(); }
-
- private:
-  std::unique_ptr<LocalStrategy> inner_;
-  int64_t epoch_;
-};
-
-int64_t fault_kill_epoch(int rank) {
-  auto v = env_get("DTRAIN_FAULT_KILL");
-  if (!v) return -1;
-  const auto colon = v->find(':');
-  if (colon == std::string::npos || std::atoi(v->substr(0, colon).c_str()) != rank) return -1;
-  return std::atoll(v->substr(colon + 1).c_str());
+// Fault injection (train/run.h): DTRAIN_FAULT_KILL is a comma-separated list whose entry i
+// applies to attempt i of a restarted job (DTRAIN_RESTART = i); an entry "R:K" kills rank R
+// when round K begins, "R:step:S" when its step S of the attempt begins, "-" kills nobody;
+// DTRAIN_FAULT_SIGNAL=STOP stops the rank (a hang) instead of killing it.
+void fault_kill(int rank, int attempt, RunOptions& ro) {
+  const auto v = env_get("DTRAIN_FAULT_KILL");
+  if (!v) return;
+  std::vector<std::string> entries;
+  size_t start = 0;
+  for (size_t comma; (comma = v->find(',', start)) != std::string::npos; start = comma + 1)
+    entries.push_back(v->substr(start, comma - start));
+  entries.push_back(v->substr(start));
+  if (attempt < 0 || attempt >= static_cast<int>(entries.size()) || entries[static_cast<size_t>(attempt)] == "-") return;
+  const std::string& e = entries[static_cast<size_t>(attempt)];
+  const auto colon = e.find(':');
+  DT_CHECK(colon != std::string::npos, InvalidArgument,
+           "DTRAIN_FAULT_KILL entries are RANK:ROUND or RANK:step:STEP, got '" << e << "'");
+  if (std::atoi(e.substr(0, colon).c_str()) != rank) return;
+  const std::string sig = env_string("DTRAIN_FAULT_SIGNAL", "KILL");
+  DT_CHECK(sig == "KILL" || sig == "STOP", InvalidArgument, "DTRAIN_FAULT_SIGNAL must be KILL or STOP, got '" << sig << "'");
+  ro.kill_signal = sig == "STOP" ? SIGSTOP : SIGKILL;
+  const std::string rest = e.substr(colon + 1);
+  if (rest.rfind("step:", 0) == 0) ro.kill_step = std::atoll(rest.substr(5).c_str());
+  else ro.kill_round = std::atoll(rest.c_str());
 }
 
-// One rank's whole run (also the only rank of a single-process run). Returns the report on
-// every rank; rank 0 prints and writes files.
-TrainReport run_rank(const TrainFlags& f, const StrategyEntry& strategy, bool print) {
-  std::shared_ptr<Communicator> comm;
-  if (strategy.distributed) comm = Communicator::from_env();
-  const int rank = comm ? comm->rank() : 0, world = comm ? comm->size() : 1;
-  // Replicas call gemm from several threads at once, and bit-identical results need a fixed
-  // BLAS thread count: parallelism comes from the strategy, not from BLAS.
-  set_blas_threads(1);
-
-  data::DataSplit split = data::load_dataset(f.data);
-  if (f.normalize) {
-    data::normalize_rows(split.train);
-    data::normalize_rows(split.test);
-  }
-  if (strategy.run) {
-    strategy.run(f, *comm, split);
-    return {};
-  }
-  std::unique_ptr<TrainableModel> model = build_model(f, split.train);
+// One rank's run; rank 0 prints and writes files.
+RunResult run_rank(const TrainConfig& f, bool print) {
+  RunOptions ro;
   bool tty = false;
-  std::FILE* out = (rank == 0 && print && !f.quiet) ? progress_stream(&tty) : nullptr;
-  if (out) {
-    std::fprintf(out, "data: %s | test: %s\nmodel: %s | strategy %s on %d rank(s), %d thread(s), %s lr %g, batch %lld\n",
-                 split.train.describe().c_str(), split.test.rows ? split.test.describe().c_str() : "none",
-                 model->describe().c_str(), f.strategy.c_str(), world, f.threads, f.optimizer.c_str(), effective_lr(f),
-                 static_cast<long long>(f.batch));
-    std::fflush(out);
-  }
-  // Timeline: every rank records against rank 0's clock origin (one host: one steady clock).
-  double origin = now_seconds();
-  if (comm && world > 1) allreduce(*comm, &origin, 1, DType::kFloat64, ReduceOp::kMin);
-  trace::Timeline timeline(rank, origin);
-  TimelineSink sink(timeline);
-  Instrument inst(f.trace.empty() ? nullptr : &sink);
-
-  TrainOptions o;
-  o.strategy = f.strategy;
-  o.threads = f.threads;
-  o.epochs = f.epochs;
-  o.batch = f.batch;
-  o.optimizer = optimizer_config(f);
-  o.seed = f.seed;
-  o.checkpoint_dir = f.checkpoint;
-  o.resume = f.resume;
-  o.out = out;
-  o.tty = tty;
-  o.comm = comm.get();
-  StrategyContext ctx{f, comm.get(), &inst};
-  const int64_t kill_at = fault_kill_epoch(rank);
-  StrategyFactory factory = [&](TrainableModel& m, Optimizer& opt, const float* lr,
-                                const TrainOptions& to) -> std::unique_ptr<LocalStrategy> {
-    auto s = strategy.make(m, opt, lr, to, ctx);
-    if (kill_at >= 0) return std::make_unique<KillAtEpoch>(std::move(s), kill_at);
-    return s;
-  };
-  Trainer trainer(*model, &split.test, o, factory);
-  TrainReport r = trainer.run();
-  const std::vector<TimeSplit> splits = gather_splits(comm.get(), r.split);
-  if (!f.trace.empty()) gather_trace(comm.get(), timeline, f.trace);
-  if (rank == 0 && print) {
-    print_summary(stdout, f, r, splits, strategy.distributed);
-    if (!f.json.empty()) write_json_file(f.json, report_json(f, *model, split, r, splits, world));
-  }
+  if (print && !f.quiet) ro.out = progress_stream(&tty);
+  ro.tty = tty;
+  const WorldInfo w = world_from_env();
+  const int attempt = static_cast<int>(env_int("DTRAIN_RESTART", 0));
+  fault_kill(w.rank, attempt, ro);
+  ro.resume_if_present = attempt > 0;  // a restarted job continues from its checkpoints
+  RunResult r = run_training(f, nullptr, ro);
+  if (r.rank != 0 || !print) return r;
+  const bool whole_job = find_strategy(f.strategy).run != nullptr;
+  if (!whole_job) print_summary(stdout, f, r.job, r.report, r.splits, find_strategy(f.strategy).distributed);
+  if (!f.checkpoint.empty() && f.is_gpt()) std::printf("checkpoint: %s (model for dtrain generate: %s)\n", f.checkpoint.c_str(), (f.checkpoint + "/model.gpt").c_str());
+  if (!f.trace.empty()) std::printf("trace: %s\n", f.trace.c_str());
+  if (!f.json.empty()) write_json_file(f.json, r.json);
   return r;
+}
+
+void print_scaling(int ranks, double eps_n, double eps_1) {
+  const Scaling s = scaling(ranks, eps_n, eps_1);
+  std::printf("%d ranks: %.0f examples/s -> ", ranks, eps_n);
+  if (s.speedup < 1) {
+    std::printf("a SLOWDOWN: %.2fx the throughput of 1 rank (efficiency %.2f); communication and waiting cost more "
+                "than the extra ranks compute\n", s.speedup, s.efficiency);
+  } else if (s.speedup > ranks) {
+    std::printf("speedup %.2fx, efficiency %.2f (superlinear: no serial fraction)\n", s.speedup, s.efficiency);
+  } else {
+    std::printf("speedup %.2fx, efficiency %.2f, Amdahl serial fraction %.3f\n", s.speedup, s.efficiency, s.serial_fraction);
+  }
 }
 
 // The launcher side of `dtrain train -n N`: start N ranks of this command, then (with
 // --baseline) train the same job on 1 rank here and report the scaling.
-int launch_job(const TrainFlags& f, const Args& args) {
-  LaunchOptions lo;
+int launch_job(const TrainConfig& f, const Args& args) {
+  launch::LaunchOptions lo;
   lo.nproc = f.ranks;
   lo.transport = f.transport;
   lo.timeout_s = f.timeout;
   lo.tag_output = false;
+  lo.max_restarts = f.max_restarts;
+  lo.heartbeat_s = f.heartbeat;
   if (is_tty(stdout)) {
     const int fd = ::dup(1);  // inherited by the ranks (no close-on-exec)
     if (fd >= 0) ::setenv("DTRAIN_PROGRESS_FD", std::to_string(fd).c_str(), 1);
@@ -202,7 +119,7 @@ int launch_job(const TrainFlags& f, const Args& args) {
     json = "/tmp/dtrain-train-" + std::to_string(::getpid()) + ".json";
     again.insert(again.end(), {"--json", json});
   }
-  const int rc = relaunch_self(lo, again);
+  const int rc = launch::relaunch_self(lo, again);
   ::unsetenv("DTRAIN_PROGRESS_FD");
   if (rc != 0 || !f.baseline) return rc;
 
@@ -210,59 +127,69 @@ int launch_job(const TrainFlags& f, const Args& args) {
   if (f.json.empty()) std::remove(json.c_str());
   std::printf("baseline: the same job on 1 rank ...\n");
   std::fflush(stdout);
-  TrainFlags one = f;
+  TrainConfig one = f;
   one.ranks = 1;
   one.quiet = true;
   one.json.clear();
   one.trace.clear();
   one.checkpoint.clear();
   one.resume = false;
-  TrainReport base = run_rank(one, find_strategy(f.strategy), /*print=*/false);
-  const double eps_n = j.value("examples_per_second", 0.0);
-  const Scaling s = scaling(f.ranks, eps_n, base.examples_per_second);
-  std::printf("baseline 1 rank: %.0f examples/s, test_accuracy %.4f\n", base.examples_per_second, base.test.accuracy());
-  std::printf("%d ranks: %.0f examples/s -> speedup %.2fx, efficiency %.2f, Amdahl serial fraction %.3f\n", f.ranks,
-              eps_n, s.speedup, s.efficiency, s.serial_fraction);
+  const RunResult base = run_rank(one, /*print=*/false);
+  const double eps_n = j.value("examples_per_second", 0.0), eps_1 = base.report.examples_per_second;
+  std::printf("baseline 1 rank: %.0f examples/s, test_accuracy %.4f\n", eps_1, base.report.test.accuracy());
+  print_scaling(f.ranks, eps_n, eps_1);
   if (!f.json.empty()) {
+    const Scaling s = scaling(f.ranks, eps_n, eps_1);
     j["baseline"] = {{"world_size", 1},
-                     {"examples_per_second", base.examples_per_second},
-                     {"test_accuracy", base.test.accuracy()},
-                     {"train_seconds", base.train_seconds}};
+                     {"examples_per_second", eps_1},
+                     {"test_accuracy", base.report.test.accuracy()},
+                     {"train_seconds", base.report.train_seconds}};
     j["speedup"] = s.speedup;
     j["efficiency"] = s.efficiency;
-    j["serial_fraction"] = s.serial_fraction;
+    if (s.speedup >= 1 && s.speedup <= f.ranks) j["serial_fraction"] = s.serial_fraction;
     write_json_file(f.json, j);
   }
   return 0;
 }
 
+bool multi_rank_strategy(const StrategyEntry& s, const TrainConfig& f) { return s.distributed || f.is_gpt(); }
+
 }  // namespace
 
 int train_main(const Args& args) {
-  // The transformer and model-parallel strategies (tp, pp, zero, hybrid) have their own driver.
-  if (wants_model_parallel(args)) return train_mp_main(args);
-  const TrainFlags f = parse_train_flags(args);
+  TrainConfig f = parse_train_flags(args);
+  if (launch::inside_launched_rank() && !f.was_given("ranks")) {
+    // A rank of a job started by `dtrain run`, mpirun or srun: the job's size is -n, and a
+    // job of several ranks trains with ddp unless told otherwise.
+    f.ranks = world_from_env().size;
+    if (!f.was_given("strategy")) f.strategy.clear();
+    resolve_defaults(f);
+  }
   if (f.help) {
     std::printf("%s%s\ndatasets:\n  %s\n", train_usage("").c_str(), strategies_help().c_str(),
                 data::dataset_help().c_str());
     return 0;
   }
-  const StrategyEntry& strategy = find_strategy(f.strategy);
-  strategy.validate(f);
-  check_model_flag(f.model);
+  const StrategyEntry& strategy = check_config(f);
   DT_CHECK(!f.baseline || f.ranks > 1, InvalidArgument, "--baseline compares -n N ranks with 1 rank; add -n N (N >= 2)");
-  DT_CHECK(!f.baseline || f.strategy != "ps", InvalidArgument,
-           "--baseline runs the job on 1 rank, but --strategy ps needs a server and a worker; compare -n values by hand");
+  DT_CHECK(!f.baseline || (f.strategy != "ps" && !f.is_gpt()), InvalidArgument,
+           "--baseline runs the same job on 1 rank, which --strategy " << f.strategy
+           << (f.is_gpt() ? " with the GPT" : "") << " cannot; compare -n values by hand");
+  DT_CHECK(f.max_restarts == 0 || !f.checkpoint.empty(), InvalidArgument,
+           "--max-restarts " << f.max_restarts << " restarts the ranks from their checkpoints; add --checkpoint DIR");
+  DT_CHECK(f.max_restarts == 0 || (multi_rank_strategy(strategy, f) && f.ranks > 1), InvalidArgument,
+           "--max-restarts applies to jobs of -n N > 1 ranks");
   DT_CHECK(!f.baseline || !strategy.run, InvalidArgument,
            "--baseline measures training throughput; --strategy " << f.strategy << " runs independent trainings");
-  if (strategy.distributed && f.ranks > 1 && !inside_launched_rank()) return launch_job(f, args);
-  if (inside_launched_rank() && strategy.distributed) {
+  const bool multi = multi_rank_strategy(strategy, f);
+  if (multi && f.ranks > 1 && !launch::inside_launched_rank()) return launch_job(f, args);
+  if (launch::inside_launched_rank() && multi) {
     // The launcher's -n and the job's world must agree.
     const WorldInfo w = world_from_env();
     DT_CHECK(w.size == f.ranks || !f.was_given("ranks"), InvalidArgument,
              "-n " << f.ranks << " but this job has " << w.size << " ranks");
   }
-  run_rank(f, strategy, /*print=*/true);
+  run_rank(f, /*print=*/true);
   return 0;
 }
 

@@ -14,7 +14,7 @@ struct FlagSpec {
   const char* name;   // without the leading "--"
   const char* value;  // value name for --help; nullptr for a switch
   const char* help;
-  std::function<void(TrainFlags&, const std::string&)> set;
+  std::function<void(TrainConfig&, const std::string&)> set;
 };
 
 int64_t to_int(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
@@ -39,91 +39,138 @@ float to_float(const std::string& flag, const std::string& v, double lo, double 
 
 const std::vector<FlagSpec>& table() {
   static const std::vector<FlagSpec> t = {
-      {"strategy", "NAME", "how to parallelize (see the list below)", [](TrainFlags& f, const std::string& v) { f.strategy = v; }},
+      {"strategy", "NAME", "how to parallelize (see the list below)", [](TrainConfig& f, const std::string& v) { f.strategy = v; }},
       {"threads", "T", "threads on this machine (short: -t)",
-       [](TrainFlags& f, const std::string& v) { f.threads = static_cast<int>(to_int("threads", v, 1, 1024)); }},
+       [](TrainConfig& f, const std::string& v) { f.threads = static_cast<int>(to_int("threads", v, 1, 1024)); }},
       {"ranks", "N", "processes for multi-process strategies (short: -n)",
-       [](TrainFlags& f, const std::string& v) { f.ranks = static_cast<int>(to_int("ranks", v, 1, 4096)); }},
-      {"model", "SPEC", "mlp:784-256-128-10 | logreg | svm | softmax", [](TrainFlags& f, const std::string& v) { f.model = v; }},
-      {"data", "SPEC", "dataset (see the list below)", [](TrainFlags& f, const std::string& v) { f.data = v; }},
+       [](TrainConfig& f, const std::string& v) { f.ranks = static_cast<int>(to_int("ranks", v, 1, 1024)); }},
+      {"model", "SPEC", "mlp:784-256-128-10 | logreg | svm | softmax | gpt:layers=4,heads=4,width=128,context=64", [](TrainConfig& f, const std::string& v) { f.model = v; }},
+      {"data", "SPEC", "dataset (see the list below), or text:FILE for the GPT", [](TrainConfig& f, const std::string& v) { f.data = v; }},
       {"epochs", "E", "passes over the training set (default 5)",
-       [](TrainFlags& f, const std::string& v) { f.epochs = to_int("epochs", v, 1, 1000000); }},
+       [](TrainConfig& f, const std::string& v) { f.epochs = to_int("epochs", v, 1, 1000000); }},
       {"batch", "B", "minibatch size (default 64; hogwild: per thread, 1 = the paper's setting)",
-       [](TrainFlags& f, const std::string& v) { f.batch = to_int("batch", v, 1, 1 << 24); }},
+       [](TrainConfig& f, const std::string& v) { f.batch = to_int("batch", v, 1, 1 << 24); }},
       {"lr", "LR", "learning rate (default: sgd 0.1, momentum/nesterov 0.05, adam/adamw 0.001)",
-       [](TrainFlags& f, const std::string& v) { f.lr = to_float("lr", v, 1e-12, 1e6); }},
+       [](TrainConfig& f, const std::string& v) { f.lr = to_float("lr", v, 1e-12, 1e6); }},
       {"optimizer", "NAME", "sgd | momentum | nesterov | adam | adamw",
-       [](TrainFlags& f, const std::string& v) {
+       [](TrainConfig& f, const std::string& v) {
          static const char* kinds[] = {"sgd", "momentum", "nesterov", "adam", "adamw"};
          DT_CHECK(std::find_if(std::begin(kinds), std::end(kinds), [&](const char* k) { return v == k; }) != std::end(kinds),
                   InvalidArgument, "--optimizer '" << v << "' is unknown; use sgd, momentum, nesterov, adam or adamw");
          f.optimizer = v;
        }},
       {"momentum", "MU", "momentum for --optimizer momentum|nesterov (default 0.9)",
-       [](TrainFlags& f, const std::string& v) { f.momentum = to_float("momentum", v, 0, 0.999999); }},
+       [](TrainConfig& f, const std::string& v) { f.momentum = to_float("momentum", v, 0, 0.999999); }},
       {"weight-decay", "WD", "weight decay (adamw: decoupled)",
-       [](TrainFlags& f, const std::string& v) { f.weight_decay = to_float("weight-decay", v, 0, 1e3); }},
+       [](TrainConfig& f, const std::string& v) { f.weight_decay = to_float("weight-decay", v, 0, 1e3); }},
       {"l2", "L", "L2 penalty of the sparse models, applied to touched coordinates",
-       [](TrainFlags& f, const std::string& v) { f.l2 = to_float("l2", v, 0, 1e3); }},
+       [](TrainConfig& f, const std::string& v) { f.l2 = to_float("l2", v, 0, 1e3); }},
       {"seed", "S", "seed for initialization and data order (default 0)",
-       [](TrainFlags& f, const std::string& v) { f.seed = static_cast<uint64_t>(to_int("seed", v, 0, INT64_MAX)); }},
-      {"checkpoint", "DIR", "save DIR/checkpoint.dtc after every epoch", [](TrainFlags& f, const std::string& v) { f.checkpoint = v; }},
-      {"resume", nullptr, "continue from DIR/checkpoint.dtc (needs --checkpoint)", [](TrainFlags& f, const std::string&) { f.resume = true; }},
-      {"json", "FILE", "write the run's results as JSON to FILE", [](TrainFlags& f, const std::string& v) { f.json = v; }},
-      {"normalize", nullptr, "scale every example (train and test) to unit L2 norm", [](TrainFlags& f, const std::string&) { f.normalize = true; }},
-      {"quiet", nullptr, "print only the final result", [](TrainFlags& f, const std::string&) { f.quiet = true; }},
+       [](TrainConfig& f, const std::string& v) { f.seed = static_cast<uint64_t>(to_int("seed", v, 0, INT64_MAX)); }},
+      {"checkpoint", "DIR", "save a checkpoint in DIR after every epoch/round (the GPT also DIR/model.gpt)", [](TrainConfig& f, const std::string& v) { f.checkpoint = v; }},
+      {"checkpoint-every", "K", "rounds of K steps (evaluation + checkpoint): a failure loses at most K steps",
+       [](TrainConfig& f, const std::string& v) { f.checkpoint_every = to_int("checkpoint-every", v, 1, int64_t{1} << 40); }},
+      {"resume", nullptr, "continue from DIR/checkpoint.dtc (needs --checkpoint)", [](TrainConfig& f, const std::string&) { f.resume = true; }},
+      {"json", "FILE", "write the run's results as JSON to FILE", [](TrainConfig& f, const std::string& v) { f.json = v; }},
+      {"normalize", nullptr, "scale every example (train and test) to unit L2 norm", [](TrainConfig& f, const std::string&) { f.normalize = true; }},
+      {"quiet", nullptr, "print only the final result", [](TrainConfig& f, const std::string&) { f.quiet = true; }},
       {"transport", "KIND", "-n N: auto | shm | tcp (auto: shm on one host)",
-       [](TrainFlags& f, const std::string& v) {
+       [](TrainConfig& f, const std::string& v) {
          DT_CHECK(v == "auto" || v == "shm" || v == "tcp", InvalidArgument, "--transport must be auto, shm or tcp (got '" << v << "')");
          f.transport = v;
        }},
       {"algo", "NAME", "all-reduce algorithm: auto, ring, tree, butterfly, shm_direct, ... (default auto)",
-       [](TrainFlags& f, const std::string& v) { f.algo = v; }},
+       [](TrainConfig& f, const std::string& v) { f.algo = v; }},
       {"timeout", "SEC", "-n N: seconds any communication may block (default 300)",
-       [](TrainFlags& f, const std::string& v) { f.timeout = to_float("timeout", v, 0.1, 1e6); }},
+       [](TrainConfig& f, const std::string& v) { f.timeout = to_float("timeout", v, 0.1, 1e6); }},
+      {"max-restarts", "K", "-n N: after a failed or hung rank, start every rank again from --checkpoint, up to K times",
+       [](TrainConfig& f, const std::string& v) { f.max_restarts = static_cast<int>(to_int("max-restarts", v, 0, 1000)); }},
+      {"heartbeat", "SEC", "-n N: a rank silent or stopped this long is hung (default 10; 0 = off)",
+       [](TrainConfig& f, const std::string& v) { f.heartbeat = to_float("heartbeat", v, 0, 1e6); }},
       {"bucket-mb", "MB", "ddp: gradient bucket size in MB (default 1)",
-       [](TrainFlags& f, const std::string& v) { f.bucket_mb = to_float("bucket-mb", v, 0, 1e5); }},
+       [](TrainConfig& f, const std::string& v) { f.bucket_mb = to_float("bucket-mb", v, 0, 1e5); }},
       {"no-overlap", nullptr, "ddp: all-reduce after backward instead of overlapping it",
-       [](TrainFlags& f, const std::string&) { f.no_overlap = true; }},
+       [](TrainConfig& f, const std::string&) { f.no_overlap = true; }},
       {"deterministic", nullptr, "fixed-point gradient sums: bit-identical parameters for any -n",
-       [](TrainFlags& f, const std::string&) { f.deterministic = true; }},
+       [](TrainConfig& f, const std::string&) { f.deterministic = true; }},
       {"det-shard", "K", "items per micro-shard in --deterministic mode (default 8)",
-       [](TrainFlags& f, const std::string& v) { f.det_shard = to_int("det-shard", v, 1, 1 << 20); }},
+       [](TrainConfig& f, const std::string& v) { f.det_shard = to_int("det-shard", v, 1, 1 << 20); }},
       {"baseline", nullptr, "-n N: also run 1 rank; report speedup, efficiency and Amdahl serial fraction",
-       [](TrainFlags& f, const std::string&) { f.baseline = true; }},
-      {"trace", "FILE", "write a Chrome trace-event timeline (open in Perfetto)", [](TrainFlags& f, const std::string& v) { f.trace = v; }},
+       [](TrainConfig& f, const std::string&) { f.baseline = true; }},
+      {"trace", "FILE", "write a Chrome trace-event timeline (open in Perfetto)", [](TrainConfig& f, const std::string& v) { f.trace = v; }},
       {"target-accuracy", "A", "report the first epoch (fedavg: round) with test accuracy >= A",
-       [](TrainFlags& f, const std::string& v) { f.target_accuracy = to_float("target-accuracy", v, 0, 1); }},
+       [](TrainConfig& f, const std::string& v) { f.target_accuracy = to_float("target-accuracy", v, 0, 1); }},
       {"sync-every", "H", "localsgd: local steps between model averages (default 8)",
-       [](TrainFlags& f, const std::string& v) { f.sync_every = to_int("sync-every", v, 1, 1 << 30); }},
+       [](TrainConfig& f, const std::string& v) { f.sync_every = to_int("sync-every", v, 1, 1 << 30); }},
       {"post-local", "E", "localsgd: run ordinary ddp for the first E epochs (post-local SGD)",
-       [](TrainFlags& f, const std::string& v) { f.post_local = to_int("post-local", v, 0, 1 << 30); }},
+       [](TrainConfig& f, const std::string& v) { f.post_local = to_int("post-local", v, 0, 1 << 30); }},
       {"servers", "S", "ps: server ranks (the last S ranks; default 1)",
-       [](TrainFlags& f, const std::string& v) { f.servers = static_cast<int>(to_int("servers", v, 1, 4096)); }},
-      {"sync", nullptr, "ps: synchronous (a barrier per step)", [](TrainFlags& f, const std::string&) { f.sync = true; }},
+       [](TrainConfig& f, const std::string& v) { f.servers = static_cast<int>(to_int("servers", v, 1, 4096)); }},
+      {"sync", nullptr, "ps: synchronous (a barrier per step)", [](TrainConfig& f, const std::string&) { f.sync = true; }},
       {"staleness", "K", "ps async: a worker may run at most K steps ahead of the slowest (0 = synchronous)",
-       [](TrainFlags& f, const std::string& v) { f.staleness = to_int("staleness", v, 0, 1 << 30); }},
+       [](TrainConfig& f, const std::string& v) { f.staleness = to_int("staleness", v, 0, 1 << 30); }},
       {"topology", "NAME", "gossip: ring | torus | exponential | complete",
-       [](TrainFlags& f, const std::string& v) {
+       [](TrainConfig& f, const std::string& v) {
          DT_CHECK(v == "ring" || v == "torus" || v == "exponential" || v == "complete", InvalidArgument,
                   "--topology must be ring, torus, exponential or complete (got '" << v << "')");
          f.topology = v;
        }},
       {"clients", "K", "fedavg: simulated clients (default 10 per rank)",
-       [](TrainFlags& f, const std::string& v) { f.clients = static_cast<int>(to_int("clients", v, 1, 1 << 20)); }},
+       [](TrainConfig& f, const std::string& v) { f.clients = static_cast<int>(to_int("clients", v, 1, 1 << 20)); }},
       {"client-fraction", "C", "fedavg: fraction of clients sampled per round (default 0.1)",
-       [](TrainFlags& f, const std::string& v) { f.client_fraction = to_float("client-fraction", v, 1e-6, 1); }},
+       [](TrainConfig& f, const std::string& v) { f.client_fraction = to_float("client-fraction", v, 1e-6, 1); }},
       {"local-epochs", "E", "fedavg: local epochs per round (default 1)",
-       [](TrainFlags& f, const std::string& v) { f.local_epochs = to_int("local-epochs", v, 1, 1 << 20); }},
+       [](TrainConfig& f, const std::string& v) { f.local_epochs = to_int("local-epochs", v, 1, 1 << 20); }},
       {"dirichlet", "ALPHA", "fedavg: non-IID label skew Dirichlet(ALPHA) (default: IID)",
-       [](TrainFlags& f, const std::string& v) { f.dirichlet = to_float("dirichlet", v, 1e-6, 1e6); }},
+       [](TrainConfig& f, const std::string& v) { f.dirichlet = to_float("dirichlet", v, 1e-6, 1e6); }},
       {"search", "GRID", "search: grid, e.g. \"lr=0.1,0.03;batch=64,256;momentum=0,0.9;width=128,256\"",
-       [](TrainFlags& f, const std::string& v) { f.search = v; }},
+       [](TrainConfig& f, const std::string& v) { f.search = v; }},
       {"trials", "N", "search: N random trials instead of a grid",
-       [](TrainFlags& f, const std::string& v) { f.trials = to_int("trials", v, 1, 100000); }},
+       [](TrainConfig& f, const std::string& v) { f.trials = to_int("trials", v, 1, 100000); }},
       {"members", "K", "ensemble: models to train (default: one per rank)",
-       [](TrainFlags& f, const std::string& v) { f.members = static_cast<int>(to_int("members", v, 1, 100000)); }},
-      {"help", nullptr, "show this help", [](TrainFlags& f, const std::string&) { f.help = true; }},
+       [](TrainConfig& f, const std::string& v) { f.members = static_cast<int>(to_int("members", v, 1, 100000)); }},
+      {"steps", "N", "the GPT: optimizer steps to train",
+       [](TrainConfig& f, const std::string& v) { f.steps = to_int("steps", v, 1, int64_t{1} << 40); }},
+      {"eval-every", "K", "the GPT: steps per round (evaluation, checkpoint, progress line; default steps/10)",
+       [](TrainConfig& f, const std::string& v) { f.eval_every = to_int("eval-every", v, 1, int64_t{1} << 40); }},
+      {"eval-batches", "K", "the GPT: validation batches per evaluation (default 20)",
+       [](TrainConfig& f, const std::string& v) { f.eval_batches = to_int("eval-batches", v, 1, 1 << 20); }},
+      {"dp", "D", "the GPT: data-parallel ranks of the mesh (hybrid)",
+       [](TrainConfig& f, const std::string& v) { f.dp = static_cast<int>(to_int("dp", v, 1, 4096)); }},
+      {"tp", "T", "the GPT: tensor-parallel ranks of the mesh",
+       [](TrainConfig& f, const std::string& v) { f.tp = static_cast<int>(to_int("tp", v, 1, 4096)); }},
+      {"pp", "P", "the GPT: pipeline stages of the mesh",
+       [](TrainConfig& f, const std::string& v) { f.pp = static_cast<int>(to_int("pp", v, 1, 4096)); }},
+      {"microbatches", "M", "the GPT: micro-batches per step (pipeline; default 1)",
+       [](TrainConfig& f, const std::string& v) { f.microbatches = static_cast<int>(to_int("microbatches", v, 1, 1 << 16)); }},
+      {"schedule", "NAME", "the GPT pipeline: gpipe | 1f1b | interleaved (default 1f1b)",
+       [](TrainConfig& f, const std::string& v) {
+         DT_CHECK(v == "gpipe" || v == "1f1b" || v == "interleaved", InvalidArgument,
+                  "--schedule must be gpipe, 1f1b or interleaved (got '" << v << "')");
+         f.schedule = v;
+       }},
+      {"virtual-stages", "V", "the GPT pipeline: model chunks per rank (interleaved; default 1)",
+       [](TrainConfig& f, const std::string& v) { f.virtual_stages = static_cast<int>(to_int("virtual-stages", v, 1, 64)); }},
+      {"recompute", nullptr, "the GPT: keep only stage inputs, recompute activations in backward",
+       [](TrainConfig& f, const std::string&) { f.recompute = true; }},
+      {"zero", "S", "ZeRO stage over the data-parallel ranks: ddp 0-2, the GPT 0-3 (default: 1 for --strategy zero, else 0)",
+       [](TrainConfig& f, const std::string& v) { f.zero = static_cast<int>(to_int("zero", v, 0, 3)); }},
+      {"min-lr", "LR", "the GPT: final learning rate of the cosine schedule (default 1e-4)",
+       [](TrainConfig& f, const std::string& v) { f.min_lr = to_float("min-lr", v, 0, 1e6); }},
+      {"warmup", "N", "the GPT: linear warm-up steps (default 100)",
+       [](TrainConfig& f, const std::string& v) { f.warmup = to_int("warmup", v, 0, int64_t{1} << 40); }},
+      {"clip", "NORM", "the GPT: global gradient-norm clip, 0 = off (default 1)",
+       [](TrainConfig& f, const std::string& v) { f.clip = to_float("clip", v, 0, 1e6); }},
+      {"beta2", "B2", "Adam/AdamW beta2 (default 0.999; the GPT 0.99)",
+       [](TrainConfig& f, const std::string& v) { f.beta2 = to_float("beta2", v, 0, 0.999999); }},
+      {"balance", "HOW", "the GPT pipeline partition: flops (default; the same every run) | measured (timed on rank 0)",
+       [](TrainConfig& f, const std::string& v) {
+         DT_CHECK(v == "measured" || v == "flops", InvalidArgument, "--balance must be measured or flops (got '" << v << "')");
+         f.balance = v;
+       }},
+      {"blas-threads", "T", "the GPT: OpenBLAS threads per rank (default 1)",
+       [](TrainConfig& f, const std::string& v) { f.blas_threads = static_cast<int>(to_int("blas-threads", v, 1, 1024)); }},
+      {"help", nullptr, "show this help", [](TrainConfig& f, const std::string&) { f.help = true; }},
   };
   return t;
 }
@@ -156,8 +203,8 @@ const FlagSpec& find_flag(const std::string& name, const std::string& as_written
 
 }  // namespace
 
-TrainFlags parse_train_flags(const std::vector<std::string>& args) {
-  TrainFlags f;
+TrainConfig parse_train_flags(const std::vector<std::string>& args) {
+  TrainConfig f;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string a = args[i];
     if (a == "-h") a = "--help";
@@ -185,7 +232,7 @@ TrainFlags parse_train_flags(const std::vector<std::string>& args) {
     spec.set(f, value);
     f.given.push_back(spec.name);
   }
-  if (f.strategy.empty()) f.strategy = f.ranks > 1 ? "ddp" : "single";
+  resolve_defaults(f);
   return f;
 }
 
@@ -196,7 +243,9 @@ std::string train_usage(const std::string& extra) {
         "  dtrain train --model mlp:784-256-128-10 --data fashion-mnist --epochs 20 --optimizer momentum\n"
         "  dtrain train --strategy hogwild --threads 2 --model logreg --data a9a --batch 1 --lr 0.05\n"
         "  dtrain train -n 4                     (ddp on 4 local ranks: Fashion-MNIST MLP)\n"
-        "  dtrain train -n 2 --model mlp:784-1024-1024-1024-10 --batch 256 --baseline --trace t.json\n\n"
+        "  dtrain train -n 2 --model mlp:784-1024-1024-1024-10 --batch 256 --baseline --trace t.json\n"
+        "  dtrain train -n 2 --strategy pp --microbatches 4 --model gpt:layers=4,heads=4,width=128,context=64 \\\n"
+        "      --data text:input.txt --steps 2000 --checkpoint ck   (then: dtrain generate --checkpoint ck/model.gpt)\n\n"
         "--batch is the GLOBAL minibatch for ddp/ps/localsgd/gossip (each of N ranks takes B/N);\n"
         "the client batch for fedavg.\n\n"
         "options:\n";
@@ -206,17 +255,6 @@ std::string train_usage(const std::string& extra) {
   }
   os << extra;
   return os.str();
-}
-
-bool TrainFlags::was_given(const std::string& name) const {
-  return std::find(given.begin(), given.end(), name) != given.end();
-}
-
-float effective_lr(const TrainFlags& f) {
-  if (f.lr) return *f.lr;
-  if (f.optimizer == "adam" || f.optimizer == "adamw") return 1e-3f;
-  if (f.optimizer == "momentum" || f.optimizer == "nesterov") return 0.05f;
-  return 0.1f;
 }
 
 }  // namespace dtrain::cli

@@ -30,6 +30,30 @@ std::string rank_name(Communicator& c, int r) {
 
 // "allreduce(float32 x 1000, sum, ring) as collective #3": what a rank called.
 std::string call_text(const Fingerprint& f) { return f.describe() + " as collective #" + std::to_string(f.seq); }
+// " (on host hB; this rank is on hA)" when the ranks that never arrived all live on other
+// hosts than this rank (the host ids the auto transport published), else "".
+std::string hosts_of(Store& store, const std::vector<int>& ranks, int me) {
+  try {
+    auto host = [&](int r) {
+      const std::string key = "transport/host/" + std::to_string(r);
+      return store.check({key}) ? store.get(key, 1) : std::string();
+    };
+    const std::string mine = host(me);
+    std::vector<std::string> theirs;
+    for (int r : ranks) {
+      std::string h = host(r);
+      if (h.empty() || h == mine) return "";
+      if (std::find(theirs.begin(), theirs.end(), h) == theirs.end()) theirs.push_back(h);
+    }
+    std::ostringstream os;
+    os << " (on host";
+    for (size_t i = 0; i < theirs.size(); ++i) os << (i ? ", " : " ") << theirs[i];
+    os << "; this rank is on " << mine << ": is that host, or the network to it, down?)";
+    return os.str();
+  } catch (...) {
+    return "";
+  }
+}
 
 }  // namespace
 
@@ -205,6 +229,7 @@ void Call::fail(std::exception_ptr e) {
     std::string base = culprit_key("arrived"), entered = culprit_key("entered");
     std::vector<int> missing, inside;
     bool prev_entered = false;
+    bool store_lost = false;
     try {
       prev_entered = fp_recv_.valid() && fp_recv_.test() && peer_fp_.seq == fp_.seq;
     } catch (...) {
@@ -222,17 +247,28 @@ void Call::fail(std::exception_ptr e) {
         if (store.check({keys[r]})) continue;
         (store.check({entered + "/" + std::to_string(r)}) ? inside : missing).push_back(r);
       }
+    } catch (const IoError&) {
+      store_lost = true;
+    } catch (const Timeout&) {
+      store_lost = true;
     } catch (...) {
     }
     std::ostringstream m;
     m << rank_name(comm_, rank_) << ": " << describe() << " timed out after " << timeout_s_ << " s";
-    if (!inside.empty()) {
-      m << "; inside the call but not responding (stopped or hung?):";
-      for (int r : inside) m << " " << rank_name(comm_, r);
-    }
-    if (!missing.empty()) {
-      m << "; never reached by";
-      for (int r : missing) m << " " << rank_name(comm_, r);
+    if (store_lost) {
+      // The peers and the job's store fell silent together: the network, not a slow rank.
+      m << "; the job's rendezvous store is unreachable from this rank too: a network failure "
+           "(a cut link or a host down) between this rank and its peers";
+    } else {
+      if (!inside.empty()) {
+        m << "; inside the call but not responding (stopped or hung?):";
+        for (int r : inside) m << " " << rank_name(comm_, r);
+      }
+      if (!missing.empty()) {
+        m << "; never reached by";
+        for (int r : missing) m << " " << rank_name(comm_, r);
+        m << hosts_of(store, missing, rank_);
+      }
     }
     m << " [" << t.what() << "]";
     throw Timeout(m.str());

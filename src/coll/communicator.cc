@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "comm/heartbeat.h"
 
 namespace dtrain {
 
@@ -28,6 +29,8 @@ std::shared_ptr<Communicator> Communicator::from_env() {
   auto store = open_world_store(info, &keepalive);
   auto comm = std::make_shared<Communicator>(store, info.rank, info.size, info.transport);
   if (keepalive) comm->keep_alive(keepalive);
+  // Under dtrain's launcher: beat while this rank is part of the job (comm/heartbeat.h).
+  if (std::shared_ptr<Heartbeat> beat = heartbeat_from_env()) comm->keep_alive(beat);
   return comm;
 }
 

@@ -190,8 +190,10 @@ std::vector<std::string> TcpStore::request(uint8_t op, const std::vector<std::st
   DT_CHECK(fd_.valid(), IoError, "store " << address_ << ": connection was lost earlier");
   std::string what = "store " + address_;
   std::string frame = sp::encode(op, fields);
-  // The server answers a wait by its deadline; allow it 10 s more to arrive.
-  Deadline deadline = Deadline::after(wait_s < 0 ? -1 : wait_s + 10);
+  // The server answers a wait by its deadline; allow the answer the store's timeout more to
+  // arrive (1..10 s), so an unreachable store fails a request about as fast as a peer times out.
+  const double slack = std::clamp(timeout() < 0 ? 10.0 : timeout(), 1.0, 10.0);
+  Deadline deadline = Deadline::after(wait_s < 0 ? -1 : wait_s + slack);
   try {
     write_full(fd_.get(), frame.data(), frame.size(), deadline, what);
     uint32_t n;

@@ -66,7 +66,11 @@ std::shared_ptr<Store> open_world_store(const WorldInfo& w, std::shared_ptr<void
   if (!w.store_url.empty()) {
     DT_CHECK(w.store_url.rfind("tcp://", 0) != 0 || !w.token.empty(), InvalidArgument,
              "DTRAIN_STORE is a tcp store but DTRAIN_TOKEN is empty: every rank must present the job's secret token");
-    return open_store(w.store_url, w.token, t);
+    std::shared_ptr<Store> store = open_store(w.store_url, w.token, t);
+    // A restarted job (dtrain run --max-restarts) meets in a fresh key space of the same store.
+    const int64_t attempt = env_int("DTRAIN_RESTART", 0);
+    if (attempt > 0) return std::make_shared<PrefixStore>("attempt-" + std::to_string(attempt), store);
+    return store;
   }
   if (w.size == 1) return std::make_shared<MemoryStore>(t);
   if (auto addr = env_get("MASTER_ADDR")) {

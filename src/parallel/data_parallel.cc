@@ -9,8 +9,8 @@ namespace dtrain {
 
 DataParallel::DataParallel(TrainableModel& model, Optimizer& optimizer, Communicator& comm,
                            const DdpOptions& options, Instrument* inst)
-    : model_(model),
-      opt_(optimizer),
+    : ModelStrategy(model, &optimizer),
+      opt_(&optimizer),
       comm_(comm),
       o_(options),
       inst_(inst),
@@ -18,6 +18,41 @@ DataParallel::DataParallel(TrainableModel& model, Optimizer& optimizer, Communic
       buckets_(share_.units(), options.bucket_bytes, options.deterministic ? sizeof(int64_t) : sizeof(float)),
       evaluator_(comm) {
   DT_CHECK_EQ(optimizer.size(), model.num_params(), InvalidArgument, "ddp: the optimizer must cover every parameter");
+  DT_CHECK(options.zero == 0, InvalidArgument,
+           "ddp: ZeRO stages build their own sharded optimizer (use the OptimizerConfig constructor)");
+  start();
+}
+
+DataParallel::DataParallel(TrainableModel& model, const OptimizerConfig& config, Communicator& comm,
+                           const DdpOptions& options, Instrument* inst)
+    : ModelStrategy(model, nullptr),
+      opt_(nullptr),
+      comm_(comm),
+      o_(options),
+      inst_(inst),
+      share_(model, ShareOptions{options.deterministic, options.det_shard}),
+      buckets_(share_.units(), options.bucket_bytes, options.deterministic ? sizeof(int64_t) : sizeof(float)),
+      evaluator_(comm) {
+  DT_CHECK(options.zero >= 0 && options.zero <= 2, InvalidArgument,
+           "--zero " << options.zero << ": ddp shards with ZeRO stages 1 and 2 (stage 3 is the GPT's --strategy zero --zero 3)");
+  DT_CHECK(options.zero == 0 || !options.deterministic, InvalidArgument,
+           "--deterministic sums fixed-point gradients with all-reduce; it does not combine with --zero " << options.zero);
+  if (options.zero == 0) {
+    own_opt_ = make_optimizer(config, model.num_params());
+    opt_ = own_opt_.get();
+  } else {
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    for (const GradRange& r : buckets_.buckets()) ranges.emplace_back(r.offset, r.len);
+    // Buckets are listed in backward order (last layer first); the engine wants them in order.
+    std::sort(ranges.begin(), ranges.end());
+    zopt_ = std::make_unique<ZeroOptimizer>(&comm_, options.zero, model.num_params(), config, ranges, /*average=*/false);
+    opt_ = &zopt_->optimizer();
+  }
+  optimizer_ = opt_;
+  start();
+}
+
+void DataParallel::start() {
   // Start from rank 0's parameters (identical seeds make this a no-op; a resumed or
   // differently initialised rank is brought in line).
   blocking_broadcast(comm_, inst_, "broadcast-params", model_.params().data(), model_.params().size(),
@@ -25,8 +60,30 @@ DataParallel::DataParallel(TrainableModel& model, Optimizer& optimizer, Communic
   queue_ = std::make_unique<ProgressQueue>(comm_);
 }
 
+Metrics DataParallel::epoch_metrics() {
+  if (!zopt_) return {};
+  const ZeroBytes b = zopt_->bytes();
+  return {{"zero_optimizer_MB", static_cast<double>(b.optimizer) / 1e6}, {"zero_grad_MB", static_cast<double>(b.grads) / 1e6}};
+}
+
 void DataParallel::submit_bucket(int b) {
   const GradRange r = buckets_.buckets()[static_cast<size_t>(b)];
+  if (zopt_) {
+    // The engine numbers buckets in order of their offsets.
+    int index = 0;
+    for (const GradRange& o : buckets_.buckets()) index += o.offset < r.offset;
+    ZeroOptimizer* z = zopt_.get();
+    std::span<float> grad = share_.grad();
+    Instrument* inst = inst_;
+    const std::string name = "reduce-scatter bucket " + std::to_string(b);
+    const int64_t bytes = r.len * 4;
+    pending_.push_back(queue_->submit(name, [=](Communicator&) {
+      const double t0 = now_seconds();
+      z->reduce(index, grad);
+      if (inst) inst->comm(1, name, t0, now_seconds(), bytes, "");
+    }));
+    return;
+  }
   const bool det = o_.deterministic;
   void* data = det ? static_cast<void*>(share_.fixed().data() + r.offset) : static_cast<void*>(share_.grad().data() + r.offset);
   const DType t = det ? DType::kInt64 : DType::kFloat32;
@@ -79,7 +136,8 @@ LossAcc DataParallel::step(std::span<const int64_t> global_batch) {
   {
     Instrument::Scope s(inst_, "optimizer step", SpanKind::kCompute);
     if (o_.deterministic) share_.finish_fixed();
-    opt_.step(params, share_.grad());
+    if (zopt_) zopt_->finish(params, share_.grad(), opt_->lr());
+    else opt_->step(params, share_.grad());
   }
   ++step_;
   return r;

@@ -12,6 +12,11 @@
 // replicas stay identical (checked: a broadcast from rank 0 at the start makes them equal
 // even if their initial values differ).
 //
+// ZeRO (options.zero = 1 or 2, with the constructor that takes an OptimizerConfig): each
+// bucket is reduce-scattered instead of all-reduced, as it becomes final, on the same progress
+// thread; each rank steps only its slice of every bucket (optimizer state 1/N, and at stage 2
+// gradient state 1/N) and the slices are all-gathered after the step. Stage 0 is plain ddp.
+//
 // Deterministic mode (options.deterministic) sums fixed-point integers instead of floats: M
 // ranks with batch B/M give the parameters of one rank with batch B, bit for bit, for any M
 // and any all-reduce algorithm (tests/parallel/data_parallel_test.cc checks M = 1..4).
@@ -29,7 +34,8 @@
 #include "optim/optimizer.h"
 #include "parallel/dist_common.h"
 #include "parallel/share_grad.h"
-#include "parallel/threads.h"
+#include "parallel/zero.h"
+#include "parallel/model_strategy.h"
 
 namespace dtrain {
 
@@ -39,17 +45,22 @@ struct DdpOptions {
   bool deterministic = false;
   int64_t det_shard = 8;
   Algorithm algorithm = Algorithm::kAuto;
+  int zero = 0;  // ZeRO stage 0-2 (parallel/zero.h): 1 shards the optimizer state, 2 also the gradients
 };
 
-class DataParallel : public LocalStrategy {
+class DataParallel : public ModelStrategy {
  public:
   // `model`, `optimizer`, `comm` and `inst` (may be null) outlive this object.
   DataParallel(TrainableModel& model, Optimizer& optimizer, Communicator& comm, const DdpOptions& options,
                Instrument* inst);
+  // Builds its own optimizer from `config`: over every parameter (zero 0) or over this rank's
+  // slices (zero 1-2).
+  DataParallel(TrainableModel& model, const OptimizerConfig& config, Communicator& comm, const DdpOptions& options,
+               Instrument* inst);
   const char* name() const override { return "ddp"; }
   int threads() const override { return 1; }
   LossAcc run_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress) override;
-  LossAcc evaluate(TrainableModel& model, const data::Dataset& ds, ThreadPool* pool) override {
+  LossAcc evaluate_on(TrainableModel& model, const data::Dataset& ds, ThreadPool* pool) override {
     return evaluator_.evaluate(model, ds, pool);
   }
   const Instrument* instrument() const override { return inst_; }
@@ -57,12 +68,14 @@ class DataParallel : public LocalStrategy {
   // One synchronous step on the global minibatch; returns this rank's share's loss/accuracy.
   LossAcc step(std::span<const int64_t> global_batch);
   const std::vector<GradRange>& buckets() const { return buckets_.buckets(); }
+  const ZeroOptimizer* zero() const { return zopt_.get(); }
+  Metrics epoch_metrics() override;
 
  private:
   void submit_bucket(int b);
+  void start();
 
-  TrainableModel& model_;
-  Optimizer& opt_;
+  Optimizer* opt_;
   Communicator& comm_;
   DdpOptions o_;
   Instrument* inst_;
@@ -70,6 +83,8 @@ class DataParallel : public LocalStrategy {
   GradBuckets buckets_;
   ShardedEvaluator evaluator_;
   std::unique_ptr<ProgressQueue> queue_;
+  std::unique_ptr<Optimizer> own_opt_;     // the config constructor, zero 0
+  std::unique_ptr<ZeroOptimizer> zopt_;    // zero 1-2
   std::vector<Work> pending_;
   int64_t step_ = 0;
 };

@@ -15,7 +15,7 @@ uint64_t client_seed(uint64_t seed, int k) { return seed + static_cast<uint64_t>
 
 FedAvg::FedAvg(TrainableModel& model, Communicator& comm, const FedAvgOptions& options, const float* lr,
                Instrument* inst)
-    : model_(model), comm_(comm), o_(options), lr_(lr), inst_(inst), replica_(model.make_replica()),
+    : ModelStrategy(model, nullptr), comm_(comm), o_(options), lr_(lr), inst_(inst), replica_(model.make_replica()),
       evaluator_(comm) {
   DT_CHECK(o_.clients >= 1, InvalidArgument, "--clients must be >= 1");
   DT_CHECK(o_.fraction > 0 && o_.fraction <= 1, InvalidArgument, "--client-fraction must be in (0, 1]");

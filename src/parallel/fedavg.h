@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "parallel/dist_common.h"
-#include "parallel/threads.h"
+#include "parallel/model_strategy.h"
 
 namespace dtrain {
 
@@ -35,17 +35,18 @@ struct FedAvgOptions {
   OptimizerConfig optimizer;  // each client's local optimizer (fresh every round)
 };
 
-class FedAvg : public LocalStrategy {
+class FedAvg : public ModelStrategy {
  public:
   FedAvg(TrainableModel& model, Communicator& comm, const FedAvgOptions& options, const float* lr, Instrument* inst);
   const char* name() const override { return "fedavg"; }
   int threads() const override { return 1; }
   void begin_epoch(int64_t round) override { round_ = round; }
+  bool splits_epochs() const override { return false; }  // an "epoch" is one federated round
   LossAcc run_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress) override;
-  std::vector<std::pair<std::string, double>> epoch_metrics() override {
+  Metrics epoch_metrics() override {
     return {{"clients", static_cast<double>(sampled_)}, {"client_examples", static_cast<double>(round_examples_)}};
   }
-  LossAcc evaluate(TrainableModel& model, const data::Dataset& ds, ThreadPool* pool) override {
+  LossAcc evaluate_on(TrainableModel& model, const data::Dataset& ds, ThreadPool* pool) override {
     return evaluator_.evaluate(model, ds, pool);
   }
   const Instrument* instrument() const override { return inst_; }
@@ -55,7 +56,6 @@ class FedAvg : public LocalStrategy {
   const std::vector<std::vector<int64_t>>& partition() const { return parts_; }
 
  private:
-  TrainableModel& model_;
   Communicator& comm_;
   FedAvgOptions o_;
   const float* lr_;

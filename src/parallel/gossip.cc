@@ -48,7 +48,7 @@ std::vector<int> gossip_neighbors(const std::string& topology, int rank, int wor
 
 Gossip::Gossip(TrainableModel& model, Optimizer& optimizer, Communicator& comm, const std::string& topology,
                Instrument* inst)
-    : model_(model),
+    : ModelStrategy(model, &optimizer),
       opt_(optimizer),
       comm_(comm),
       inst_(inst),
@@ -112,13 +112,13 @@ LossAcc Gossip::run_epoch(std::span<const int64_t> order, int64_t batch, const P
   return sum_stats(comm_, local);
 }
 
-std::vector<std::pair<std::string, double>> Gossip::epoch_metrics() {
+Metrics Gossip::epoch_metrics() {
   const double d = consensus_distance(comm_, nullptr, model_.params(), mean_);
   have_mean_ = true;
   return {{"consensus_distance", d}};
 }
 
-LossAcc Gossip::evaluate(TrainableModel& model, const data::Dataset& ds, ThreadPool* pool) {
+LossAcc Gossip::evaluate_on(TrainableModel& model, const data::Dataset& ds, ThreadPool* pool) {
   if (!have_mean_) epoch_metrics();
   // Score the average model, then put this rank's own model back.
   std::span<float> x = model.params();

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "parallel/dist_common.h"
-#include "parallel/threads.h"
+#include "parallel/model_strategy.h"
 
 namespace dtrain {
 
@@ -39,15 +39,15 @@ namespace dtrain {
 // an unknown topology.
 std::vector<int> gossip_neighbors(const std::string& topology, int rank, int world);
 
-class Gossip : public LocalStrategy {
+class Gossip : public ModelStrategy {
  public:
   Gossip(TrainableModel& model, Optimizer& optimizer, Communicator& comm, const std::string& topology,
          Instrument* inst);
   const char* name() const override { return "gossip"; }
   int threads() const override { return 1; }
   LossAcc run_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress) override;
-  std::vector<std::pair<std::string, double>> epoch_metrics() override;
-  LossAcc evaluate(TrainableModel& model, const data::Dataset& ds, ThreadPool* pool) override;
+  Metrics epoch_metrics() override;
+  LossAcc evaluate_on(TrainableModel& model, const data::Dataset& ds, ThreadPool* pool) override;
   const Instrument* instrument() const override { return inst_; }
 
   LossAcc step(std::span<const int64_t> global_batch);
@@ -56,7 +56,6 @@ class Gossip : public LocalStrategy {
  private:
   void mix();
 
-  TrainableModel& model_;
   Optimizer& opt_;
   Communicator& comm_;
   Instrument* inst_;

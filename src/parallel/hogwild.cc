@@ -7,7 +7,7 @@
 namespace dtrain {
 
 Hogwild::Hogwild(TrainableModel& model, const float* lr, int threads, Mode mode)
-    : model_(model), lr_(lr), threads_(threads), mode_(mode), pool_(threads) {
+    : ModelStrategy(model, nullptr), lr_(lr), threads_(threads), mode_(mode), pool_(threads) {
   DT_CHECK(threads >= 1, InvalidArgument, "--threads must be >= 1, got " << threads);
   if (model.sparse() == nullptr) {
     const auto p = static_cast<size_t>(model.num_params());

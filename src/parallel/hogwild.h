@@ -33,11 +33,11 @@
 #include <mutex>
 #include <vector>
 
-#include "parallel/threads.h"
+#include "parallel/model_strategy.h"
 
 namespace dtrain {
 
-class Hogwild : public LocalStrategy {
+class Hogwild : public ModelStrategy {
  public:
   enum class Mode { kLockFree, kLocked };
   // lr is read from *lr on every epoch (the trainer's schedule may change it).
@@ -52,7 +52,6 @@ class Hogwild : public LocalStrategy {
   LossAcc run_stream_dense(int t, std::span<const int64_t> stream, int64_t batch, float lr,
                            const ProgressFn* progress, int64_t scale);
 
-  TrainableModel& model_;
   const float* lr_;
   int threads_;
   Mode mode_;

@@ -10,7 +10,7 @@ namespace dtrain {
 
 LocalSgd::LocalSgd(TrainableModel& model, Optimizer& optimizer, Communicator& comm, const LocalSgdOptions& options,
                    Instrument* inst)
-    : model_(model),
+    : ModelStrategy(model, &optimizer),
       opt_(optimizer),
       comm_(comm),
       o_(options),

@@ -29,7 +29,7 @@ struct LocalSgdOptions {
   DdpOptions ddp;  // algorithm (and, for the post-local phase, buckets)
 };
 
-class LocalSgd : public LocalStrategy {
+class LocalSgd : public ModelStrategy {
  public:
   LocalSgd(TrainableModel& model, Optimizer& optimizer, Communicator& comm, const LocalSgdOptions& options,
            Instrument* inst);
@@ -37,10 +37,10 @@ class LocalSgd : public LocalStrategy {
   int threads() const override { return 1; }
   void begin_epoch(int64_t epoch) override { epoch_ = epoch; }
   LossAcc run_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress) override;
-  std::vector<std::pair<std::string, double>> epoch_metrics() override {
+  Metrics epoch_metrics() override {
     return {{"averages", static_cast<double>(averages_)}};
   }
-  LossAcc evaluate(TrainableModel& model, const data::Dataset& ds, ThreadPool* pool) override {
+  LossAcc evaluate_on(TrainableModel& model, const data::Dataset& ds, ThreadPool* pool) override {
     return evaluator_.evaluate(model, ds, pool);
   }
   const Instrument* instrument() const override { return inst_; }
@@ -50,7 +50,6 @@ class LocalSgd : public LocalStrategy {
   void average();
 
  private:
-  TrainableModel& model_;
   Optimizer& opt_;
   Communicator& comm_;
   LocalSgdOptions o_;

@@ -290,6 +290,10 @@ float GptTrainer::evaluate() {
   return static_cast<float>(sum / static_cast<double>(std::max<int64_t>(cfg_.eval_batches, 1)));
 }
 
+std::span<float> GptTrainer::local_params() { return zero3_ ? zero3_->shard_params() : std::span<float>(params_); }
+
+Optimizer& GptTrainer::local_optimizer() { return zero3_ ? zero3_->optimizer() : zopt_->optimizer(); }
+
 void GptTrainer::gather_dense(GptStage& out) {
   if (zero3_) {
     zero3_->gather_dense(out);

@@ -89,6 +89,12 @@ class GptTrainer {
   int64_t steps_done() const { return step_; }
   void gather_dense(GptStage& out);
   MpStats stats();
+  const std::vector<int>& partition() const { return bounds_; }  // unit boundaries of the pieces
+  // Checkpoints: what this rank holds (its chunks' parameters, or its ZeRO-3 shard), its
+  // (sharded) optimizer, and the step counter that the batches and the learning rate follow.
+  std::span<float> local_params();
+  Optimizer& local_optimizer();
+  void set_steps_done(int64_t steps) { step_ = steps; }
   Mesh& mesh() { return *mesh_; }
   const MpConfig& config() const { return cfg_; }
 

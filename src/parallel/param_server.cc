@@ -16,7 +16,7 @@ constexpr uint32_t kPullTag = 0x7051;
 
 ParamServer::ParamServer(TrainableModel& model, Communicator& comm, const PsOptions& options, const float* lr,
                          Instrument* inst)
-    : model_(model), comm_(comm), o_(options), lr_(lr), inst_(inst), workers_(comm.size() - options.servers),
+    : ModelStrategy(model, nullptr), comm_(comm), o_(options), lr_(lr), inst_(inst), workers_(comm.size() - options.servers),
       evaluator_(comm) {
   DT_CHECK(o_.servers >= 1 && workers_ >= 1, InvalidArgument,
            "--strategy ps needs at least one server and one worker: -n " << comm.size() << " with --servers "
@@ -229,7 +229,7 @@ LossAcc ParamServer::run_epoch(std::span<const int64_t> order, int64_t batch, co
   return sum_stats(comm_, local);
 }
 
-std::vector<std::pair<std::string, double>> ParamServer::epoch_metrics() {
+Metrics ParamServer::epoch_metrics() {
   double sums[2] = {stale_sum_, static_cast<double>(pushes_)};
   double maxes[2] = {stale_max_, busy_};
   AllreduceOptions o;

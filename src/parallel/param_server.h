@@ -42,7 +42,7 @@
 
 #include "parallel/dist_common.h"
 #include "parallel/share_grad.h"
-#include "parallel/threads.h"
+#include "parallel/model_strategy.h"
 
 namespace dtrain {
 
@@ -55,7 +55,7 @@ struct PsOptions {
   OptimizerConfig optimizer;  // the servers' optimizer
 };
 
-class ParamServer : public LocalStrategy {
+class ParamServer : public ModelStrategy {
  public:
   ParamServer(TrainableModel& model, Communicator& comm, const PsOptions& options, const float* lr,
               Instrument* inst);
@@ -63,8 +63,8 @@ class ParamServer : public LocalStrategy {
   const char* name() const override { return "ps"; }
   int threads() const override { return 1; }
   LossAcc run_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress) override;
-  std::vector<std::pair<std::string, double>> epoch_metrics() override;
-  LossAcc evaluate(TrainableModel& model, const data::Dataset& ds, ThreadPool* pool) override {
+  Metrics epoch_metrics() override;
+  LossAcc evaluate_on(TrainableModel& model, const data::Dataset& ds, ThreadPool* pool) override {
     return evaluator_.evaluate(model, ds, pool);
   }
   std::vector<uint8_t> save_state() const override;
@@ -83,7 +83,6 @@ class ParamServer : public LocalStrategy {
   void fill_ready_replies_locked();
   void broadcast_model();
 
-  TrainableModel& model_;
   Communicator& comm_;
   PsOptions o_;
   const float* lr_;

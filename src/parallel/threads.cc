@@ -7,7 +7,7 @@
 namespace dtrain {
 
 SyncThreads::SyncThreads(TrainableModel& model, Optimizer& optimizer, int threads, int shards)
-    : model_(model), opt_(optimizer), threads_(threads), shards_(std::max(shards, threads)), pool_(threads) {
+    : ModelStrategy(model, &optimizer), opt_(optimizer), threads_(threads), shards_(std::max(shards, threads)), pool_(threads) {
   DT_CHECK(threads >= 1, InvalidArgument, "--threads must be >= 1, got " << threads);
   DT_CHECK(shards >= 1, InvalidArgument, "shards must be >= 1, got " << shards);
   DT_CHECK_EQ(optimizer.size(), model.num_params(), InvalidArgument, "the optimizer must cover every parameter");

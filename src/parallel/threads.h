@@ -11,15 +11,8 @@
 // independent of T, the parameters after any number of steps are bit-for-bit identical for
 // T = 1, 2, 4, ... up to S. (BLAS must run single-threaded inside replicas: set_blas_threads(1).)
 //
-// LocalStrategy is the interface the trainer drives: one call per epoch with the epoch's
-// example order. `progress(done, mean_loss_so_far)` is called on the calling thread after
-// each batch (or, for HOGWILD!, regularly) for the progress bar.
-// The remaining virtuals are hooks for distributed strategies (parallel/data_parallel.h and
-// siblings); their defaults suit a single process: begin_epoch(e) announces the 0-based
-// epoch before run_epoch (so a resumed run knows where it is); epoch_metrics() adds named
-// numbers to the epoch's row (consensus distance, staleness, ...); evaluate() scores the
-// model the strategy stands for; save_state/load_state carry state beyond the parameters
-// and the trainer's optimizer into checkpoints; instrument() reports where time went.
+// SyncThreads is a ModelStrategy (parallel/model_strategy.h): single is SyncThreads with one
+// thread and one shard (the whole minibatch in one gemm).
 // Thread-safety: a strategy object is driven by one thread; it runs its own worker threads.
 #pragma once
 
@@ -33,33 +26,11 @@
 
 #include "base/thread_pool.h"
 #include "optim/optimizer.h"
-#include "parallel/instrument.h"
-#include "parallel/threads_model.h"
+#include "parallel/model_strategy.h"
 
 namespace dtrain {
 
-using ProgressFn = std::function<void(int64_t done, double mean_loss)>;
-
-class LocalStrategy {
- public:
-  virtual ~LocalStrategy() = default;
-  virtual const char* name() const = 0;
-  virtual int threads() const = 0;
-  // Trains on `order` in minibatches of `batch` (the last one shorter). Returns the mean
-  // training loss and accuracy as measured during the epoch (before each update).
-  virtual LossAcc run_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress) = 0;
-
-  virtual void begin_epoch(int64_t /*epoch*/) {}
-  virtual std::vector<std::pair<std::string, double>> epoch_metrics() { return {}; }
-  virtual LossAcc evaluate(TrainableModel& model, const data::Dataset& ds, ThreadPool* pool) {
-    return model.evaluate(ds, pool);
-  }
-  virtual std::vector<uint8_t> save_state() const { return {}; }
-  virtual void load_state(std::span<const uint8_t> /*bytes*/) {}
-  virtual const Instrument* instrument() const { return nullptr; }
-};
-
-class SyncThreads : public LocalStrategy {
+class SyncThreads : public ModelStrategy {
  public:
   // `optimizer` steps the whole parameter buffer; it and `model` outlive this object.
   SyncThreads(TrainableModel& model, Optimizer& optimizer, int threads, int shards = 8);
@@ -72,7 +43,6 @@ class SyncThreads : public LocalStrategy {
   int shards() const { return shards_; }
 
  private:
-  TrainableModel& model_;
   Optimizer& opt_;
   int threads_;
   int shards_;

@@ -48,76 +48,108 @@ double weighted_sumsq(std::span<const float> g, const std::vector<float>& w, int
   return s;
 }
 
-ZeroOptimizer::ZeroOptimizer(Communicator* dp, int stage, int64_t n, const OptimizerConfig& config)
-    : dp_(dp), stage_(stage), ranks_(dp ? dp->size() : 1), rank_(dp ? dp->rank() : 0), n_(n) {
+ZeroOptimizer::ZeroOptimizer(Communicator* dp, int stage, int64_t n, const OptimizerConfig& config,
+                             std::vector<std::pair<int64_t, int64_t>> buckets, bool average)
+    : dp_(dp), stage_(stage), ranks_(dp ? dp->size() : 1), rank_(dp ? dp->rank() : 0), n_(n), average_(average) {
   DT_CHECK(stage >= 0 && stage <= 2, InvalidArgument, "ZeroOptimizer handles stages 0-2 (stage 3: parallel/zero3.h), got " << stage);
-  if (stage == 0) {
-    off_ = 0;
-    len_ = n;
-  } else {
-    std::tie(off_, len_) = zero_shard(n, ranks_, rank_);
+  if (buckets.empty()) buckets.push_back({0, n});
+  int64_t at = 0, next = 0;
+  for (const auto& [begin, len] : buckets) {
+    DT_CHECK(begin == next && len >= 0, InvalidArgument, "ZeroOptimizer: buckets must tile [0, " << n << ") in order");
+    next = begin + len;
+    Slice s{begin, len, begin, len, at};
+    if (stage > 0) {
+      const auto [off, l] = zero_shard(len, ranks_, rank_);
+      s.mine = begin + off;
+      s.mine_len = l;
+    }
+    at += s.mine_len;
+    buckets_.push_back(s);
   }
+  DT_CHECK(next == n, InvalidArgument, "ZeroOptimizer: buckets cover " << next << " of " << n << " elements");
+  len_ = at;
   opt_ = make_optimizer(config, len_);
-  if (stage == 2) shard_grad_.assign(static_cast<size_t>(len_), 0.0f);
+  if (stage > 0) shard_grad_.assign(static_cast<size_t>(len_), 0.0f);
 }
 
-double ZeroOptimizer::step(std::span<float> params, std::span<float> grads, float lr, const ClipOptions& clip) {
-  DT_CHECK(static_cast<int64_t>(params.size()) == n_ && static_cast<int64_t>(grads.size()) == n_, InvalidArgument,
-           "ZeroOptimizer: expected " << n_ << " parameters and gradients, got " << params.size() << " and " << grads.size());
-  const int64_t bytes = n_ * 4;
-  std::span<float> g;
-  double sq = 0;
+void ZeroOptimizer::reduce(int bucket, std::span<float> grads) {
+  const Slice& s = buckets_[static_cast<size_t>(bucket)];
+  float* g = grads.data() + s.begin;
+  const float inv = average_ ? 1.0f / static_cast<float>(ranks_) : 1.0f;
   if (stage_ == 0) {
     if (ranks_ > 1) {
-      allreduce(*dp_, grads.data(), grads.size(), DType::kFloat32, ReduceOp::kAvg);
-      comm_.add("allreduce", bytes, ranks_);
+      allreduce(*dp_, g, static_cast<size_t>(s.len), DType::kFloat32, average_ ? ReduceOp::kAvg : ReduceOp::kSum);
+      comm_.add("allreduce", s.len * 4, ranks_);
     }
-    if (clip.max_norm > 0) sq = weighted_sumsq(grads, clip.norm_weight, 0);
-    g = grads;
+    return;
+  }
+  // Reduce-scatter: this rank receives the summed gradient of its slice only. Stage 1 keeps
+  // it also in its place in the (full, unsharded) gradient buffer; stage 2 only in the shard
+  // buffer (the full one is the caller's scratch).
+  const int64_t per = (s.len + ranks_ - 1) / ranks_;
+  padded_.assign(static_cast<size_t>(per * ranks_), 0.0f);
+  std::copy(g, g + s.len, padded_.begin());
+  recv_.resize(static_cast<size_t>(per));
+  if (ranks_ > 1) {
+    reduce_scatter(*dp_, padded_.data(), recv_.data(), static_cast<size_t>(per), DType::kFloat32, ReduceOp::kSum);
+    comm_.add("reduce_scatter", per * ranks_ * 4, ranks_);
   } else {
-    // Reduce-scatter: this rank receives the summed gradient of its shard only. Stage 1
-    // keeps it in its place in the (full, unsharded) gradient buffer, stage 2 in the shard
-    // buffer (the full one is the caller's scratch).
-    const int64_t per = (n_ + ranks_ - 1) / ranks_;
-    std::vector<float> padded(static_cast<size_t>(per * ranks_), 0.0f);
-    std::copy(grads.begin(), grads.end(), padded.begin());
-    std::vector<float> mine(static_cast<size_t>(per));
-    if (ranks_ > 1) {
-      reduce_scatter(*dp_, padded.data(), mine.data(), static_cast<size_t>(per), DType::kFloat32, ReduceOp::kSum);
-      comm_.add("reduce_scatter", per * ranks_ * 4, ranks_);
+    std::copy(padded_.begin(), padded_.begin() + per, recv_.begin());
+  }
+  for (int64_t i = 0; i < s.mine_len; ++i) {
+    const float v = recv_[static_cast<size_t>(i)] * inv;
+    shard_grad_[static_cast<size_t>(s.at + i)] = v;
+    if (stage_ == 1) grads[static_cast<size_t>(s.mine + i)] = v;
+  }
+}
+
+double ZeroOptimizer::finish(std::span<float> params, std::span<float> grads, float lr, const ClipOptions& clip) {
+  std::span<float> g = stage_ == 0 ? grads : std::span<float>(shard_grad_);
+  double sq = 0, norm = 0;
+  if (clip.max_norm > 0) {
+    if (stage_ == 0) {
+      sq = weighted_sumsq(grads, clip.norm_weight, 0);
     } else {
-      mine.assign(padded.begin(), padded.begin() + per);
-    }
-    g = stage_ == 2 ? std::span<float>(shard_grad_) : grads.subspan(static_cast<size_t>(off_), static_cast<size_t>(len_));
-    const float inv = 1.0f / static_cast<float>(ranks_);
-    for (int64_t i = 0; i < len_; ++i) g[static_cast<size_t>(i)] = mine[static_cast<size_t>(i)] * inv;
-    if (clip.max_norm > 0) {
-      sq = weighted_sumsq(g, clip.norm_weight, off_);
+      for (const Slice& s : buckets_)
+        sq += weighted_sumsq(g.subspan(static_cast<size_t>(s.at), static_cast<size_t>(s.mine_len)), clip.norm_weight, s.mine);
       if (ranks_ > 1) allreduce(*dp_, &sq, 1, DType::kFloat64, ReduceOp::kSum);
     }
-  }
-  double norm = 0;
-  if (clip.max_norm > 0) {
     if (clip.extra_reduce) sq = clip.extra_reduce(sq);
     norm = std::sqrt(sq);
     clip_by_norm(g, norm, clip.max_norm);
   }
   opt_->set_lr(lr);
-  opt_->step(params.subspan(static_cast<size_t>(off_), static_cast<size_t>(len_)), g);
-  if (stage_ >= 1 && ranks_ > 1) {
+  if (stage_ == 0) {
+    opt_->step(params, g);
+    return norm;
+  }
+  // Step the concatenation of this rank's slices, put them back, then all-gather every bucket.
+  shard_param_.resize(static_cast<size_t>(len_));
+  for (const Slice& s : buckets_)
+    std::copy_n(params.data() + s.mine, s.mine_len, shard_param_.data() + s.at);
+  opt_->step(shard_param_, g);
+  for (const Slice& s : buckets_) {
+    std::copy_n(shard_param_.data() + s.at, s.mine_len, params.data() + s.mine);
+    if (ranks_ == 1) continue;
     std::vector<size_t> counts;
-    for (int r = 0; r < ranks_; ++r) counts.push_back(static_cast<size_t>(zero_shard(n_, ranks_, r).second));
-    std::vector<float> mine(params.begin() + off_, params.begin() + off_ + len_);
-    allgatherv(*dp_, mine.data(), params.data(), counts, DType::kFloat32);
-    comm_.add("allgather", bytes, ranks_);
+    for (int r = 0; r < ranks_; ++r) counts.push_back(static_cast<size_t>(zero_shard(s.len, ranks_, r).second));
+    allgatherv(*dp_, shard_param_.data() + s.at, params.data() + s.begin, counts, DType::kFloat32);
+    comm_.add("allgather", s.len * 4, ranks_);
   }
   return norm;
+}
+
+double ZeroOptimizer::step(std::span<float> params, std::span<float> grads, float lr, const ClipOptions& clip) {
+  DT_CHECK(static_cast<int64_t>(params.size()) == n_ && static_cast<int64_t>(grads.size()) == n_, InvalidArgument,
+           "ZeroOptimizer: expected " << n_ << " parameters and gradients, got " << params.size() << " and " << grads.size());
+  for (int b = 0; b < buckets(); ++b) reduce(b, grads);
+  return finish(params, grads, lr, clip);
 }
 
 ZeroBytes ZeroOptimizer::bytes() const {
   ZeroBytes b;
   b.params = n_ * 4;
-  b.grads = stage_ == 2 ? static_cast<int64_t>(shard_grad_.size()) * 4 : n_ * 4;
+  b.grads = stage_ == 2 ? static_cast<int64_t>(shard_grad_.size()) * 4 : n_ * 4;  // stage 1: the full buffer
   b.optimizer = static_cast<int64_t>(opt_->save_state().size());
   return b;
 }

@@ -13,10 +13,22 @@
 //            the full gradient buffer is only scratch during backward (the training loop
 //            frees it between steps; without bucketing it exists until the last backward).
 //   stage 3  the parameters too: see parallel/zero3.h.
-// Shards: len = ceil(n / N) for every rank but the last (which takes what is left); the
-// reduce-scatter works on a copy padded to N * len.
+// Buckets. The gradient is cut into buckets (consecutive ranges; one bucket = the whole vector
+// by default) and sharded bucket by bucket: rank r owns slice r of every bucket (len =
+// ceil(L / N) for every rank but the last, which takes what is left; the reduce-scatter works
+// on a copy padded to N * len). Its optimizer runs over the concatenation of its slices. So
+// the bucket whose backward finished first can be reduce-scattered while backward continues
+// on earlier layers: ddp (parallel/data_parallel.h) calls reduce(b) for each bucket on its
+// progress thread as the bucket becomes final and then finish(); ddp itself is stage 0 (its
+// buckets all-reduced). The GPT calls step(), which reduces every bucket and finishes.
 //
 // Contract
+// - reduce(b, grads) reduces bucket b of this rank's local gradient (stage 0: all-reduce;
+//   1-2: reduce-scatter into the owner's slice), averaging over the ranks or summing
+//   (average = false: the caller already weighted each rank's share, as ddp does). Buckets
+//   may be reduced in any order, each exactly once per step, from one thread at a time.
+// - finish(params, grads, lr, clip) then clips, steps this rank's part and (stages 1-2)
+//   all-gathers every bucket's slices, so every rank holds the new parameters.
 // - step(params, grads) takes this rank's full parameters and its local gradient (the mean
 //   over its local batch) and leaves in params the parameters after one optimizer step on
 //   the mean gradient over the N ranks — identical on every rank and equal (to float
@@ -65,11 +77,15 @@ std::pair<int64_t, int64_t> zero_shard(int64_t n, int ranks, int r);
 
 class ZeroOptimizer {
  public:
-  // dp may be nullptr (one rank). stage in 0..2.
-  ZeroOptimizer(Communicator* dp, int stage, int64_t n, const OptimizerConfig& config);
+  // dp may be nullptr (one rank). stage in 0..2. `buckets` tile [0, n) in order (empty: one).
+  ZeroOptimizer(Communicator* dp, int stage, int64_t n, const OptimizerConfig& config,
+                std::vector<std::pair<int64_t, int64_t>> buckets = {}, bool average = true);
 
   // Returns the global gradient norm before clipping (0 when not clipping).
   double step(std::span<float> params, std::span<float> grads, float lr, const ClipOptions& clip = {});
+  void reduce(int bucket, std::span<float> grads);
+  double finish(std::span<float> params, std::span<float> grads, float lr, const ClipOptions& clip = {});
+  int buckets() const { return static_cast<int>(buckets_.size()); }
 
   int stage() const { return stage_; }
   ZeroBytes bytes() const;
@@ -77,12 +93,21 @@ class ZeroOptimizer {
   Optimizer& optimizer() { return *opt_; }
 
  private:
+  struct Slice {
+    int64_t begin, len;  // bucket b: [begin, begin + len) of the whole vector
+    int64_t mine, mine_len;  // this rank's slice of it: [mine, mine + mine_len)
+    int64_t at;  // where that slice sits in the concatenation this rank's optimizer steps
+  };
   Communicator* dp_;
   int stage_;
   int ranks_, rank_;
-  int64_t n_, off_, len_;
+  int64_t n_, len_;  // len_: elements this rank's optimizer steps
+  bool average_;
+  std::vector<Slice> buckets_;
   std::unique_ptr<Optimizer> opt_;
-  std::vector<float> shard_grad_;  // stage 2
+  std::vector<float> shard_grad_;   // stages 1-2: this rank's slices of the reduced gradient
+  std::vector<float> shard_param_;  // stages 1-2: this rank's slices of the parameters (scratch)
+  std::vector<float> padded_, recv_;  // reduce-scatter scratch
   ZeroComm comm_;
 };
 

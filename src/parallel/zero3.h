@@ -56,6 +56,8 @@ class Zero3Gpt {
   int64_t peak_unit_bytes() const { return peak_unit_bytes_; }
   const ZeroComm& comm() const { return comm_; }  // training steps only (not evaluate/gather_dense)
   int64_t num_params() const { return n_total_; }
+  std::span<float> shard_params() { return shard_params_; }  // this rank's shard (checkpoints)
+  Optimizer& optimizer() { return *opt_; }
 
  private:
   struct Unit;

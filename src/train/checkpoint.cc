@@ -58,6 +58,12 @@ void write_all(int fd, const uint8_t* p, size_t n, const std::string& path) {
 
 }  // namespace
 
+std::vector<std::string> Checkpoint::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, bytes] : sections_) out.push_back(name);
+  return out;
+}
+
 void Checkpoint::put(const std::string& name, std::vector<uint8_t> bytes) { sections_[name] = std::move(bytes); }
 
 void Checkpoint::put_floats(const std::string& name, std::span<const float> values) {

@@ -34,6 +34,7 @@ class Checkpoint {
   void put_string(const std::string& name, const std::string& value);
 
   bool has(const std::string& name) const { return sections_.count(name) != 0; }
+  std::vector<std::string> names() const;
   const std::vector<uint8_t>& get(const std::string& name) const;
   std::vector<float> get_floats(const std::string& name) const;
   std::vector<uint64_t> get_u64s(const std::string& name) const;

@@ -22,9 +22,10 @@ std::string hms(double s) {
 
 bool is_tty(std::FILE* f) { return f != nullptr && ::isatty(::fileno(f)) == 1; }
 
-Progress::Progress(std::FILE* out, bool tty, int64_t epochs, int64_t examples_per_epoch)
-    : out_(out), tty_(tty), epochs_(epochs), per_epoch_(std::max<int64_t>(1, examples_per_epoch)),
-      run_start_(now_seconds()) {}
+Progress::Progress(std::FILE* out, bool tty, int64_t epochs, int64_t per_epoch, const char* unit, bool accuracy,
+                   const char* word)
+    : out_(out), tty_(tty), epochs_(epochs), per_epoch_(std::max<int64_t>(1, per_epoch)), unit_(unit),
+      accuracy_(accuracy), word_(word), run_start_(now_seconds()) {}
 
 void Progress::begin_epoch(int64_t epoch) {
   epoch_ = epoch;
@@ -47,10 +48,10 @@ void Progress::update(int64_t done, double loss) {
   for (int i = 0; i < 20; ++i) bar[i] = i < filled ? '#' : '.';
   bar[20] = 0;
   char acc[48] = "";
-  if (last_test_acc_ >= 0) std::snprintf(acc, sizeof acc, "  test_acc %.4f", last_test_acc_);
-  std::fprintf(out_, "\r\033[Kepoch %lld/%lld [%s] %lld/%lld loss %.4f%s  %.0f ex/s  ETA %s",
+  if (last_test_acc_ >= 0 && accuracy_) std::snprintf(acc, sizeof acc, "  test_acc %.4f", last_test_acc_);
+  std::fprintf(out_, "\r\033[K%s %lld/%lld [%s] %lld/%lld loss %.4f%s  %.1f %s/s  ETA %s", word_,
                static_cast<long long>(epoch_), static_cast<long long>(epochs_), bar, static_cast<long long>(done),
-               static_cast<long long>(per_epoch_), loss, acc, rate, hms(eta).c_str());
+               static_cast<long long>(per_epoch_), loss, acc, rate, unit_, hms(eta).c_str());
   std::fflush(out_);
 }
 
@@ -59,9 +60,11 @@ void Progress::end_epoch(const EpochRow& r, bool has_test) {
   ++epochs_done_in_run_;
   const double per = (now_seconds() - run_start_) / static_cast<double>(epochs_done_in_run_);
   if (tty_) std::fprintf(out_, "\r\033[K");
-  std::fprintf(out_, "epoch %lld/%lld  loss %.4f  acc %.4f", static_cast<long long>(r.epoch),
-               static_cast<long long>(epochs_), r.train_loss, r.train_accuracy);
-  if (has_test) std::fprintf(out_, "  test_loss %.4f  test_acc %.4f", r.test_loss, r.test_accuracy);
+  std::fprintf(out_, "%s %lld/%lld  loss %.4f", word_, static_cast<long long>(r.epoch), static_cast<long long>(epochs_),
+               r.train_loss);
+  if (accuracy_) std::fprintf(out_, "  acc %.4f", r.train_accuracy);
+  if (has_test) std::fprintf(out_, accuracy_ ? "  test_loss %.4f" : "  val_loss %.4f", r.test_loss);
+  if (has_test && accuracy_) std::fprintf(out_, "  test_acc %.4f", r.test_accuracy);
   last_test_acc_ = r.test_accuracy;
   for (const auto& [name, value] : r.extra) std::fprintf(out_, "  %s %.4g", name.c_str(), value);
   std::fprintf(out_, "  %.2fs  %.0f ex/s  ETA %s\n", r.seconds, r.examples_per_second,

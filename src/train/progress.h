@@ -20,7 +20,7 @@
 namespace dtrain {
 
 struct EpochRow {
-  int64_t epoch = 0;  // 1-based
+  int64_t epoch = 0;  // 1-based (a round for step-driven runs)
   float lr = 0;
   double train_loss = 0, train_accuracy = 0;
   double test_loss = 0, test_accuracy = 0;
@@ -32,7 +32,10 @@ struct EpochRow {
 
 class Progress {
  public:
-  Progress(std::FILE* out, bool tty, int64_t epochs, int64_t examples_per_epoch);
+  // `per_epoch` units (`unit`: "ex" for examples, "steps" for step rounds) make one round;
+  // without `accuracy` only losses are printed (the GPT).
+  Progress(std::FILE* out, bool tty, int64_t epochs, int64_t per_epoch, const char* unit = "ex", bool accuracy = true,
+           const char* word = "epoch");
   void begin_epoch(int64_t epoch);  // 1-based
   void update(int64_t done, double loss);
   void end_epoch(const EpochRow& row, bool has_test);
@@ -42,6 +45,9 @@ class Progress {
   std::FILE* out_;
   bool tty_;
   int64_t epochs_, per_epoch_;
+  const char* unit_;
+  bool accuracy_;
+  const char* word_;  // what a line counts: "epoch" or "round"
   int64_t epoch_ = 0;
   double epoch_start_ = 0, last_draw_ = 0, run_start_ = 0;
   int64_t epochs_done_in_run_ = 0;

@@ -5,10 +5,12 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
 #include "base/clock.h"
+#include "base/thread_pool.h"
 #include "base/error.h"
 #include "coll/collectives.h"
 #include "data/file_reader.h"
@@ -68,13 +70,27 @@ void make_dirs(const std::string& dir) {
 
 }  // namespace
 
-Trainer::Trainer(TrainableModel& model, const data::Dataset* test, TrainOptions options, StrategyFactory factory)
-    : model_(model), test_(test), opt_(std::move(options)), factory_(std::move(factory)), lr_(opt_.optimizer.lr) {
-  DT_CHECK(opt_.epochs >= 1, InvalidArgument, "--epochs must be >= 1, got " << opt_.epochs);
+Trainer::Trainer(Strategy& strategy, TrainOptions options) : strategy_(strategy), opt_(std::move(options)) {
   DT_CHECK(opt_.batch >= 1, InvalidArgument, "--batch must be >= 1, got " << opt_.batch);
   DT_CHECK(!opt_.resume || !opt_.checkpoint_dir.empty(), InvalidArgument,
-           "--resume needs --checkpoint DIR (the directory holding checkpoint.dtc)");
-  optimizer_ = make_optimizer(opt_.optimizer, model_.num_params());
+           "--resume needs --checkpoint DIR (the directory holding the checkpoints)");
+  if (by_steps()) {
+    DT_CHECK(opt_.steps >= 1, InvalidArgument, "--steps must be >= 1 for " << strategy_.describe() << ", got " << opt_.steps);
+    DT_CHECK(opt_.round_steps >= 0, InvalidArgument, "--eval-every must be >= 1, got " << opt_.round_steps);
+    if (opt_.round_steps == 0) opt_.round_steps = std::max<int64_t>(1, opt_.steps / 10);
+    rounds_ = (opt_.steps + opt_.round_steps - 1) / opt_.round_steps;
+  } else {
+    DT_CHECK(opt_.epochs >= 1, InvalidArgument, "--epochs must be >= 1, got " << opt_.epochs);
+    DT_CHECK(opt_.round_steps >= 0, InvalidArgument, "--checkpoint-every must be >= 1, got " << opt_.round_steps);
+    if (opt_.round_steps > 0) {
+      DT_CHECK(strategy_.splits_epochs(), InvalidArgument,
+               "--checkpoint-every cuts epochs into parts, but an epoch of --strategy " << strategy_.name()
+                                                                                        << " is one indivisible round; checkpoints come every epoch");
+      const int64_t steps_per_epoch = (strategy_.examples_per_epoch() + opt_.batch - 1) / opt_.batch;
+      parts_ = (steps_per_epoch + opt_.round_steps - 1) / opt_.round_steps;
+    }
+    rounds_ = opt_.epochs * parts_;
+  }
 }
 
 std::string Trainer::checkpoint_path() const {
@@ -85,7 +101,7 @@ std::string Trainer::checkpoint_path() const {
 namespace {
 std::string prev_path(const std::string& path) { return path.substr(0, path.size() - 4) + ".prev.dtc"; }
 
-int64_t epochs_in(const std::string& path) {
+int64_t rounds_in(const std::string& path) {
   if (!data::file_exists(path)) return -1;
   auto p = Checkpoint::load(path).get_u64s("progress");
   DT_CHECK(p.size() == 3, Corrupt, "checkpoint '" << path << "': bad progress section");
@@ -94,27 +110,28 @@ int64_t epochs_in(const std::string& path) {
 }  // namespace
 
 std::string Trainer::fingerprint() const {
-  const auto& tr = model_.train_set();
   std::ostringstream os;
-  os << model_.describe() << " on " << tr.source << " (" << tr.rows << " x " << tr.cols << "), optimizer "
-     << optimizer_->kind() << ", batch " << opt_.batch << ", seed " << opt_.seed;
+  os << strategy_.describe() << ", batch " << opt_.batch << ", seed " << opt_.seed;
+  if (by_steps()) os << ", " << opt_.steps << " steps";
+  if (!by_steps() && parts_ > 1) os << ", epochs in parts of " << opt_.round_steps << " steps";
   if (distributed()) os << ", strategy " << opt_.strategy << " on " << opt_.comm->size() << " ranks";
+  if (distributed() || by_steps()) os << ", rank " << (opt_.comm ? opt_.comm->rank() : 0);
   return os.str();
 }
 
-void Trainer::save(int64_t epochs_done, const std::vector<EpochRow>& rows, const LocalStrategy* strategy) const {
+void Trainer::save(int64_t rounds_done, const std::vector<EpochRow>& rows) const {
   Checkpoint ck;
   ck.put_string("fingerprint", fingerprint());
-  ck.put_floats("params", model_.params());
-  ck.put("optimizer", optimizer_->save_state());
-  const uint64_t progress[] = {static_cast<uint64_t>(epochs_done), static_cast<uint64_t>(optimizer_->steps()), opt_.seed};
+  const uint64_t progress[] = {static_cast<uint64_t>(rounds_done), static_cast<uint64_t>(strategy_.steps()), opt_.seed};
   ck.put_u64s("progress", progress);
   ck.put_floats("history", rows_to_floats(rows));
   ck.put_string("strategy", opt_.strategy);
-  if (strategy) ck.put("strategy_state", strategy->save_state());
+  StateSections state;
+  strategy_.save(state);
+  for (auto& [name, bytes] : state) ck.put("s." + name, bytes);
   make_dirs(opt_.checkpoint_dir);
   const std::string path = checkpoint_path();
-  // Keep the previous generation: a rank may die after some ranks saved this epoch.
+  // Keep the previous generation: a rank may die after some ranks saved this round.
   if (distributed() && data::file_exists(path) && std::rename(path.c_str(), prev_path(path).c_str()) != 0) {
     int err = errno;
     DT_THROW(IoError, "cannot keep the previous checkpoint '" << path << "': " << errno_string(err));
@@ -122,86 +139,100 @@ void Trainer::save(int64_t epochs_done, const std::vector<EpochRow>& rows, const
   ck.save(path);
 }
 
-int64_t Trainer::restore(std::vector<EpochRow>& rows, std::vector<uint8_t>* strategy_state) {
+int64_t Trainer::restore(std::vector<EpochRow>& rows) {
   std::string path = checkpoint_path();
   if (distributed()) {
-    // Agree on the newest epoch every rank has: min over ranks of each rank's newest.
-    const int64_t cur = epochs_in(path), prev = epochs_in(prev_path(path));
+    // Agree on the newest round every rank has: min over ranks of each rank's newest.
+    const int64_t cur = rounds_in(path), prev = rounds_in(prev_path(path));
     int64_t newest = std::max(cur, prev);
     int64_t agreed = newest;
     allreduce(*opt_.comm, &agreed, 1, DType::kInt64, ReduceOp::kMin);
+    if (agreed < 0 && opt_.resume_if_present) return 0;  // some rank has none: start over
     DT_CHECK(agreed >= 0, IoError,
              "--resume: rank " << opt_.comm->rank() << (newest < 0 ? " has" : ": some rank has")
                                << " no checkpoint in '" << opt_.checkpoint_dir
                                << "'; run once without --resume to create them");
     if (cur != agreed) {
       DT_CHECK(prev == agreed, Corrupt,
-               "--resume: rank " << opt_.comm->rank() << " has checkpoints of epochs " << cur << " and " << prev
-                                 << " but the ranks agree on epoch " << agreed << "; the checkpoints in '"
+               "--resume: rank " << opt_.comm->rank() << " has checkpoints of rounds " << cur << " and " << prev
+                                 << " but the ranks agree on round " << agreed << "; the checkpoints in '"
                                  << opt_.checkpoint_dir << "' come from different runs");
       path = prev_path(path);
     }
   }
+  if (!distributed() && opt_.resume_if_present && !data::file_exists(path)) return 0;
   DT_CHECK(data::file_exists(path), IoError,
            "--resume: no checkpoint at '" << path << "'; run once without --resume to create it");
   Checkpoint ck = Checkpoint::load(path);
   const std::string theirs = ck.get_string("fingerprint"), ours = fingerprint();
   DT_CHECK(theirs == ours, InvalidArgument,
            "checkpoint '" << path << "' was written for [" << theirs << "] but this run is [" << ours
-                          << "]; use the same model, data, optimizer, batch and seed, or another --checkpoint DIR");
-  std::vector<float> params = ck.get_floats("params");
-  DT_CHECK_EQ(static_cast<int64_t>(params.size()), model_.num_params(), Corrupt,
-              "checkpoint '" << path << "' parameter count");
-  std::copy(params.begin(), params.end(), model_.params().begin());
-  const auto& state = ck.get("optimizer");
-  optimizer_->load_state(state);
+                          << "]; use the same model, data, optimizer, batch, seed and layout, or another --checkpoint DIR");
+  StateSections state;
+  for (const std::string& name : ck.names())
+    if (name.rfind("s.", 0) == 0) state.emplace_back(name.substr(2), ck.get(name));
+  strategy_.load(state);
   auto progress = ck.get_u64s("progress");
   DT_CHECK(progress.size() == 3, Corrupt, "checkpoint '" << path << "': bad progress section");
   rows = rows_from_floats(ck.get_floats("history"));
-  if (strategy_state && ck.has("strategy_state")) *strategy_state = ck.get("strategy_state");
   return static_cast<int64_t>(progress[0]);
+}
+
+Round Trainer::round(int64_t r, std::vector<int64_t>& order) const {
+  Round rd;
+  rd.index = r;
+  rd.batch = opt_.batch;
+  if (by_steps()) {
+    rd.first_step = r * opt_.round_steps;
+    rd.steps = std::min(opt_.round_steps, opt_.steps - rd.first_step);
+  } else {
+    rd.epoch = r / parts_;
+    rd.part = r % parts_;
+    if (rd.part == 0 || order.empty()) order = data::epoch_permutation(strategy_.examples_per_epoch(), opt_.seed, rd.epoch);
+    const int64_t n = static_cast<int64_t>(order.size()), per = parts_ > 1 ? opt_.round_steps * opt_.batch : n;
+    const int64_t first = std::min(n, rd.part * per), last = std::min(n, first + per);
+    rd.order = std::span<const int64_t>(order).subspan(static_cast<size_t>(first), static_cast<size_t>(last - first));
+    rd.steps = (last - first + opt_.batch - 1) / opt_.batch;
+  }
+  return rd;
 }
 
 TrainReport Trainer::run() {
   const double run_start = now_seconds();
   TrainReport rep;
-  const data::Dataset& train = model_.train_set();
-  const bool has_test = test_ != nullptr && test_->rows > 0;
-  const data::Dataset& eval_set = has_test ? *test_ : train;
-  rep.test_is_train = !has_test;
-
-  int64_t first_epoch = 0;
-  std::vector<uint8_t> strategy_state;
-  if (opt_.resume) first_epoch = restore(rep.epochs, &strategy_state);
-  rep.resumed_from_epoch = first_epoch;
-  optimizer_->set_lr(lr_);
-  std::unique_ptr<LocalStrategy> strategy = factory_(model_, *optimizer_, &lr_, opt_);
-  if (!strategy_state.empty()) strategy->load_state(strategy_state);
+  rep.classifies = strategy_.classifies();
+  int64_t first_round = 0;
+  if (opt_.resume || (opt_.resume_if_present && !opt_.checkpoint_dir.empty())) first_round = restore(rep.epochs);
+  rep.resumed_from_epoch = first_round;
   ThreadPool eval_pool(opt_.threads);
-  Progress progress(opt_.out, opt_.tty, opt_.epochs, train.rows);
-  if (first_epoch > 0)
-    progress.message("resumed from '" + checkpoint_path() + "' after epoch " + std::to_string(first_epoch));
-  if (first_epoch >= opt_.epochs) rep.test = strategy->evaluate(model_, eval_set, &eval_pool);
+  const int64_t per_round = by_steps() ? opt_.round_steps
+                                       : parts_ > 1 ? opt_.round_steps * opt_.batch : strategy_.examples_per_epoch();
+  Progress progress(opt_.out, opt_.tty, rounds_, per_round, by_steps() ? "steps" : "ex", rep.classifies,
+                    by_steps() || parts_ > 1 ? "round" : "epoch");
+  if (first_round > 0)
+    progress.message("resumed from '" + checkpoint_path() + "' after " + (by_steps() || parts_ > 1 ? "round " : "epoch ") +
+                     std::to_string(first_round));
+  if (first_round >= rounds_) rep.test = strategy_.evaluate(&eval_pool);
 
   int64_t ran = 0;
-  for (int64_t e = first_epoch; e < opt_.epochs; ++e) {
-    if (opt_.stop_after_epochs >= 0 && ran >= opt_.stop_after_epochs) break;
+  std::vector<int64_t> order;
+  for (int64_t e = first_round; e < rounds_; ++e) {
+    if (opt_.stop_after_rounds >= 0 && ran >= opt_.stop_after_rounds) break;
     progress.begin_epoch(e + 1);
-    strategy->begin_epoch(e);
-    const std::vector<int64_t> order = data::epoch_permutation(train.rows, opt_.seed, e);
+    const Round rd = round(e, order);
+    strategy_.begin_round(rd);
     const double t0 = now_seconds();
-    LossAcc tr = strategy->run_epoch(order, opt_.batch, [&](int64_t done, double loss) { progress.update(done, loss); });
+    LossAcc tr = strategy_.train_round(rd, [&](int64_t done, double loss) { progress.update(done, loss); });
     const double secs = now_seconds() - t0;
     rep.train_seconds += secs;
     rep.examples += tr.examples;
     DT_CHECK(std::isfinite(tr.loss), Error,
-             "training diverged in epoch " << e + 1 << " (loss " << tr.loss << "); lower --lr (now " << lr_ << ")");
-    std::vector<std::pair<std::string, double>> extra = strategy->epoch_metrics();
-    rep.test = strategy->evaluate(model_, eval_set, &eval_pool);
+             "training diverged in round " << e + 1 << " (loss " << tr.loss << "); lower --lr");
+    Metrics extra = strategy_.round_metrics();
+    rep.test = strategy_.evaluate(&eval_pool);
     EpochRow row;
     row.extra = std::move(extra);
     row.epoch = e + 1;
-    row.lr = lr_;
     row.train_loss = tr.loss;
     row.train_accuracy = tr.accuracy();
     row.test_loss = rep.test.loss;
@@ -210,11 +241,12 @@ TrainReport Trainer::run() {
     row.examples_per_second = secs > 0 ? static_cast<double>(tr.examples) / secs : 0;
     rep.epochs.push_back(row);
     progress.end_epoch(row, true);
-    if (!opt_.checkpoint_dir.empty()) save(e + 1, rep.epochs, strategy.get());
+    if (!opt_.checkpoint_dir.empty()) save(e + 1, rep.epochs);
     ++ran;
   }
-  rep.steps = optimizer_->steps();
-  if (const Instrument* inst = strategy->instrument()) rep.split = inst->totals();
+  if (!opt_.checkpoint_dir.empty()) strategy_.finish(opt_.checkpoint_dir);
+  rep.steps = strategy_.steps();
+  if (const Instrument* inst = strategy_.instrument()) rep.split = inst->totals();
   rep.wall_seconds = now_seconds() - run_start;
   rep.examples_per_second = rep.train_seconds > 0 ? static_cast<double>(rep.examples) / rep.train_seconds : 0;
   return rep;

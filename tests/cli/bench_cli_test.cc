@@ -11,7 +11,7 @@
 
 #include "base/error.h"
 #include "cli/bench.h"
-#include "cli/bench_coll_runner.h"
+#include "plan/coll_bench.h"
 #include "cli/commands.h"
 
 namespace dtrain::cli {

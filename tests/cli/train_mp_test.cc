@@ -138,9 +138,10 @@ TEST_F(TrainMp, DeterministicDdpGivesTheSameModelForAnyRankCount) {
   auto a = load(file("one.json")), b = load(file("three.json"));
   EXPECT_EQ(b["world_size"], 3);
   // Same parameters: the same test predictions; the loss is summed in a different grouping
-  // (the test set is scored in rank slices), so only its last bits may differ.
+  // (the test set is scored in rank slices, each slice summed in float SIMD lanes), so it agrees
+  // to float precision only.
   EXPECT_EQ(a["test_accuracy"].get<double>(), b["test_accuracy"].get<double>());
-  EXPECT_NEAR(a["test_loss"].get<double>(), b["test_loss"].get<double>(), 1e-12);
+  EXPECT_NEAR(a["test_loss"].get<double>(), b["test_loss"].get<double>(), 1e-8 * a["test_loss"].get<double>());
 }
 
 TEST_F(TrainMp, EveryStrategyResumesAfterAKilledRankWithIdenticalLosses) {

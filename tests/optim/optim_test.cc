@@ -208,7 +208,9 @@ TEST(Clip, ShardedNormEqualsGlobal) {
   std::vector<float> g = random_vec(1000, 5);
   std::span<const float> s(g);
   double parts = grad_sumsq(s.subspan(0, 300)) + grad_sumsq(s.subspan(300));
-  EXPECT_NEAR(std::sqrt(parts), global_norm(g), 1e-9 * std::sqrt(parts) + 1e-12);
+  // The kernels accumulate each chunk in float (lanes of the SIMD width this CPU has), so
+  // another split agrees to float precision, not double.
+  EXPECT_NEAR(std::sqrt(parts), global_norm(g), 1e-6 * std::sqrt(parts));
   ThreadPool pool(2);
   std::vector<float> big = random_vec(200000, 6);
   EXPECT_NEAR(global_norm(big, &pool), global_norm(big), 1e-6 * global_norm(big));

@@ -25,10 +25,10 @@ DistRun ddp_run(int ranks, int64_t batch, const OptimizerConfig& oc, const DdpOp
                 const data::Dataset& ds) {
   return run_steps(
       ranks, ds, kSpec, oc, batch, steps,
-      [&](TrainableModel& m, Optimizer& opt, Communicator& c) -> std::unique_ptr<LocalStrategy> {
+      [&](TrainableModel& m, Optimizer& opt, Communicator& c) -> std::unique_ptr<ModelStrategy> {
         return std::make_unique<DataParallel>(m, opt, c, o, nullptr);
       },
-      [](LocalStrategy& s, std::span<const int64_t> b) { static_cast<DataParallel&>(s).step(b); });
+      [](ModelStrategy& s, std::span<const int64_t> b) { static_cast<DataParallel&>(s).step(b); });
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
@@ -212,13 +212,75 @@ TEST(DdpFloat, LearnsASmallProblem) {
     }
     EXPECT_EQ(last.examples, ds.rows);  // summed over both ranks
     EXPECT_LT(last.loss, 0.5 * first.loss);
-    LossAcc test = ddp.evaluate(*model, ds, nullptr);
+    LossAcc test = ddp.evaluate_on(*model, ds, nullptr);
     EXPECT_EQ(test.examples, ds.rows);
     EXPECT_GT(test.accuracy(), 0.9);
     TimeSplit s = inst.totals();
     EXPECT_GT(s.compute_seconds, 0);
     EXPECT_GT(s.comm_seconds, 0);
     EXPECT_GT(s.comm_calls, 0);
+  });
+}
+
+}  // namespace
+}  // namespace dtrain
+
+namespace dtrain {
+namespace {
+
+// ZeRO on ddp's buckets: stages 1 and 2 reduce-scatter each bucket as backward finishes it,
+// step only this rank's slices and all-gather them; the parameters match plain ddp (stage 0)
+// on every rank to float rounding, and each rank keeps about 1/N of the optimizer state.
+TEST(DdpZero, BucketedStagesMatchPlainDdpAndShardTheState) {
+  const data::Dataset ds = dense_blobs(96, 12, 4, 21);
+  OptimizerConfig oc{.kind = "adam", .lr = 0.01f};
+  for (int ranks : {2, 3}) {
+    std::vector<std::vector<float>> by_stage;
+    std::vector<int64_t> opt_bytes;
+    for (int stage : {0, 1, 2}) {
+      DdpOptions o;
+      o.bucket_bytes = 64;  // several buckets, so the bucketed path is exercised
+      o.zero = stage;
+      std::mutex mu;
+      int64_t bytes = 0;
+      DistRun r = run_steps(
+          ranks, ds, kSpec, oc, 24, 3,
+          [&](TrainableModel& m, Optimizer&, Communicator& c) -> std::unique_ptr<ModelStrategy> {
+            auto s = std::make_unique<DataParallel>(m, oc, c, o, nullptr);
+            EXPECT_GT(s->buckets().size(), 2u);
+            std::lock_guard<std::mutex> lock(mu);
+            if (c.rank() == 0) {
+              StateSections st;
+              s->save(st);
+              bytes = static_cast<int64_t>(find_section(st, "optimizer")->size());
+            }
+            return s;
+          },
+          [](ModelStrategy& s, std::span<const int64_t> b) { static_cast<DataParallel&>(s).step(b); });
+      by_stage.push_back(r.params_after[0].back());
+      for (int k = 1; k < ranks; ++k)
+        EXPECT_TRUE(same_bits(r.params_after[0].back(), r.params_after[static_cast<size_t>(k)].back()))
+            << "stage " << stage << ": rank " << k << " differs from rank 0";
+      opt_bytes.push_back(bytes);
+    }
+    for (int stage : {1, 2})
+      EXPECT_LT(testing::max_abs_diff(by_stage[0], by_stage[static_cast<size_t>(stage)]), 1e-5f)
+          << ranks << " ranks, stage " << stage;
+    // Adam keeps two moments per element it steps: stage 1/2 step about 1/N of them.
+    EXPECT_LT(opt_bytes[1], opt_bytes[0] / ranks + 4096) << ranks << " ranks";
+  }
+}
+
+TEST(DdpZero, RefusesDeterministicAndStageThree) {
+  const data::Dataset ds = dense_blobs(16, 12, 4, 1);
+  testing::run_world(2, TransportKind::kShm, [&](Communicator& c) {
+    auto m = make_mlp_model(kSpec, ds, 1);
+    DdpOptions o;
+    o.zero = 3;
+    EXPECT_THROW(DataParallel(*m, OptimizerConfig{}, c, o, nullptr), InvalidArgument);
+    o.zero = 1;
+    o.deterministic = true;
+    EXPECT_THROW(DataParallel(*m, OptimizerConfig{}, c, o, nullptr), InvalidArgument);
   });
 }
 

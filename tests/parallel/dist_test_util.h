@@ -44,9 +44,9 @@ struct DistRun {
 
 // Builds the strategy for one rank (model, its optimizer, the rank's communicator).
 using MakeStrategy =
-    std::function<std::unique_ptr<LocalStrategy>(TrainableModel&, Optimizer&, Communicator&)>;
+    std::function<std::unique_ptr<ModelStrategy>(TrainableModel&, Optimizer&, Communicator&)>;
 // Steps one strategy once on a global batch (e.g. DataParallel::step).
-using StepFn = std::function<void(LocalStrategy&, std::span<const int64_t>)>;
+using StepFn = std::function<void(ModelStrategy&, std::span<const int64_t>)>;
 
 // Trains `steps` global minibatches of `batch` items of epoch 0's order on `ranks` ranks.
 inline DistRun run_steps(int ranks, const data::Dataset& ds, const std::string& spec, const OptimizerConfig& oc,

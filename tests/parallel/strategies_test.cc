@@ -35,10 +35,10 @@ DistRun ddp(int ranks, int64_t batch, const OptimizerConfig& oc, bool det, int s
   o.deterministic = det;
   return run_steps(
       ranks, ds, kSpec, oc, batch, steps,
-      [&](TrainableModel& m, Optimizer& opt, Communicator& c) -> std::unique_ptr<LocalStrategy> {
+      [&](TrainableModel& m, Optimizer& opt, Communicator& c) -> std::unique_ptr<ModelStrategy> {
         return std::make_unique<DataParallel>(m, opt, c, o, nullptr);
       },
-      [](LocalStrategy& s, std::span<const int64_t> b) { static_cast<DataParallel&>(s).step(b); });
+      [](ModelStrategy& s, std::span<const int64_t> b) { static_cast<DataParallel&>(s).step(b); });
 }
 
 // Whole epochs of any strategy (ps and fedavg are driven per epoch).
@@ -71,20 +71,20 @@ TEST(LocalSgd, SyncEveryStepEqualsDdp) {
   o.sync_every = 1;
   DistRun local = run_steps(
       4, ds, kSpec, oc, 64, 5,
-      [&](TrainableModel& m, Optimizer& opt, Communicator& c) -> std::unique_ptr<LocalStrategy> {
+      [&](TrainableModel& m, Optimizer& opt, Communicator& c) -> std::unique_ptr<ModelStrategy> {
         return std::make_unique<LocalSgd>(m, opt, c, o, nullptr);
       },
-      [](LocalStrategy& s, std::span<const int64_t> b) { static_cast<LocalSgd&>(s).step(b); });
+      [](ModelStrategy& s, std::span<const int64_t> b) { static_cast<LocalSgd&>(s).step(b); });
   DistRun ref = ddp(4, 64, oc, false, 5, ds);
   for (int t = 0; t < 5; ++t) EXPECT_LT(max_abs_diff(local.params_after[0][t], ref.params_after[0][t]), 2e-5f) << t;
   // With H = 4 the ranks drift apart between averages: after step 2 they differ.
   o.sync_every = 4;
   DistRun lazy = run_steps(
       4, ds, kSpec, oc, 64, 4,
-      [&](TrainableModel& m, Optimizer& opt, Communicator& c) -> std::unique_ptr<LocalStrategy> {
+      [&](TrainableModel& m, Optimizer& opt, Communicator& c) -> std::unique_ptr<ModelStrategy> {
         return std::make_unique<LocalSgd>(m, opt, c, o, nullptr);
       },
-      [](LocalStrategy& s, std::span<const int64_t> b) { static_cast<LocalSgd&>(s).step(b); });
+      [](ModelStrategy& s, std::span<const int64_t> b) { static_cast<LocalSgd&>(s).step(b); });
   EXPECT_FALSE(same_bits(lazy.params_after[0][1], lazy.params_after[1][1]));
   EXPECT_TRUE(same_bits(lazy.params_after[0][3], lazy.params_after[1][3]));  // averaged at step 4
 }
@@ -96,10 +96,10 @@ TEST(Gossip, CompleteGraphUniformWeightsEqualsDdp) {
   oc.momentum = 0.9f;
   DistRun g = run_steps(
       3, ds, kSpec, oc, 48, 5,
-      [&](TrainableModel& m, Optimizer& opt, Communicator& c) -> std::unique_ptr<LocalStrategy> {
+      [&](TrainableModel& m, Optimizer& opt, Communicator& c) -> std::unique_ptr<ModelStrategy> {
         return std::make_unique<Gossip>(m, opt, c, "complete", nullptr);
       },
-      [](LocalStrategy& s, std::span<const int64_t> b) { static_cast<Gossip&>(s).step(b); });
+      [](ModelStrategy& s, std::span<const int64_t> b) { static_cast<Gossip&>(s).step(b); });
   DistRun ref = ddp(3, 48, oc, false, 5, ds);
   for (int t = 0; t < 5; ++t)
     for (int r = 0; r < 3; ++r) EXPECT_LT(max_abs_diff(g.params_after[r][t], ref.params_after[0][t]), 2e-5f);
@@ -127,7 +127,7 @@ TEST(Gossip, TopologiesAreRegularAndSymmetric) {
 }
 
 testing::MakeStrategy ps_maker(PsOptions o, const float* lr) {
-  return [o, lr](TrainableModel& m, Optimizer&, Communicator& c) -> std::unique_ptr<LocalStrategy> {
+  return [o, lr](TrainableModel& m, Optimizer&, Communicator& c) -> std::unique_ptr<ModelStrategy> {
     return std::make_unique<ParamServer>(m, c, o, lr, nullptr);
   };
 }
@@ -149,7 +149,7 @@ TEST(ParamServer, SyncDeterministicEqualsDeterministicDdpBitForBit) {
     DistRun ref = epochs(1, ds, oc, 32, 1, [](TrainableModel& m, Optimizer& opt, Communicator& c) {
       DdpOptions d;
       d.deterministic = true;
-      return std::unique_ptr<LocalStrategy>(std::make_unique<DataParallel>(m, opt, c, d, nullptr));
+      return std::unique_ptr<ModelStrategy>(std::make_unique<DataParallel>(m, opt, c, d, nullptr));
     });
     for (int r = 0; r < 3 + servers; ++r) EXPECT_TRUE(same_bits(ps.params_after[r][0], ref.params_after[0][0])) << r;
   }
@@ -188,10 +188,10 @@ TEST(FedAvg, OneClientAllDataOneEpochEqualsPlainTrainingBitForBit) {
   o.local_epochs = 1;
   o.seed = 7;  // the order epochs() uses: epoch_permutation(n, 7, e)
   o.optimizer = oc;
-  auto fed = [&](TrainableModel& m, Optimizer&, Communicator& c) -> std::unique_ptr<LocalStrategy> {
+  auto fed = [&](TrainableModel& m, Optimizer&, Communicator& c) -> std::unique_ptr<ModelStrategy> {
     return std::make_unique<FedAvg>(m, c, o, &lr, nullptr);
   };
-  auto single = [](TrainableModel& m, Optimizer& opt, Communicator&) -> std::unique_ptr<LocalStrategy> {
+  auto single = [](TrainableModel& m, Optimizer& opt, Communicator&) -> std::unique_ptr<ModelStrategy> {
     return std::make_unique<SyncThreads>(m, opt, 1, 1);
   };
   DistRun ref = epochs(1, ds, oc, 32, 1, single);
@@ -243,14 +243,14 @@ TEST(Strategies, EveryStrategyLearnsASmallProblem) {
   oc.momentum = 0.5f;
   static const float lr = 0.1f;
   std::vector<std::pair<std::string, testing::MakeStrategy>> all = {
-      {"localsgd", [](TrainableModel& m, Optimizer& opt, Communicator& c) -> std::unique_ptr<LocalStrategy> {
+      {"localsgd", [](TrainableModel& m, Optimizer& opt, Communicator& c) -> std::unique_ptr<ModelStrategy> {
          return std::make_unique<LocalSgd>(m, opt, c, LocalSgdOptions{}, nullptr);
        }},
-      {"gossip-ring", [](TrainableModel& m, Optimizer& opt, Communicator& c) -> std::unique_ptr<LocalStrategy> {
+      {"gossip-ring", [](TrainableModel& m, Optimizer& opt, Communicator& c) -> std::unique_ptr<ModelStrategy> {
          return std::make_unique<Gossip>(m, opt, c, "ring", nullptr);
        }},
       {"ps-async", ps_maker(PsOptions{1, false, 2, false, 8, oc}, &lr)},
-      {"fedavg", [&](TrainableModel& m, Optimizer&, Communicator& c) -> std::unique_ptr<LocalStrategy> {
+      {"fedavg", [&](TrainableModel& m, Optimizer&, Communicator& c) -> std::unique_ptr<ModelStrategy> {
          FedAvgOptions o;
          o.clients = 6;  // two per rank, all sampled, 4 local epochs: each round does real work
          o.fraction = 1.0;

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "data/rng.h"
 #include "train/checkpoint.h"
+#include "parallel/threads.h"
 #include "train/trainer.h"
 
 namespace dtrain {
@@ -112,11 +113,19 @@ data::Dataset blobs(uint64_t seed) {
   return ds;
 }
 
-StrategyFactory threads_factory() {
-  return [](TrainableModel& m, Optimizer& o, const float*, const TrainOptions& opt) -> std::unique_ptr<LocalStrategy> {
-    return std::make_unique<SyncThreads>(m, o, opt.threads);
-  };
-}
+// A model with the `threads` strategy and its optimizer, as the registry builds them.
+struct ThreadsRun {
+  ThreadsRun(const data::Dataset& train, const data::Dataset* test, const std::string& dims, uint64_t seed, int threads)
+      : model(make_mlp_model(dims, train, seed)),
+        opt(make_optimizer(OptimizerConfig{.kind = "adam", .lr = 0.01f}, model->num_params())),
+        strategy(*model, *opt, threads) {
+    strategy.set_eval_set(test);
+  }
+  TrainReport run(const TrainOptions& o) { return Trainer(strategy, o).run(); }
+  std::unique_ptr<TrainableModel> model;
+  std::unique_ptr<Optimizer> opt;
+  SyncThreads strategy;
+};
 
 TrainOptions options(const std::string& dir, int threads) {
   TrainOptions o;
@@ -124,8 +133,6 @@ TrainOptions options(const std::string& dir, int threads) {
   o.threads = threads;
   o.epochs = 4;
   o.batch = 32;
-  o.optimizer.kind = "adam";
-  o.optimizer.lr = 0.01f;
   o.seed = 3;
   o.checkpoint_dir = dir;
   o.out = nullptr;
@@ -136,43 +143,68 @@ TEST(Trainer, ResumeContinuesExactlyAsUninterrupted) {
   TempDir a, b;
   data::Dataset train = blobs(1), test = blobs(2);
   // Uninterrupted: 4 epochs.
-  auto m1 = make_mlp_model("6-8-3", train, 11);
-  TrainReport full = Trainer(*m1, &test, options(a.str(), 1), threads_factory()).run();
+  ThreadsRun m1(train, &test, "6-8-3", 11, 1);
+  TrainReport full = m1.run(options(a.str(), 1));
   ASSERT_EQ(full.epochs.size(), 4u);
   // Interrupted after 2 epochs, then resumed in a fresh model object (2 threads this time).
-  auto m2 = make_mlp_model("6-8-3", train, 11);
+  ThreadsRun m2(train, &test, "6-8-3", 11, 2);
   TrainOptions first = options(b.str(), 2);
-  first.stop_after_epochs = 2;
-  TrainReport part = Trainer(*m2, &test, first, threads_factory()).run();
+  first.stop_after_rounds = 2;
+  TrainReport part = m2.run(first);
   ASSERT_EQ(part.epochs.size(), 2u);
-  auto m3 = make_mlp_model("6-8-3", train, 999);  // different init: must be overwritten
+  ThreadsRun m3(train, &test, "6-8-3", 999, 2);  // different init: must be overwritten
   TrainOptions second = options(b.str(), 2);
   second.resume = true;
-  TrainReport rest = Trainer(*m3, &test, second, threads_factory()).run();
+  TrainReport rest = m3.run(second);
   EXPECT_EQ(rest.resumed_from_epoch, 2);
   ASSERT_EQ(rest.epochs.size(), 4u);
   for (size_t e = 0; e < 4; ++e) {
     EXPECT_EQ(full.epochs[e].train_loss, rest.epochs[e].train_loss) << "epoch " << e + 1;
     EXPECT_EQ(full.epochs[e].test_loss, rest.epochs[e].test_loss) << "epoch " << e + 1;
   }
-  EXPECT_EQ(std::vector<float>(m1->params().begin(), m1->params().end()),
-            std::vector<float>(m3->params().begin(), m3->params().end()));
+  EXPECT_EQ(std::vector<float>(m1.model->params().begin(), m1.model->params().end()),
+            std::vector<float>(m3.model->params().begin(), m3.model->params().end()));
   EXPECT_EQ(full.steps, rest.steps);
+}
+
+// --checkpoint-every: epochs cut into rounds of K steps train on exactly the batches of whole
+// epochs (the same parameters, bit for bit), and a run stopped after any part resumes to them.
+TEST(Trainer, EpochPartsTrainTheSameBatchesAndResumeMidEpoch) {
+  TempDir a, b;
+  data::Dataset train = blobs(1), test = blobs(2);
+  ThreadsRun whole(train, &test, "6-8-3", 11, 1);
+  TrainReport w = whole.run(options(a.str(), 1));
+  TrainOptions parts = options(b.str(), 1);
+  parts.round_steps = 3;  // 300 examples / 32 = 10 steps per epoch: 4 parts
+  ThreadsRun first(train, &test, "6-8-3", 11, 1);
+  parts.stop_after_rounds = 6;  // stops in the middle of epoch 2
+  TrainReport p1 = first.run(parts);
+  ASSERT_EQ(p1.epochs.size(), 6u);
+  ThreadsRun second(train, &test, "6-8-3", 5, 1);
+  parts.stop_after_rounds = -1;
+  parts.resume = true;
+  TrainReport p2 = second.run(parts);
+  EXPECT_EQ(p2.resumed_from_epoch, 6);
+  EXPECT_EQ(p2.epochs.size(), 16u);
+  EXPECT_EQ(p2.steps, w.steps);
+  EXPECT_EQ(std::vector<float>(whole.model->params().begin(), whole.model->params().end()),
+            std::vector<float>(second.model->params().begin(), second.model->params().end()));
+  EXPECT_EQ(w.test.loss, p2.test.loss);
 }
 
 TEST(Trainer, ResumeRefusesDamagedOrForeignCheckpoint) {
   TempDir d;
   data::Dataset train = blobs(1);
-  auto m = make_mlp_model("6-8-3", train, 1);
+  ThreadsRun m(train, nullptr, "6-8-3", 1, 1);
   TrainOptions o = options(d.str(), 1);
   o.epochs = 1;
-  Trainer(*m, nullptr, o, threads_factory()).run();
+  m.run(o);
   // Another model shape: refused with both descriptions.
-  auto other = make_mlp_model("6-5-3", train, 1);
+  ThreadsRun other(train, nullptr, "6-5-3", 1, 1);
   o.resume = true;
   o.epochs = 2;
   try {
-    Trainer(*other, nullptr, o, threads_factory()).run();
+    other.run(o);
     ADD_FAILURE() << "expected InvalidArgument";
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("6-5-3"), std::string::npos) << e.what();
@@ -181,15 +213,15 @@ TEST(Trainer, ResumeRefusesDamagedOrForeignCheckpoint) {
   const std::string path = d.file("checkpoint.dtc");
   std::string bytes = slurp(path);
   spit(path, bytes.substr(0, bytes.size() - 7));
-  EXPECT_THROW(Trainer(*m, nullptr, o, threads_factory()).run(), Corrupt);
+  EXPECT_THROW(m.run(o), Corrupt);
 }
 
 TEST(Trainer, ResumeNeedsCheckpointDir) {
   data::Dataset train = blobs(1);
-  auto m = make_mlp_model("6-8-3", train, 1);
+  ThreadsRun m(train, nullptr, "6-8-3", 1, 1);
   TrainOptions o = options("", 1);
   o.resume = true;
-  EXPECT_THROW(Trainer(*m, nullptr, o, threads_factory()), InvalidArgument);
+  EXPECT_THROW(Trainer(m.strategy, o), InvalidArgument);
 }
 
 }  // namespace

@@ -1,12 +1,13 @@
-#include "cli/train_report.h"
+#include "train/report.h"
 
 #include <algorithm>
 #include <fstream>
 
 #include "base/error.h"
 #include "coll/collectives.h"
+#include "nn/transformer.h"
 
-namespace dtrain::cli {
+namespace dtrain {
 
 std::vector<TimeSplit> gather_splits(Communicator* comm, const TimeSplit& mine) {
   if (comm == nullptr || comm->size() == 1) return {mine};
@@ -72,32 +73,42 @@ int64_t epochs_to_target(const TrainReport& r, double target) {
   return -1;
 }
 
-nlohmann::json report_json(const TrainFlags& f, const TrainableModel& model, const data::DataSplit& d,
-                           const TrainReport& r, const std::vector<TimeSplit>& splits, int world) {
+nlohmann::json report_json(const TrainConfig& f, const TrainJob& job, const TrainReport& r,
+                           const std::vector<TimeSplit>& splits, int world, const Metrics& strategy_stats) {
   nlohmann::json j;
+  const bool on_train = job.model && job.split.test.rows == 0;
   j["strategy"] = f.strategy;
   j["world_size"] = world;
   j["threads"] = f.threads;
   j["model"] = f.model;
-  j["model_description"] = model.describe();
-  j["parameters"] = model.num_params();
+  j["model_description"] = job.model ? job.model->describe() : job.strategy->describe();
   j["dataset"] = f.data;
-  j["train_examples"] = d.train.rows;
-  j["test_examples"] = r.test_is_train ? 0 : d.test.rows;
+  if (job.model) {
+    j["parameters"] = job.model->num_params();
+    j["train_examples"] = job.split.train.rows;
+    j["test_examples"] = on_train ? 0 : job.split.test.rows;
+  } else {
+    j["text_chars"] = job.text.ids.size();
+    j["vocab"] = job.text.vocab.size();
+  }
   j["optimizer"] = f.optimizer;
   j["lr"] = effective_lr(f);
   j["batch"] = f.batch;
-  j["epochs"] = f.epochs;
+  if (job.model) j["epochs"] = f.epochs;
+  else j["steps_requested"] = f.steps;
   j["seed"] = f.seed;
   j["normalize"] = f.normalize;
-  j["test_accuracy"] = r.test.accuracy();
+  if (r.classifies) j["test_accuracy"] = r.test.accuracy();
   j["test_loss"] = r.test.loss;
-  j["metrics_on"] = r.test_is_train ? "train" : "test";
+  j["metrics_on"] = !r.classifies ? "validation" : on_train ? "train" : "test";
   j["examples_per_second"] = r.examples_per_second;
   j["wall_seconds"] = r.wall_seconds;
   j["train_seconds"] = r.train_seconds;
   j["steps"] = r.steps;
   j["resumed_from_epoch"] = r.resumed_from_epoch;
+  nlohmann::json stats = nlohmann::json::object();
+  for (const auto& [k, v] : strategy_stats) stats[k] = v;
+  if (!stats.empty()) j["stats"] = stats;
   if (f.target_accuracy > 0) {
     j["target_accuracy"] = f.target_accuracy;
     j["epochs_to_target"] = epochs_to_target(r, f.target_accuracy);
@@ -141,14 +152,23 @@ nlohmann::json report_json(const TrainFlags& f, const TrainableModel& model, con
   return j;
 }
 
-void print_summary(std::FILE* out, const TrainFlags& f, const TrainReport& r, const std::vector<TimeSplit>& splits,
-                   bool distributed) {
-  const char* on = r.test_is_train ? "train" : "test";
-  std::fprintf(out, "%s: %s_accuracy %.4f %s_loss %.4f | %.0f examples/s | wall %.2fs\n", f.strategy.c_str(), on,
-               r.test.accuracy(), on, r.test.loss, r.examples_per_second, r.wall_seconds);
-  if (f.target_accuracy > 0) {
+void print_summary(std::FILE* out, const TrainConfig& f, const TrainJob& job, const TrainReport& r,
+                   const std::vector<TimeSplit>& splits, bool distributed) {
+  if (!r.classifies) {
+    std::fprintf(out, "%s: trained %lld steps, val_loss %.4f | %.1f sequences/s (%.0f tokens/s), %.1f ms/step | wall %.2fs\n",
+                 f.strategy.c_str(), static_cast<long long>(r.steps), r.test.loss, r.examples_per_second,
+                 r.examples_per_second * static_cast<double>(GptConfig::parse(f.model, 256).context),
+                 r.examples > 0 ? 1e3 * r.train_seconds * static_cast<double>(f.batch) / static_cast<double>(r.examples) : 0.0,
+                 r.wall_seconds);
+    std::fputs(job.strategy->summary().c_str(), out);
+  } else {
+    const char* on = job.split.test.rows == 0 ? "train" : "test";
+    std::fprintf(out, "%s: %s_accuracy %.4f %s_loss %.4f | %.0f examples/s | wall %.2fs\n", f.strategy.c_str(), on,
+                 r.test.accuracy(), on, r.test.loss, r.examples_per_second, r.wall_seconds);
+  }
+  if (f.target_accuracy > 0 && r.classifies) {
     const int64_t e = epochs_to_target(r, f.target_accuracy);
-    std::fprintf(out, "target %s_accuracy %.4f: %s\n", on, f.target_accuracy,
+    std::fprintf(out, "target accuracy %.4f: %s\n", f.target_accuracy,
                  e < 0 ? "not reached" : ("reached in epoch " + std::to_string(e)).c_str());
   }
   if (!distributed) return;
@@ -178,4 +198,4 @@ nlohmann::json read_json_file(const std::string& path) {
   }
 }
 
-}  // namespace dtrain::cli
+}  // namespace dtrain

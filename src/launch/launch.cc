@@ -6,7 +6,7 @@
 // the rank), a signalfd (SIGCHLD: a rank ended; SIGINT/SIGTERM: forward to every rank) and a
 // timer for the kill grace period. The first rank to fail decides the job: the others get
 // SIGTERM, then SIGKILL after the grace period, and the report names that rank.
-#include "cli/launch.h"
+#include "launch/launch.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -31,7 +31,7 @@
 
 extern char** environ;
 
-namespace dtrain::cli {
+namespace dtrain::launch {
 namespace {
 
 std::string random_token() {
@@ -74,7 +74,11 @@ struct Rank {
   pid_t pid = -1;
   bool running = false;
   int status = 0;
-  Fd out, err;
+  Fd out, err, beat;      // beat: the heartbeat pipe's read end
+  bool beating = false;   // the rank's heartbeat is on (it joined the job and has not left)
+  double last_beat = 0;
+  double stopped_since = -1;  // the kernel reported it stopped (SIGSTOP) at this time
+  std::string hung;           // why the launcher declared it hung ("" if not)
   std::string out_partial, err_partial;
   std::deque<std::string> err_tail;  // last lines of stderr, for the failure report
   cpu_set_t cpus;                     // bound to these when `bound`
@@ -103,20 +107,65 @@ void plan_binding(std::vector<Rank>& ranks) {
   }
 }
 
+// The job's rendezvous: node 0's store, served by its launcher for every attempt (a
+// restarted job meets in a fresh key space, DTRAIN_RESTART), and the secret the ranks present.
+struct Rendezvous {
+  std::unique_ptr<TcpStoreServer> server;
+  std::string token, host, store_url;
+  int port = 0;
+};
+
+Rendezvous make_rendezvous(const LaunchOptions& o_) {
+  Rendezvous rv;
+  std::string token = o_.token.empty() ? env_string("DTRAIN_TOKEN", "") : o_.token;
+  std::unique_ptr<TcpStoreServer> server;
+  std::string host;
+  int port;
+  if (o_.nnodes == 1 && o_.master.empty()) {
+    if (token.empty()) token = random_token();
+    server = std::make_unique<TcpStoreServer>("127.0.0.1", 0, token);
+    host = "127.0.0.1";
+    port = server->port();
+  } else {
+    DT_CHECK(!o_.master.empty(), InvalidArgument, "--nnodes " << o_.nnodes << " needs --master HOST:PORT (node 0's address)");
+    DT_CHECK(!token.empty(), InvalidArgument,
+             "a multi-node job needs the same secret on every node: export DTRAIN_TOKEN=... (e.g. $(openssl rand -hex 16)) "
+             "or pass --token");
+    std::tie(host, port) = split_host_port(o_.master, "--master");
+    DT_CHECK(port > 0, InvalidArgument, "--master needs a fixed port (got " << o_.master << ")");
+    if (o_.node_rank == 0) server = std::make_unique<TcpStoreServer>(host, port, token);
+  }
+  bool v6 = host.find(':') != std::string::npos;
+  std::string store_url = "tcp://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  rv.token = token;
+  rv.host = host;
+  rv.port = port;
+  rv.store_url = store_url;
+  rv.server = std::move(server);
+  return rv;
+}
+
 class Launcher {
  public:
-  Launcher(const LaunchOptions& o, std::vector<std::string> argv) : o_(o), argv_(std::move(argv)) {}
+  Launcher(const LaunchOptions& o, std::vector<std::string> argv, int attempt, const Rendezvous& rv)
+      : o_(o), argv_(std::move(argv)), attempt_(attempt), rv_(rv) {}
   int run();
+  bool interrupted() const { return interrupted_ != 0; }
 
  private:
-  void start(Rank& r, const std::vector<std::string>& env);
+  void start(Rank& r, std::vector<std::string> env);
   void pump(Rank& r, bool is_err, bool flush_all);
   void emit(Rank& r, bool is_err, const std::string& line);
   void reap();
+  void read_beats(Rank& r);
+  void check_hung();
+  void fail(size_t i);
   void signal_all(int sig);
 
   LaunchOptions o_;
   std::vector<std::string> argv_;
+  int attempt_;
+  const Rendezvous& rv_;
   std::vector<Rank> ranks_;
   int failed_ = -1;  // index into ranks_ of the first failure
   int interrupted_ = 0;
@@ -124,10 +173,12 @@ class Launcher {
   bool killing_ = false;
 };
 
-void Launcher::start(Rank& r, const std::vector<std::string>& env) {
-  int out[2], err[2];
+void Launcher::start(Rank& r, std::vector<std::string> env) {
+  int out[2], err[2], beat[2];
   DT_SYSCHECK(::pipe2(out, O_CLOEXEC), "pipe");
   DT_SYSCHECK(::pipe2(err, O_CLOEXEC), "pipe");
+  DT_SYSCHECK(::pipe2(beat, O_CLOEXEC), "pipe");
+  env.push_back("DTRAIN_HEARTBEAT_FD=" + std::to_string(beat[1]));
   std::vector<char*> cargv, cenv;
   for (auto& a : argv_) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
@@ -142,6 +193,7 @@ void Launcher::start(Rank& r, const std::vector<std::string>& env) {
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
+    ::fcntl(beat[1], F_SETFD, 0);  // the heartbeat pipe survives exec
     if (r.bound) ::sched_setaffinity(0, sizeof r.cpus, &r.cpus);  // best effort; inherited by exec
     ::execvpe(cargv[0], cargv.data(), cenv.data());
     std::string msg = "dtrain run: cannot execute '" + argv_[0] + "': " + errno_string(errno) + "\n";
@@ -152,10 +204,13 @@ void Launcher::start(Rank& r, const std::vector<std::string>& env) {
   ::setpgid(pid, pid);
   ::close(out[1]);
   ::close(err[1]);
+  ::close(beat[1]);
   r.out = Fd(out[0]);
   r.err = Fd(err[0]);
+  r.beat = Fd(beat[0]);
   set_nonblocking(r.out.get(), true);
   set_nonblocking(r.err.get(), true);
+  set_nonblocking(r.beat.get(), true);
   r.pid = pid;
   r.running = true;
 }
@@ -200,60 +255,91 @@ void Launcher::pump(Rank& r, bool is_err, bool flush_all) {
 
 void Launcher::signal_all(int sig) {
   for (auto& r : ranks_)
-    if (r.running) ::kill(-r.pid, sig);
+    if (r.running) {
+      ::kill(-r.pid, sig);
+      if (sig == SIGTERM) ::kill(-r.pid, SIGCONT);  // a stopped rank must run to see SIGTERM
+    }
+}
+
+void Launcher::fail(size_t i) {
+  if (failed_ >= 0 || interrupted_) return;
+  failed_ = static_cast<int>(i);
+  if (!killing_) {
+    killing_ = true;
+    signal_all(SIGTERM);
+    kill_at_ = Deadline::after(o_.grace_s);
+  }
 }
 
 void Launcher::reap() {
   for (;;) {
     int status = 0;
-    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    pid_t pid = ::waitpid(-1, &status, WNOHANG | WUNTRACED | WCONTINUED);
     if (pid <= 0) return;
     for (size_t i = 0; i < ranks_.size(); ++i) {
       Rank& r = ranks_[i];
       if (r.pid != pid) continue;
+      if (WIFSTOPPED(status)) {
+        r.stopped_since = now_seconds();
+        continue;
+      }
+      if (WIFCONTINUED(status)) {
+        r.stopped_since = -1;
+        r.last_beat = now_seconds();
+        continue;
+      }
       r.running = false;
       r.status = status;
       bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (!ok && failed_ < 0 && !interrupted_) {
-        failed_ = static_cast<int>(i);
-        if (!killing_) {
-          killing_ = true;
-          signal_all(SIGTERM);
-          kill_at_ = Deadline::after(o_.grace_s);
-        }
-      }
+      if (!ok) fail(i);
     }
   }
 }
 
-int Launcher::run() {
-  DT_CHECK(o_.nproc >= 1, InvalidArgument, "-n must be at least 1 (got " << o_.nproc << ")");
-  DT_CHECK(o_.nnodes >= 1 && o_.node_rank >= 0 && o_.node_rank < o_.nnodes, InvalidArgument,
-           "--node-rank " << o_.node_rank << " is outside --nnodes " << o_.nnodes);
-  DT_CHECK(!argv_.empty(), InvalidArgument, "no program to run: put it after '--' (dtrain run -n 4 -- ./train)");
-  // Block the signals we handle before any thread exists (the store server's thread inherits
-  // the mask), so they arrive only on the signalfd; ranks unblock them after fork.
-  SignalBlock blocked;
-  std::string token = o_.token.empty() ? env_string("DTRAIN_TOKEN", "") : o_.token;
-  std::unique_ptr<TcpStoreServer> server;
-  std::string host;
-  int port;
-  if (o_.nnodes == 1 && o_.master.empty()) {
-    if (token.empty()) token = random_token();
-    server = std::make_unique<TcpStoreServer>("127.0.0.1", 0, token);
-    host = "127.0.0.1";
-    port = server->port();
-  } else {
-    DT_CHECK(!o_.master.empty(), InvalidArgument, "--nnodes " << o_.nnodes << " needs --master HOST:PORT (node 0's address)");
-    DT_CHECK(!token.empty(), InvalidArgument,
-             "a multi-node job needs the same secret on every node: export DTRAIN_TOKEN=... (e.g. $(openssl rand -hex 16)) "
-             "or pass --token");
-    std::tie(host, port) = split_host_port(o_.master, "--master");
-    DT_CHECK(port > 0, InvalidArgument, "--master needs a fixed port (got " << o_.master << ")");
-    if (o_.node_rank == 0) server = std::make_unique<TcpStoreServer>(host, port, token);
+// Heartbeat bytes: 1 = alive, 0 = the rank left the job on purpose (its Communicator is gone).
+void Launcher::read_beats(Rank& r) {
+  if (!r.beat.valid()) return;
+  char buf[256];
+  for (;;) {
+    ssize_t k = ::read(r.beat.get(), buf, sizeof buf);
+    if (k > 0) {
+      r.last_beat = now_seconds();
+      r.beating = buf[k - 1] != 0;
+      continue;
+    }
+    if (k == 0) r.beat.reset();
+    return;
   }
-  bool v6 = host.find(':') != std::string::npos;
-  std::string store_url = "tcp://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+void Launcher::check_hung() {
+  if (o_.heartbeat_s <= 0 || killing_) return;
+  const double now = now_seconds();
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    Rank& r = ranks_[i];
+    if (!r.running) continue;
+    std::ostringstream why;
+    const bool silent = r.beating && now - r.last_beat > o_.heartbeat_s;
+    if (r.stopped_since >= 0 && (silent || now - r.stopped_since > o_.heartbeat_s)) {
+      why << "has been stopped (SIGSTOP) for " << static_cast<int>(now - r.stopped_since + 0.5) << " s";
+    } else if (silent) {
+      why << "sent no heartbeat for " << static_cast<int>(now - r.last_beat)
+          << " s (frozen, stopped or starved; --heartbeat " << o_.heartbeat_s << ")";
+    } else {
+      continue;
+    }
+    r.hung = why.str();
+    fail(i);
+    return;
+  }
+}
+
+int Launcher::run() {
+  SignalBlock blocked;  // already blocked by launch(); this gives the mask for the signalfd
+  const std::string& token = rv_.token;
+  const std::string& host = rv_.host;
+  const int port = rv_.port;
+  const std::string& store_url = rv_.store_url;
   int world = o_.nnodes * o_.nproc;
   long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
   std::string threads = std::to_string(std::max<long>(1, cpus / o_.nproc));
@@ -287,6 +373,14 @@ int Launcher::run() {
     std::ostringstream t;
     t << o_.timeout_s;
     env["DTRAIN_TIMEOUT"] = t.str();
+    env["DTRAIN_RESTART"] = std::to_string(attempt_);
+    if (attempt_ > 0 && o_.nnodes > 1 && !env.count("DTRAIN_CONNECT_TIMEOUT")) {
+      // The other nodes notice the failure up to one timeout later and stop their ranks
+      // within the grace period: a restarted rank waits that long for them at the rendezvous.
+      std::ostringstream c;
+      c << 3 * o_.timeout_s + o_.grace_s;
+      env["DTRAIN_CONNECT_TIMEOUT"] = c.str();
+    }
     if (!env.count("OMP_NUM_THREADS")) env["OMP_NUM_THREADS"] = threads;
     if (!env.count("OPENBLAS_NUM_THREADS")) env["OPENBLAS_NUM_THREADS"] = threads;
     std::vector<std::string> list;
@@ -305,8 +399,9 @@ int Launcher::run() {
     for (auto& r : ranks_) {
       if (r.out.valid()) fds.push_back({r.out.get(), POLLIN, 0});
       if (r.err.valid()) fds.push_back({r.err.get(), POLLIN, 0});
+      if (r.beat.valid() && r.running) fds.push_back({r.beat.get(), POLLIN, 0});
     }
-    int timeout = killing_ ? std::max(1, std::min(kill_at_.remaining_ms(), 200)) : 1000;
+    int timeout = killing_ ? std::max(1, std::min(kill_at_.remaining_ms(), 200)) : o_.heartbeat_s > 0 ? 250 : 1000;
     // Once every rank is gone, give stray holders of the pipes (a rank's children) 1 s.
     if (!any_running) timeout = 1000;
     int rc = ::poll(fds.data(), fds.size(), timeout);
@@ -325,15 +420,18 @@ int Launcher::run() {
     for (auto& r : ranks_) {
       pump(r, false, false);
       pump(r, true, false);
+      read_beats(r);
     }
     reap();
+    check_hung();
     if (killing_ && kill_at_.expired()) signal_all(SIGKILL);
   }
   if (failed_ >= 0) {
     Rank& r = ranks_[failed_];
     std::ostringstream os;
     os << "dtrain run: rank " << r.global << " (pid " << r.pid << ") ";
-    if (WIFSIGNALED(r.status)) os << "was killed by " << signal_name(WTERMSIG(r.status));
+    if (!r.hung.empty()) os << r.hung << ": hung";
+    else if (WIFSIGNALED(r.status)) os << "was killed by " << signal_name(WTERMSIG(r.status));
     else os << "exited with code " << WEXITSTATUS(r.status);
     os << "; stopped the other " << (world - 1) << " rank" << (world == 2 ? "" : "s") << ".\n";
     if (!r.err_tail.empty()) {
@@ -343,6 +441,7 @@ int Launcher::run() {
     std::string s = os.str();
     ssize_t ignored = ::write(2, s.data(), s.size());
     (void)ignored;
+    if (!r.hung.empty()) return 1;
     if (WIFSIGNALED(r.status)) return 128 + WTERMSIG(r.status);
     return WEXITSTATUS(r.status) ? WEXITSTATUS(r.status) : 1;
   }
@@ -357,7 +456,30 @@ int Launcher::run() {
 
 }  // namespace
 
-int launch(const LaunchOptions& opts, const std::vector<std::string>& argv) { return Launcher(opts, argv).run(); }
+int launch(const LaunchOptions& opts, const std::vector<std::string>& argv) {
+  DT_CHECK(opts.max_restarts >= 0 && opts.max_restarts <= 1000, InvalidArgument,
+           "--max-restarts must be between 0 and 1000, got " << opts.max_restarts);
+  DT_CHECK(opts.heartbeat_s >= 0 && opts.heartbeat_s <= 1e6, InvalidArgument,
+           "--heartbeat must be between 0 (off) and 1e6 seconds, got " << opts.heartbeat_s);
+  DT_CHECK(opts.nproc >= 1, InvalidArgument, "-n must be at least 1 (got " << opts.nproc << ")");
+  DT_CHECK(opts.nnodes >= 1 && opts.node_rank >= 0 && opts.node_rank < opts.nnodes, InvalidArgument,
+           "--node-rank " << opts.node_rank << " is outside --nnodes " << opts.nnodes);
+  DT_CHECK(!argv.empty(), InvalidArgument, "no program to run: put it after '--' (dtrain run -n 4 -- ./train)");
+  // Block the signals the launcher handles before any thread exists (the store server's
+  // thread inherits the mask), so they arrive only on its signalfd; ranks unblock them.
+  SignalBlock blocked;
+  const Rendezvous rv = make_rendezvous(opts);
+  for (int attempt = 0;; ++attempt) {
+    Launcher l(opts, argv, attempt, rv);
+    const int rc = l.run();
+    if (rc == 0 || l.interrupted() || attempt >= opts.max_restarts) return rc;
+    const std::string msg = "dtrain run: restart " + std::to_string(attempt + 1) + " of " +
+                            std::to_string(opts.max_restarts) +
+                            ": starting every rank again (they resume from their checkpoints)\n";
+    ssize_t ignored = ::write(2, msg.data(), msg.size());
+    (void)ignored;
+  }
+}
 
 int relaunch_self(const LaunchOptions& opts, const std::vector<std::string>& args) {
   char path[4096];
@@ -382,4 +504,4 @@ bool inside_launched_rank() {
   return false;
 }
 
-}  // namespace dtrain::cli
+}  // namespace dtrain::launch

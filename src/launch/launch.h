@@ -1,4 +1,4 @@
-// cli/launch.h — starting ranks: the engine behind `dtrain run` and every `-n N` subcommand.
+// launch/launch.h — starting ranks: the engine behind `dtrain run` and every `-n N` subcommand.
 //
 // Contract
 // - launch(opts, argv) starts opts.nproc local copies of argv with the environment torchrun
@@ -11,6 +11,17 @@
 //   signal), and the tail of its stderr. SIGINT/SIGTERM to the launcher reach every rank.
 // - Output lines are prefixed with "[rank R] " when opts.tag_output (stderr always passes
 //   through line by line).
+// - Hung ranks: every rank gets the write end of a pipe (DTRAIN_HEARTBEAT_FD) on which its
+//   Communicator beats (comm/heartbeat.h). A rank that stops beating, or that the kernel
+//   reports stopped (SIGSTOP), for opts.heartbeat_s seconds is reported as hung, by name, and
+//   the job is stopped as for a failed rank — in seconds, not at the collective timeout.
+// - Restarts: with opts.max_restarts = K > 0, a failed or hung job is started again, every
+//   rank, up to K times; the ranks see DTRAIN_RESTART = the attempt (0 first), meet in a fresh
+//   key space of the same store ("attempt-K/", comm/world.h) and resume from their checkpoints
+//   (`dtrain train --checkpoint DIR` does). Multi-node: each node's launcher restarts its own
+//   ranks when they fail (a lost peer makes every node's ranks fail), and node 0's store
+//   serves every attempt. Each restart is announced on stderr with the failure that caused
+//   it. An interrupt (SIGINT/SIGTERM to the launcher) is never restarted.
 // - relaunch_self(opts, args) runs this same executable with `args` under launch(): how a
 //   subcommand given -n N spawns its own ranks. inside_launched_rank() says whether this
 //   process is already one rank of a job (so subcommands don't spawn again).
@@ -19,7 +30,7 @@
 #include <string>
 #include <vector>
 
-namespace dtrain::cli {
+namespace dtrain::launch {
 
 struct LaunchOptions {
   int nproc = 1;                 // ranks on this node
@@ -32,6 +43,8 @@ struct LaunchOptions {
   std::string bind_addr;         // tcp transport address or interface for this node's ranks
   bool tag_output = true;
   double grace_s = 5;            // SIGTERM -> SIGKILL
+  int max_restarts = 0;          // start every rank again after a failure, up to this many times
+  double heartbeat_s = 10;       // a rank silent (or stopped) this long is hung; 0: no check
 };
 
 int launch(const LaunchOptions& opts, const std::vector<std::string>& argv);
@@ -42,4 +55,4 @@ int relaunch_command(const LaunchOptions& opts, const std::vector<std::string>& 
                      const std::vector<std::string>& args);
 bool inside_launched_rank();
 
-}  // namespace dtrain::cli
+}  // namespace dtrain::launch

@@ -1,4 +1,5 @@
-// cli/bench_coll_runner.h — the measurement engine behind `dtrain bench collectives`.
+// plan/coll_bench.h — measuring collectives: the engine behind `dtrain bench collectives` and
+// the collective part of `dtrain bench calibrate`.
 //
 // Contract
 // - run_collective_bench(comm, cfg) is collective over comm: every rank calls it with the same
@@ -25,7 +26,7 @@
 #include "coll/communicator.h"
 #include "coll/types.h"
 
-namespace dtrain::cli {
+namespace dtrain {
 
 struct CollBenchConfig {
   std::vector<CollOp> ops{CollOp::kAllreduce};
@@ -60,4 +61,4 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& comm, const CollBen
 std::vector<CollBenchRow> bench_collectives_threads(int nproc, TransportKind kind, const CollBenchConfig& cfg);
 std::string rows_to_json(const std::vector<CollBenchRow>& rows);
 
-}  // namespace dtrain::cli
+}  // namespace dtrain

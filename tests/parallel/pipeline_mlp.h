@@ -1,4 +1,4 @@
-// parallel/pipeline_mlp.h — the MLP of the earlier issues, cut into pipeline pieces.
+// tests/parallel/pipeline_mlp.h — a test fixture of the pipeline engine (parallel/pipeline.h): the MLP of the earlier issues, cut into pipeline pieces.
 //
 // An MLP d0-d1-...-dn (nn/mlp.h: n Linear layers, ReLU after every layer but the last) is
 // cut into P*V contiguous pieces of layers, balanced by multiply-adds (balanced_partition),

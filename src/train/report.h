@@ -1,4 +1,5 @@
-// cli/train_report.h — what `dtrain train` prints and writes at the end of a run.
+// train/report.h — what a training run reports at its end: the JSON document, the summary
+// lines, every rank's time split and the gathered timeline.
 //
 // Contract
 // - gather_splits(comm, mine): every rank's TimeSplit, in rank order, on every rank (an
@@ -25,15 +26,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/train_flags.h"
+#include "train/config.h"
 #include "coll/communicator.h"
 #include "data/dataset.h"
 #include "parallel/instrument.h"
-#include "parallel/threads_model.h"
 #include "trace/timeline.h"
+#include "train/strategies.h"
 #include "train/trainer.h"
 
-namespace dtrain::cli {
+namespace dtrain {
 
 std::vector<TimeSplit> gather_splits(Communicator* comm, const TimeSplit& mine);
 void gather_trace(Communicator* comm, const trace::Timeline& timeline, const std::string& path);
@@ -48,10 +49,10 @@ class TimelineSink : public EventSink {
   trace::Timeline& timeline_;
 };
 
-nlohmann::json report_json(const TrainFlags& f, const TrainableModel& model, const data::DataSplit& d,
-                           const TrainReport& r, const std::vector<TimeSplit>& splits, int world);
-void print_summary(std::FILE* out, const TrainFlags& f, const TrainReport& r, const std::vector<TimeSplit>& splits,
-                   bool distributed);
+nlohmann::json report_json(const TrainConfig& f, const TrainJob& job, const TrainReport& r,
+                           const std::vector<TimeSplit>& splits, int world, const Metrics& stats);
+void print_summary(std::FILE* out, const TrainConfig& f, const TrainJob& job, const TrainReport& r,
+                   const std::vector<TimeSplit>& splits, bool distributed);
 void write_json_file(const std::string& path, const nlohmann::json& j);
 nlohmann::json read_json_file(const std::string& path);
 
@@ -62,4 +63,4 @@ Scaling scaling(int ranks, double eps_n, double eps_1);
 // The first 1-based epoch whose test accuracy reaches `target`, or -1.
 int64_t epochs_to_target(const TrainReport& r, double target);
 
-}  // namespace dtrain::cli
+}  // namespace dtrain

@@ -1,4 +1,4 @@
-#include "cli/bench_coll_runner.h"
+#include "plan/coll_bench.h"
 
 #include <algorithm>
 #include <cmath>
@@ -18,7 +18,7 @@
 #include "coll/cost_model.h"
 #include "coll/shm_context.h"
 
-namespace dtrain::cli {
+namespace dtrain {
 namespace {
 
 // Closed-form inputs for --check: small integers, exact in every type for up to 8 ranks.
@@ -346,4 +346,4 @@ std::string rows_to_json(const std::vector<CollBenchRow>& rows) {
   return out.dump(2) + "\n";
 }
 
-}  // namespace dtrain::cli
+}  // namespace dtrain

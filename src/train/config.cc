@@ -1,0 +1,72 @@
+#include "train/config.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+
+namespace dtrain {
+
+bool TrainConfig::was_given(const std::string& name) const {
+  return std::find(given.begin(), given.end(), name) != given.end();
+}
+
+void resolve_defaults(TrainConfig& c) {
+  if (c.strategy.empty()) c.strategy = c.ranks > 1 ? "ddp" : "single";
+  if (c.is_gpt()) {
+    if (!c.was_given("optimizer")) c.optimizer = "adamw";
+    if (!c.was_given("weight-decay")) c.weight_decay = 0.1f;
+  }
+  if (c.zero < 0) c.zero = c.strategy == "zero" ? 1 : 0;  // the MLP: ddp --zero 1|2
+  if (c.is_gpt() && !c.was_given("batch")) {
+    int64_t unit = std::max(c.microbatches, 1);
+    if (c.ranks >= 1) {
+      try {
+        unit *= gpt_mesh(c).dp;
+      } catch (const InvalidArgument&) {
+        // A mesh that does not fit -n is reported by the strategy's checks.
+      }
+    }
+    c.batch = (12 + unit - 1) / unit * unit;
+  }
+}
+
+MeshDims gpt_mesh(const TrainConfig& c) {
+  int dp = c.dp, tp = c.tp, pp = c.pp;
+  const int n = c.ranks;
+  const std::string& s = c.strategy;
+  if (s == "single") dp = dp ? dp : 1, tp = tp ? tp : 1, pp = pp ? pp : 1;
+  else if (s == "tp") dp = dp ? dp : 1, pp = pp ? pp : 1, tp = tp ? tp : std::max(1, n / (dp * pp));
+  else if (s == "pp") dp = dp ? dp : 1, tp = tp ? tp : 1, pp = pp ? pp : std::max(1, n / (dp * tp));
+  else if (s == "zero" || s == "ddp") tp = tp ? tp : 1, pp = pp ? pp : 1, dp = dp ? dp : std::max(1, n / (tp * pp));
+  else if (s == "hybrid")
+    DT_CHECK(dp && tp && pp, InvalidArgument, "--strategy hybrid needs --dp D --tp T --pp P with D x T x P = -n");
+  DT_CHECK(dp >= 1 && tp >= 1 && pp >= 1 && dp * tp * pp == n, InvalidArgument,
+           "--strategy " << s << ": dp " << dp << " x tp " << tp << " x pp " << pp << " must equal -n " << n);
+  return {dp, tp, pp};
+}
+
+
+float effective_lr(const TrainConfig& c) {
+  if (c.lr) return *c.lr;
+  if (c.optimizer == "adam" || c.optimizer == "adamw") return 1e-3f;
+  if (c.optimizer == "momentum" || c.optimizer == "nesterov") return 0.05f;
+  return 0.1f;
+}
+
+OptimizerConfig optimizer_config(const TrainConfig& c) {
+  OptimizerConfig o;
+  o.lr = effective_lr(c);
+  o.weight_decay = c.weight_decay;
+  if (c.optimizer == "momentum" || c.optimizer == "nesterov") {
+    o.kind = "sgd";
+    o.momentum = c.momentum;
+    o.nesterov = c.optimizer == "nesterov";
+  } else {
+    o.kind = c.optimizer;
+  }
+  if (c.beta2) o.beta2 = *c.beta2;
+  else if (c.is_gpt()) o.beta2 = 0.99f;
+  return o;
+}
+
+}  // namespace dtrain

@@ -1,0 +1,144 @@
+#include "train/run.h"
+
+#include <malloc.h>
+
+#include <csignal>
+
+#include "base/clock.h"
+#include "base/error.h"
+#include "coll/collectives.h"
+#include "data/registry.h"
+#include "nn/mlp.h"
+#include "tensor/blas.h"
+#include "trace/timeline.h"
+#include "train/report.h"
+
+namespace dtrain {
+namespace {
+
+bool is_mlp(const std::string& m) { return m == "mlp" || m.rfind("mlp:", 0) == 0; }
+
+std::unique_ptr<TrainableModel> build_model(const TrainConfig& f, const data::Dataset& train) {
+  const std::string& m = f.model;
+  if (is_mlp(m)) {
+    std::string spec = m.size() > 4 ? m.substr(4) : "";
+    if (spec.empty()) spec = std::to_string(train.cols) + "-256-128-" + std::to_string(train.num_classes);
+    return make_mlp_model(spec, train, f.seed);
+  }
+  if (m == "logreg" || m == "svm" || m == "softmax") return make_sparse_model(parse_sparse_loss(m), train, f.l2);
+  DT_THROW(InvalidArgument, "unknown --model '" << m << "'; use mlp:784-256-128-10 (any widths), logreg, svm, softmax or gpt:...");
+}
+
+// Kills this rank when round K, or its step S of this run, begins (fault injection; run.h).
+// Steps are counted by the progress calls, one per optimizer step of the strategy.
+class KillAt : public Strategy {
+ public:
+  KillAt(Strategy& inner, int64_t round, int64_t step, int sig) : inner_(inner), round_(round), step_(step), sig_(sig) {}
+  const char* name() const override { return inner_.name(); }
+  int threads() const override { return inner_.threads(); }
+  std::string describe() const override { return inner_.describe(); }
+  int64_t examples_per_epoch() const override { return inner_.examples_per_epoch(); }
+  bool classifies() const override { return inner_.classifies(); }
+  void begin_round(const Round& r) override {
+    if (r.index == round_) ::raise(sig_);
+    inner_.begin_round(r);
+  }
+  bool splits_epochs() const override { return inner_.splits_epochs(); }
+  LossAcc train_round(const Round& r, const ProgressFn& p) override {
+    if (step_ == 0) ::raise(sig_);
+    return inner_.train_round(r, [&](int64_t done, double loss) {
+      if (++steps_ == step_) ::raise(sig_);
+      if (p) p(done, loss);
+    });
+  }
+  Metrics round_metrics() override { return inner_.round_metrics(); }
+  LossAcc evaluate(ThreadPool* pool) override { return inner_.evaluate(pool); }
+  int64_t steps() const override { return inner_.steps(); }
+  void save(StateSections& s) const override { inner_.save(s); }
+  void load(const StateSections& s) override { inner_.load(s); }
+  void finish(const std::string& dir) override { inner_.finish(dir); }
+  const Instrument* instrument() const override { return inner_.instrument(); }
+
+ private:
+  Strategy& inner_;
+  int64_t round_, step_;
+  int sig_;
+  int64_t steps_ = 0;
+};
+
+}  // namespace
+
+RunResult run_training(const TrainConfig& cfg, std::shared_ptr<Communicator> comm, const RunOptions& ro) {
+  const StrategyEntry& entry = check_config(cfg);
+  if (!comm && (entry.distributed || cfg.is_gpt())) comm = Communicator::from_env();
+  RunResult res;
+  res.rank = comm ? comm->rank() : 0;
+  res.world = comm ? comm->size() : 1;
+  DT_CHECK(!cfg.is_gpt() || res.world == cfg.ranks, InvalidArgument,
+           "-n " << cfg.ranks << " but this job has " << res.world << " ranks");
+  // Replicas call gemm from several threads at once, and bit-identical results need a fixed
+  // BLAS thread count: parallelism comes from the strategy, not from BLAS.
+  set_blas_threads(cfg.is_gpt() ? cfg.blas_threads : 1);
+  TrainJob& job = res.job;
+  std::FILE* out = res.rank == 0 ? ro.out : nullptr;
+  if (cfg.is_gpt()) {
+    // Keep freed activation memory mapped between steps (glibc would otherwise return it and
+    // fault it in again: GPipe's M live micro-batches then pay page faults every step).
+    ::mallopt(M_MMAP_THRESHOLD, 64 << 20);
+    ::mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    job.text = data::load_text(cfg.data.substr(5));
+  } else {
+    job.split = data::load_dataset(cfg.data);
+    if (cfg.normalize) {
+      data::normalize_rows(job.split.train);
+      data::normalize_rows(job.split.test);
+    }
+    if (entry.run) {
+      res.json = entry.run(cfg, *comm, job.split, cfg.quiet ? nullptr : stdout);
+      return res;
+    }
+    job.model = build_model(cfg, job.split.train);
+  }
+  job.lr = effective_lr(cfg);
+
+  // Timeline: every rank records against rank 0's clock origin (one host: one steady clock).
+  double origin = now_seconds();
+  if (comm && res.world > 1) allreduce(*comm, &origin, 1, DType::kFloat64, ReduceOp::kMin);
+  trace::Timeline timeline(res.rank, origin);
+  TimelineSink sink(timeline);
+  Instrument inst(cfg.trace.empty() ? nullptr : &sink);
+  entry.make(job, StrategyContext{cfg, comm.get(), &inst});
+  if (out) {
+    std::fprintf(out, "%s | strategy %s on %d rank(s), %d thread(s), %s lr %g, batch %lld\n",
+                 job.strategy->describe().c_str(), cfg.strategy.c_str(), res.world, cfg.threads, cfg.optimizer.c_str(),
+                 effective_lr(cfg), static_cast<long long>(cfg.batch));
+    std::fflush(out);
+  }
+
+  TrainOptions o;
+  o.strategy = cfg.strategy;
+  o.threads = cfg.threads;
+  o.epochs = cfg.epochs;
+  o.steps = cfg.steps;
+  o.round_steps = cfg.checkpoint_every > 0 ? cfg.checkpoint_every : cfg.eval_every;
+  o.batch = cfg.batch;
+  o.seed = cfg.seed;
+  o.checkpoint_dir = cfg.checkpoint;
+  o.resume = cfg.resume;
+  o.resume_if_present = ro.resume_if_present;
+  o.out = out;
+  o.tty = ro.tty;
+  o.comm = comm.get();
+  Strategy* strategy = job.strategy.get();
+  std::unique_ptr<KillAt> killer;
+  if (ro.kill_round >= 0 || ro.kill_step >= 0)
+    strategy = (killer = std::make_unique<KillAt>(*job.strategy, ro.kill_round, ro.kill_step, ro.kill_signal)).get();
+  res.report = Trainer(*strategy, o).run();
+  const Metrics stats = job.strategy->stats();  // collective
+  res.splits = gather_splits(comm.get(), res.report.split);
+  if (!cfg.trace.empty()) gather_trace(comm.get(), timeline, cfg.trace);
+  if (res.rank == 0) res.json = report_json(cfg, job, res.report, res.splits, res.world, stats);
+  return res;
+}
+
+}  // namespace dtrain
