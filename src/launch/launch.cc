@@ -15,6 +15,7 @@
 #include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -184,9 +185,15 @@ void Launcher::start(Rank& r, std::vector<std::string> env) {
   cargv.push_back(nullptr);
   for (auto& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
   cenv.push_back(nullptr);
+  const pid_t launcher = ::getpid();
   pid_t pid = ::fork();
   DT_SYSCHECK(pid, "fork rank " << r.global);
   if (pid == 0) {
+    // A rank dies with its launcher, even one killed with SIGKILL (which it cannot forward):
+    // the kernel sends SIGKILL when the forking thread (the launcher's main thread) exits. If
+    // the launcher is already gone, do not start at all.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != launcher) ::_exit(128 + SIGKILL);
     ::setpgid(0, 0);
     sigset_t none;
     sigemptyset(&none);
