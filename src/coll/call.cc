@@ -28,10 +28,15 @@ std::string rank_name(Communicator& c, int r) {
   return os.str();
 }
 
+<<<<<<< HEAD
 // "allreduce(float32 x 1000, sum, ring) as collective #3": what a rank called.
 std::string call_text(const Fingerprint& f) { return f.describe() + " as collective #" + std::to_string(f.seq); }
 // " (on host hB; this rank is on hA)" when the ranks that never arrived all live on other
 // hosts than this rank (the host ids the auto transport published), else "".
+=======
+// " (on host hB; this rank is on hA: ...)" naming the other hosts that ranks which never
+// arrived live on (the host ids the auto transport published); "" when none is elsewhere.
+>>>>>>> main
 std::string hosts_of(Store& store, const std::vector<int>& ranks, int me) {
   try {
     auto host = [&](int r) {
@@ -42,9 +47,10 @@ std::string hosts_of(Store& store, const std::vector<int>& ranks, int me) {
     std::vector<std::string> theirs;
     for (int r : ranks) {
       std::string h = host(r);
-      if (h.empty() || h == mine) return "";
-      if (std::find(theirs.begin(), theirs.end(), h) == theirs.end()) theirs.push_back(h);
+      if (h.empty() || mine.empty()) return "";
+      if (h != mine && std::find(theirs.begin(), theirs.end(), h) == theirs.end()) theirs.push_back(h);
     }
+    if (theirs.empty()) return "";
     std::ostringstream os;
     os << " (on host";
     for (size_t i = 0; i < theirs.size(); ++i) os << (i ? ", " : " ") << theirs[i];

@@ -12,10 +12,11 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -155,6 +156,7 @@ class Launcher {
 
  private:
   void start(Rank& r, std::vector<std::string> env);
+  std::vector<std::string> rank_env(int l);
   void pump(Rank& r, bool is_err, bool flush_all);
   void emit(Rank& r, bool is_err, const std::string& line);
   void reap();
@@ -189,11 +191,10 @@ void Launcher::start(Rank& r, std::vector<std::string> env) {
   pid_t pid = ::fork();
   DT_SYSCHECK(pid, "fork rank " << r.global);
   if (pid == 0) {
-    // A rank dies with its launcher, even one killed with SIGKILL (which it cannot forward):
-    // the kernel sends SIGKILL when the forking thread (the launcher's main thread) exits. If
-    // the launcher is already gone, do not start at all.
+    // A rank dies with its launcher, even one killed with SIGKILL (which cannot pass anything
+    // on): the kernel sends it SIGKILL when the launcher is gone.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != launcher) ::_exit(128 + SIGKILL);
+    if (::getppid() != launcher) ::_exit(127);  // the launcher died before prctl
     ::setpgid(0, 0);
     sigset_t none;
     sigemptyset(&none);
@@ -341,58 +342,70 @@ void Launcher::check_hung() {
   }
 }
 
-int Launcher::run() {
-  SignalBlock blocked;  // already blocked by launch(); this gives the mask for the signalfd
+// The environment of local rank l: this launcher's, plus the job's variables (torchrun's
+// names, DTRAIN_STORE/TOKEN/TRANSPORT/TIMEOUT/RESTART, thread counts).
+std::vector<std::string> Launcher::rank_env(int l) {
   const std::string& token = rv_.token;
   const std::string& host = rv_.host;
   const int port = rv_.port;
   const std::string& store_url = rv_.store_url;
-  int world = o_.nnodes * o_.nproc;
-  long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
-  std::string threads = std::to_string(std::max<long>(1, cpus / o_.nproc));
+  const int world = o_.nnodes * o_.nproc;
+  const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  const std::string threads = std::to_string(std::max<long>(1, cpus / o_.nproc));
+  Rank& r = ranks_[static_cast<size_t>(l)];
+  r.local = l;
+  r.global = o_.node_rank * o_.nproc + l;
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  env["RANK"] = std::to_string(r.global);
+  env["LOCAL_RANK"] = std::to_string(l);
+  env["WORLD_SIZE"] = std::to_string(world);
+  env["LOCAL_WORLD_SIZE"] = std::to_string(o_.nproc);
+  env["GROUP_RANK"] = std::to_string(o_.node_rank);
+  env["MASTER_ADDR"] = host;
+  env["MASTER_PORT"] = std::to_string(port);
+  env["DTRAIN_STORE"] = store_url;
+  env["DTRAIN_TOKEN"] = token;
+  env["DTRAIN_TRANSPORT"] = o_.transport;
+  if (!o_.bind_addr.empty()) env["DTRAIN_BIND_ADDR"] = o_.bind_addr;
+  std::ostringstream t;
+  t << o_.timeout_s;
+  env["DTRAIN_TIMEOUT"] = t.str();
+  env["DTRAIN_RESTART"] = std::to_string(attempt_);
+  if (attempt_ > 0 && o_.nnodes > 1 && !env.count("DTRAIN_CONNECT_TIMEOUT")) {
+    // The other nodes notice the failure up to one timeout later and stop their ranks
+    // within the grace period: a restarted rank waits that long for them at the rendezvous.
+    std::ostringstream c;
+    c << 3 * o_.timeout_s + o_.grace_s;
+    env["DTRAIN_CONNECT_TIMEOUT"] = c.str();
+  }
+  if (!env.count("OMP_NUM_THREADS")) env["OMP_NUM_THREADS"] = threads;
+  if (!env.count("OPENBLAS_NUM_THREADS")) env["OPENBLAS_NUM_THREADS"] = threads;
+  std::vector<std::string> list;
+  for (auto& [k, v] : env) list.push_back(k + "=" + v);
+  return list;
+}
+
+int Launcher::run() {
+  SignalBlock blocked;  // already blocked by launch(); this gives the mask for the signalfd
+  const int world = o_.nnodes * o_.nproc;
 
   Fd sfd(::signalfd(-1, &blocked.mask, SFD_CLOEXEC | SFD_NONBLOCK));
   DT_SYSCHECK(sfd.get(), "signalfd");
 
   ranks_.resize(o_.nproc);
   plan_binding(ranks_);
-  for (int l = 0; l < o_.nproc; ++l) {
-    Rank& r = ranks_[l];
-    r.local = l;
-    r.global = o_.node_rank * o_.nproc + l;
-    std::map<std::string, std::string> env;
-    for (char** e = environ; *e; ++e) {
-      std::string kv = *e;
-      auto eq = kv.find('=');
-      if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
-    env["RANK"] = std::to_string(r.global);
-    env["LOCAL_RANK"] = std::to_string(l);
-    env["WORLD_SIZE"] = std::to_string(world);
-    env["LOCAL_WORLD_SIZE"] = std::to_string(o_.nproc);
-    env["GROUP_RANK"] = std::to_string(o_.node_rank);
-    env["MASTER_ADDR"] = host;
-    env["MASTER_PORT"] = std::to_string(port);
-    env["DTRAIN_STORE"] = store_url;
-    env["DTRAIN_TOKEN"] = token;
-    env["DTRAIN_TRANSPORT"] = o_.transport;
-    if (!o_.bind_addr.empty()) env["DTRAIN_BIND_ADDR"] = o_.bind_addr;
-    std::ostringstream t;
-    t << o_.timeout_s;
-    env["DTRAIN_TIMEOUT"] = t.str();
-    env["DTRAIN_RESTART"] = std::to_string(attempt_);
-    if (attempt_ > 0 && o_.nnodes > 1 && !env.count("DTRAIN_CONNECT_TIMEOUT")) {
-      // The other nodes notice the failure up to one timeout later and stop their ranks
-      // within the grace period: a restarted rank waits that long for them at the rendezvous.
-      std::ostringstream c;
-      c << 3 * o_.timeout_s + o_.grace_s;
-      env["DTRAIN_CONNECT_TIMEOUT"] = c.str();
-    }
-    if (!env.count("OMP_NUM_THREADS")) env["OMP_NUM_THREADS"] = threads;
-    if (!env.count("OPENBLAS_NUM_THREADS")) env["OPENBLAS_NUM_THREADS"] = threads;
-    std::vector<std::string> list;
-    for (auto& [k, v] : env) list.push_back(k + "=" + v);
-    start(r, list);
+  try {
+    for (int l = 0; l < o_.nproc; ++l) start(ranks_[static_cast<size_t>(l)], rank_env(l));
+  } catch (...) {
+    signal_all(SIGKILL);  // no rank outlives a launcher that could not start them all
+    for (auto& r : ranks_)
+      if (r.running) ::waitpid(r.pid, nullptr, 0);
+    throw;
   }
 
   for (;;) {
@@ -472,6 +485,18 @@ int launch(const LaunchOptions& opts, const std::vector<std::string>& argv) {
   DT_CHECK(opts.nnodes >= 1 && opts.node_rank >= 0 && opts.node_rank < opts.nnodes, InvalidArgument,
            "--node-rank " << opts.node_rank << " is outside --nnodes " << opts.nnodes);
   DT_CHECK(!argv.empty(), InvalidArgument, "no program to run: put it after '--' (dtrain run -n 4 -- ./train)");
+  // Each local rank costs the launcher about four descriptors (three pipes, its store
+  // connection): raise the soft limit as far as the hard one allows, or refuse up front rather
+  // than fail half-way through starting the ranks.
+  rlimit lim{};
+  const rlim_t need = static_cast<rlim_t>(4 * opts.nproc + 64);
+  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < need) {
+    lim.rlim_cur = lim.rlim_max == RLIM_INFINITY ? need : std::min(need, lim.rlim_max);
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+    DT_CHECK(lim.rlim_cur >= need, InvalidArgument,
+             "-n " << opts.nproc << " needs about " << need << " open files in the launcher but the limit is "
+                   << lim.rlim_cur << " (ulimit -n); raise it or start fewer ranks per node");
+  }
   // Block the signals the launcher handles before any thread exists (the store server's
   // thread inherits the mask), so they arrive only on its signalfd; ranks unblock them.
   SignalBlock blocked;
