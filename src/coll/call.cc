@@ -28,15 +28,11 @@ std::string rank_name(Communicator& c, int r) {
   return os.str();
 }
 
-<<<<<<< HEAD
 // "allreduce(float32 x 1000, sum, ring) as collective #3": what a rank called.
 std::string call_text(const Fingerprint& f) { return f.describe() + " as collective #" + std::to_string(f.seq); }
-// " (on host hB; this rank is on hA)" when the ranks that never arrived all live on other
-// hosts than this rank (the host ids the auto transport published), else "".
-=======
+
 // " (on host hB; this rank is on hA: ...)" naming the other hosts that ranks which never
 // arrived live on (the host ids the auto transport published); "" when none is elsewhere.
->>>>>>> main
 std::string hosts_of(Store& store, const std::vector<int>& ranks, int me) {
   try {
     auto host = [&](int r) {
@@ -269,6 +265,7 @@ void Call::fail(std::exception_ptr e) {
       if (!inside.empty()) {
         m << "; inside the call but not responding (stopped or hung?):";
         for (int r : inside) m << " " << rank_name(comm_, r);
+        m << hosts_of(store, inside, rank_);  // or a network between: say which host
       }
       if (!missing.empty()) {
         m << "; never reached by";
