@@ -5,7 +5,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git python3
       libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libopenblas-dev nlohmann-json3-dev
-      iproute2 procps)
+      iproute2 procps clang libclang-rt-dev)
 # The Python module and the torch.distributed backend (python/); DTRAIN_PYTHON=0 leaves them out.
 if [[ "${DTRAIN_PYTHON:-1}" != 0 ]]; then
   pkgs+=(python3-torch libtorch-dev pybind11-dev python3-dev python3-numpy python3-pytest)

@@ -51,6 +51,13 @@ class Store {
 // Formats the Timeout message every store uses.
 std::string missing_keys_message(const std::vector<std::string>& missing, double timeout_s);
 
+// Parses a whole decimal int64 ("12", "-3"); false for anything else (spaces, "1e3", overflow).
+bool parse_store_int(const std::string& text, int64_t* out);
+// What add(key, delta) stores when the key holds `current` (nullptr: missing = 0). Throws
+// InvalidArgument naming the key when the stored value is not a decimal integer or the sum
+// overflows int64 (every store gives the same answer, never a bare "stoll" or a wrap).
+int64_t checked_add(const std::string& key, const std::string* current, int64_t delta);
+
 class MemoryStore : public Store {
  public:
   explicit MemoryStore(double timeout_s = 30) : Store(timeout_s) {}

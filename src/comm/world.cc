@@ -96,13 +96,19 @@ std::shared_ptr<Store> open_world_store(const WorldInfo& w, std::shared_ptr<void
     }
     return std::make_shared<TcpStore>(host, p, w.token, t);
   }
-  // mpirun/srun on one host without an address: a private directory keyed by the job id.
+  // mpirun/srun on one host without an address: a private directory keyed by the job and the
+  // step (srun steps of one allocation share the job id; an mpirun is one step), holding one
+  // generation per run (file_store.h).
   std::string job = env_string("SLURM_JOB_ID", env_string("OMPI_MCA_ess_base_jobid", ""));
+  std::string step = env_string("SLURM_STEP_ID", "0");
   DT_CHECK(!job.empty(), InvalidArgument,
            "no rendezvous: world size " << w.size << " but neither DTRAIN_STORE nor MASTER_ADDR/MASTER_PORT is set "
                                         << "(start the ranks with 'dtrain run -n N', or set MASTER_ADDR, MASTER_PORT "
                                            "and DTRAIN_TOKEN)");
-  return std::make_shared<FileStore>("/tmp/dtrain-" + std::to_string(::getuid()) + "-" + job, t);
+  for (const std::string* id : {&job, &step})
+    DT_CHECK(id->find('/') == std::string::npos && *id != ".." && *id != ".", InvalidArgument,
+             "job or step id '" << *id << "' from the environment is not a plain name");
+  return open_job_file_store("/tmp/dtrain-" + std::to_string(::getuid()) + "-" + job + "-" + step, w.rank, w.size, t);
 }
 
 }  // namespace dtrain

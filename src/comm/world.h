@@ -7,8 +7,10 @@
 //   local:     LOCAL_RANK/LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK/SIZE, SLURM_LOCALID.
 //   store:     DTRAIN_STORE (tcp://HOST:PORT or file:///DIR, set by dtrain run); else
 //              MASTER_ADDR + MASTER_PORT, where rank 0 serves the store; else, for a job on
-//              one host started by mpirun/srun, a private FileStore under /tmp named after
-//              the job id; a single process gets an in-memory store.
+//              one host started by mpirun/srun, a private file store /tmp/dtrain-UID-JOB-STEP
+//              (SLURM_JOB_ID or OMPI_MCA_ess_base_jobid, SLURM_STEP_ID or 0), one generation
+//              per run, removed by the last rank (open_job_file_store in file_store.h); a
+//              single process gets an in-memory store.
 //   token:     DTRAIN_TOKEN (the launcher generates it). A TCP store needs it; its absence
 //              is an InvalidArgument saying how to set it.
 //   transport: DTRAIN_TRANSPORT (auto|shm|tcp), DTRAIN_TIMEOUT (seconds, default 300, for every

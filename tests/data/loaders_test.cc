@@ -173,6 +173,26 @@ TEST(Libsvm, RejectsUnsortedZeroIndexAndBadLabel) {
   EXPECT_THROW(parse_libsvm("", "f"), Corrupt);
 }
 
+// Issue 13: a 50-byte file with feature index 300,000,000 made the model allocate 2.3 GB and
+// die with a bare std::bad_alloc; the loader now says which index is not justified.
+TEST(Libsvm, HugeIndexInATinyFileIsAClearError) {
+  std::string text = "+1 1:0.5 300000000:1\n-1 2:1 7:0.25\n";
+  ASSERT_LT(text.size(), 50u);
+  std::string msg = error_of<Corrupt>([&] { parse_libsvm(text, "tiny.svm"); });
+  EXPECT_NE(msg.find("tiny.svm: line 1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("feature index 300000000"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("renumber"), std::string::npos) << msg;
+  // A wide but justified file (as many values as 1/16 of its features) still loads, sparse.
+  std::string wide = "+1";
+  for (int64_t i = 1; i <= (int64_t{1} << 24) / 16 + 8; ++i) wide += " " + std::to_string(i * 16) + ":1";
+  wide += "\n-1 3:1\n";
+  Dataset ds = parse_libsvm(wide, "wide.svm");
+  EXPECT_TRUE(ds.sparse);
+  EXPECT_GT(ds.cols, int64_t{1} << 24);
+  // An explicit feature count is the user's own justification.
+  EXPECT_EQ(parse_libsvm(text, "tiny.svm", 300000000).cols, 300000000);
+}
+
 TEST(Libsvm, TestFileReusesFeatureCountAndLabelMap) {
   TempDir d;
   write(d.file("train"), "-1 1:1 5:1\n+1 2:1\n");
