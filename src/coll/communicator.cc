@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "comm/heartbeat.h"
 
 namespace dtrain {
@@ -23,12 +24,16 @@ Communicator::Communicator(std::shared_ptr<Store> store, int rank, int size, con
   transport_ = Transport::create(*transport_store, rank, size, opts);
 }
 
-std::shared_ptr<Communicator> Communicator::from_env() {
-  WorldInfo info = world_from_env();
+std::shared_ptr<Communicator> Communicator::from_env() { return from_world(world_from_env()); }
+
+std::shared_ptr<Communicator> Communicator::from_world(WorldInfo info) {
   std::shared_ptr<void> keepalive;
   auto store = open_world_store(info, &keepalive);
   auto comm = std::make_shared<Communicator>(store, info.rank, info.size, info.transport);
   if (keepalive) comm->keep_alive(keepalive);
+  DT_LOG(Info) << "rank " << info.rank << " of " << info.size << " (" << info.launched_by << ", " << info.hosts
+               << " host(s)): transport " << comm->transport().kind() << ", timeout " << info.transport.timeout_s
+               << " s, tcp address " << info.transport.fabric.bind_host;
   // Under dtrain's launcher: beat while this rank is part of the job (comm/heartbeat.h).
   if (std::shared_ptr<Heartbeat> beat = heartbeat_from_env()) comm->keep_alive(beat);
   return comm;

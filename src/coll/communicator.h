@@ -40,8 +40,11 @@ class Communicator {
   // Collective over the ranks of `store` (which this communicator namespaces under `name`).
   Communicator(std::shared_ptr<Store> store, int rank, int size, const TransportOptions& opts,
                std::string name = "world", std::vector<int> world_ranks = {});
-  // The job's world, from the environment (see comm/world.h).
+  // The job's world, from the environment (see comm/world.h): from_world(world_from_env()).
   static std::shared_ptr<Communicator> from_env();
+  // The job's world as `info` describes it (e.g. the environment's, with a program's flags
+  // applied over it); opens the rendezvous (open_world_store) and the transport.
+  static std::shared_ptr<Communicator> from_world(WorldInfo info);
 
   int rank() const { return rank_; }
   int size() const { return size_; }

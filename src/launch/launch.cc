@@ -26,6 +26,7 @@
 #include "base/clock.h"
 #include "base/env.h"
 #include "base/error.h"
+#include "comm/engine.h"
 #include "comm/socket.h"
 #include "comm/tcp_store.h"
 
@@ -499,9 +500,10 @@ int relaunch_command(const LaunchOptions& opts, const std::vector<std::string>& 
 }
 
 bool inside_launched_rank() {
-  for (const char* v : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"})
+  for (const char* v : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"})
     if (env_get(v)) return true;
-  return false;
+  // An sbatch script has SLURM_PROCID=0 too, but it is the allocation's launcher, not a rank.
+  return env_get("SLURM_PROCID") && !in_slurm_batch_step();
 }
 
 }  // namespace dtrain::launch

@@ -24,7 +24,8 @@
 //   it. An interrupt (SIGINT/SIGTERM to the launcher) is never restarted.
 // - relaunch_self(opts, args) runs this same executable with `args` under launch(): how a
 //   subcommand given -n N spawns its own ranks. inside_launched_rank() says whether this
-//   process is already one rank of a job (so subcommands don't spawn again).
+//   process is already one rank of a job (so subcommands don't spawn again); an sbatch
+//   script (SLURM's batch step, comm/engine.h) is not: there `dtrain train -n N` launches.
 #pragma once
 
 #include <string>
