@@ -17,10 +17,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-${BUILD_DIR:-build}}
 BIN=$(realpath "$BUILD/bin/dtrain" 2>/dev/null)
-RANKP=$(realpath "$BUILD/bin/dtrain_test_rank" 2>/dev/null || realpath "$BUILD/tests/dtrain_test_rank" 2>/dev/null)
+RANKP=$(realpath "$BUILD/tests/dtrain_test_rank" 2>/dev/null)
 skip() { echo "test_slurm: SKIPPED: $*"; exit 77; }
 [[ $(id -u) -eq 0 ]] || skip "needs root (network namespaces, slurmd)"
-[[ -x "$BIN" ]] || skip "no $BUILD/bin/dtrain: build first (scripts/build.sh)"
+[[ -x "$BIN" && -x "$RANKP" ]] || skip "no $BUILD/bin/dtrain or $BUILD/tests/dtrain_test_rank: build first (scripts/build.sh)"
 command -v ip >/dev/null || skip "needs iproute2"
 if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null || ! command -v mpirun >/dev/null; then
   timeout 600 scripts/deps.sh --slurm >/dev/null 2>&1 || skip "cannot install slurm-wlm, munge, openmpi-bin (scripts/deps.sh --slurm)"
@@ -139,6 +139,18 @@ log=$(cat "$W/job-$job.out" 2>/dev/null)
 grep -q "batch-env" <<<"$log" && echo "     (the batch script's own environment: $(grep batch-env <<<"$log" | tr '\n' ' '))"
 grep -qi "test accuracy\|test_accuracy\|accuracy" <<<"$log" && pass "dtrain train -n 2 inside an sbatch script launches 2 ranks" ||
   fail "dtrain train -n 2 inside sbatch: $log"
+
+# An sbatch script over two hosts: dtrain train -n 2 starts its ranks with srun across them.
+cat > "$W/job2.sh" <<EOF
+#!/bin/bash
+#SBATCH -p two -N2 -n2 -o $W/job2-%j.out
+DTRAIN_LOG=info $TRAIN -n 2 || exit 13
+EOF
+out=$(on "$NS0" $S sbatch --wait --parsable "$W/job2.sh" 2>&1); rc=$?
+job=${out##*$'\n'}; JOBS+=("$job")
+log=$(cat "$W/job2-$job.out" 2>/dev/null)
+[[ $rc -eq 0 ]] && grep -q "starting 2 ranks with srun" <<<"$log" && grep -q "2 host(s)): transport tcp" <<<"$log" &&
+  pass "dtrain train -n 2 in an sbatch script over two hosts: srun across them, tcp" || fail "sbatch over two hosts (rc $rc): $log"
 
 # 2. srun -N2 with nothing set by hand (PMIx): ddp and gossip; flags beat the environment.
 for strategy in ddp gossip; do

@@ -81,7 +81,9 @@ bool in_slurm_batch_step() {
 }
 
 int engine_hosts(int size, int local_size, std::string* why) {
-  if (auto nodes = env_get("SLURM_STEP_NUM_NODES"); nodes && env_get("SLURM_PROCID") && !in_slurm_batch_step()) {
+  // mpirun inside an allocation, or dtrain run inside an srun step: their own counts rule.
+  const bool other = env_get("OMPI_COMM_WORLD_RANK") || env_get("RANK");
+  if (auto nodes = env_get("SLURM_STEP_NUM_NODES"); nodes && !other && env_get("SLURM_PROCID") && !in_slurm_batch_step()) {
     if (why) *why = "SLURM_STEP_NUM_NODES=" + *nodes;
     return std::max(1, std::atoi(nodes->c_str()));
   }
@@ -94,7 +96,7 @@ int engine_hosts(int size, int local_size, std::string* why) {
 
 std::vector<std::string> engine_peer_hosts() {
   std::vector<std::string> peers;
-  const std::string me = local_hostname();
+  const std::string me = env_string("SLURMD_NODENAME", local_hostname());  // SLURM's name for this node
   if (auto list = env_get("SLURM_STEP_NODELIST"); list && !list->empty()) {
     for (auto& h : expand_nodelist(*list))
       if (h != me) peers.push_back(h);

@@ -10,8 +10,9 @@
 //   make a rank: a task of a step also has SLURM_STEP_ID (SLURM_STEPID), the batch script has
 //   none (or the batch step's id, 4294967291 = SLURM_BATCH_SCRIPT).
 // - engine_hosts(): how many hosts the job's ranks span as the engine tells it (srun:
-//   SLURM_STEP_NUM_NODES; mpirun / dtrain run / torchrun: 2 when the job has more ranks than
-//   this host, 1 otherwise); `why` gets the variables that said so, for error messages.
+//   SLURM_STEP_NUM_NODES unless OpenMPI or dtrain run started the rank; mpirun / dtrain run /
+//   torchrun: 2 when the job has more ranks than this host, 1 otherwise); `why` gets the
+//   variables that said so, for error messages.
 // - engine_peer_hosts(): the other hosts of this srun step (SLURM_STEP_NODELIST, expanded,
 //   without this host's name), else the host of mpirun's daemon (OMPI_MCA_orte_hnp_uri);
 //   may be empty.
