@@ -41,6 +41,13 @@ cleanup() {
     for _ in $(seq 50); do dead "$p" && break; sleep 0.2; done
     dead "$p" || kill -9 "$p" 2>/dev/null
   done
+  for n in "$NS0" "$NS1"; do  # anything still in the hosts (slurmstepd, ranks): TERM, then KILL
+    for p in $(ip netns pids "$n" 2>/dev/null); do kill "$p" 2>/dev/null; done
+    for p in $(ip netns pids "$n" 2>/dev/null); do
+      for _ in $(seq 25); do dead "$p" && break; sleep 0.2; done
+      dead "$p" || kill -9 "$p" 2>/dev/null
+    done
+  done
   ip netns del "$NS0" 2>/dev/null; ip netns del "$NS1" 2>/dev/null
   rm -rf "/etc/netns/$NS0" "/etc/netns/$NS1" "$W"
 }
@@ -119,6 +126,11 @@ echo "test_slurm: SLURM cluster up (h0=$NET.1, h1=$NET.2) in $W"
 
 # A small data set: 3 classes on 8 features, 1200 rows.
 awk 'BEGIN{srand(7); for(i=0;i<1200;i++){c=i%3; printf "%d",c; for(j=0;j<8;j++) printf ",%.4f", (j%3==c?1:0)+rand()*0.5; print ""}}' > "$W/data.csv"
+# The two namespaces share this machine's hostname and boot id, which transport auto would
+# take for one host (shm): each rank's host id is its SLURM node name / its address instead.
+printf '#!/bin/sh\nexport DTRAIN_HOST_ID=${SLURMD_NODENAME:-$(ip -4 -o addr show scope global | awk "{print \\$4}" | head -1)}\nexec "$@"\n' > "$W/host.sh"
+chmod +x "$W/host.sh"
+BIN0=$BIN BIN="$W/host.sh $BIN" RANKP="$W/host.sh $RANKP"
 TRAIN="$BIN train --model mlp:8-16-3 --data csv:$W/data.csv --epochs 2 --batch 32"
 S="timeout 120"  # every srun/sbatch wait is bounded
 
@@ -144,13 +156,13 @@ grep -qi "test accuracy\|test_accuracy\|accuracy" <<<"$log" && pass "dtrain trai
 cat > "$W/job2.sh" <<EOF
 #!/bin/bash
 #SBATCH -p two -N2 -n2 -o $W/job2-%j.out
-DTRAIN_LOG=info $TRAIN -n 2 || exit 13
+DTRAIN_LOG=info ${TRAIN/$BIN/$BIN0} -n 2 || exit 13
 EOF
 out=$(on "$NS0" $S sbatch --wait --parsable "$W/job2.sh" 2>&1); rc=$?
 job=${out##*$'\n'}; JOBS+=("$job")
 log=$(cat "$W/job2-$job.out" 2>/dev/null)
-[[ $rc -eq 0 ]] && grep -q "starting 2 ranks with srun" <<<"$log" && grep -q "2 host(s)): transport tcp" <<<"$log" &&
-  pass "dtrain train -n 2 in an sbatch script over two hosts: srun across them, tcp" || fail "sbatch over two hosts (rc $rc): $log"
+[[ $rc -eq 0 ]] && grep -q "starting 2 ranks with srun" <<<"$log" && [[ $(grep -c "(srun, 2 host(s))" <<<"$log") -eq 2 ]] &&
+  pass "dtrain train -n 2 in an sbatch script over two hosts: srun across them" || fail "sbatch over two hosts (rc $rc): $log"
 
 # 2. srun -N2 with nothing set by hand (PMIx): ddp and gossip; flags beat the environment.
 for strategy in ddp gossip; do
@@ -214,8 +226,9 @@ shm_new() { find /dev/shm /tmp -maxdepth 1 -newer "$W/slurm.conf" \( -name 'dtra
 left=$(shm_new); [[ -n "$left" ]] && sleep 1 && left=$(comm -12 <(echo "$left" | sort) <(shm_new | sort))
 for j in "${JOBS[@]}"; do left+=$(ls -d /tmp/dtrain-*-"$j"* 2>/dev/null); done
 [[ -z "$left" ]] && pass "nothing left in /tmp or /dev/shm" || fail "left behind: $left"
+inside=$(for n in "$NS0" "$NS1"; do ip netns pids "$n"; done 2>/dev/null | while read -r p; do dead "$p" || echo "$p"; done)
 cleanup; trap - EXIT
-alive=""; for p in "${DAEMONS[@]}"; do dead "$p" || alive+=" $p"; done
+alive=""; for p in "${DAEMONS[@]}" $inside; do dead "$p" || alive+=" $p"; done
 [[ -z "$alive" ]] && pass "every daemon stopped" || fail "daemons still running:$alive"
 ((FAILS == 0)) && echo "test_slurm: all passed" || echo "test_slurm: $FAILS FAILED"
 exit $((FAILS > 0))

@@ -17,7 +17,7 @@ namespace {
 // Sets variables for one test and restores them (every rank/launcher variable starts unset).
 class Env {
  public:
-  Env(std::map<std::string, std::string> set) {
+  explicit Env(std::map<std::string, std::string> set) {
     for (const char* v : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "DTRAIN_STORE", "MASTER_ADDR",
                           "MASTER_PORT", "DTRAIN_TOKEN", "DTRAIN_BIND_ADDR", "OMPI_COMM_WORLD_RANK",
                           "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "PMI_RANK", "PMI_SIZE", "PMIX_RANK",
@@ -125,7 +125,7 @@ TEST(Rendezvous, LoopbackAdvertisedToAnotherHostNamesBindAddr) {
 
 TEST(Flags, SetTimeoutFollowsUnlessTheRendezvousTimeoutWasSet) {
   {
-    Env e({{"DTRAIN_TIMEOUT", "0.001"}});
+    Env e(std::map<std::string, std::string>{{"DTRAIN_TIMEOUT", "0.001"}});
     WorldInfo w = world_from_env();
     w.set_timeout(10);
     EXPECT_EQ(w.transport.timeout_s, 10);
