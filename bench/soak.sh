@@ -73,7 +73,7 @@ ranks() {  # the ranks running now: children of the launchers (ip netns exec rep
 }
 rss() { local s=0; for p in "${pids[@]}"; do s=$((s + $(ps -o rss= -p "$p" 2>/dev/null || echo 0))); done; echo $s; }
 
-rss_first=$(rss)
+rss_first=""
 end=$(( $(date +%s) + MINUTES * 60 ))
 faults=0; kinds=(kill stop cut)
 while (( $(date +%s) + EVERY < end )); do
@@ -89,6 +89,7 @@ while (( $(date +%s) + EVERY < end )); do
     cut) ip -n $NS0 link set $VA down; sleep "$CUT_S"; ip -n $NS0 link set $VA up ;;
   esac
   faults=$((faults + 1))
+  [[ -z $rss_first ]] && rss_first=$(rss)   # after warm-up: the growth from the first fault on
   echo "$(date +%T) fault $faults: $kind (rank pid $victim), launcher RSS $(rss) KiB" | tee -a "$OUT/faults.txt"
 done
 rss_last=$(rss)
@@ -108,8 +109,8 @@ tmp_after=$(ls -d /tmp/dtrain-* 2>/dev/null | wc -l)
   echo "restarts (node 0):     $restarts"
   echo "rounds reached:        ${max_round:-0} (of $K steps each); rounds trained in all: $rounds_printed;" \
        "redone: $(( rounds_printed - ${max_round:-0} )) (plus < $K steps per fault, never printed)"
-  echo "hung ranks caught:     $(grep -c 'hung' "$OUT"/node*.log)"
+  echo "hung ranks caught:     $(cat "$OUT"/node*.log | grep -c 'hung')"
   echo "left behind:           /dev/shm dtrain segments $shm_before -> $shm_after, /tmp/dtrain-* $tmp_before -> $tmp_after," \
        "processes $left_procs"
-  echo "launcher RSS:          $rss_first KiB -> $rss_last KiB"
+  echo "launcher RSS:          $rss_first KiB at the first fault -> $rss_last KiB at the end"
 } | tee "$OUT/report.txt"

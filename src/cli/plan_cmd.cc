@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/env.h"
+#include "base/settings.h"
 #include "base/error.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
@@ -26,11 +27,11 @@ namespace {
 int plan_collective_cmd(const Args& args) {
   Flags f("plan collective", args);
   std::string op_name = f.get_string("op", "allreduce", "the collective (allreduce, allgather, broadcast, ...)");
-  int p = static_cast<int>(f.get_int("nproc", 8, "number of ranks", "n"));
+  int p = static_cast<int>(f.get_int("nproc", 8, 1, 1 << 24, "number of ranks", "n"));
   std::string size = f.get_string("size", "64M", "buffer size in bytes (K, M, G suffixes)", "s");
   std::string transport = f.get_string("transport", "shm", "shm or tcp");
   std::string calibration = f.get_string("calibration", "", "calibration JSON (default: the one runs read)");
-  int64_t segment = f.get_int("segment", 0, "pipelining segment in bytes (0 = default)");
+  int64_t segment = f.get_int("segment", 0, 0, int64_t{1} << 40, "pipelining segment in bytes (0 = default)");
   bool json = f.get_bool("json", "print JSON instead of a table");
   if (f.help_requested()) {
     std::printf("%s", f.help_text("--op allreduce -n 8 --size 64M [--transport tcp]").c_str());
@@ -43,7 +44,8 @@ int plan_collective_cmd(const Args& args) {
   TransportKind kind = parse_transport_kind(transport);
   DT_CHECK(kind != TransportKind::kAuto, InvalidArgument, "--transport: name shm or tcp");
   std::string kind_name = transport_kind_name(kind);
-  CostParams cp = cost_params_for(kind_name);
+  const CollConfig config = coll_config_from(Settings::process());
+  CostParams cp = cost_params_for(kind_name, config.calibration_path);
   if (!calibration.empty()) {
     std::ifstream in(calibration);
     DT_CHECK(in.good(), IoError, "cannot read --calibration file " << calibration);
@@ -57,7 +59,7 @@ int plan_collective_cmd(const Args& args) {
   }
   CollOptions o;
   o.segment_bytes = static_cast<size_t>(std::max<int64_t>(0, segment));
-  auto rows = plan_collective(op, p, bytes, cp, resolve_segment_bytes(o), kind == TransportKind::kShm);
+  auto rows = plan_collective(op, p, bytes, cp, resolve_segment_bytes(config, o), kind == TransportKind::kShm);
   if (json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : rows)

@@ -8,6 +8,7 @@
 
 #include "base/env.h"
 #include "base/error.h"
+#include "base/settings.h"
 #include "comm/engine.h"
 #include "comm/file_store.h"
 #include "comm/pmix_exchange.h"
@@ -36,7 +37,7 @@ std::string resolve_bind_address(const std::string& value) {
   return found.empty() ? value : found;
 }
 
-WorldInfo world_from_env() {
+WorldInfo world_from_env(const Settings& settings) {
   WorldInfo w;
   auto pick = [&](const char* rank_var, const char* size_var, const char* by) {
     if (w.launched_by != "single" || !env_get(rank_var) || !env_get(size_var)) return;
@@ -44,7 +45,7 @@ WorldInfo world_from_env() {
     w.size = static_cast<int>(env_int(size_var, 1));
     w.launched_by = by;
   };
-  pick("RANK", "WORLD_SIZE", env_get("DTRAIN_STORE") ? "dtrain" : "torchrun-env");
+  pick("RANK", "WORLD_SIZE", settings.has("DTRAIN_STORE") ? "dtrain" : "torchrun-env");
   pick("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "mpirun");
   pick("PMI_RANK", "PMI_SIZE", "mpirun");
   if (!in_slurm_batch_step()) pick("SLURM_PROCID", "SLURM_NTASKS", "srun");  // an sbatch script is no rank
@@ -52,19 +53,28 @@ WorldInfo world_from_env() {
            "rank " << w.rank << " and world size " << w.size << " from the environment do not fit together");
   w.local_rank = static_cast<int>(env_int("LOCAL_RANK", env_int("OMPI_COMM_WORLD_LOCAL_RANK", env_int("SLURM_LOCALID", w.rank))));
   w.local_size = static_cast<int>(env_int("LOCAL_WORLD_SIZE", env_int("OMPI_COMM_WORLD_LOCAL_SIZE", w.size)));
+  w.token = settings.has("DTRAIN_TOKEN") ? settings.text("DTRAIN_TOKEN") : "";
+  w.store_url = settings.has("DTRAIN_STORE") ? settings.text("DTRAIN_STORE") : "";
   w.hosts = engine_hosts(w.size, w.local_size, &w.hosts_reason);
-  w.token = env_string("DTRAIN_TOKEN", "");
-  w.store_url = env_string("DTRAIN_STORE", "");
-  w.transport.kind = parse_transport_kind(env_string("DTRAIN_TRANSPORT", "auto"));
-  w.transport.timeout_s = env_double("DTRAIN_TIMEOUT", 300);
-  w.connect_timeout_given = env_get("DTRAIN_CONNECT_TIMEOUT").has_value();
-  w.transport.fabric.connect_timeout_s = env_double("DTRAIN_CONNECT_TIMEOUT", w.transport.timeout_s);
-  w.bind_given = env_get("DTRAIN_BIND_ADDR").has_value();
-  w.transport.fabric.bind_host = resolve_bind_address(env_string("DTRAIN_BIND_ADDR", "127.0.0.1"));
-  w.transport.fabric.shm_ring_bytes =
-      static_cast<size_t>(parse_size(env_string("DTRAIN_SHM_RING_BYTES", "1M"), "DTRAIN_SHM_RING_BYTES"));
+  w.transport = transport_options(settings, w.local_size);
   w.transport.fabric.token = w.token;
+  w.bind_given = settings.has("DTRAIN_BIND_ADDR");
+  w.connect_timeout_given = settings.has("DTRAIN_CONNECT_TIMEOUT");
   return w;
+}
+
+TransportOptions transport_options(const Settings& settings, int ranks_on_host) {
+  TransportOptions t;
+  t.kind = parse_transport_kind(settings.choice("DTRAIN_TRANSPORT"));
+  t.timeout_s = settings.number("DTRAIN_TIMEOUT");
+  t.fabric.connect_timeout_s = settings.has("DTRAIN_CONNECT_TIMEOUT") ? settings.number("DTRAIN_CONNECT_TIMEOUT") : t.timeout_s;
+  t.fabric.bind_host = resolve_bind_address(settings.text("DTRAIN_BIND_ADDR"));
+  t.fabric.shm_ring_bytes = static_cast<size_t>(settings.bytes("DTRAIN_SHM_RING_BYTES"));
+  if (settings.has("DTRAIN_SPIN_US")) t.spin_us = settings.number("DTRAIN_SPIN_US");
+  t.yield_us = settings.number("DTRAIN_YIELD_US");
+  if (settings.has("DTRAIN_HOST_ID")) t.host_id = settings.text("DTRAIN_HOST_ID");
+  t.ranks_on_host = ranks_on_host;
+  return t;
 }
 
 void WorldInfo::set_timeout(double seconds) {
@@ -205,13 +215,19 @@ std::shared_ptr<Store> open_world_store(WorldInfo& w, std::shared_ptr<void>* kee
                      << "or set MASTER_ADDR, MASTER_PORT and DTRAIN_TOKEN on every rank");
     return nodelist_store(w, keepalive, t);
   }
-  // mpirun/srun on one host without an address: a private directory keyed by the job id.
+  // mpirun/srun on one host without an address: a private directory keyed by the job and the
+  // step (srun steps of one allocation share the job id; an mpirun is one step), holding one
+  // generation per run (file_store.h).
   std::string job = env_string("SLURM_JOB_ID", env_string("OMPI_MCA_ess_base_jobid", ""));
+  std::string step = env_string("SLURM_STEP_ID", "0");
   DT_CHECK(!job.empty(), InvalidArgument,
            "no rendezvous: world size " << w.size << " but neither DTRAIN_STORE nor MASTER_ADDR/MASTER_PORT is set "
                                         << "(start the ranks with 'dtrain run -n N', or set MASTER_ADDR, MASTER_PORT "
                                            "and DTRAIN_TOKEN)");
-  return std::make_shared<FileStore>("/tmp/dtrain-" + std::to_string(::getuid()) + "-" + job, t);
+  for (const std::string* id : {&job, &step})
+    DT_CHECK(id->find('/') == std::string::npos && *id != ".." && *id != ".", InvalidArgument,
+             "job or step id '" << *id << "' from the environment is not a plain name");
+  return open_job_file_store("/tmp/dtrain-" + std::to_string(::getuid()) + "-" + job + "-" + step, w.rank, w.size, t);
 }
 
 }  // namespace dtrain

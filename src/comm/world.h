@@ -1,6 +1,7 @@
 // comm/world.h — who am I in the job: rank, size and rendezvous, read from the environment.
 //
-// Contract: world_from_env() reads, in order of precedence,
+// Contract: world_from_env() reads the launcher's variables from the environment and the DTRAIN_*
+// ones from a settings snapshot (base/settings.h), in order of precedence,
 //   rank/size: RANK + WORLD_SIZE (dtrain run, torchrun), OMPI_COMM_WORLD_RANK/SIZE (mpirun),
 //              PMI_RANK/PMI_SIZE, SLURM_PROCID/SLURM_NTASKS (srun); else a single process.
 //   local:     LOCAL_RANK/LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK/SIZE, SLURM_LOCALID.
@@ -11,19 +12,24 @@
 //              MASTER_ADDR + MASTER_PORT, where rank 0 serves the store; else, started by a
 //              PMIx engine (srun --mpi=pmix, OpenMPI's mpirun) and built with PMIx, rank 0
 //              serves a TcpStore on the address that routes to its peers with a fresh random
-//              token and hands "host:port:token" to the others through PMIx; else, for an
+//              token and hands "host port token" to the others through PMIx; else, for an
 //              srun step spanning hosts, rank 0 serves on the first host of
 //              SLURM_STEP_NODELIST at a port derived from the job and step ids (DTRAIN_TOKEN
-//              required); else, for a job on one host, a private FileStore under /tmp named
-//              after the job; a single process gets an in-memory store. A job spanning hosts
-//              with none of these is an immediate InvalidArgument naming what is missing.
+//              required); else, for a job on one host started by mpirun/srun, a private file
+//              store /tmp/dtrain-UID-JOB-STEP (SLURM_JOB_ID or OMPI_MCA_ess_base_jobid,
+//              SLURM_STEP_ID or 0), one generation per run, removed by the last rank
+//              (open_job_file_store in file_store.h); a single process gets an in-memory
+//              store. A job spanning hosts with none of these is an immediate InvalidArgument
+//              naming what is missing.
 //   token:     DTRAIN_TOKEN (the launcher generates it). A TCP store needs it; its absence
 //              is an InvalidArgument saying how to set it.
 //   transport: DTRAIN_TRANSPORT (auto|shm|tcp), DTRAIN_TIMEOUT (seconds, default 300, for every
 //              blocking call), DTRAIN_CONNECT_TIMEOUT (rendezvous; default DTRAIN_TIMEOUT),
 //              DTRAIN_BIND_ADDR (address or interface name the tcp transport listens on and
 //              publishes; default 127.0.0.1 on one host, the address that routes to the peers
-//              when the job spans hosts), DTRAIN_SHM_RING_BYTES.
+//              when the job spans hosts), DTRAIN_SHM_RING_BYTES, DTRAIN_SPIN_US,
+//              DTRAIN_YIELD_US, DTRAIN_HOST_ID; LOCAL_WORLD_SIZE tells it whether ranks
+//              outnumber the cores.
 // Precedence: a program's own settings (dtrain train's flags: WorldInfo::set_timeout, the
 // transport kind) > the environment > the defaults; run_training applies the flags given.
 // A malformed value is an InvalidArgument naming the variable. On a job spanning hosts, a
@@ -33,6 +39,7 @@
 #include <memory>
 #include <string>
 
+#include "base/settings.h"
 #include "comm/store.h"
 #include "comm/transport.h"
 
@@ -54,7 +61,11 @@ struct WorldInfo {
   void set_timeout(double seconds);
 };
 
-WorldInfo world_from_env();
+WorldInfo world_from_env(const Settings& settings = Settings::process());
+
+// The transport's options from the settings (DTRAIN_TRANSPORT, DTRAIN_TIMEOUT, ...; see
+// base/settings.cc); ranks_on_host is the job's local size (0 = each group's size).
+TransportOptions transport_options(const Settings& settings, int ranks_on_host = 0);
 
 // An address as given, or the first IPv4 address of the interface named; InvalidArgument else.
 std::string resolve_bind_address(const std::string& value);

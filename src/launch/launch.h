@@ -9,6 +9,9 @@
 // - When a rank exits non-zero or is killed, the others get SIGTERM (SIGKILL after a grace
 //   period), and launch returns non-zero after printing which rank failed, how (exit code or
 //   signal), and the tail of its stderr. SIGINT/SIGTERM to the launcher reach every rank.
+// - Ranks die with their launcher, even one killed with SIGKILL (PR_SET_PDEATHSIG); a launcher
+//   that cannot start every rank (fork or descriptors exhausted) kills the ones it started.
+//   -n is bounded (the CLI allows 1024 per node) and the descriptor limit is checked first.
 // - Output lines are prefixed with "[rank R] " when opts.tag_output (stderr always passes
 //   through line by line).
 // - Hung ranks: every rank gets the write end of a pipe (DTRAIN_HEARTBEAT_FD) on which its
