@@ -29,6 +29,8 @@ ENV_READERS = {
     "src/base/settings.cc": "the settings registry: reads every DTRAIN_* variable once",
     "src/comm/world.cc": "the world: the launchers' RANK/WORLD_SIZE/MASTER_ADDR/OMPI_*/SLURM_* variables",
     "src/launch/launch.cc": "the launcher: whether it runs inside a launched rank, the ranks' environment",
+    "src/comm/engine.cc": "the world's engine facts: SLURM_* / OMPI_* host lists, batch step, node counts",
+    "src/comm/pmix_exchange.cc": "whether a PMIx server started this process (PMIX_RANK, PMIX_NAMESPACE)",
     # Pending (issue 10): the progress fd and the fault-kill switches, to move into settings /
     # leave the product for tests/support/faulty_fabric.h.
     "src/cli/train_cmd.cc": "pending: DTRAIN_PROGRESS_FD, DTRAIN_FAULT_KILL, DTRAIN_FAULT_SIGNAL",

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "comm/heartbeat.h"
 
 namespace dtrain {
@@ -25,12 +26,18 @@ Communicator::Communicator(std::shared_ptr<Store> store, int rank, int size, con
 }
 
 std::shared_ptr<Communicator> Communicator::from_env(const Settings& settings) {
-  WorldInfo info = world_from_env(settings);
+  return from_world(world_from_env(settings), settings);
+}
+
+std::shared_ptr<Communicator> Communicator::from_world(WorldInfo info, const Settings& settings) {
   std::shared_ptr<void> keepalive;
   auto store = open_world_store(info, &keepalive);
   auto comm = std::make_shared<Communicator>(store, info.rank, info.size, info.transport, "world",
                                              std::vector<int>{}, coll_config_from(settings));
   if (keepalive) comm->keep_alive(keepalive);
+  DT_LOG(Info) << "rank " << info.rank << " of " << info.size << " (" << info.launched_by << ", " << info.hosts
+               << " host(s)): transport " << comm->transport().kind() << ", timeout " << info.transport.timeout_s
+               << " s, tcp address " << info.transport.fabric.bind_host;
   // Under dtrain's launcher: beat while this rank is part of the job (comm/heartbeat.h).
   if (std::shared_ptr<Heartbeat> beat = heartbeat_from_env()) comm->keep_alive(beat);
   return comm;

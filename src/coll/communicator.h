@@ -42,8 +42,12 @@ class Communicator {
   // Collective over the ranks of `store` (which this communicator namespaces under `name`).
   Communicator(std::shared_ptr<Store> store, int rank, int size, const TransportOptions& opts,
                std::string name = "world", std::vector<int> world_ranks = {}, CollConfig coll = {});
-  // The job's world, from the environment and the settings (see comm/world.h, coll/config.h).
+  // The job's world, from the environment and the settings (see comm/world.h, coll/config.h):
+  // from_world(world_from_env(settings), settings).
   static std::shared_ptr<Communicator> from_env(const Settings& settings = Settings::process());
+  // The job's world as `info` describes it (e.g. the settings', with a program's flags applied
+  // over it); opens the rendezvous (open_world_store) and the transport.
+  static std::shared_ptr<Communicator> from_world(WorldInfo info, const Settings& settings = Settings::process());
 
   int rank() const { return rank_; }
   int size() const { return size_; }

@@ -28,6 +28,8 @@
 #include "base/clock.h"
 #include "base/env.h"
 #include "base/error.h"
+#include "comm/engine.h"
+#include "comm/pmix_exchange.h"
 #include "base/settings.h"
 #include "comm/socket.h"
 #include "comm/tcp_store.h"
@@ -481,6 +483,29 @@ int Launcher::run() {
   return 0;
 }
 
+// Inside an sbatch script whose allocation spans several hosts the allocation is the job:
+// its ranks are started by srun across it (rendezvous through PMIx when built, else a fresh
+// DTRAIN_TOKEN and the store on the step's first host, comm/world.h). Replaces this process.
+int launch_through_srun(const LaunchOptions& o, const std::vector<std::string>& argv) {
+  std::vector<std::string> cmd{"srun", "--ntasks=" + std::to_string(o.nproc), "--kill-on-bad-exit=1"};
+  if (pmix_built()) cmd.push_back("--mpi=pmix");
+  cmd.insert(cmd.end(), argv.begin(), argv.end());
+  ::setenv("DTRAIN_TRANSPORT", o.transport.c_str(), 1);
+  ::setenv("DTRAIN_TIMEOUT", std::to_string(o.timeout_s).c_str(), 1);
+  if (!o.bind_addr.empty()) ::setenv("DTRAIN_BIND_ADDR", o.bind_addr.c_str(), 1);
+  if (!pmix_built() && !env_get("DTRAIN_TOKEN")) ::setenv("DTRAIN_TOKEN", random_token().c_str(), 1);
+  std::string msg = "dtrain run: the allocation spans " + env_string("SLURM_JOB_NUM_NODES", "?") + " hosts (" +
+                    env_string("SLURM_JOB_NODELIST", "") + "): starting " + std::to_string(o.nproc) + " ranks with srun\n";
+  ssize_t ignored = ::write(2, msg.data(), msg.size());
+  (void)ignored;
+  std::vector<char*> c;
+  for (auto& a : cmd) c.push_back(const_cast<char*>(a.c_str()));
+  c.push_back(nullptr);
+  ::execvp("srun", c.data());
+  DT_THROW(IoError, "cannot execute srun to start the ranks across the allocation: " << errno_string(errno)
+                                                                                      << " (is SLURM's srun on PATH?)");
+}
+
 }  // namespace
 
 int launch(const LaunchOptions& opts, const std::vector<std::string>& argv) {
@@ -492,6 +517,8 @@ int launch(const LaunchOptions& opts, const std::vector<std::string>& argv) {
   DT_CHECK(opts.nnodes >= 1 && opts.node_rank >= 0 && opts.node_rank < opts.nnodes, InvalidArgument,
            "--node-rank " << opts.node_rank << " is outside --nnodes " << opts.nnodes);
   DT_CHECK(!argv.empty(), InvalidArgument, "no program to run: put it after '--' (dtrain run -n 4 -- ./train)");
+  if (opts.nnodes == 1 && opts.master.empty() && in_slurm_batch_step() && env_int("SLURM_JOB_NUM_NODES", 1) > 1)
+    return launch_through_srun(opts, argv);
   // Each local rank costs the launcher about four descriptors (three pipes, its store
   // connection): raise the soft limit as far as the hard one allows, or refuse up front rather
   // than fail half-way through starting the ranks.
@@ -538,9 +565,10 @@ int relaunch_command(const LaunchOptions& opts, const std::vector<std::string>& 
 }
 
 bool inside_launched_rank() {
-  for (const char* v : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"})
+  for (const char* v : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"})
     if (env_get(v)) return true;
-  return false;
+  // An sbatch script has SLURM_PROCID=0 too, but it is the allocation's launcher, not a rank.
+  return env_get("SLURM_PROCID") && !in_slurm_batch_step();
 }
 
 }  // namespace dtrain::launch

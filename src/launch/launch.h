@@ -27,7 +27,11 @@
 //   it. An interrupt (SIGINT/SIGTERM to the launcher) is never restarted.
 // - relaunch_self(opts, args) runs this same executable with `args` under launch(): how a
 //   subcommand given -n N spawns its own ranks. inside_launched_rank() says whether this
-//   process is already one rank of a job (so subcommands don't spawn again).
+//   process is already one rank of a job (so subcommands don't spawn again); an sbatch
+//   script (SLURM's batch step, comm/engine.h) is not: there `dtrain train -n N` launches,
+//   on this host, or, when the allocation spans several hosts (SLURM_JOB_NUM_NODES > 1), by
+//   replacing itself with `srun --ntasks=N --kill-on-bad-exit=1 [--mpi=pmix]` (restarts and
+//   heartbeats are then SLURM's business: --max-restarts does not apply).
 #pragma once
 
 #include <string>
