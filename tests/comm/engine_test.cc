@@ -131,8 +131,8 @@ TEST(Flags, SetTimeoutFollowsUnlessTheRendezvousTimeoutWasSet) {
     EXPECT_EQ(w.transport.timeout_s, 10);
     EXPECT_EQ(w.transport.fabric.connect_timeout_s, 10);
   }
-  Env e({{"DTRAIN_TIMEOUT", "0.001"}, {"DTRAIN_CONNECT_TIMEOUT", "99"}});
-  WorldInfo w = world_from_env();
+  // The process's settings are read once; a snapshot with the rendezvous timeout set stands in.
+  WorldInfo w = world_from_env(Settings::from_map({{"DTRAIN_TIMEOUT", "0.001"}, {"DTRAIN_CONNECT_TIMEOUT", "99"}}));
   w.set_timeout(10);
   EXPECT_EQ(w.transport.fabric.connect_timeout_s, 99);
 }
