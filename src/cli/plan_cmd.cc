@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/env.h"
+#include "base/settings.h"
 #include "base/error.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
@@ -43,7 +44,8 @@ int plan_collective_cmd(const Args& args) {
   TransportKind kind = parse_transport_kind(transport);
   DT_CHECK(kind != TransportKind::kAuto, InvalidArgument, "--transport: name shm or tcp");
   std::string kind_name = transport_kind_name(kind);
-  CostParams cp = cost_params_for(kind_name);
+  const CollConfig config = coll_config_from(Settings::process());
+  CostParams cp = cost_params_for(kind_name, config.calibration_path);
   if (!calibration.empty()) {
     std::ifstream in(calibration);
     DT_CHECK(in.good(), IoError, "cannot read --calibration file " << calibration);
@@ -57,7 +59,7 @@ int plan_collective_cmd(const Args& args) {
   }
   CollOptions o;
   o.segment_bytes = static_cast<size_t>(std::max<int64_t>(0, segment));
-  auto rows = plan_collective(op, p, bytes, cp, resolve_segment_bytes(o), kind == TransportKind::kShm);
+  auto rows = plan_collective(op, p, bytes, cp, resolve_segment_bytes(config, o), kind == TransportKind::kShm);
   if (json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : rows)

@@ -8,7 +8,6 @@
 #include <sstream>
 
 #include "base/buffer_pool.h"
-#include "base/env.h"
 #include "base/error.h"
 #include "coll/reduce_kernels.h"
 
@@ -70,16 +69,11 @@ std::string Fingerprint::describe() const {
   return os.str();
 }
 
-size_t resolve_segment_bytes(const CollOptions& opts) {
-  if (opts.segment_bytes > 0) return opts.segment_bytes;
-  static const int64_t from_env = env_int("DTRAIN_SEGMENT_BYTES", 1 << 20);  // read-only config
-  return static_cast<size_t>(std::max<int64_t>(from_env, 1));
+size_t resolve_segment_bytes(const CollConfig& config, const CollOptions& opts) {
+  return opts.segment_bytes > 0 ? opts.segment_bytes : std::max<size_t>(config.segment_bytes, 1);
 }
 
-bool fingerprint_enabled(const CollOptions& opts) {
-  static const bool env_on = env_int("DTRAIN_COLL_CHECK", 1) != 0;  // read-only config
-  return opts.check && env_on;
-}
+bool fingerprint_enabled(const CollConfig& config, const CollOptions& opts) { return opts.check && config.check; }
 
 Call::Call(Communicator& comm, CollOp op, const CollOptions& opts, Algorithm algorithm, DType dtype, uint64_t count,
            int root, ReduceOp redop)
@@ -91,8 +85,8 @@ Call::Call(Communicator& comm, CollOp op, const CollOptions& opts, Algorithm alg
       dtype_(dtype),
       elem_(dtype_size(dtype)),
       redop_(redop) {
-  seg_elems_ = std::max<size_t>(1, resolve_segment_bytes(opts) / elem_);
-  timeout_s_ = opts.timeout_s < -1.5 ? comm.timeout() : opts.timeout_s;
+  seg_elems_ = std::max<size_t>(1, resolve_segment_bytes(comm.coll_config(), opts) / elem_);
+  timeout_s_ = resolve_timeout(opts.timeout_s, comm.timeout());
   deadline_ = Deadline::after(timeout_s_);
   fp_.seq = comm.next_sequence();
   peer_fp_.seq = ~uint64_t{0};  // "no record received" until one lands
@@ -105,7 +99,7 @@ Call::Call(Communicator& comm, CollOp op, const CollOptions& opts, Algorithm alg
   // The records travel whether or not this rank checks (a 40-byte message, deferred onto the
   // first message to rank+1), so ranks that differ in the setting stay in step: a rank that
   // alone turned the check off is simply not compared, never a false desync or a wait.
-  checking_ = fingerprint_enabled(opts);
+  checking_ = fingerprint_enabled(comm.coll_config(), opts);
   fp_.reserved = checking_ ? kChecked : 0;
   if (size_ > 1) {
     uint64_t t = Communicator::collective_tag(kFingerprintSeq, kFingerprintStep);

@@ -135,9 +135,9 @@ class Call {
   std::vector<char> scratch_;
 };
 
-// The segment size in bytes an option struct asks for (0 = DTRAIN_SEGMENT_BYTES or 1 MiB).
-size_t resolve_segment_bytes(const CollOptions& opts);
-// Whether fingerprints are exchanged (opts.check and DTRAIN_COLL_CHECK != 0).
-bool fingerprint_enabled(const CollOptions& opts);
+// The segment size in bytes an option struct asks for (0 = the communicator's configuration).
+size_t resolve_segment_bytes(const CollConfig& config, const CollOptions& opts);
+// Whether fingerprints are exchanged (opts.check and the configuration's check).
+bool fingerprint_enabled(const CollConfig& config, const CollOptions& opts);
 
 }  // namespace dtrain

@@ -19,7 +19,6 @@
 
 #include "base/clock.h"
 
-#include "base/env.h"
 #include "base/error.h"
 #include "base/tsan.h"
 #include "coll/reduce_kernels.h"
@@ -62,6 +61,7 @@ ShmContext::ShmContext(Communicator& comm, size_t slot_bytes)
   pids_.assign(size_, 0);
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   spin_ranks_per_core_ = static_cast<int>((size_ + cores - 1) / cores);
+  yield_ns_ = static_cast<int64_t>(comm.coll_config().shm_yield_us * 1000);
   std::random_device rd;
   // Anonymous segments (comm/shm_segment.h): nothing in /dev/shm, whatever fails when.
   ShmSegment own = create_shm_segment(seg_bytes_, "dtrain-coll-rank" + std::to_string(rank_));
@@ -117,7 +117,7 @@ void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const std::f
   // - spin (pause loop) for kSpinNs while ranks fit the cores: the peer is running and
   //   about to arrive, and a sleeping rank costs a wake-up (tens of us on a VM, where waking
   //   an idle vCPU is an inter-processor interrupt through the hypervisor);
-  // - yield for up to kYieldNs when ranks outnumber the cores: the core goes to another
+  // - yield for up to yield_ns_ (DTRAIN_SHM_YIELD_US) when ranks outnumber the cores: the core goes to another
   //   rank of this job that is runnable on it (the one we are waiting for, often), which is
   //   how OpenMPI's --oversubscribe mode keeps small collectives at a few us. On a machine
   //   busy with other processes one yield can cost a whole time slice (~1 ms, measured in
@@ -127,14 +127,13 @@ void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const std::f
   //   if it has not moved), waking at least every millisecond to check the deadline and
   //   whether the peer's process still exists.
   constexpr int64_t kSpinNs = 50000;
-  static const int64_t kYieldNs = env_int("DTRAIN_SHM_YIELD_US", 100) * 1000;
   const bool oversubscribed = spin_ranks_per_core_ > 1;
   const int64_t busy_ns = static_cast<int64_t>(std::min<size_t>(busy_bytes / 4, 2000000));
   for (int q = 0; q < size_; ++q) {
     if (q == rank_) continue;
     Header* h = header(q);
     if (h->arrived.load(std::memory_order_acquire) >= phase) continue;
-    const int64_t until = now_ns() + (oversubscribed ? kYieldNs : kSpinNs) + busy_ns;
+    const int64_t until = now_ns() + (oversubscribed ? yield_ns_ : kSpinNs) + busy_ns;
     for (int i = 0; h->arrived.load(std::memory_order_acquire) < phase; ++i) {
       if (oversubscribed) {
         if (now_ns() > until) break;

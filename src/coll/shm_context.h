@@ -76,6 +76,7 @@ class ShmContext {
   std::vector<int64_t> pids_;
   std::vector<const void*> inputs_;  // allreduce_small's slots in rank order
   int spin_ranks_per_core_ = 1;
+  int64_t yield_ns_ = 100000;  // CollConfig::shm_yield_us
   int cross_memory_reads_ = -1;
 };
 

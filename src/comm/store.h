@@ -22,12 +22,12 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
+
 namespace dtrain {
 
 class Store {
  public:
-  static constexpr double kDefaultTimeout = -2;  // "use the store's own timeout"
-
   explicit Store(double timeout_s) : timeout_s_(timeout_s) {}
   virtual ~Store() = default;
 
@@ -42,7 +42,7 @@ class Store {
   void set_timeout(double s) { timeout_s_ = s; }
 
  protected:
-  double resolve(double t) const { return t == kDefaultTimeout ? timeout_s_ : t; }
+  double resolve(double t) const { return resolve_timeout(t, timeout_s_); }
 
  private:
   double timeout_s_;

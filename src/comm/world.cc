@@ -7,6 +7,7 @@
 
 #include "base/env.h"
 #include "base/error.h"
+#include "base/settings.h"
 #include "comm/file_store.h"
 #include "comm/socket.h"
 #include "comm/tcp_store.h"
@@ -33,7 +34,7 @@ std::string resolve_bind_address(const std::string& value) {
   return found.empty() ? value : found;
 }
 
-WorldInfo world_from_env() {
+WorldInfo world_from_env(const Settings& settings) {
   WorldInfo w;
   auto pick = [&](const char* rank_var, const char* size_var, const char* by) {
     if (w.launched_by != "single" || !env_get(rank_var) || !env_get(size_var)) return;
@@ -41,7 +42,7 @@ WorldInfo world_from_env() {
     w.size = static_cast<int>(env_int(size_var, 1));
     w.launched_by = by;
   };
-  pick("RANK", "WORLD_SIZE", env_get("DTRAIN_STORE") ? "dtrain" : "torchrun-env");
+  pick("RANK", "WORLD_SIZE", settings.has("DTRAIN_STORE") ? "dtrain" : "torchrun-env");
   pick("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "mpirun");
   pick("PMI_RANK", "PMI_SIZE", "mpirun");
   pick("SLURM_PROCID", "SLURM_NTASKS", "srun");
@@ -49,16 +50,25 @@ WorldInfo world_from_env() {
            "rank " << w.rank << " and world size " << w.size << " from the environment do not fit together");
   w.local_rank = static_cast<int>(env_int("LOCAL_RANK", env_int("OMPI_COMM_WORLD_LOCAL_RANK", env_int("SLURM_LOCALID", w.rank))));
   w.local_size = static_cast<int>(env_int("LOCAL_WORLD_SIZE", env_int("OMPI_COMM_WORLD_LOCAL_SIZE", w.size)));
-  w.token = env_string("DTRAIN_TOKEN", "");
-  w.store_url = env_string("DTRAIN_STORE", "");
-  w.transport.kind = parse_transport_kind(env_string("DTRAIN_TRANSPORT", "auto"));
-  w.transport.timeout_s = env_double("DTRAIN_TIMEOUT", 300);
-  w.transport.fabric.connect_timeout_s = env_double("DTRAIN_CONNECT_TIMEOUT", w.transport.timeout_s);
-  w.transport.fabric.bind_host = resolve_bind_address(env_string("DTRAIN_BIND_ADDR", "127.0.0.1"));
-  w.transport.fabric.shm_ring_bytes =
-      static_cast<size_t>(parse_size(env_string("DTRAIN_SHM_RING_BYTES", "1M"), "DTRAIN_SHM_RING_BYTES"));
+  w.token = settings.has("DTRAIN_TOKEN") ? settings.text("DTRAIN_TOKEN") : "";
+  w.store_url = settings.has("DTRAIN_STORE") ? settings.text("DTRAIN_STORE") : "";
+  w.transport = transport_options(settings, w.local_size);
   w.transport.fabric.token = w.token;
   return w;
+}
+
+TransportOptions transport_options(const Settings& settings, int ranks_on_host) {
+  TransportOptions t;
+  t.kind = parse_transport_kind(settings.choice("DTRAIN_TRANSPORT"));
+  t.timeout_s = settings.number("DTRAIN_TIMEOUT");
+  t.fabric.connect_timeout_s = settings.has("DTRAIN_CONNECT_TIMEOUT") ? settings.number("DTRAIN_CONNECT_TIMEOUT") : t.timeout_s;
+  t.fabric.bind_host = resolve_bind_address(settings.text("DTRAIN_BIND_ADDR"));
+  t.fabric.shm_ring_bytes = static_cast<size_t>(settings.bytes("DTRAIN_SHM_RING_BYTES"));
+  if (settings.has("DTRAIN_SPIN_US")) t.spin_us = settings.number("DTRAIN_SPIN_US");
+  t.yield_us = settings.number("DTRAIN_YIELD_US");
+  if (settings.has("DTRAIN_HOST_ID")) t.host_id = settings.text("DTRAIN_HOST_ID");
+  t.ranks_on_host = ranks_on_host;
+  return t;
 }
 
 std::shared_ptr<Store> open_world_store(const WorldInfo& w, std::shared_ptr<void>* keepalive) {

@@ -1,6 +1,7 @@
 // comm/world.h — who am I in the job: rank, size and rendezvous, read from the environment.
 //
-// Contract: world_from_env() reads, in order of precedence,
+// Contract: world_from_env() reads the launcher's variables from the environment and the DTRAIN_*
+// ones from a settings snapshot (base/settings.h), in order of precedence,
 //   rank/size: RANK + WORLD_SIZE (dtrain run, torchrun), OMPI_COMM_WORLD_RANK/SIZE (mpirun),
 //              PMI_RANK/PMI_SIZE, SLURM_PROCID/SLURM_NTASKS (srun); else a single process.
 //   local:     LOCAL_RANK/LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK/SIZE, SLURM_LOCALID.
@@ -15,13 +16,16 @@
 //   transport: DTRAIN_TRANSPORT (auto|shm|tcp), DTRAIN_TIMEOUT (seconds, default 300, for every
 //              blocking call), DTRAIN_CONNECT_TIMEOUT (rendezvous; default DTRAIN_TIMEOUT),
 //              DTRAIN_BIND_ADDR (address or interface name the tcp transport listens on and
-//              publishes, default 127.0.0.1), DTRAIN_SHM_RING_BYTES.
+//              publishes, default 127.0.0.1), DTRAIN_SHM_RING_BYTES, DTRAIN_SPIN_US,
+//              DTRAIN_YIELD_US, DTRAIN_HOST_ID; LOCAL_WORLD_SIZE tells it whether ranks
+//              outnumber the cores.
 // A malformed value is an InvalidArgument naming the variable.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "base/settings.h"
 #include "comm/store.h"
 #include "comm/transport.h"
 
@@ -36,7 +40,11 @@ struct WorldInfo {
   TransportOptions transport;
 };
 
-WorldInfo world_from_env();
+WorldInfo world_from_env(const Settings& settings = Settings::process());
+
+// The transport's options from the settings (DTRAIN_TRANSPORT, DTRAIN_TIMEOUT, ...; see
+// base/settings.cc); ranks_on_host is the job's local size (0 = each group's size).
+TransportOptions transport_options(const Settings& settings, int ranks_on_host = 0);
 
 // An address as given, or the first IPv4 address of the interface named; InvalidArgument else.
 std::string resolve_bind_address(const std::string& value);

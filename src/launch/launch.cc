@@ -28,6 +28,7 @@
 #include "base/clock.h"
 #include "base/env.h"
 #include "base/error.h"
+#include "base/settings.h"
 #include "comm/socket.h"
 #include "comm/tcp_store.h"
 
@@ -95,7 +96,7 @@ struct Rank {
 void plan_binding(std::vector<Rank>& ranks) {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
-  if (env_int("DTRAIN_BIND", 1) == 0 || ::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  if (!Settings::process().flag("DTRAIN_BIND") || ::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
   std::vector<int> cpus;
   for (int c = 0; c < CPU_SETSIZE; ++c)
     if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
@@ -119,7 +120,8 @@ struct Rendezvous {
 
 Rendezvous make_rendezvous(const LaunchOptions& o_) {
   Rendezvous rv;
-  std::string token = o_.token.empty() ? env_string("DTRAIN_TOKEN", "") : o_.token;
+  const Settings& settings = Settings::process();
+  std::string token = o_.token.empty() && settings.has("DTRAIN_TOKEN") ? settings.text("DTRAIN_TOKEN") : o_.token;
   std::unique_ptr<TcpStoreServer> server;
   std::string host;
   int port;
@@ -169,6 +171,7 @@ class Launcher {
   std::vector<std::string> argv_;
   int attempt_;
   const Rendezvous& rv_;
+  int torch_port_ = 0;  // MASTER_PORT: torch.distributed's rendezvous, beside dtrain's store
   std::vector<Rank> ranks_;
   int failed_ = -1;  // index into ranks_ of the first failure
   int interrupted_ = 0;
@@ -347,7 +350,6 @@ void Launcher::check_hung() {
 std::vector<std::string> Launcher::rank_env(int l) {
   const std::string& token = rv_.token;
   const std::string& host = rv_.host;
-  const int port = rv_.port;
   const std::string& store_url = rv_.store_url;
   const int world = o_.nnodes * o_.nproc;
   const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
@@ -367,7 +369,7 @@ std::vector<std::string> Launcher::rank_env(int l) {
   env["LOCAL_WORLD_SIZE"] = std::to_string(o_.nproc);
   env["GROUP_RANK"] = std::to_string(o_.node_rank);
   env["MASTER_ADDR"] = host;
-  env["MASTER_PORT"] = std::to_string(port);
+  env["MASTER_PORT"] = std::to_string(torch_port_);
   env["DTRAIN_STORE"] = store_url;
   env["DTRAIN_TOKEN"] = token;
   env["DTRAIN_TRANSPORT"] = o_.transport;
@@ -399,6 +401,11 @@ int Launcher::run() {
 
   ranks_.resize(o_.nproc);
   plan_binding(ranks_);
+  // MASTER_PORT is for torch.distributed's own rendezvous (its rank 0 listens on it), so it
+  // must not be the dtrain store's port: a free loopback port per attempt, as torchrun picks
+  // one; multi-node, the --master port + 1 (the same on every node).
+  torch_port_ = rv_.port + 1;
+  if (o_.nnodes == 1 && o_.master.empty()) listen_tcp(rv_.host, 0, &torch_port_);  // closed at once
   try {
     for (int l = 0; l < o_.nproc; ++l) start(ranks_[static_cast<size_t>(l)], rank_env(l));
   } catch (...) {
