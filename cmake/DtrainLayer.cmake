@@ -1,17 +1,23 @@
 # dtrain_layer(NAME DEPS ...): a static library from every src/NAME/*.cc (main.cc excluded),
 # an INTERFACE library while the folder has no sources yet. Headers are included as
-# "NAME/file.h" from src/.
+# "NAME/file.h". Each layer exports only its own folder: the include root it publishes,
+# build/layer_include/NAME, holds one link, NAME -> src/NAME. A layer therefore sees its own
+# headers and those of the layers it links (transitively), and a wrong-way include fails to
+# compile. scripts/check_layers.py checks the same graph against the includes.
 function(dtrain_layer name)
   cmake_parse_arguments(L "" "" "DEPS" ${ARGN})
   file(GLOB srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/*.cc)
   list(FILTER srcs EXCLUDE REGEX "/main\\.cc$")
+  set(root ${CMAKE_BINARY_DIR}/layer_include/${name})
+  file(MAKE_DIRECTORY ${root})
+  file(CREATE_LINK ${PROJECT_SOURCE_DIR}/src/${name} ${root}/${name} SYMBOLIC)
   if(srcs)
     add_library(dtrain_${name} STATIC ${srcs})
-    target_include_directories(dtrain_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+    target_include_directories(dtrain_${name} PUBLIC ${root})
     target_link_libraries(dtrain_${name} PUBLIC ${L_DEPS})
   else()
     add_library(dtrain_${name} INTERFACE)
-    target_include_directories(dtrain_${name} INTERFACE ${PROJECT_SOURCE_DIR}/src)
+    target_include_directories(dtrain_${name} INTERFACE ${root})
     target_link_libraries(dtrain_${name} INTERFACE ${L_DEPS})
   endif()
 endfunction()
@@ -19,7 +25,7 @@ endfunction()
 # dtrain_tests(LAYER LIBS ...): one executable per tests/LAYER/*_test.cc, each case a CTest test
 # labelled with the layer. A file named *_mp_test.cc starts processes (label "multiprocess"),
 # *_slow_test.cc is slow (label "slow"). Every program gets DTRAIN_BIN, DTRAIN_TEST_RANK and
-# DTRAIN_SHARED_DATA in its environment (tests/support/test_env.cc).
+# DTRAIN_DATA_DIR in its environment (tests/support/test_env.cc).
 function(dtrain_tests layer)
   cmake_parse_arguments(T "" "" "LIBS" ${ARGN})
   file(GLOB tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${layer}/*_test.cc)

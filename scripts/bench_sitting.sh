@@ -5,7 +5,8 @@
 # compute ceiling, HOGWILD! on news20 and a9a.
 # Everything goes to OUT (default out/sitting-<time>); `uptime` is logged before each step.
 # Needs the peers built in PEERS (copy ../shared/peers somewhere writable, run install.sh)
-# and, for HOGWILD!, ../shared/data.
+# and, for HOGWILD!, news20 and a9a in the data directory (DTRAIN_DATA_DIR, default here
+# ../shared/data; see 'dtrain data').
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PEERS=${PEERS:-/tmp/peers}
@@ -13,6 +14,7 @@ OUT=${OUT:-out/sitting-$(date +%Y%m%d-%H%M%S)}
 B=build/bin/dtrain
 T=${T:-0.3}
 mkdir -p "$OUT"
+export DTRAIN_DATA_DIR=${DTRAIN_DATA_DIR:-$(cd .. && pwd)/shared/data}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPIRUN="mpirun --oversubscribe"
 step() { echo "== $1 $(uptime)" | tee -a "$OUT/log.txt"; shift; "$@" >> "$OUT/log.txt" 2>&1; }

@@ -7,12 +7,12 @@ cd "$(dirname "$0")/.."
 what=${1:-all}
 scripts/deps.sh
 if [[ $what == asan || $what == all ]]; then
-  BUILD_DIR=build-asan BUILD_TYPE=RelWithDebInfo scripts/build.sh -DDTRAIN_SANITIZE=address,undefined -DDTRAIN_BUILD_BENCH=OFF
+  BUILD_DIR=build-asan BUILD_TYPE=RelWithDebInfo scripts/build.sh -DDTRAIN_SANITIZE=address,undefined -DDTRAIN_BUILD_BENCH=OFF -DDTRAIN_FUZZ=OFF
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -LE slow
 fi
 if [[ $what == tsan || $what == all ]]; then
-  BUILD_DIR=build-tsan BUILD_TYPE=RelWithDebInfo scripts/build.sh -DDTRAIN_SANITIZE=thread -DDTRAIN_BUILD_BENCH=OFF
+  BUILD_DIR=build-tsan BUILD_TYPE=RelWithDebInfo scripts/build.sh -DDTRAIN_SANITIZE=thread -DDTRAIN_BUILD_BENCH=OFF -DDTRAIN_FUZZ=OFF
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
     ctest --test-dir build-tsan --output-on-failure -j "$(nproc)" -L "comm|coll"
 fi

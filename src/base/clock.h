@@ -1,8 +1,15 @@
 // base/clock.h — monotonic time and deadlines.
 //
 // Contract: Deadline is a point on the steady clock; Deadline::after(seconds) with seconds <= 0
-// means "already expired" except kForever (infinite). remaining_ms() is clamped to [0, INT_MAX]
+// means "already expired"; a negative one (kForever) is infinite. remaining_ms() is clamped to [0, INT_MAX]
 // and is what poll()/futex timeouts take. Thread-safety: value types.
+//
+// Timeouts everywhere are seconds as a double, with two reserved values:
+//   kDefaultTimeout  "the owner's default": a store's, a transport's or a communicator's
+//                    timeout (DTRAIN_TIMEOUT for the job's world, 300 s unless set). Every
+//                    blocking call's timeout parameter defaults to it.
+//   kForever         wait without bound (any other negative value means the same).
+// resolve_timeout(requested, owner_default) is the one place that reads kDefaultTimeout.
 #pragma once
 
 #include <chrono>
@@ -20,9 +27,15 @@ inline int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
 }
 
+inline constexpr double kDefaultTimeout = -2;
+inline constexpr double kForever = -1;
+
+inline double resolve_timeout(double requested, double owner_default) {
+  return requested == kDefaultTimeout ? owner_default : requested;
+}
+
 class Deadline {
  public:
-  static constexpr double kForever = -1;
   static Deadline after(double seconds) {
     Deadline d;
     if (seconds < 0) {

@@ -29,16 +29,6 @@ int64_t env_int(const char* name, int64_t fallback) {
   return x;
 }
 
-double env_double(const char* name, double fallback) {
-  auto v = env_get(name);
-  if (!v || v->empty()) return fallback;
-  char* end = nullptr;
-  double x = std::strtod(v->c_str(), &end);
-  DT_CHECK(end && *end == '\0', InvalidArgument,
-           "environment variable " << name << "='" << *v << "' is not a number");
-  return x;
-}
-
 int64_t parse_size(const std::string& text, const std::string& what) {
   char* end = nullptr;
   double x = std::strtod(text.c_str(), &end);

@@ -2,19 +2,19 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <string>
+
+#include "base/settings.h"
 
 namespace dtrain {
 namespace {
 LogLevel threshold() {
   static const LogLevel level = [] {
-    const char* s = std::getenv("DTRAIN_LOG");
-    if (!s) return LogLevel::kWarn;
-    if (!std::strcmp(s, "debug")) return LogLevel::kDebug;
-    if (!std::strcmp(s, "info")) return LogLevel::kInfo;
-    if (!std::strcmp(s, "error")) return LogLevel::kError;
+    // Lenient on purpose: a log threshold that cannot be parsed must not stop a program.
+    const std::string s = Settings::process().text("DTRAIN_LOG");
+    if (s == "debug") return LogLevel::kDebug;
+    if (s == "info") return LogLevel::kInfo;
+    if (s == "error") return LogLevel::kError;
     return LogLevel::kWarn;
   }();
   return level;

@@ -23,7 +23,7 @@
 #include <thread>
 
 #include "base/clock.h"
-#include "base/env.h"
+#include "base/settings.h"
 #include "base/error.h"
 #include "cli/bench.h"
 #include "cli/flags.h"
@@ -128,12 +128,12 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
 
 int bench_calibrate(const Args& args) {
   Flags f("bench calibrate", args);
-  int n = static_cast<int>(f.get_int("nproc", 2, "ranks to start", "n"));
+  int n = static_cast<int>(f.get_int("nproc", 2, 1, 1024, "ranks to start", "n"));
   std::string transport = f.get_string("transport", "shm,tcp", "shm, tcp or both");
-  std::string out = f.get_string("out", default_calibration_path(), "calibration file to write");
-  double seconds = f.get_double("seconds", 0.5, "time per measurement");
+  std::string out = f.get_string("out", Settings::process().calibration_path(), "calibration file to write");
+  double seconds = f.get_double("seconds", 0.5, 1e-3, 3600, "time per measurement");
   bool threads = f.get_bool("threads", "run the ranks as threads of this process");
-  double timeout = f.get_double("timeout", 120, "seconds any blocking call may wait");
+  double timeout = f.get_double("timeout", 120, 0.1, 1e6, "seconds any blocking call may wait");
   bool no_compute = f.get_bool("no-compute", "skip the compute rates (GEMM, element-wise, optimizer, oversubscription)");
   const double compute_seconds = no_compute ? 0 : std::max(1.0, 4 * seconds);
   if (f.help_requested()) {

@@ -37,7 +37,7 @@ std::vector<std::string> split_list(const std::string& s) {
 
 int bench_collectives(const Args& args) {
   Flags f("bench collectives", args);
-  int n = static_cast<int>(f.get_int("nproc", 2, "ranks to start", "n"));
+  int n = static_cast<int>(f.get_int("nproc", 2, 1, 1024, "ranks to start", "n"));
   std::string ops = f.get_string("op", "allreduce",
                                  "comma list: allreduce, allgather, reducescatter, broadcast, reduce, gather, scatter, "
                                  "alltoall, barrier");
@@ -45,11 +45,11 @@ int bench_collectives(const Args& args) {
   std::string transport = f.get_string("transport", "shm", "shm, tcp, or both (shm,tcp)");
   std::string type = f.get_string("type", "float32", "element type", "t");
   std::string redop = f.get_string("redop", "sum", "sum, avg, prod, min or max", "o");
-  int root = static_cast<int>(f.get_int("root", 0, "root of rooted collectives", "r"));
+  int root = static_cast<int>(f.get_int("root", 0, 0, 1023, "root of rooted collectives", "r"));
   std::string sizes = f.get_string("sizes", "8:256M", "buffer sizes MIN:MAX (x --factor) or a list 8,64K,1M (K, M, G suffixes)");
-  int factor = static_cast<int>(f.get_int("factor", 4, "size multiplier between rows"));
-  double seconds = f.get_double("seconds", 0.2, "target time per row");
-  int warmup = static_cast<int>(f.get_int("warmup", 2, "untimed calls per row", "w"));
+  int factor = static_cast<int>(f.get_int("factor", 4, 2, 1024, "size multiplier between rows"));
+  double seconds = f.get_double("seconds", 0.2, 1e-4, 3600, "target time per row");
+  int warmup = static_cast<int>(f.get_int("warmup", 2, 0, 1000000, "untimed calls per row", "w"));
   bool check = f.get_bool("check", "verify every result against closed-form values (#wrong)");
   bool in_place = f.get_bool("inplace", "in-place all-reduce");
   bool deterministic = f.get_bool("deterministic", "rank-ordered reduction (bit-identical across algorithms)");
@@ -57,7 +57,7 @@ int bench_collectives(const Args& args) {
   bool shm_context = f.get_bool("shm-context", "pass a ShmContext on shm (one-phase small all-reduce, flag-synchronised shm_direct)");
   bool threads = f.get_bool("threads", "run the ranks as threads of this process instead of processes");
   std::string json = f.get_string("json", "", "write the rows as JSON to FILE");
-  double timeout = f.get_double("timeout", 300, "seconds any blocking call may wait");
+  double timeout = f.get_double("timeout", 300, 0.1, 1e6, "seconds any blocking call may wait");
   if (f.help_requested()) {
     std::printf("%s", f.help_text("-n N [--op allreduce,...] [--algo ring|tree|...|auto|all] [--transport shm|tcp] "
                                   "[--type float32] [--sizes 8:256M] [--check] [--json FILE]")

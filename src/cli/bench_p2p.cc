@@ -129,13 +129,13 @@ std::vector<Row> measure(Communicator& c, const std::vector<size_t>& sizes, doub
 
 int bench_p2p(const Args& args) {
   Flags f("bench p2p", args);
-  int n = static_cast<int>(f.get_int("nproc", 2, "ranks to start (only ranks 0 and 1 exchange)", "n"));
+  int n = static_cast<int>(f.get_int("nproc", 2, 1, 1024, "ranks to start (only ranks 0 and 1 exchange)", "n"));
   std::string transport = f.get_string("transport", "shm,tcp", "shm, tcp or both (shm,tcp)");
   std::string sizes_spec = f.get_string("sizes", "1:256M", "message sizes MIN:MAX, x4 steps (K, M, G suffixes)");
-  double seconds = f.get_double("seconds", 0.2, "target time per measurement");
-  int window = static_cast<int>(f.get_int("window", 8, "sends in flight when streaming"));
+  double seconds = f.get_double("seconds", 0.2, 1e-4, 3600, "target time per measurement");
+  int window = static_cast<int>(f.get_int("window", 8, 1, 4096, "sends in flight when streaming"));
   std::string json = f.get_string("json", "", "write the rows as JSON to FILE");
-  double timeout = f.get_double("timeout", 120, "seconds any blocking call may wait");
+  double timeout = f.get_double("timeout", 120, 0.1, 1e6, "seconds any blocking call may wait");
   if (f.help_requested()) {
     std::printf("%s", f.help_text("[-n 2] [--transport shm,tcp] [--sizes 1:256M] [--json FILE]").c_str());
     return 0;

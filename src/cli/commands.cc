@@ -21,6 +21,8 @@ const std::map<std::string, Command>& commands() {
       {"train", {train_main, "train a model (single, threads, hogwild, ddp, ...)"}},
       {"plan", {plan_main, "predict the cost of collectives and strategies"}},
       {"generate", {generate_main, "sample text from a language-model checkpoint"}},
+      {"env", {env_main, "the DTRAIN_* settings and the values in force"}},
+      {"data", {data_main, "the named datasets: where each is looked for, found or not, how to get it"}},
   };
   return table;
 }

@@ -22,5 +22,7 @@ int bench_main(const Args& args);     // dtrain bench p2p|collectives|...  (benc
 int train_main(const Args& args);     // dtrain train                      (train_cmd.cc)
 int plan_main(const Args& args);      // dtrain plan                       (plan_cmd.cc)
 int generate_main(const Args& args);  // dtrain generate                   (generate_cmd.cc)
+int env_main(const Args& args);       // dtrain env                        (env_cmd.cc)
+int data_main(const Args& args);      // dtrain data                       (env_cmd.cc)
 
 }  // namespace dtrain::cli

@@ -1,5 +1,8 @@
 #include "cli/flags.h"
 
+#include <cerrno>
+#include <cmath>
+
 #include <cstdlib>
 #include <sstream>
 
@@ -73,17 +76,22 @@ std::optional<std::string> Flags::get_optional(const std::string& name, const st
   return take(name, short_name, false, help, "");
 }
 
-int64_t Flags::get_int(const std::string& name, int64_t fallback, const std::string& help, const std::string& short_name) {
+int64_t Flags::get_int(const std::string& name, int64_t fallback, int64_t lo, int64_t hi, const std::string& help,
+                       const std::string& short_name) {
   auto v = take(name, short_name, false, help, std::to_string(fallback));
   if (!v) return fallback;
   char* end = nullptr;
+  errno = 0;
   long long x = std::strtoll(v->c_str(), &end, 10);
-  DT_CHECK(!v->empty() && *end == '\0', InvalidArgument,
-           "option --" << name << " expects an integer, got '" << *v << "'");
+  DT_CHECK(!v->empty() && *end == '\0' && errno != ERANGE, InvalidArgument,
+           "option --" << name << " expects an integer between " << lo << " and " << hi << ", got '" << *v << "'");
+  DT_CHECK(x >= lo && x <= hi, InvalidArgument,
+           "option --" << name << " must be between " << lo << " and " << hi << ", got " << x);
   return x;
 }
 
-double Flags::get_double(const std::string& name, double fallback, const std::string& help, const std::string& short_name) {
+double Flags::get_double(const std::string& name, double fallback, double lo, double hi, const std::string& help,
+                         const std::string& short_name) {
   std::ostringstream fb;
   fb << fallback;
   auto v = take(name, short_name, false, help, fb.str());
@@ -91,6 +99,8 @@ double Flags::get_double(const std::string& name, double fallback, const std::st
   char* end = nullptr;
   double x = std::strtod(v->c_str(), &end);
   DT_CHECK(!v->empty() && *end == '\0', InvalidArgument, "option --" << name << " expects a number, got '" << *v << "'");
+  DT_CHECK(std::isfinite(x) && x >= lo && x <= hi, InvalidArgument,
+           "option --" << name << " must be a number between " << lo << " and " << hi << ", got " << *v);
   return x;
 }
 

@@ -6,7 +6,8 @@
 // read ("unknown option --bogus; see 'dtrain bench --help'"), so typos never pass silently.
 // Accepted forms: --name value, --name=value, -n value (short aliases declared per read),
 // flags without a value for get_bool. Everything after "--" is positional (rest()).
-// A value of the wrong type is an InvalidArgument naming the option and the expected form.
+// A value of the wrong type or outside the option's range is an InvalidArgument naming the
+// option, the expected form or range, and the value.
 #pragma once
 
 #include <map>
@@ -22,8 +23,12 @@ class Flags {
 
   std::string get_string(const std::string& name, const std::string& fallback, const std::string& help,
                          const std::string& short_name = "");
-  int64_t get_int(const std::string& name, int64_t fallback, const std::string& help, const std::string& short_name = "");
-  double get_double(const std::string& name, double fallback, const std::string& help, const std::string& short_name = "");
+  // Numbers must lie in [lo, hi] (doubles also be finite); otherwise InvalidArgument naming the
+  // option, the range and the value given.
+  int64_t get_int(const std::string& name, int64_t fallback, int64_t lo, int64_t hi, const std::string& help,
+                  const std::string& short_name = "");
+  double get_double(const std::string& name, double fallback, double lo, double hi, const std::string& help,
+                    const std::string& short_name = "");
   bool get_bool(const std::string& name, const std::string& help);
   std::optional<std::string> get_optional(const std::string& name, const std::string& help,
                                           const std::string& short_name = "");

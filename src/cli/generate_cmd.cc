@@ -3,7 +3,7 @@
 //   dtrain generate --checkpoint FILE [--prompt TEXT] [--tokens N] [--temperature T]
 //                   [--top-k K] [--seed S]
 //
-// Loads the checkpoint written by `dtrain train --model gpt... --checkpoint FILE`
+// Loads the model written by `dtrain train --model gpt... --checkpoint DIR` (DIR/model.gpt)
 // (nn/transformer_sample.h), maps the prompt's bytes to the model's character ids (a byte
 // the training text never contained is an InvalidArgument naming it), samples N more
 // characters and prints prompt + sample to stdout.
@@ -20,12 +20,12 @@ namespace dtrain::cli {
 
 int generate_main(const Args& args) {
   Flags f("generate", args);
-  const std::string path = f.get_string("checkpoint", "", "a GPT checkpoint from dtrain train --checkpoint");
+  const std::string path = f.get_string("checkpoint", "", "a GPT model: DIR/model.gpt, written by dtrain train --checkpoint DIR");
   const std::string prompt = f.get_string("prompt", "\n", "text to continue (default: a newline)");
-  const int64_t tokens = f.get_int("tokens", 500, "characters to generate");
-  const double temperature = f.get_double("temperature", 0.8, "softmax temperature (> 0)");
-  const int64_t top_k = f.get_int("top-k", 0, "sample among the K most likely characters (0: all)");
-  const int64_t seed = f.get_int("seed", 1, "sampling seed (the same seed gives the same text)");
+  const int64_t tokens = f.get_int("tokens", 500, 1, 100000000, "characters to generate");
+  const double temperature = f.get_double("temperature", 0.8, 1e-6, 1e6, "softmax temperature (> 0)");
+  const int64_t top_k = f.get_int("top-k", 0, 0, 1000000, "sample among the K most likely characters (0: all)");
+  const int64_t seed = f.get_int("seed", 1, 0, INT64_MAX, "sampling seed (the same seed gives the same text)");
   if (f.help_requested()) {
     std::printf("%s", f.help_text("--checkpoint FILE [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K]").c_str());
     return 0;

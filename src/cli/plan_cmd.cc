@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/env.h"
+#include "base/settings.h"
 #include "base/error.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
@@ -40,11 +41,11 @@ namespace {
 int plan_collective_cmd(const Args& args) {
   Flags f("plan collective", args);
   std::string op_name = f.get_string("op", "allreduce", "the collective (allreduce, allgather, broadcast, ...)");
-  int p = static_cast<int>(f.get_int("nproc", 8, "number of ranks", "n"));
+  int p = static_cast<int>(f.get_int("nproc", 8, 1, 1 << 24, "number of ranks", "n"));
   std::string size = f.get_string("size", "64M", "buffer size in bytes (K, M, G suffixes)", "s");
   std::string transport = f.get_string("transport", "shm", "shm or tcp");
   std::string calibration = f.get_string("calibration", "", "calibration JSON (default: the one runs read)");
-  int64_t segment = f.get_int("segment", 0, "pipelining segment in bytes (0 = default)");
+  int64_t segment = f.get_int("segment", 0, 0, int64_t{1} << 40, "pipelining segment in bytes (0 = default)");
   bool json = f.get_bool("json", "print JSON instead of a table");
   if (f.help_requested()) {
     std::printf("%s", f.help_text("--op allreduce -n 8 --size 64M [--transport tcp]").c_str());
@@ -57,7 +58,8 @@ int plan_collective_cmd(const Args& args) {
   TransportKind kind = parse_transport_kind(transport);
   DT_CHECK(kind != TransportKind::kAuto, InvalidArgument, "--transport: name shm or tcp");
   std::string kind_name = transport_kind_name(kind);
-  CostParams cp = cost_params_for(kind_name);
+  const CollConfig config = coll_config_from(Settings::process());
+  CostParams cp = cost_params_for(kind_name, config.calibration_path);
   if (!calibration.empty()) {
     std::ifstream in(calibration);
     DT_CHECK(in.good(), IoError, "cannot read --calibration file " << calibration);
@@ -71,7 +73,7 @@ int plan_collective_cmd(const Args& args) {
   }
   CollOptions o;
   o.segment_bytes = static_cast<size_t>(std::max<int64_t>(0, segment));
-  auto rows = plan_collective(op, p, bytes, cp, resolve_segment_bytes(o), kind == TransportKind::kShm);
+  auto rows = plan_collective(op, p, bytes, cp, resolve_segment_bytes(config, o), kind == TransportKind::kShm);
   if (json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : rows)
@@ -86,7 +88,7 @@ int plan_collective_cmd(const Args& args) {
 }
 
 
-plan::Cluster cluster_flag(const std::string& path) { return path.empty() ? plan::this_machine() : plan::load_cluster(path); }
+plan::Cluster cluster_flag(const std::string& path) { return path.empty() ? plan::this_machine(Settings::process().calibration_path()) : plan::load_cluster(path); }
 
 nlohmann::json prediction_json(const plan::Layout& l, const plan::Prediction& p) {
   return {{"layout", l.describe()}, {"strategy", l.strategy}, {"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp},
@@ -102,15 +104,15 @@ nlohmann::json prediction_json(const plan::Layout& l, const plan::Prediction& p)
 int plan_train_cmd(const Args& args) {
   Flags f("plan train", args);
   std::string model = f.get_string("model", "gpt:layers=4,heads=4,width=128,context=64", "model spec, as dtrain train --model");
-  int ranks = static_cast<int>(f.get_int("ranks", 4, "number of ranks", "n"));
+  int ranks = static_cast<int>(f.get_int("ranks", 4, 1, 1 << 24, "number of ranks", "n"));
   std::string cluster = f.get_string("cluster", "", "cluster JSON (docs/clusters/); default: this machine");
-  double memory = f.get_double("memory-gb", 0, "memory per rank in GB (default: the cluster's)");
-  int64_t batch = f.get_int("batch", 0, "global batch (default: 12 x ranks for the GPT, 64 for the MLP)");
+  double memory = f.get_double("memory-gb", 0, 0, 1e9, "memory per rank in GB (default: the cluster's)");
+  int64_t batch = f.get_int("batch", 0, 0, int64_t{1} << 40, "global batch (default: 12 x ranks for the GPT, 64 for the MLP)");
   std::string strategy = f.get_string("strategy", "", "only this strategy (ddp, ps, localsgd, gossip, fedavg, tp, pp, zero, hybrid)");
-  int top = static_cast<int>(f.get_int("top", 10, "rows to print"));
-  int measure = static_cast<int>(f.get_int("measure", 0, "run the top K here and print predicted vs measured"));
+  int top = static_cast<int>(f.get_int("top", 10, 1, 1000000, "rows to print"));
+  int measure = static_cast<int>(f.get_int("measure", 0, 0, 1000, "run the top K here and print predicted vs measured"));
   std::string data = f.get_string("data", "", "--data for the measured runs (the GPT: text:FILE)");
-  int64_t steps = f.get_int("steps", 20, "GPT steps per measured run");
+  int64_t steps = f.get_int("steps", 20, 1, 1000000, "GPT steps per measured run");
   bool json = f.get_bool("json", "print JSON instead of a table");
   if (f.help_requested()) {
     std::printf("%s", f.help_text("--model gpt:layers=4,heads=4,width=128,context=64 --ranks 8 [--measure 3 --data text:input.txt]").c_str());
@@ -150,8 +152,8 @@ int plan_train_cmd(const Args& args) {
 int plan_scale_cmd(const Args& args) {
   Flags f("plan scale", args);
   std::string model = f.get_string("model", "gpt:layers=4,heads=4,width=128,context=64", "model spec");
-  int max_ranks = static_cast<int>(f.get_int("max-ranks", 16384, "largest N (powers of two from 1)"));
-  int64_t per_rank = f.get_int("batch-per-rank", 0, "items per rank per step (default: 12 for the GPT, 64 for the MLP)");
+  int max_ranks = static_cast<int>(f.get_int("max-ranks", 16384, 1, 1 << 20, "largest N (powers of two from 1)"));
+  int64_t per_rank = f.get_int("batch-per-rank", 0, 0, int64_t{1} << 30, "items per rank per step (default: 12 for the GPT, 64 for the MLP)");
   std::string cluster = f.get_string("cluster", "", "cluster JSON (docs/clusters/); default: this machine");
   std::string strategy = f.get_string("strategy", "", "only this strategy");
   std::string svg = f.get_string("svg", "", "write the speedup chart here (SVG)");

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "base/settings.h"
 #include "plan/plan_measure.h"
 #include "plan/planner.h"
 
@@ -40,7 +41,7 @@ Args resolve_plan_flag(const Args& args) {
   int64_t batch = b.empty() ? (m.gpt ? 12 : 64) : std::stoll(b);
   plan::PlanOptions o;
   o.strategy = arg_value(args, "--strategy");
-  plan::Cluster c = plan::this_machine();
+  plan::Cluster c = plan::this_machine(Settings::process().calibration_path());
   auto r = plan::plan(m, ranks, c, batch, o);
   DT_CHECK(!r.ranked.empty(), InvalidArgument,
            "--plan auto: no layout of " << model << " on " << ranks << " ranks with batch " << batch << " fits: " << r.why);
@@ -101,7 +102,7 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
     l.bucket_mb = f.bucket_mb;
     l.sync_every = static_cast<int>(f.sync_every);
     l.servers = f.servers;
-    plan::Cluster c = plan::this_machine();
+    plan::Cluster c = plan::this_machine(Settings::process().calibration_path());
     plan::Prediction p = plan::simulate(m, l, c, f.batch);
     j = {{"layout", l.describe()}, {"cluster", c.source}, {"step_ms", p.step_s * 1e3},
          {"compute_ms", p.compute_s * 1e3}, {"comm_ms", p.comm_s * 1e3}, {"bubble_ms", p.bubble_s * 1e3},

@@ -162,7 +162,14 @@ bool multi_rank_strategy(const StrategyEntry& s, const TrainConfig& f) { return 
 
 int train_main(const Args& given) {
   const Args args = resolve_plan_flag(given);  // --plan auto: the planner's layout flags
-  const TrainConfig f = parse_train_flags(args);
+  TrainConfig f = parse_train_flags(args);
+  if (launch::inside_launched_rank() && !f.was_given("ranks")) {
+    // A rank of a job started by `dtrain run`, mpirun or srun: the job's size is -n, and a
+    // job of several ranks trains with ddp unless told otherwise.
+    f.ranks = world_from_env().size;
+    if (!f.was_given("strategy")) f.strategy.clear();
+    resolve_defaults(f);
+  }
   if (f.help) {
     std::printf("%s%s\ndatasets:\n  %s\n", train_usage("").c_str(), strategies_help().c_str(),
                 data::dataset_help().c_str());

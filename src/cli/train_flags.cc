@@ -43,7 +43,7 @@ const std::vector<FlagSpec>& table() {
       {"threads", "T", "threads on this machine (short: -t)",
        [](TrainConfig& f, const std::string& v) { f.threads = static_cast<int>(to_int("threads", v, 1, 1024)); }},
       {"ranks", "N", "processes for multi-process strategies (short: -n)",
-       [](TrainConfig& f, const std::string& v) { f.ranks = static_cast<int>(to_int("ranks", v, 1, 4096)); }},
+       [](TrainConfig& f, const std::string& v) { f.ranks = static_cast<int>(to_int("ranks", v, 1, 1024)); }},
       {"model", "SPEC", "mlp:784-256-128-10 | logreg | svm | softmax | gpt:layers=4,heads=4,width=128,context=64", [](TrainConfig& f, const std::string& v) { f.model = v; }},
       {"data", "SPEC", "dataset (see the list below), or text:FILE for the GPT", [](TrainConfig& f, const std::string& v) { f.data = v; }},
       {"epochs", "E", "passes over the training set (default 5)",

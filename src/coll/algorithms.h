@@ -54,12 +54,6 @@ struct Fold {
 // by the recursive-halving reduce-scatter.
 std::pair<int, int> halving_rounds(Call& c, const Fold& fold, char* buf, const std::vector<size_t>& off, uint32_t tag);
 
-inline int ceil_log2(int p) {
-  int l = 0;
-  while ((1 << l) < p) ++l;
-  return l;
-}
-
 constexpr uint32_t kPhase = 1u << 16;  // tag base of the second phase of a composed algorithm
 
 // All-reduce, in place on buf (n elements).

@@ -12,9 +12,6 @@ namespace dtrain {
 inline void copy_bytes(void* dst, const void* src, size_t n) {
   if (n) std::memcpy(dst, src, n);
 }
-inline void move_bytes(void* dst, const void* src, size_t n) {
-  if (n) std::memmove(dst, src, n);
-}
 // For out-of-place calls that may be in place: nothing to do when dst is src.
 inline void copy_bytes_if_apart(void* dst, const void* src, size_t n) {
   if (n && dst != src) std::memmove(dst, src, n);

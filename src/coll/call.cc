@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
 
 #include "base/buffer_pool.h"
-#include "base/env.h"
 #include "base/error.h"
 #include "coll/reduce_kernels.h"
 
@@ -18,12 +18,42 @@ namespace {
 // rank that skipped or repeated a collective is caught by the sequence field, not by a hang.
 constexpr uint64_t kFingerprintSeq = (uint64_t{1} << 39) - 1;
 constexpr uint32_t kFingerprintStep = 0xfffff0;
+constexpr uint32_t kChecked = 1;  // Fingerprint::reserved bit: the sender compares fingerprints
 
 std::string rank_name(Communicator& c, int r) {
   std::ostringstream os;
   os << "rank " << r;
   if (c.world_rank(r) != r) os << " (world rank " << c.world_rank(r) << ")";
   return os.str();
+}
+
+// "allreduce(float32 x 1000, sum, ring) as collective #3": what a rank called.
+std::string call_text(const Fingerprint& f) { return f.describe() + " as collective #" + std::to_string(f.seq); }
+
+// " (on host hB; this rank is on hA: ...)" naming the other hosts that ranks which never
+// arrived live on (the host ids the auto transport published); "" when none is elsewhere.
+std::string hosts_of(Store& store, const std::vector<int>& ranks, int me) {
+  try {
+    auto host = [&](int r) {
+      const std::string key = "transport/host/" + std::to_string(r);
+      return store.check({key}) ? store.get(key, 1) : std::string();
+    };
+    const std::string mine = host(me);
+    std::vector<std::string> theirs;
+    for (int r : ranks) {
+      std::string h = host(r);
+      if (h.empty() || mine.empty()) return "";
+      if (h != mine && std::find(theirs.begin(), theirs.end(), h) == theirs.end()) theirs.push_back(h);
+    }
+    if (theirs.empty()) return "";
+    std::ostringstream os;
+    os << " (on host";
+    for (size_t i = 0; i < theirs.size(); ++i) os << (i ? ", " : " ") << theirs[i];
+    os << "; this rank is on " << mine << ": is that host, or the network to it, down?)";
+    return os.str();
+  } catch (...) {
+    return "";
+  }
 }
 
 }  // namespace
@@ -39,16 +69,11 @@ std::string Fingerprint::describe() const {
   return os.str();
 }
 
-size_t resolve_segment_bytes(const CollOptions& opts) {
-  if (opts.segment_bytes > 0) return opts.segment_bytes;
-  static const int64_t from_env = env_int("DTRAIN_SEGMENT_BYTES", 1 << 20);  // read-only config
-  return static_cast<size_t>(std::max<int64_t>(from_env, 1));
+size_t resolve_segment_bytes(const CollConfig& config, const CollOptions& opts) {
+  return opts.segment_bytes > 0 ? opts.segment_bytes : std::max<size_t>(config.segment_bytes, 1);
 }
 
-bool fingerprint_enabled(const CollOptions& opts) {
-  static const bool env_on = env_int("DTRAIN_COLL_CHECK", 1) != 0;  // read-only config
-  return opts.check && env_on;
-}
+bool fingerprint_enabled(const CollConfig& config, const CollOptions& opts) { return opts.check && config.check; }
 
 Call::Call(Communicator& comm, CollOp op, const CollOptions& opts, Algorithm algorithm, DType dtype, uint64_t count,
            int root, ReduceOp redop)
@@ -60,17 +85,23 @@ Call::Call(Communicator& comm, CollOp op, const CollOptions& opts, Algorithm alg
       dtype_(dtype),
       elem_(dtype_size(dtype)),
       redop_(redop) {
-  seg_elems_ = std::max<size_t>(1, resolve_segment_bytes(opts) / elem_);
-  timeout_s_ = opts.timeout_s < -1.5 ? comm.timeout() : opts.timeout_s;
+  seg_elems_ = std::max<size_t>(1, resolve_segment_bytes(comm.coll_config(), opts) / elem_);
+  timeout_s_ = resolve_timeout(opts.timeout_s, comm.timeout());
   deadline_ = Deadline::after(timeout_s_);
   fp_.seq = comm.next_sequence();
+  peer_fp_.seq = ~uint64_t{0};  // "no record received" until one lands
   fp_.count = count;
   fp_.root = root;
   fp_.op = static_cast<uint8_t>(op);
   fp_.dtype = static_cast<uint8_t>(dtype);
   fp_.redop = static_cast<uint8_t>(redop);
   fp_.algorithm = static_cast<uint8_t>(algorithm);
-  if (size_ > 1 && fingerprint_enabled(opts)) {
+  // The records travel whether or not this rank checks (a 40-byte message, deferred onto the
+  // first message to rank+1), so ranks that differ in the setting stay in step: a rank that
+  // alone turned the check off is simply not compared, never a false desync or a wait.
+  checking_ = fingerprint_enabled(comm.coll_config(), opts);
+  fp_.reserved = checking_ ? kChecked : 0;
+  if (size_ > 1) {
     uint64_t t = Communicator::collective_tag(kFingerprintSeq, kFingerprintStep);
     Transport& tr = comm.transport();
     try {
@@ -127,13 +158,17 @@ void Call::check_fingerprint(bool after_error) {
   const Fingerprint& b = peer_fp_;
   bool same = a.seq == b.seq && a.count == b.count && a.root == b.root && a.op == b.op && a.dtype == b.dtype &&
               a.redop == b.redop && a.algorithm == b.algorithm;
-  if (!same) {
+  if (!same && checking_ && (b.reserved & kChecked)) {
     int prev = (rank_ + size_ - 1) % size_;
     std::ostringstream m;
     m << rank_name(comm_, rank_) << " called " << a.describe() << " as collective #" << a.seq << " but "
       << rank_name(comm_, prev) << " called " << b.describe() << " as collective #" << b.seq;
     try {
-      comm_.store().set(culprit_key("dead"), std::to_string(rank_) + "|" + m.str());
+      // What both calls were, for the ranks that learn of the failure second-hand (fail()).
+      Store& store = comm_.store();
+      store.set(culprit_key("desync") + "/" + std::to_string(rank_),
+                std::to_string(prev) + "|" + call_text(b) + "|" + call_text(a));
+      store.set(culprit_key("dead"), std::to_string(rank_) + "|" + m.str());
     } catch (...) {
     }
     DT_THROW(Desync, m.str());
@@ -168,6 +203,14 @@ void Call::fail(std::exception_ptr e) {
       }
     } catch (...) {
     }
+    // A rank that left because it found a mismatched call: the job failed for the mismatch,
+    // and the rank to blame is the one whose call differs, not the one that is gone.
+    if (!reason.empty()) {
+      std::string verdict = desync_verdict();
+      if (!verdict.empty())
+        DT_THROW(Desync, rank_name(comm_, rank_) << ": " << describe() << " failed: " << verdict << " ("
+                                                  << rank_name(comm_, dead) << " found it and left)");
+    }
     std::ostringstream m;
     m << rank_name(comm_, rank_) << ": " << describe() << " failed: " << rank_name(comm_, dead) << " is gone";
     if (dead != pf.peer()) m << " (learned from " << rank_name(comm_, pf.peer()) << ")";
@@ -177,9 +220,18 @@ void Call::fail(std::exception_ptr e) {
   } catch (const Timeout& t) {
     // Which ranks ever reached this call? Each rank that times out says so, waits a moment
     // for the others, and names the ones that never arrived.
-    std::string base = culprit_key("arrived");
-    std::vector<int> missing;
+    // A rank that is stopped (SIGSTOP) or hung inside the call cannot say so itself, but its
+    // fingerprint reached rank+1 when it entered: rank+1 vouches for it ("entered").
+    std::string base = culprit_key("arrived"), entered = culprit_key("entered");
+    std::vector<int> missing, inside;
+    bool prev_entered = false;
+    bool store_lost = false;
     try {
+      prev_entered = fp_recv_.valid() && fp_recv_.test() && peer_fp_.seq == fp_.seq;
+    } catch (...) {
+    }
+    try {
+      if (prev_entered) store.set(entered + "/" + std::to_string((rank_ + size_ - 1) % size_), "1");
       store.set(base + "/" + std::to_string(rank_), "1");
       std::vector<std::string> keys;
       for (int r = 0; r < size_; ++r) keys.push_back(base + "/" + std::to_string(r));
@@ -187,19 +239,69 @@ void Call::fail(std::exception_ptr e) {
         store.wait(keys, std::min(2.0, std::max(0.2, 0.1 * timeout_s_)));
       } catch (const Timeout&) {
       }
-      for (int r = 0; r < size_; ++r)
-        if (!store.check({keys[r]})) missing.push_back(r);
+      for (int r = 0; r < size_; ++r) {
+        if (store.check({keys[r]})) continue;
+        (store.check({entered + "/" + std::to_string(r)}) ? inside : missing).push_back(r);
+      }
+    } catch (const IoError&) {
+      store_lost = true;
+    } catch (const Timeout&) {
+      store_lost = true;
     } catch (...) {
     }
     std::ostringstream m;
     m << rank_name(comm_, rank_) << ": " << describe() << " timed out after " << timeout_s_ << " s";
-    if (!missing.empty()) {
-      m << "; never reached by";
-      for (int r : missing) m << " " << rank_name(comm_, r);
+    if (store_lost) {
+      // The peers and the job's store fell silent together: the network, not a slow rank.
+      m << "; the job's rendezvous store is unreachable from this rank too: a network failure "
+           "(a cut link or a host down) between this rank and its peers";
+    } else {
+      if (!inside.empty()) {
+        m << "; inside the call but not responding (stopped or hung?):";
+        for (int r : inside) m << " " << rank_name(comm_, r);
+        m << hosts_of(store, inside, rank_);  // or a network between: say which host
+      }
+      if (!missing.empty()) {
+        m << "; never reached by";
+        for (int r : missing) m << " " << rank_name(comm_, r);
+        m << hosts_of(store, missing, rank_);
+      }
     }
     m << " [" << t.what() << "]";
     throw Timeout(m.str());
   }
+}
+
+std::string Call::desync_verdict() {
+  // Every rank that found a mismatch published "PREV|PREV's call|its own call". With this
+  // rank's own call they say what most ranks called; the others are the culprits.
+  std::map<int, std::string> calls{{rank_, call_text(fp_)}};
+  Store& store = comm_.store();
+  try {
+    for (int r = 0; r < size_; ++r) {
+      std::string key = culprit_key("desync") + "/" + std::to_string(r);
+      if (!store.check({key})) continue;
+      std::string v = store.get(key, 1);
+      size_t a = v.find('|'), b = v.find('|', a + 1);
+      if (a == std::string::npos || b == std::string::npos) continue;
+      calls[std::stoi(v.substr(0, a))] = v.substr(a + 1, b - a - 1);
+      calls[r] = v.substr(b + 1);
+    }
+  } catch (...) {
+  }
+  std::map<std::string, int> votes;
+  for (const auto& [r, c] : calls) ++votes[c];
+  auto common = std::max_element(votes.begin(), votes.end(), [](auto& x, auto& y) { return x.second < y.second; });
+  if (votes.size() < 2 || common->second * 2 <= static_cast<int>(calls.size())) return "";  // no majority
+  std::ostringstream m, agreeing;
+  m << "collective desync:";
+  int n_agree = 0;
+  for (const auto& [r, c] : calls) {
+    if (c != common->first) m << " " << rank_name(comm_, r) << " called " << c << ";";
+    else agreeing << (n_agree++ ? ", " : " ") << r;
+  }
+  m << " rank" << (n_agree > 1 ? "s" : "") << agreeing.str() << " called " << common->first;
+  return m.str();
 }
 
 Request Call::post_send(int to, uint32_t t, const void* buf, size_t n) {

@@ -7,12 +7,18 @@
 //   record (sequence, op, type, count, root, reduce op, algorithm) on a reserved tag stream,
 //   sent to rank+1 and received from rank-1. The exchange overlaps the algorithm; run()
 //   compares at the end (or first, when the algorithm failed) and throws Desync naming both
-//   calls and both ranks. Ranks that agree pairwise around the ring agree globally.
+//   calls and both ranks. Ranks that agree pairwise around the ring agree globally. The
+//   records travel even where the check is off (CollOptions::check, DTRAIN_COLL_CHECK=0);
+//   only ranks that both check compare, so one rank turning it off is no false desync.
+//   Ranks that learn of a desync second-hand (a peer left after finding it) throw Desync
+//   naming the rank(s) whose call differs from the majority's, not the rank that left.
 // - run(fn) executes the algorithm and turns transport errors into errors that name the call
 //   ("allreduce #17 (ring, float32 x 1000)") and the rank at fault: the first rank to see a
 //   peer die records it in the store under the call's sequence number, and ranks that learn
 //   of the failure second-hand (a neighbour that gave up) name the original dead rank. A
-//   Timeout records which ranks reached the call and names the ones that never did.
+//   Timeout records which ranks reached the call and names the ones that never did; a rank
+//   whose fingerprint its neighbour received is known to have entered the call, and is named
+//   as "inside the call but not responding" (stopped or hung), not as never reaching it.
 // - Primitives move `n` elements between this rank and a peer, in segments of
 //   segment_elems() so that long transfers pipeline (a receive of segment k+1 overlaps the
 //   reduction of segment k and the forwarding send of segment k):
@@ -107,6 +113,9 @@ class Call {
   [[noreturn]] void fail(std::exception_ptr e);
   void finish();
   std::string culprit_key(const char* what) const;
+  // After a desync some rank reported: "collective desync: rank 2 called X; ranks 0, 1, 3
+  // called Y", from the reports in the store; "" when they show no majority.
+  std::string desync_verdict();
 
   Communicator& comm_;
   CollOp op_;
@@ -121,13 +130,14 @@ class Call {
   Fingerprint fp_, peer_fp_;
   Request fp_send_, fp_recv_;
   bool fp_checked_ = false;
+  bool checking_ = true;  // this rank compares fingerprints (CollOptions::check, DTRAIN_COLL_CHECK)
   std::exception_ptr setup_error_;  // posting the fingerprint failed (e.g. a dead neighbour)
   std::vector<char> scratch_;
 };
 
-// The segment size in bytes an option struct asks for (0 = DTRAIN_SEGMENT_BYTES or 1 MiB).
-size_t resolve_segment_bytes(const CollOptions& opts);
-// Whether fingerprints are exchanged (opts.check and DTRAIN_COLL_CHECK != 0).
-bool fingerprint_enabled(const CollOptions& opts);
+// The segment size in bytes an option struct asks for (0 = the communicator's configuration).
+size_t resolve_segment_bytes(const CollConfig& config, const CollOptions& opts);
+// Whether fingerprints are exchanged (opts.check and the configuration's check).
+bool fingerprint_enabled(const CollConfig& config, const CollOptions& opts);
 
 }  // namespace dtrain

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <vector>
 
-#include "base/env.h"
 #include "base/error.h"
 #include "coll/algorithms.h"
 #include "coll/call.h"
@@ -36,14 +35,14 @@ uint64_t hash_counts(const std::vector<size_t>& counts) {
 }  // namespace
 
 namespace {
-// The shared-memory fast paths need a ShmContext. With DTRAIN_SHM_CONTEXT=1, unless the
+// The shared-memory fast paths need a ShmContext. With DTRAIN_SHM_CONTEXT=1 (CollConfig), unless the
 // caller passed one, the communicator keeps one (built by the first collective that asks:
 // every rank reaches that same call) whenever its transport is shm. It is off by default:
 // on that path a rank that skips a collective or dies before the context exists makes the
 // others wait out the timeout, and desync/dead-rank errors name less than the message path's.
 ShmContext* communicator_shm_context(Communicator& comm) {
   if (comm.size() < 2 || std::string(comm.transport().kind()) != "shm") return nullptr;
-  if (env_int("DTRAIN_SHM_CONTEXT", 0) == 0) return nullptr;
+  if (!comm.coll_config().shm_context) return nullptr;
   return comm.attachment<ShmContext>("coll/shm_context", [&] { return std::make_shared<ShmContext>(comm); }).get();
 }
 
@@ -65,7 +64,7 @@ Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t cou
   // prefers; that choice is made here without consulting the cost model (it is the whole
   // cost of a small call otherwise).
   const bool fits_slot = opts.shm && bytes <= opts.shm->slot_bytes() && comm.size() > 1;
-  Algorithm a = fits_slot && opts.algorithm == Algorithm::kAuto && !env_forces_algorithm(CollOp::kAllreduce)
+  Algorithm a = fits_slot && opts.algorithm == Algorithm::kAuto && !config_forces_algorithm(comm.coll_config(), CollOp::kAllreduce)
                     ? Algorithm::kShmDirect
                     : resolve_algorithm(CollOp::kAllreduce, opts.algorithm, comm, bytes, opts);
   if (fits_slot && a == Algorithm::kShmDirect) {
@@ -77,7 +76,7 @@ Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t cou
     fp.dtype = static_cast<uint8_t>(t);
     fp.redop = static_cast<uint8_t>(op);
     fp.algorithm = static_cast<uint8_t>(Algorithm::kShmDirect);
-    double timeout = opts.timeout_s < -1.5 ? comm.timeout() : opts.timeout_s;
+    double timeout = resolve_timeout(opts.timeout_s, comm.timeout());
     copy_if_needed(recv, send, bytes);
     opts.shm->allreduce_small(recv, count, t, op, fp, Deadline::after(timeout));
     return Algorithm::kShmDirect;
@@ -104,8 +103,9 @@ Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t cou
         case Algorithm::kRecursiveDoubling: algo::allreduce_recursive_doubling(call, buf, count); break;
         case Algorithm::kHalvingDoubling: algo::allreduce_halving_doubling(call, buf, count); break;
         case Algorithm::kButterfly: {
-          const CostParams& cp = cost_params_for(comm.transport().kind());
-          size_t seg = resolve_segment_bytes(opts);
+          const CollConfig& config = comm.coll_config();
+          const CostParams& cp = cost_params_for(comm.transport().kind(), config.calibration_path);
+          size_t seg = resolve_segment_bytes(config, opts);
           bool small = predict_seconds(CollOp::kAllreduce, Algorithm::kRecursiveDoubling, comm.size(), bytes, cp, seg) <=
                        predict_seconds(CollOp::kAllreduce, Algorithm::kHalvingDoubling, comm.size(), bytes, cp, seg);
           if (small)

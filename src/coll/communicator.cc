@@ -4,17 +4,19 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "comm/heartbeat.h"
 
 namespace dtrain {
 
 Communicator::Communicator(std::shared_ptr<Store> store, int rank, int size, const TransportOptions& opts,
-                           std::string name, std::vector<int> world_ranks)
+                           std::string name, std::vector<int> world_ranks, CollConfig coll)
     : base_store_(store),
       store_(std::make_shared<PrefixStore>(name, store)),
       rank_(rank),
       size_(size),
       opts_(opts),
+      coll_(std::move(coll)),
       name_(std::move(name)),
       world_ranks_(std::move(world_ranks)) {
   DT_CHECK(size >= 1 && rank >= 0 && rank < size, InvalidArgument,
@@ -23,12 +25,19 @@ Communicator::Communicator(std::shared_ptr<Store> store, int rank, int size, con
   transport_ = Transport::create(*transport_store, rank, size, opts);
 }
 
-std::shared_ptr<Communicator> Communicator::from_env() {
-  WorldInfo info = world_from_env();
+std::shared_ptr<Communicator> Communicator::from_env(const Settings& settings) {
+  return from_world(world_from_env(settings), settings);
+}
+
+std::shared_ptr<Communicator> Communicator::from_world(WorldInfo info, const Settings& settings) {
   std::shared_ptr<void> keepalive;
   auto store = open_world_store(info, &keepalive);
-  auto comm = std::make_shared<Communicator>(store, info.rank, info.size, info.transport);
+  auto comm = std::make_shared<Communicator>(store, info.rank, info.size, info.transport, "world",
+                                             std::vector<int>{}, coll_config_from(settings));
   if (keepalive) comm->keep_alive(keepalive);
+  DT_LOG(Info) << "rank " << info.rank << " of " << info.size << " (" << info.launched_by << ", " << info.hosts
+               << " host(s)): transport " << comm->transport().kind() << ", timeout " << info.transport.timeout_s
+               << " s, tcp address " << info.transport.fabric.bind_host;
   // Under dtrain's launcher: beat while this rank is part of the job (comm/heartbeat.h).
   if (std::shared_ptr<Heartbeat> beat = heartbeat_from_env()) comm->keep_alive(beat);
   return comm;
@@ -103,7 +112,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   }
   std::string child = name_ + "/" + base + "c" + std::to_string(color);
   // The child's store namespace hangs off the same base store, under the child's full name.
-  return std::make_shared<Communicator>(base_store_, new_rank, static_cast<int>(members.size()), opts_, child, world);
+  return std::make_shared<Communicator>(base_store_, new_rank, static_cast<int>(members.size()), opts_, child, world, coll_);
 }
 
 }  // namespace dtrain

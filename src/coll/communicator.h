@@ -12,7 +12,8 @@
 // - split(color, key) makes sub-groups of the ranks with equal color, ordered by (key, rank),
 //   each with its own transport (so a sub-group of one host can use shm while the parent uses
 //   tcp). color < 0 returns nullptr (not in any group). Every rank of the parent must call it.
-// - Every blocking call is bounded by timeout() (from DTRAIN_TIMEOUT or the constructor).
+// - Every blocking call is bounded by timeout() (from DTRAIN_TIMEOUT or the constructor);
+//   coll_config() is the collectives' configuration (coll/config.h), handed on by split().
 // - attachment<T>(key, make) keeps per-communicator state that higher layers build once and
 //   find again (the collectives' shared-memory context, a cached hierarchy): the object stored
 //   under key, created by make() on first use. When make() is itself collective, every rank
@@ -29,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "coll/config.h"
 #include "comm/store.h"
 #include "comm/transport.h"
 #include "comm/world.h"
@@ -39,9 +41,13 @@ class Communicator {
  public:
   // Collective over the ranks of `store` (which this communicator namespaces under `name`).
   Communicator(std::shared_ptr<Store> store, int rank, int size, const TransportOptions& opts,
-               std::string name = "world", std::vector<int> world_ranks = {});
-  // The job's world, from the environment (see comm/world.h).
-  static std::shared_ptr<Communicator> from_env();
+               std::string name = "world", std::vector<int> world_ranks = {}, CollConfig coll = {});
+  // The job's world, from the environment and the settings (see comm/world.h, coll/config.h):
+  // from_world(world_from_env(settings), settings).
+  static std::shared_ptr<Communicator> from_env(const Settings& settings = Settings::process());
+  // The job's world as `info` describes it (e.g. the settings', with a program's flags applied
+  // over it); opens the rendezvous (open_world_store) and the transport.
+  static std::shared_ptr<Communicator> from_world(WorldInfo info, const Settings& settings = Settings::process());
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -51,6 +57,7 @@ class Communicator {
   Transport& transport() { return *transport_; }
   Store& store() { return *store_; }
   const TransportOptions& options() const { return opts_; }
+  const CollConfig& coll_config() const { return coll_; }
 
   void send(int peer, const void* data, size_t bytes, uint32_t tag = 0);
   void recv(int peer, void* data, size_t bytes, uint32_t tag = 0);
@@ -85,6 +92,7 @@ class Communicator {
   std::shared_ptr<Store> store_;
   int rank_, size_;
   TransportOptions opts_;
+  CollConfig coll_;
   std::string name_;
   std::vector<int> world_ranks_;
   std::unique_ptr<Transport> transport_;

@@ -12,7 +12,6 @@
 #include <iomanip>
 #include <sstream>
 
-#include "base/env.h"
 #include "base/error.h"
 #include "coll/call.h"
 #include "coll/communicator.h"
@@ -56,12 +55,6 @@ CostParams default_cost_params(const std::string& kind) {
   return cp;
 }
 
-std::string default_calibration_path() {
-  if (auto p = env_get("DTRAIN_CALIBRATION")) return *p;
-  if (auto home = env_get("HOME")) return *home + "/.cache/dtrain/calibration.json";
-  return "";
-}
-
 bool parse_calibration(const std::string& text, const std::string& kind, CostParams* out) {
   size_t k = text.find("\"" + kind + "\"");
   if (k == std::string::npos) return false;
@@ -91,16 +84,15 @@ std::string format_calibration(const CostParams& shm, const CostParams& tcp) {
   return os.str();
 }
 
-const CostParams& cost_params_for(const std::string& kind) {
+const CostParams& cost_params_for(const std::string& kind, const std::string& path) {
   // The calibration file is configuration, fixed for the life of the process: read and parse
-  // it once per transport kind (a collective asks on every call; parsing each time cost
-  // microseconds on the small-message path).
+  // it once per (file, transport kind) (a collective asks on every call; parsing each time
+  // cost microseconds on the small-message path).
   static std::mutex mu;
-  static std::map<std::string, CostParams> by_kind;
+  static std::map<std::pair<std::string, std::string>, CostParams> by_kind;
   std::lock_guard<std::mutex> lock(mu);
-  auto it = by_kind.find(kind);
+  auto it = by_kind.find({path, kind});
   if (it != by_kind.end()) return it->second;
-  std::string path = default_calibration_path();
   std::string text;
   if (std::ifstream in(path); !path.empty() && in) {
     std::stringstream ss;
@@ -109,7 +101,7 @@ const CostParams& cost_params_for(const std::string& kind) {
   }
   CostParams cp = default_cost_params(kind);
   if (!text.empty() && parse_calibration(text, kind, &cp)) cp.source = "calibrated(" + path + ")";
-  return by_kind.emplace(kind, cp).first->second;
+  return by_kind.emplace(std::make_pair(path, kind), cp).first->second;
 }
 
 double predict_seconds(CollOp op, Algorithm a, int p, size_t bytes, const CostParams& cp, size_t segment_bytes) {
@@ -268,29 +260,7 @@ Algorithm normalize_algorithm(CollOp op, Algorithm a) {
   return a;
 }
 
-namespace {
-// $DTRAIN_<OP>_ALGO, else $DTRAIN_ALGO: read once, they are configuration for the process.
-struct EnvChoice {
-  std::optional<std::string> value;
-  bool job_wide = false;  // from $DTRAIN_ALGO: applies only where the op supports it
-};
-const EnvChoice& env_choice(CollOp op) {
-  static const auto table = [] {
-    std::array<EnvChoice, static_cast<size_t>(CollOp::kBarrier) + 1> t;
-    const auto global = env_get("DTRAIN_ALGO");
-    for (size_t i = 0; i < t.size(); ++i) {
-      std::string var = std::string("DTRAIN_") + coll_op_name(static_cast<CollOp>(i)) + "_ALGO";
-      for (char& ch : var) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-      t[i].value = env_get(var.c_str());
-      if (!t[i].value && global) t[i] = EnvChoice{global, true};
-    }
-    return t;
-  }();
-  return table[static_cast<size_t>(op)];
-}
-}  // namespace
-
-bool env_forces_algorithm(CollOp op) { return env_choice(op).value.has_value(); }
+bool config_forces_algorithm(const CollConfig& config, CollOp op) { return !config.forced_algorithm(op).name.empty(); }
 
 Algorithm resolve_algorithm(CollOp op, Algorithm requested, Communicator& comm, size_t bytes, const CollOptions& opts) {
   auto valid = [&](Algorithm a) {
@@ -299,16 +269,17 @@ Algorithm resolve_algorithm(CollOp op, Algorithm requested, Communicator& comm, 
   };
   Algorithm a = requested;
   if (a == Algorithm::kAuto) {
-    const EnvChoice& env = env_choice(op);
-    if (env.value) {
-      Algorithm ea = normalize_algorithm(op, parse_algorithm(*env.value));
-      if (!env.job_wide || valid(ea)) a = ea;
+    const ForcedAlgorithm& forced = comm.coll_config().forced_algorithm(op);
+    if (!forced.name.empty()) {
+      Algorithm ea = normalize_algorithm(op, parse_algorithm(forced.name));
+      if (!forced.job_wide || valid(ea)) a = ea;
     }
   }
   if (a == Algorithm::kAuto) {
     const char* kind = comm.transport().kind();
-    return choose(op, comm.size(), bytes, cost_params_for(kind), std::strcmp(kind, "shm") == 0,
-                  resolve_segment_bytes(opts));
+    const CollConfig& config = comm.coll_config();
+    return choose(op, comm.size(), bytes, cost_params_for(kind, config.calibration_path), std::strcmp(kind, "shm") == 0,
+                  resolve_segment_bytes(config, opts));
   }
   a = normalize_algorithm(op, a);
   if (!valid(a)) {

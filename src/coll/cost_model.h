@@ -4,9 +4,9 @@
 // - CostParams: alpha = seconds per message, beta = seconds per byte moved, gamma = seconds
 //   per byte reduced. Defaults per transport kind ("shm", "tcp") come from measurements on
 //   the development machine; a calibration file (written by `dtrain bench calibrate`) replaces
-//   them. The file is read once per process from $DTRAIN_CALIBRATION, else
-//   $HOME/.cache/dtrain/calibration.json when it exists; it is read-only configuration, like
-//   the environment. Format: {"shm": {"alpha_us": 3.1, "beta_gbps": 5.2, "gamma_gbps": 9.0},
+//   them. The file (CollConfig::calibration_path: DTRAIN_CALIBRATION, else
+//   ~/.cache/dtrain/calibration.json) is read once per process when it exists; it is
+//   read-only configuration, like the settings. Format: {"shm": {"alpha_us": 3.1, "beta_gbps": 5.2, "gamma_gbps": 9.0},
 //   "tcp": {...}} (beta/gamma given as GB/s, 1e9 bytes per second).
 // - predict_seconds(op, algorithm, p, bytes, params, segment) is the published formula for
 //   that algorithm (see docs/COLLECTIVES.md); `bytes` is the buffer of an all-reduce,
@@ -14,8 +14,8 @@
 //   reduce-scatter/scatter/all-to-all.
 // - candidates(op, p, shm) lists the algorithms auto may pick, in a fixed order; choose()
 //   returns the cheapest, ties to the earlier one. Deterministic: equal inputs, equal answer.
-// - resolve_algorithm(): a forced algorithm (per call, or $DTRAIN_<OP>_ALGO, or $DTRAIN_ALGO
-//   when it names an algorithm this op has) wins over the model; aliases are normalised per
+// - resolve_algorithm(): a forced algorithm (per call, or the communicator's CollConfig:
+//   DTRAIN_<OP>_ALGO, or DTRAIN_ALGO when it names an algorithm this op has) wins over the model; aliases are normalised per
 //   op (tree -> binomial for broadcast, ring -> chain, butterfly -> recursive doubling for
 //   all-gather, ...); an algorithm the op lacks is an InvalidArgument naming the valid ones.
 // Thread-safety: pure functions plus a once-initialised read-only calibration.
@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "coll/config.h"
 #include "coll/types.h"
 
 namespace dtrain {
@@ -39,9 +40,9 @@ struct CostParams {
 };
 
 CostParams default_cost_params(const std::string& transport_kind);
-// The calibrated parameters when a calibration file has them, else the defaults.
-const CostParams& cost_params_for(const std::string& transport_kind);  // parsed once per kind
-std::string default_calibration_path();
+// The parameters calibrated in the file at `calibration_path` when it has them, else the
+// defaults. Parsed once per (file, kind).
+const CostParams& cost_params_for(const std::string& transport_kind, const std::string& calibration_path);
 // Parses one transport's entry of a calibration file's text; false when absent.
 bool parse_calibration(const std::string& text, const std::string& transport_kind, CostParams* out);
 std::string format_calibration(const CostParams& shm, const CostParams& tcp);
@@ -54,7 +55,7 @@ const std::vector<Algorithm>& supported_algorithms(CollOp op);
 Algorithm normalize_algorithm(CollOp op, Algorithm a);
 
 Algorithm resolve_algorithm(CollOp op, Algorithm requested, Communicator& comm, size_t bytes, const CollOptions& opts);
-// Whether $DTRAIN_<OP>_ALGO or $DTRAIN_ALGO names an algorithm for op (read once per process).
-bool env_forces_algorithm(CollOp op);
+// Whether the configuration (DTRAIN_<OP>_ALGO or DTRAIN_ALGO) names an algorithm for op.
+bool config_forces_algorithm(const CollConfig& config, CollOp op);
 
 }  // namespace dtrain

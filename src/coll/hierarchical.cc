@@ -7,15 +7,14 @@
 
 #include <map>
 
-#include "base/env.h"
 #include "base/error.h"
 #include "coll/collectives.h"
 #include "coll/reduce_kernels.h"
 
 namespace dtrain {
 
-std::string host_id_from_env() {
-  if (auto id = env_get("DTRAIN_HOST_ID")) return *id;
+std::string hierarchy_host_id(const CollConfig& config) {
+  if (!config.host_id.empty()) return config.host_id;
   char name[256] = {0};
   ::gethostname(name, sizeof name - 1);
   return name;
@@ -65,7 +64,7 @@ void Hierarchy::allreduce(void* buf, size_t count, DType t, ReduceOp op, const A
 }
 
 void allreduce_hierarchical_once(Call& call, char* buf, size_t count) {
-  Hierarchy h(call.comm(), host_id_from_env());
+  Hierarchy h(call.comm(), hierarchy_host_id(call.comm().coll_config()));
   AllreduceOptions opts;
   opts.timeout_s = call.remaining() < 0 ? -1 : call.remaining();
   opts.segment_bytes = call.segment_elems() * call.elem();

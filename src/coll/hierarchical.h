@@ -10,9 +10,9 @@
 //   halving-doubling, ... over tcp between hosts), broadcast within the host. kAvg divides
 //   by the whole group's size once at the end. All ranks end bit-identical.
 // - allreduce_hierarchical_once(call, ...) is what Algorithm::kHierarchical runs inside
-//   allreduce(): it builds a Hierarchy from host_id_from_env() for that one call (slow;
-//   meant for tests and one-off use).
-// - host_id_from_env(): $DTRAIN_HOST_ID, else the host name.
+//   allreduce(): it builds a Hierarchy from hierarchy_host_id(comm.coll_config()) for that
+//   one call (slow; meant for tests and one-off use).
+// - hierarchy_host_id(config): config.host_id (DTRAIN_HOST_ID), else the host name.
 // Thread-safety: like Communicator — one collective at a time, same order on every rank.
 #pragma once
 
@@ -39,7 +39,7 @@ class Hierarchy {
   int hosts_ = 0;
 };
 
-std::string host_id_from_env();
+std::string hierarchy_host_id(const CollConfig& config);
 void allreduce_hierarchical_once(Call& call, char* buf, size_t count);
 
 }  // namespace dtrain

@@ -15,13 +15,14 @@
 #include <random>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "base/clock.h"
 
-#include "base/env.h"
 #include "base/error.h"
 #include "base/tsan.h"
 #include "coll/reduce_kernels.h"
+#include "comm/shm_segment.h"
 
 namespace dtrain {
 
@@ -60,45 +61,34 @@ ShmContext::ShmContext(Communicator& comm, size_t slot_bytes)
   pids_.assign(size_, 0);
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   spin_ranks_per_core_ = static_cast<int>((size_ + cores - 1) / cores);
+  yield_ns_ = static_cast<int64_t>(comm.coll_config().shm_yield_us * 1000);
   std::random_device rd;
-  std::string own = "/dtrain-coll-" + std::to_string(::getpid()) + "-" + std::to_string(rd()) + std::to_string(rd());
-  int fd = ::shm_open(own.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-  DT_CHECK(fd >= 0, IoError, "ShmContext: shm_open " << own << ": " << errno_string(errno));
+  // Anonymous segments (comm/shm_segment.h): nothing in /dev/shm, whatever fails when.
+  ShmSegment own = create_shm_segment(seg_bytes_, "dtrain-coll-rank" + std::to_string(rank_));
   auto map = [&](int f, const std::string& name) {
     void* p = ::mmap(nullptr, seg_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
-    int err = errno;
-    ::close(f);
-    DT_CHECK(p != MAP_FAILED, IoError, "ShmContext: mmap " << name << ": " << errno_string(err));
+    DT_CHECK(p != MAP_FAILED, IoError, "ShmContext: mmap " << name << ": " << errno_string(errno));
     return static_cast<char*>(p);
   };
-  if (::ftruncate(fd, static_cast<off_t>(seg_bytes_)) != 0) {
-    int err = errno;
-    ::close(fd);
-    ::shm_unlink(own.c_str());
-    DT_THROW(IoError, "ShmContext: ftruncate " << own << ": " << errno_string(err));
-  }
-  segs_[rank_] = map(fd, own);
+  segs_[rank_] = map(own.fd.get(), "rank " + std::to_string(rank_) + "'s segment");
   new (segs_[rank_]) Header();
   header(rank_)->pid = ::getpid();
   header(rank_)->id = (static_cast<uint64_t>(rd()) << 32) | rd();
   std::string key = "shmctx/" + std::to_string(comm.next_sequence()) + "/";
   try {
-    comm.store().set(key + std::to_string(rank_), own);
+    comm.store().set(key + std::to_string(rank_), own.handle);
     for (int q = 0; q < size_; ++q) {
       if (q == rank_) continue;
-      std::string name = comm.store().get(key + std::to_string(q));
-      int f = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
-      DT_CHECK(f >= 0, IoError,
-               "ShmContext: cannot open rank " << q << "'s segment " << name
-                                               << " (all ranks must share one host): " << errno_string(errno));
-      segs_[q] = map(f, name);
+      std::string who = "rank " + std::to_string(q);
+      Fd f = open_shm_segment(comm.store().get(key + std::to_string(q)), seg_bytes_, who, q);
+      segs_[q] = map(f.get(), who + "'s segment");
     }
-    comm.barrier();  // everyone has mapped everything; the names can go
+    comm.barrier();  // everyone has mapped everything; `own` closes its descriptor
   } catch (...) {
-    ::shm_unlink(own.c_str());
+    for (char*& seg : segs_)
+      if (seg) ::munmap(std::exchange(seg, nullptr), seg_bytes_);
     throw;
   }
-  ::shm_unlink(own.c_str());
   for (int q = 0; q < size_; ++q) pids_[q] = header(q)->pid;
 }
 
@@ -127,7 +117,7 @@ void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const std::f
   // - spin (pause loop) for kSpinNs while ranks fit the cores: the peer is running and
   //   about to arrive, and a sleeping rank costs a wake-up (tens of us on a VM, where waking
   //   an idle vCPU is an inter-processor interrupt through the hypervisor);
-  // - yield for up to kYieldNs when ranks outnumber the cores: the core goes to another
+  // - yield for up to yield_ns_ (DTRAIN_SHM_YIELD_US) when ranks outnumber the cores: the core goes to another
   //   rank of this job that is runnable on it (the one we are waiting for, often), which is
   //   how OpenMPI's --oversubscribe mode keeps small collectives at a few us. On a machine
   //   busy with other processes one yield can cost a whole time slice (~1 ms, measured in
@@ -137,14 +127,13 @@ void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const std::f
   //   if it has not moved), waking at least every millisecond to check the deadline and
   //   whether the peer's process still exists.
   constexpr int64_t kSpinNs = 50000;
-  static const int64_t kYieldNs = env_int("DTRAIN_SHM_YIELD_US", 100) * 1000;
   const bool oversubscribed = spin_ranks_per_core_ > 1;
   const int64_t busy_ns = static_cast<int64_t>(std::min<size_t>(busy_bytes / 4, 2000000));
   for (int q = 0; q < size_; ++q) {
     if (q == rank_) continue;
     Header* h = header(q);
     if (h->arrived.load(std::memory_order_acquire) >= phase) continue;
-    const int64_t until = now_ns() + (oversubscribed ? kYieldNs : kSpinNs) + busy_ns;
+    const int64_t until = now_ns() + (oversubscribed ? yield_ns_ : kSpinNs) + busy_ns;
     for (int i = 0; h->arrived.load(std::memory_order_acquire) < phase; ++i) {
       if (oversubscribed) {
         if (now_ns() > until) break;

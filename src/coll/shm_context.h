@@ -3,8 +3,8 @@
 //
 // Contract
 // - ShmContext(comm, slot_bytes) is collective over comm (every rank on one host: each maps
-//   every other rank's segment, published by name through comm.store() and unlinked once
-//   all have mapped it). Build it once, next to the communicator, and pass it in the options
+//   every other rank's segment, an anonymous memfd published through comm.store() and opened
+//   through /proc, comm/shm_segment.h: nothing is ever left in /dev/shm). Build it once, next to the communicator, and pass it in the options
 //   (CollOptions::shm); it must outlive the calls that use it and the communicator.
 // - A segment holds an arrival counter (own cache line), two fingerprint records and two
 //   data slots of slot_bytes, used alternately: call k writes slot k%2 only after every rank
@@ -76,6 +76,7 @@ class ShmContext {
   std::vector<int64_t> pids_;
   std::vector<const void*> inputs_;  // allreduce_small's slots in rank order
   int spin_ranks_per_core_ = 1;
+  int64_t yield_ns_ = 100000;  // CollConfig::shm_yield_us
   int cross_memory_reads_ = -1;
 };
 

@@ -7,7 +7,7 @@
 //   parse_algorithm accepts the names algorithm_name prints plus a few aliases.
 // - Every collective takes one small options struct derived from CollOptions:
 //     algorithm      forced algorithm, or kAuto (then DTRAIN_<OP>_ALGO / DTRAIN_ALGO apply)
-//     timeout_s      bound on the whole call; < -1.5 means the communicator's timeout
+//     timeout_s      bound on the whole call; kDefaultTimeout (base/clock.h): the communicator's
 //     segment_bytes  pipelining unit; 0 means DTRAIN_SEGMENT_BYTES or 1 MiB
 //     deterministic  fixed reduction order (rank 0, 1, ..., p-1, accumulated in the widest
 //                    type): bit-identical results whatever the algorithm or segment size
@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <string>
 
+#include "base/clock.h"
 #include "base/dtype.h"
 
 namespace dtrain {
@@ -60,7 +61,7 @@ class ShmContext;
 
 struct CollOptions {
   Algorithm algorithm = Algorithm::kAuto;
-  double timeout_s = -2;
+  double timeout_s = kDefaultTimeout;
   size_t segment_bytes = 0;
   bool deterministic = false;
   bool check = true;

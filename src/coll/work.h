@@ -8,8 +8,9 @@
 //   (their order relative to the queue would differ between ranks).
 // - submit(name, fn) returns a Work at once. Work::wait(timeout) blocks until the collective
 //   finished and re-throws its error; a wait that runs out throws Timeout naming the work
-//   (the collective keeps running). done() never blocks; error() is the stored exception (or
-//   null). A failed collective does not stop later ones from being attempted; they usually
+//   (the collective keeps running). The timeout defaults to twice the communicator's plus 2 s
+//   (kDefaultTimeout, base/clock.h), so the collective's own timeout and diagnosis come first; pass kForever to wait without bound. done() never blocks; error() is the
+//   stored exception (or null). A failed collective does not stop later ones from being attempted; they usually
 //   fail fast with the same PeerFailure.
 // - Typed helpers (allreduce_async, ...) capture pointers: buffers must stay valid and
 //   untouched until the Work is done.
@@ -33,7 +34,7 @@ namespace dtrain {
 class Work {
  public:
   Work() = default;
-  void wait(double timeout_s = -1);
+  void wait(double timeout_s = kDefaultTimeout);
   bool done() const;
   std::exception_ptr error() const;
   bool valid() const { return state_ != nullptr; }
@@ -42,6 +43,7 @@ class Work {
   friend class ProgressQueue;
   struct State {
     std::string name;
+    double default_timeout_s = kForever;  // the queue's communicator's timeout
     mutable std::mutex mu;
     std::condition_variable cv;
     bool done = false;

@@ -18,8 +18,24 @@ namespace dtrain {
 
 FileStore::FileStore(std::string dir, double timeout_s) : Store(timeout_s), dir_(std::move(dir)) {
   DT_CHECK(!dir_.empty(), InvalidArgument, "file store: empty directory name");
-  if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST)
-    DT_THROW(IoError, "file store: cannot create directory " << dir_ << ": " << errno_string(errno));
+  ensure_private_dir(dir_, "file store");
+}
+
+void ensure_private_dir(const std::string& dir, const std::string& what) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    DT_THROW(IoError, what << ": cannot create directory " << dir << ": " << errno_string(errno));
+  struct stat st {};
+  DT_CHECK(::lstat(dir.c_str(), &st) == 0, IoError, what << ": cannot stat " << dir << ": " << errno_string(errno));
+  DT_CHECK(!S_ISLNK(st.st_mode), InvalidArgument,
+           what << ": " << dir << " is a symbolic link; refusing to use it (remove it: someone may be redirecting "
+                << "the job's rendezvous)");
+  DT_CHECK(S_ISDIR(st.st_mode), InvalidArgument, what << ": " << dir << " exists and is not a directory (remove it)");
+  DT_CHECK(st.st_uid == ::getuid(), InvalidArgument,
+           what << ": " << dir << " belongs to uid " << st.st_uid << ", not to this user (uid " << ::getuid()
+                << "); refusing to use it (remove it or choose another directory)");
+  DT_CHECK((st.st_mode & 022) == 0, InvalidArgument,
+           what << ": " << dir << " is writable by group or others (mode " << std::oct << (st.st_mode & 0777) << std::dec
+                << "); make it private: chmod 700 " << dir);
 }
 
 std::string FileStore::path(const std::string& key) const {
@@ -70,7 +86,13 @@ int64_t FileStore::add(const std::string& key, int64_t delta) {
   DT_CHECK(lock.valid(), IoError, "file store: cannot open " << lock_path << ": " << errno_string(errno));
   DT_SYSCHECK(::flock(lock.get(), LOCK_EX), "file store: flock " << lock_path);
   std::string v;
-  int64_t value = (read(key, &v) ? std::stoll(v) : 0) + delta;
+  int64_t value;
+  try {
+    value = checked_add(key, read(key, &v) ? &v : nullptr, delta);
+  } catch (...) {
+    ::flock(lock.get(), LOCK_UN);
+    throw;
+  }
   set(key, std::to_string(value));
   ::flock(lock.get(), LOCK_UN);
   return value;

@@ -5,9 +5,20 @@
 // with a short back-off (a file system offers no cheaper notification) and time out naming the
 // missing keys. The directory is created with mode 0700: the file system's permissions are
 // this store's admission control (use it for mpirun/srun jobs on one host or a shared FS).
+// An existing directory is used only if it is a real directory (not a symlink) owned by this
+// user and not writable by others; anything else is an InvalidArgument naming the path.
 // Thread- and process-safe.
+//
+// open_job_file_store: the store of an mpirun/srun job on one host without an address
+// (world.cc). ROOT (e.g. /tmp/dtrain-UID-JOB-STEP, private 0700, owner-checked) holds one
+// generation per run: rank 0 creates ROOT/gNONCE and publishes "NONCE PID START" in ROOT/gen;
+// the other ranks wait (bounded by timeout_s) for a gen whose rank 0 is alive, so a rerun with
+// the same job and step ids never reads a dead run's keys; rank 0 removes a dead run's
+// generation, and refuses to start while another live job uses the same ids. Each rank leaves
+// when its store is destroyed; the last to leave removes the generation and ROOT.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "comm/store.h"
@@ -29,5 +40,11 @@ class FileStore : public Store {
   bool read(const std::string& key, std::string* value) const;
   std::string dir_;
 };
+
+std::shared_ptr<Store> open_job_file_store(const std::string& root, int rank, int size, double timeout_s);
+
+// Creates `dir` (mode 0700) or checks an existing one: a directory, not a symlink, owned by
+// this user, no write access for group or others. Throws InvalidArgument naming `what`.
+void ensure_private_dir(const std::string& dir, const std::string& what);
 
 }  // namespace dtrain

@@ -18,8 +18,9 @@
 //
 // Liveness: a rank that closes sets `closed` in its segment and rings everyone; a process
 // that dies without closing is seen through a pidfd (readable once the process has exited).
-// Segments are shm_open'ed under a random name, opened by every peer, then unlinked, so
-// nothing is left in /dev/shm even if a rank is killed later.
+// Segments are anonymous (comm/shm_segment.h: a memfd each peer opens through /proc), so
+// nothing is ever left in /dev/shm, whichever rank fails or is killed at any point of setup.
+// The owner closes its descriptor once every peer has mapped the segment.
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <poll.h>
@@ -32,11 +33,13 @@
 #include <climits>
 #include <cstring>
 #include <random>
+#include <cstdlib>
 #include <sstream>
 
 #include "base/error.h"
 #include "base/tsan.h"
 #include "comm/fabric.h"
+#include "comm/shm_segment.h"
 #include "comm/socket.h"
 #include "comm/store.h"
 
@@ -216,9 +219,6 @@ class ShmChannel : public Channel {
 class ShmFabric : public Fabric {
  public:
   ShmFabric(int rank, int size, size_t ring_bytes) : rank_(rank), size_(size), ring_bytes_(ring_bytes), layout_(size, ring_bytes) {}
-  ~ShmFabric() override {
-    if (!own_name_.empty()) ::shm_unlink(own_name_.c_str());
-  }
   const char* kind() const override { return "shm"; }
   Channel* channel(int peer) override { return channels_[peer].get(); }
   uint64_t activity_token() override { return me()->doorbell.load(std::memory_order_seq_cst); }
@@ -263,7 +263,6 @@ class ShmFabric : public Fabric {
   int rank_, size_;
   size_t ring_bytes_;
   Layout layout_;
-  std::string own_name_;
   std::vector<std::unique_ptr<Segment>> segments_;
   std::vector<std::unique_ptr<ShmChannel>> channels_;
   std::vector<Fd> pidfds_;
@@ -289,15 +288,8 @@ std::unique_ptr<Fabric> make_shm_fabric(Store& store, int rank, int size, const 
   Layout layout(size, ring);
 
   std::random_device rd;
-  std::ostringstream name;
-  name << "/dtrain-" << std::hex << (static_cast<uint64_t>(rd()) << 32 | rd()) << "-" << std::dec << rank;
-  f->own_name_ = name.str();
-  Fd fd(::shm_open(f->own_name_.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600));
-  DT_CHECK(fd.valid(), IoError, "shm: cannot create " << f->own_name_ << ": " << errno_string(errno));
-  if (::ftruncate(fd.get(), static_cast<off_t>(layout.total)) != 0)
-    DT_THROW(IoError, "shm: cannot size " << f->own_name_ << " to " << layout.total << " bytes: " << errno_string(errno)
-                                          << " (is /dev/shm large enough? lower DTRAIN_SHM_RING_BYTES)");
-  f->segments_[rank] = map_segment(fd.get(), layout.total, f->own_name_);
+  ShmSegment own = create_shm_segment(layout.total, "dtrain-shm-rank" + std::to_string(rank));
+  f->segments_[rank] = map_segment(own.fd.get(), layout.total, "rank " + std::to_string(rank) + "'s segment");
   SegmentHeader* h = new (f->segments_[rank]->base) SegmentHeader();
   h->magic = kMagic;
   h->size = static_cast<uint32_t>(size);
@@ -306,7 +298,7 @@ std::unique_ptr<Fabric> make_shm_fabric(Store& store, int rank, int size, const 
   h->ring_bytes = ring;
   h->id = (static_cast<uint64_t>(rd()) << 32) | rd();
   for (int p = 0; p < size; ++p) new (f->segments_[rank]->control(layout, p)) RingControl();
-  store.set("shm/" + std::to_string(rank), f->own_name_ + " " + std::to_string(::getpid()));
+  store.set("shm/" + std::to_string(rank), own.handle);
 
   Deadline deadline = Deadline::after(opts.connect_timeout_s);
   std::vector<std::string> keys;
@@ -314,15 +306,11 @@ std::unique_ptr<Fabric> make_shm_fabric(Store& store, int rank, int size, const 
   store.wait(keys, opts.connect_timeout_s);
   for (int p = 0; p < size; ++p) {
     if (p == rank) continue;
-    std::istringstream in(store.get("shm/" + std::to_string(p)));
-    std::string pname;
-    int pid = 0;
-    in >> pname >> pid;
-    Fd pfd(::shm_open(pname.c_str(), O_RDWR | O_CLOEXEC, 0600));
-    DT_CHECK(pfd.valid(), IoError, "shm: rank " << rank << " cannot open rank " << p << "'s segment " << pname << ": "
-                                                << errno_string(errno)
-                                                << " (ranks on different hosts? use --transport tcp)");
-    f->segments_[p] = map_segment(pfd.get(), layout.total, pname);
+    std::string handle = store.get("shm/" + std::to_string(p));
+    std::string who = "rank " + std::to_string(p);
+    Fd pfd = open_shm_segment(handle, layout.total, who, p);
+    f->segments_[p] = map_segment(pfd.get(), layout.total, who + "'s segment");
+    int pid = std::atoi(handle.c_str());
     SegmentHeader* ph = f->segments_[p]->header();
     DT_CHECK(ph->magic == kMagic && ph->size == static_cast<uint32_t>(size) && ph->ring_bytes == ring, InvalidArgument,
              "shm: rank " << p << "'s segment disagrees on the group (size " << ph->size << " vs " << size
@@ -345,9 +333,7 @@ std::unique_ptr<Fabric> make_shm_fabric(Store& store, int rank, int size, const 
   keys.clear();
   for (int p = 0; p < size; ++p) keys.push_back("shm/mapped/" + std::to_string(p));
   store.wait(keys, deadline.remaining_seconds());
-  ::shm_unlink(f->own_name_.c_str());
-  f->own_name_.clear();
-  return f;
+  return f;  // `own` closes: the mappings keep the memory, and nothing has a name
 }
 
 }  // namespace dtrain

@@ -1,5 +1,6 @@
 #include "comm/store.h"
 
+#include <charconv>
 #include <sstream>
 
 #include "base/clock.h"
@@ -15,6 +16,26 @@ std::string missing_keys_message(const std::vector<std::string>& missing, double
   for (size_t i = 0; i < missing.size(); ++i) os << (i ? ", " : "") << missing[i];
   os << "]";
   return os.str();
+}
+
+bool parse_store_int(const std::string& text, int64_t* out) {
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, *out);
+  return ec == std::errc() && p == end && !text.empty();
+}
+
+int64_t checked_add(const std::string& key, const std::string* current, int64_t delta) {
+  int64_t now = 0;
+  if (current && !parse_store_int(*current, &now)) {
+    std::string shown = current->size() > 40 ? current->substr(0, 40) + "..." : *current;
+    DT_THROW(InvalidArgument, "store: add(\"" << key << "\", " << delta << "): the key holds '" << shown
+                                                << "', not a decimal integer (it was written with set(); use another key)");
+  }
+  int64_t sum;
+  DT_CHECK(!__builtin_add_overflow(now, delta, &sum), InvalidArgument,
+           "store: add(\"" << key << "\", " << delta << ") overflows: the key holds " << now
+                            << " and the sum does not fit a 64-bit integer");
+  return sum;
 }
 
 void MemoryStore::set(const std::string& key, const std::string& value) {
@@ -36,7 +57,7 @@ int64_t MemoryStore::add(const std::string& key, int64_t delta) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = data_.find(key);
-    v = (it == data_.end() ? 0 : std::stoll(it->second)) + delta;
+    v = checked_add(key, it == data_.end() ? nullptr : &it->second, delta);
     data_[key] = std::to_string(v);
   }
   cv_.notify_all();

@@ -22,12 +22,12 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
+
 namespace dtrain {
 
 class Store {
  public:
-  static constexpr double kDefaultTimeout = -2;  // "use the store's own timeout"
-
   explicit Store(double timeout_s) : timeout_s_(timeout_s) {}
   virtual ~Store() = default;
 
@@ -42,7 +42,7 @@ class Store {
   void set_timeout(double s) { timeout_s_ = s; }
 
  protected:
-  double resolve(double t) const { return t == kDefaultTimeout ? timeout_s_ : t; }
+  double resolve(double t) const { return resolve_timeout(t, timeout_s_); }
 
  private:
   double timeout_s_;
@@ -50,6 +50,13 @@ class Store {
 
 // Formats the Timeout message every store uses.
 std::string missing_keys_message(const std::vector<std::string>& missing, double timeout_s);
+
+// Parses a whole decimal int64 ("12", "-3"); false for anything else (spaces, "1e3", overflow).
+bool parse_store_int(const std::string& text, int64_t* out);
+// What add(key, delta) stores when the key holds `current` (nullptr: missing = 0). Throws
+// InvalidArgument naming the key when the stored value is not a decimal integer or the sum
+// overflows int64 (every store gives the same answer, never a bare "stoll" or a wrap).
+int64_t checked_add(const std::string& key, const std::string* current, int64_t delta);
 
 class MemoryStore : public Store {
  public:

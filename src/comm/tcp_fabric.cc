@@ -21,11 +21,10 @@
 #include "comm/fabric.h"
 #include "comm/socket.h"
 #include "comm/store.h"
+#include "comm/tcp_hello.h"
 
 namespace dtrain {
 namespace {
-
-constexpr uint64_t kMagic = 0x6474726e74637031ull;  // "dtrntcp1"
 
 class TcpChannel : public Channel {
  public:
@@ -140,12 +139,9 @@ std::unique_ptr<Fabric> make_tcp_fabric(Store& store, int rank, int size, const 
     auto [phost, pport] = split_host_port(store.get("tcp/" + std::to_string(peer), deadline.remaining_seconds()),
                                           "tcp address of rank " + std::to_string(peer));
     Fd fd = connect_tcp(phost, pport, deadline);
-    std::string hello(16, '\0');
-    uint32_t r = static_cast<uint32_t>(rank), tlen = static_cast<uint32_t>(opts.token.size());
-    std::memcpy(hello.data(), &kMagic, 8);
-    std::memcpy(hello.data() + 8, &r, 4);
-    std::memcpy(hello.data() + 12, &tlen, 4);
-    hello += opts.token;
+    DT_CHECK(opts.token.size() <= kMaxTcpToken, InvalidArgument,
+             "DTRAIN_TOKEN has " << opts.token.size() << " bytes; the limit is " << kMaxTcpToken);
+    std::string hello = encode_tcp_hello(static_cast<uint32_t>(rank), opts.token);
     write_full(fd.get(), hello.data(), hello.size(), deadline, "tcp hello to rank " + std::to_string(peer));
     fabric->channels_[peer] = std::make_unique<TcpChannel>(std::move(fd), rank, peer);
   }
@@ -161,30 +157,28 @@ std::unique_ptr<Fabric> make_tcp_fabric(Store& store, int rank, int size, const 
                                 << opts.connect_timeout_s << " s (did they start? can they reach " << host << ":"
                                 << port << "?)");
     }
-    char hello[16];
-    uint64_t magic = 0;
-    uint32_t r = 0, tlen = 0;
-    std::string token;
+    std::vector<bool> connected(size);
+    for (int p = 0; p < size; ++p) connected[p] = fabric->channels_[p] != nullptr;
+    HelloCheck hello;
+    std::string bytes;
     try {
-      read_full(fd.get(), hello, 16, Deadline::after(std::min(5.0, deadline.remaining_seconds())), "tcp hello");
-      std::memcpy(&magic, hello, 8);
-      std::memcpy(&r, hello + 8, 4);
-      std::memcpy(&tlen, hello + 12, 4);
-      if (magic == kMagic && tlen < 4096) {
-        token.resize(tlen);
-        read_full(fd.get(), token.data(), tlen, Deadline::after(5), "tcp hello");
+      Deadline by = Deadline::after(std::min(5.0, deadline.remaining_seconds()));
+      while ((hello = check_tcp_hello(bytes, rank, size, opts.token, connected)).verdict == HelloVerdict::kNeedMore) {
+        size_t have = bytes.size();
+        bytes.resize(hello.need);
+        read_full(fd.get(), bytes.data() + have, hello.need - have, by, "tcp hello");
       }
     } catch (const Error& e) {
       DT_LOG(Warn) << "rank " << rank << ": dropped a tcp connection from " << peer_name(fd.get()) << ": " << e.what();
       continue;
     }
-    if (magic != kMagic || token != opts.token || r <= static_cast<uint32_t>(rank) || r >= static_cast<uint32_t>(size) ||
-        fabric->channels_[r]) {
+    if (hello.verdict != HelloVerdict::kAccepted) {
       DT_LOG(Warn) << "rank " << rank << ": refused a tcp connection from " << peer_name(fd.get())
-                   << " (not a rank of this job: wrong magic, token or rank)";
+                   << " (not a rank of this job: " << hello.why << ")";
       continue;
     }
-    fabric->channels_[r] = std::make_unique<TcpChannel>(std::move(fd), rank, static_cast<int>(r));
+    const int r = hello.rank;
+    fabric->channels_[r] = std::make_unique<TcpChannel>(std::move(fd), rank, r);
     --expected;
   }
   for (auto& c : fabric->channels_)

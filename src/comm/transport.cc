@@ -9,7 +9,6 @@
 #include <sstream>
 #include <thread>
 
-#include "base/env.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "comm/store.h"
@@ -127,8 +126,8 @@ const char* transport_kind_name(TransportKind k) {
 }
 
 namespace {
-std::string host_id() {
-  if (auto v = env_get("DTRAIN_HOST_ID")) return *v;
+std::string host_id(const TransportOptions& opts) {
+  if (!opts.host_id.empty()) return opts.host_id;
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
   std::ifstream boot("/proc/sys/kernel/random/boot_id");
@@ -143,7 +142,7 @@ std::unique_ptr<Transport> Transport::create(Store& store, int rank, int size, c
            "transport: rank " << rank << " is outside a group of size " << size);
   TransportKind kind = opts.kind;
   if (kind == TransportKind::kAuto) {
-    store.set("host/" + std::to_string(rank), host_id());
+    store.set("host/" + std::to_string(rank), host_id(opts));
     std::vector<std::string> keys;
     for (int r = 0; r < size; ++r) keys.push_back("host/" + std::to_string(r));
     store.wait(keys, opts.fabric.connect_timeout_s);
@@ -154,6 +153,7 @@ std::unique_ptr<Transport> Transport::create(Store& store, int rank, int size, c
   }
   std::unique_ptr<Fabric> fabric = kind == TransportKind::kShm ? make_shm_fabric(store, rank, size, opts.fabric)
                                                                : make_tcp_fabric(store, rank, size, opts.fabric);
+  if (opts.decorate_fabric) fabric = opts.decorate_fabric(std::move(fabric));
   return std::make_unique<Transport>(rank, size, std::move(fabric), opts);
 }
 
@@ -172,11 +172,11 @@ Transport::Transport(int rank, int size, std::unique_ptr<Fabric> fabric, const T
   // of the job (often the one waited for) without a wake-up through the hypervisor. The
   // budget is wall time, so on a machine busy with other processes, where one yield can
   // cost a whole time slice, the first yield exhausts it and the rank sleeps.
-  const bool oversubscribed = env_int("LOCAL_WORLD_SIZE", size) > online_cpus();
+  const bool oversubscribed = (opts.ranks_on_host > 0 ? opts.ranks_on_host : size) > online_cpus();
   double spin_us = opts.spin_us;
-  if (spin_us < 0) spin_us = env_double("DTRAIN_SPIN_US", oversubscribed ? 2 : 50);
+  if (spin_us < 0) spin_us = oversubscribed ? 2 : 50;
   spin_s_ = spin_us * 1e-6;
-  yield_s_ = oversubscribed ? env_double("DTRAIN_YIELD_US", 100) * 1e-6 : 0.0;
+  yield_s_ = oversubscribed ? opts.yield_us * 1e-6 : 0.0;
 }
 
 Transport::~Transport() {
@@ -511,7 +511,7 @@ void Transport::on_timeout_locked(Op& op, double timeout_s) {
 }
 
 void Transport::wait(Op& op, double timeout_s) {
-  if (timeout_s == -2) timeout_s = opts_.timeout_s;
+  timeout_s = resolve_timeout(timeout_s, opts_.timeout_s);
   Deadline deadline = Deadline::after(timeout_s);
   double spin_until = now_seconds() + spin_s_;
   const double yield_until = spin_until + yield_s_;

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -42,12 +43,24 @@ enum class TransportKind { kAuto, kShm, kTcp };
 TransportKind parse_transport_kind(const std::string& name);  // "auto" | "shm" | "tcp"
 const char* transport_kind_name(TransportKind k);
 
+// Filled from the settings by the world (comm/world.cc); the defaults are those of an unset
+// environment (base/settings.cc has the table).
 struct TransportOptions {
   TransportKind kind = TransportKind::kAuto;
-  double timeout_s = 300;  // default for blocking calls; -1 = forever
+  double timeout_s = 300;  // default for blocking calls (DTRAIN_TIMEOUT); kForever = no bound
   FabricOptions fabric;
   // Spin this long before sleeping; -1 = choose from ranks-per-core (short when oversubscribed).
   double spin_us = -1;
+  // When ranks outnumber cores: yield this long before sleeping (DTRAIN_YIELD_US).
+  double yield_us = 100;
+  // Ranks of the job on this host (LOCAL_WORLD_SIZE); 0 = the group's size.
+  int ranks_on_host = 0;
+  // Host identity compared by kAuto (DTRAIN_HOST_ID); "" = host name + boot id.
+  std::string host_id;
+  // When set, wraps the fabric create() made (for fault injection in tests: a decorator that
+  // delays, drops or cuts the byte streams, tests/support/faulty_fabric.h). Split
+  // communicators inherit it.
+  std::function<std::unique_ptr<Fabric>(std::unique_ptr<Fabric>)> decorate_fabric;
 };
 
 class Transport;
@@ -58,9 +71,9 @@ struct Op;
 class Request {
  public:
   Request() = default;
-  // Blocks until complete (timeout_s < 0 waits forever; default = the transport's). Re-throws
+  // Blocks until complete (kDefaultTimeout: the transport's; kForever: no bound). Re-throws
   // the operation's error.
-  void wait(double timeout_s = -2);
+  void wait(double timeout_s = kDefaultTimeout);
   // Makes progress once without blocking; true when complete (errors re-thrown by wait()).
   bool test();
   bool valid() const { return op_ != nullptr; }
@@ -75,7 +88,7 @@ class Request {
 class Transport {
  public:
   // Collective over the ranks sharing `store`. kAuto picks shm when every rank reports the
-  // same host id (DTRAIN_HOST_ID, else hostname + boot id), tcp otherwise.
+  // same host id (opts.host_id, else hostname + boot id), tcp otherwise.
   static std::unique_ptr<Transport> create(Store& store, int rank, int size, const TransportOptions& opts);
   Transport(int rank, int size, std::unique_ptr<Fabric> fabric, const TransportOptions& opts);
   ~Transport();
@@ -94,7 +107,7 @@ class Transport {
   void send(int peer, uint64_t tag, const void* data, size_t bytes) { isend(peer, tag, data, bytes).wait(); }
   void recv(int peer, uint64_t tag, void* data, size_t bytes) { irecv(peer, tag, data, bytes).wait(); }
   // Waits for all; re-throws the first error after every request has finished or failed.
-  static void wait_all(std::span<Request> requests, double timeout_s = -2);
+  static void wait_all(std::span<Request> requests, double timeout_s = kDefaultTimeout);
 
   // Leaves the group: pending operations fail here and on the peers. Idempotent.
   void close();

@@ -19,14 +19,12 @@
 #include <string>
 #include <vector>
 
+#include "tensor/sparse.h"
+
 namespace dtrain::data {
 
-// A view of one sparse row.
-struct SparseRow {
-  const int32_t* idx = nullptr;
-  const float* val = nullptr;
-  int64_t nnz = 0;
-};
+// A view of one sparse row (tensor/sparse.h, where the sparse models read it).
+using SparseRow = dtrain::SparseRow;
 
 struct Dataset {
   std::string source;
@@ -48,6 +46,13 @@ struct Dataset {
     return SparseRow{col_idx.data() + b, values.data() + b, row_ptr[i + 1] - b};
   }
   int64_t nnz() const { return sparse ? static_cast<int64_t>(values.size()) : rows * cols; }
+  // A CSR view for the sparse models (row_ptr null when dense). Implicit, so a Dataset can be
+  // passed wherever nn takes SparseRows without nn knowing about datasets.
+  SparseRows sparse_rows() const {
+    return SparseRows{sparse ? row_ptr.data() : nullptr, col_idx.data(), values.data(), labels.data(), rows, cols,
+                      source};
+  }
+  operator SparseRows() const { return sparse_rows(); }  // NOLINT(google-explicit-constructor)
 
   void validate() const;
   // Per-class example counts, size num_classes.

@@ -12,7 +12,9 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,6 +28,9 @@
 #include "base/clock.h"
 #include "base/env.h"
 #include "base/error.h"
+#include "comm/engine.h"
+#include "comm/pmix_exchange.h"
+#include "base/settings.h"
 #include "comm/socket.h"
 #include "comm/tcp_store.h"
 
@@ -93,7 +98,7 @@ struct Rank {
 void plan_binding(std::vector<Rank>& ranks) {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
-  if (env_int("DTRAIN_BIND", 1) == 0 || ::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  if (!Settings::process().flag("DTRAIN_BIND") || ::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
   std::vector<int> cpus;
   for (int c = 0; c < CPU_SETSIZE; ++c)
     if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
@@ -107,15 +112,55 @@ void plan_binding(std::vector<Rank>& ranks) {
   }
 }
 
+// The job's rendezvous: node 0's store, served by its launcher for every attempt (a
+// restarted job meets in a fresh key space, DTRAIN_RESTART), and the secret the ranks present.
+struct Rendezvous {
+  std::unique_ptr<TcpStoreServer> server;
+  std::string token, host, store_url;
+  int port = 0;
+};
+
+Rendezvous make_rendezvous(const LaunchOptions& o_) {
+  Rendezvous rv;
+  const Settings& settings = Settings::process();
+  std::string token = o_.token.empty() && settings.has("DTRAIN_TOKEN") ? settings.text("DTRAIN_TOKEN") : o_.token;
+  std::unique_ptr<TcpStoreServer> server;
+  std::string host;
+  int port;
+  if (o_.nnodes == 1 && o_.master.empty()) {
+    if (token.empty()) token = random_token();
+    server = std::make_unique<TcpStoreServer>("127.0.0.1", 0, token);
+    host = "127.0.0.1";
+    port = server->port();
+  } else {
+    DT_CHECK(!o_.master.empty(), InvalidArgument, "--nnodes " << o_.nnodes << " needs --master HOST:PORT (node 0's address)");
+    DT_CHECK(!token.empty(), InvalidArgument,
+             "a multi-node job needs the same secret on every node: export DTRAIN_TOKEN=... (e.g. $(openssl rand -hex 16)) "
+             "or pass --token");
+    std::tie(host, port) = split_host_port(o_.master, "--master");
+    DT_CHECK(port > 0, InvalidArgument, "--master needs a fixed port (got " << o_.master << ")");
+    if (o_.node_rank == 0) server = std::make_unique<TcpStoreServer>(host, port, token);
+  }
+  bool v6 = host.find(':') != std::string::npos;
+  std::string store_url = "tcp://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  rv.token = token;
+  rv.host = host;
+  rv.port = port;
+  rv.store_url = store_url;
+  rv.server = std::move(server);
+  return rv;
+}
+
 class Launcher {
  public:
-  Launcher(const LaunchOptions& o, std::vector<std::string> argv, int attempt)
-      : o_(o), argv_(std::move(argv)), attempt_(attempt) {}
+  Launcher(const LaunchOptions& o, std::vector<std::string> argv, int attempt, const Rendezvous& rv)
+      : o_(o), argv_(std::move(argv)), attempt_(attempt), rv_(rv) {}
   int run();
   bool interrupted() const { return interrupted_ != 0; }
 
  private:
   void start(Rank& r, std::vector<std::string> env);
+  std::vector<std::string> rank_env(int l);
   void pump(Rank& r, bool is_err, bool flush_all);
   void emit(Rank& r, bool is_err, const std::string& line);
   void reap();
@@ -127,6 +172,8 @@ class Launcher {
   LaunchOptions o_;
   std::vector<std::string> argv_;
   int attempt_;
+  const Rendezvous& rv_;
+  int torch_port_ = 0;  // MASTER_PORT: torch.distributed's rendezvous, beside dtrain's store
   std::vector<Rank> ranks_;
   int failed_ = -1;  // index into ranks_ of the first failure
   int interrupted_ = 0;
@@ -145,9 +192,14 @@ void Launcher::start(Rank& r, std::vector<std::string> env) {
   cargv.push_back(nullptr);
   for (auto& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
   cenv.push_back(nullptr);
+  const pid_t launcher = ::getpid();
   pid_t pid = ::fork();
   DT_SYSCHECK(pid, "fork rank " << r.global);
   if (pid == 0) {
+    // A rank dies with its launcher, even one killed with SIGKILL (which cannot pass anything
+    // on): the kernel sends it SIGKILL when the launcher is gone.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != launcher) ::_exit(127);  // the launcher died before prctl
     ::setpgid(0, 0);
     sigset_t none;
     sigemptyset(&none);
@@ -295,73 +347,74 @@ void Launcher::check_hung() {
   }
 }
 
-int Launcher::run() {
-  DT_CHECK(o_.nproc >= 1, InvalidArgument, "-n must be at least 1 (got " << o_.nproc << ")");
-  DT_CHECK(o_.nnodes >= 1 && o_.node_rank >= 0 && o_.node_rank < o_.nnodes, InvalidArgument,
-           "--node-rank " << o_.node_rank << " is outside --nnodes " << o_.nnodes);
-  DT_CHECK(!argv_.empty(), InvalidArgument, "no program to run: put it after '--' (dtrain run -n 4 -- ./train)");
-  // Block the signals we handle before any thread exists (the store server's thread inherits
-  // the mask), so they arrive only on the signalfd; ranks unblock them after fork.
-  SignalBlock blocked;
-  std::string token = o_.token.empty() ? env_string("DTRAIN_TOKEN", "") : o_.token;
-  std::unique_ptr<TcpStoreServer> server;
-  std::string host;
-  int port;
-  if (o_.nnodes == 1 && o_.master.empty()) {
-    if (token.empty()) token = random_token();
-    server = std::make_unique<TcpStoreServer>("127.0.0.1", 0, token);
-    host = "127.0.0.1";
-    port = server->port();
-  } else {
-    DT_CHECK(!o_.master.empty(), InvalidArgument, "--nnodes " << o_.nnodes << " needs --master HOST:PORT (node 0's address)");
-    DT_CHECK(!token.empty(), InvalidArgument,
-             "a multi-node job needs the same secret on every node: export DTRAIN_TOKEN=... (e.g. $(openssl rand -hex 16)) "
-             "or pass --token");
-    std::tie(host, port) = split_host_port(o_.master, "--master");
-    DT_CHECK(port > 0, InvalidArgument, "--master needs a fixed port (got " << o_.master << ")");
-    if (o_.node_rank == 0) server = std::make_unique<TcpStoreServer>(host, port, token);
+// The environment of local rank l: this launcher's, plus the job's variables (torchrun's
+// names, DTRAIN_STORE/TOKEN/TRANSPORT/TIMEOUT/RESTART, thread counts).
+std::vector<std::string> Launcher::rank_env(int l) {
+  const std::string& token = rv_.token;
+  const std::string& host = rv_.host;
+  const std::string& store_url = rv_.store_url;
+  const int world = o_.nnodes * o_.nproc;
+  const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  const std::string threads = std::to_string(std::max<long>(1, cpus / o_.nproc));
+  Rank& r = ranks_[static_cast<size_t>(l)];
+  r.local = l;
+  r.global = o_.node_rank * o_.nproc + l;
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  bool v6 = host.find(':') != std::string::npos;
-  std::string store_url = "tcp://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-  int world = o_.nnodes * o_.nproc;
-  long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
-  std::string threads = std::to_string(std::max<long>(1, cpus / o_.nproc));
+  env["RANK"] = std::to_string(r.global);
+  env["LOCAL_RANK"] = std::to_string(l);
+  env["WORLD_SIZE"] = std::to_string(world);
+  env["LOCAL_WORLD_SIZE"] = std::to_string(o_.nproc);
+  env["GROUP_RANK"] = std::to_string(o_.node_rank);
+  env["MASTER_ADDR"] = host;
+  env["MASTER_PORT"] = std::to_string(torch_port_);
+  env["DTRAIN_STORE"] = store_url;
+  env["DTRAIN_TOKEN"] = token;
+  env["DTRAIN_TRANSPORT"] = o_.transport;
+  if (!o_.bind_addr.empty()) env["DTRAIN_BIND_ADDR"] = o_.bind_addr;
+  std::ostringstream t;
+  t << o_.timeout_s;
+  env["DTRAIN_TIMEOUT"] = t.str();
+  env["DTRAIN_RESTART"] = std::to_string(attempt_);
+  if (attempt_ > 0 && o_.nnodes > 1 && !env.count("DTRAIN_CONNECT_TIMEOUT")) {
+    // The other nodes notice the failure up to one timeout later and stop their ranks
+    // within the grace period: a restarted rank waits that long for them at the rendezvous.
+    std::ostringstream c;
+    c << 3 * o_.timeout_s + o_.grace_s;
+    env["DTRAIN_CONNECT_TIMEOUT"] = c.str();
+  }
+  if (!env.count("OMP_NUM_THREADS")) env["OMP_NUM_THREADS"] = threads;
+  if (!env.count("OPENBLAS_NUM_THREADS")) env["OPENBLAS_NUM_THREADS"] = threads;
+  std::vector<std::string> list;
+  for (auto& [k, v] : env) list.push_back(k + "=" + v);
+  return list;
+}
+
+int Launcher::run() {
+  SignalBlock blocked;  // already blocked by launch(); this gives the mask for the signalfd
+  const int world = o_.nnodes * o_.nproc;
 
   Fd sfd(::signalfd(-1, &blocked.mask, SFD_CLOEXEC | SFD_NONBLOCK));
   DT_SYSCHECK(sfd.get(), "signalfd");
 
   ranks_.resize(o_.nproc);
   plan_binding(ranks_);
-  for (int l = 0; l < o_.nproc; ++l) {
-    Rank& r = ranks_[l];
-    r.local = l;
-    r.global = o_.node_rank * o_.nproc + l;
-    std::map<std::string, std::string> env;
-    for (char** e = environ; *e; ++e) {
-      std::string kv = *e;
-      auto eq = kv.find('=');
-      if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
-    env["RANK"] = std::to_string(r.global);
-    env["LOCAL_RANK"] = std::to_string(l);
-    env["WORLD_SIZE"] = std::to_string(world);
-    env["LOCAL_WORLD_SIZE"] = std::to_string(o_.nproc);
-    env["GROUP_RANK"] = std::to_string(o_.node_rank);
-    env["MASTER_ADDR"] = host;
-    env["MASTER_PORT"] = std::to_string(port);
-    env["DTRAIN_STORE"] = store_url;
-    env["DTRAIN_TOKEN"] = token;
-    env["DTRAIN_TRANSPORT"] = o_.transport;
-    if (!o_.bind_addr.empty()) env["DTRAIN_BIND_ADDR"] = o_.bind_addr;
-    std::ostringstream t;
-    t << o_.timeout_s;
-    env["DTRAIN_TIMEOUT"] = t.str();
-    env["DTRAIN_RESTART"] = std::to_string(attempt_);
-    if (!env.count("OMP_NUM_THREADS")) env["OMP_NUM_THREADS"] = threads;
-    if (!env.count("OPENBLAS_NUM_THREADS")) env["OPENBLAS_NUM_THREADS"] = threads;
-    std::vector<std::string> list;
-    for (auto& [k, v] : env) list.push_back(k + "=" + v);
-    start(r, list);
+  // MASTER_PORT is for torch.distributed's own rendezvous (its rank 0 listens on it), so it
+  // must not be the dtrain store's port: a free loopback port per attempt, as torchrun picks
+  // one; multi-node, the --master port + 1 (the same on every node).
+  torch_port_ = rv_.port + 1;
+  if (o_.nnodes == 1 && o_.master.empty()) listen_tcp(rv_.host, 0, &torch_port_);  // closed at once
+  try {
+    for (int l = 0; l < o_.nproc; ++l) start(ranks_[static_cast<size_t>(l)], rank_env(l));
+  } catch (...) {
+    signal_all(SIGKILL);  // no rank outlives a launcher that could not start them all
+    for (auto& r : ranks_)
+      if (r.running) ::waitpid(r.pid, nullptr, 0);
+    throw;
   }
 
   for (;;) {
@@ -430,18 +483,60 @@ int Launcher::run() {
   return 0;
 }
 
+// Inside an sbatch script whose allocation spans several hosts the allocation is the job:
+// its ranks are started by srun across it (rendezvous through PMIx when built, else a fresh
+// DTRAIN_TOKEN and the store on the step's first host, comm/world.h). Replaces this process.
+int launch_through_srun(const LaunchOptions& o, const std::vector<std::string>& argv) {
+  std::vector<std::string> cmd{"srun", "--ntasks=" + std::to_string(o.nproc), "--kill-on-bad-exit=1"};
+  if (pmix_built()) cmd.push_back("--mpi=pmix");
+  cmd.insert(cmd.end(), argv.begin(), argv.end());
+  ::setenv("DTRAIN_TRANSPORT", o.transport.c_str(), 1);
+  ::setenv("DTRAIN_TIMEOUT", std::to_string(o.timeout_s).c_str(), 1);
+  if (!o.bind_addr.empty()) ::setenv("DTRAIN_BIND_ADDR", o.bind_addr.c_str(), 1);
+  if (!pmix_built() && !env_get("DTRAIN_TOKEN")) ::setenv("DTRAIN_TOKEN", random_token().c_str(), 1);
+  std::string msg = "dtrain run: the allocation spans " + env_string("SLURM_JOB_NUM_NODES", "?") + " hosts (" +
+                    env_string("SLURM_JOB_NODELIST", "") + "): starting " + std::to_string(o.nproc) + " ranks with srun\n";
+  ssize_t ignored = ::write(2, msg.data(), msg.size());
+  (void)ignored;
+  std::vector<char*> c;
+  for (auto& a : cmd) c.push_back(const_cast<char*>(a.c_str()));
+  c.push_back(nullptr);
+  ::execvp("srun", c.data());
+  DT_THROW(IoError, "cannot execute srun to start the ranks across the allocation: " << errno_string(errno)
+                                                                                      << " (is SLURM's srun on PATH?)");
+}
+
 }  // namespace
 
 int launch(const LaunchOptions& opts, const std::vector<std::string>& argv) {
   DT_CHECK(opts.max_restarts >= 0 && opts.max_restarts <= 1000, InvalidArgument,
            "--max-restarts must be between 0 and 1000, got " << opts.max_restarts);
-  DT_CHECK(opts.max_restarts == 0 || opts.nnodes == 1, InvalidArgument,
-           "--max-restarts restarts the ranks of one node; a multi-node job (--nnodes " << opts.nnodes
-                                                                                    << ") is restarted by its scheduler");
   DT_CHECK(opts.heartbeat_s >= 0 && opts.heartbeat_s <= 1e6, InvalidArgument,
            "--heartbeat must be between 0 (off) and 1e6 seconds, got " << opts.heartbeat_s);
+  DT_CHECK(opts.nproc >= 1, InvalidArgument, "-n must be at least 1 (got " << opts.nproc << ")");
+  DT_CHECK(opts.nnodes >= 1 && opts.node_rank >= 0 && opts.node_rank < opts.nnodes, InvalidArgument,
+           "--node-rank " << opts.node_rank << " is outside --nnodes " << opts.nnodes);
+  DT_CHECK(!argv.empty(), InvalidArgument, "no program to run: put it after '--' (dtrain run -n 4 -- ./train)");
+  if (opts.nnodes == 1 && opts.master.empty() && in_slurm_batch_step() && env_int("SLURM_JOB_NUM_NODES", 1) > 1)
+    return launch_through_srun(opts, argv);
+  // Each local rank costs the launcher about four descriptors (three pipes, its store
+  // connection): raise the soft limit as far as the hard one allows, or refuse up front rather
+  // than fail half-way through starting the ranks.
+  rlimit lim{};
+  const rlim_t need = static_cast<rlim_t>(4 * opts.nproc + 64);
+  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < need) {
+    lim.rlim_cur = lim.rlim_max == RLIM_INFINITY ? need : std::min(need, lim.rlim_max);
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+    DT_CHECK(lim.rlim_cur >= need, InvalidArgument,
+             "-n " << opts.nproc << " needs about " << need << " open files in the launcher but the limit is "
+                   << lim.rlim_cur << " (ulimit -n); raise it or start fewer ranks per node");
+  }
+  // Block the signals the launcher handles before any thread exists (the store server's
+  // thread inherits the mask), so they arrive only on its signalfd; ranks unblock them.
+  SignalBlock blocked;
+  const Rendezvous rv = make_rendezvous(opts);
   for (int attempt = 0;; ++attempt) {
-    Launcher l(opts, argv, attempt);
+    Launcher l(opts, argv, attempt, rv);
     const int rc = l.run();
     if (rc == 0 || l.interrupted() || attempt >= opts.max_restarts) return rc;
     const std::string msg = "dtrain run: restart " + std::to_string(attempt + 1) + " of " +
@@ -470,9 +565,10 @@ int relaunch_command(const LaunchOptions& opts, const std::vector<std::string>& 
 }
 
 bool inside_launched_rank() {
-  for (const char* v : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"})
+  for (const char* v : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"})
     if (env_get(v)) return true;
-  return false;
+  // An sbatch script has SLURM_PROCID=0 too, but it is the allocation's launcher, not a rank.
+  return env_get("SLURM_PROCID") && !in_slurm_batch_step();
 }
 
 }  // namespace dtrain::launch

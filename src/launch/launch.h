@@ -9,20 +9,29 @@
 // - When a rank exits non-zero or is killed, the others get SIGTERM (SIGKILL after a grace
 //   period), and launch returns non-zero after printing which rank failed, how (exit code or
 //   signal), and the tail of its stderr. SIGINT/SIGTERM to the launcher reach every rank.
+// - Ranks die with their launcher, even one killed with SIGKILL (PR_SET_PDEATHSIG); a launcher
+//   that cannot start every rank (fork or descriptors exhausted) kills the ones it started.
+//   -n is bounded (the CLI allows 1024 per node) and the descriptor limit is checked first.
 // - Output lines are prefixed with "[rank R] " when opts.tag_output (stderr always passes
 //   through line by line).
 // - Hung ranks: every rank gets the write end of a pipe (DTRAIN_HEARTBEAT_FD) on which its
 //   Communicator beats (comm/heartbeat.h). A rank that stops beating, or that the kernel
 //   reports stopped (SIGSTOP), for opts.heartbeat_s seconds is reported as hung, by name, and
 //   the job is stopped as for a failed rank — in seconds, not at the collective timeout.
-// - Restarts: with opts.max_restarts = K > 0 (one node), a failed or hung job is started again,
-//   every rank, with a fresh rendezvous (store, token), up to K times; the ranks see
-//   DTRAIN_RESTART = the attempt (0 first) and resume from their checkpoints (`dtrain train
-//   --checkpoint DIR` does). Each restart is announced on stderr with the failure that caused
+// - Restarts: with opts.max_restarts = K > 0, a failed or hung job is started again, every
+//   rank, up to K times; the ranks see DTRAIN_RESTART = the attempt (0 first), meet in a fresh
+//   key space of the same store ("attempt-K/", comm/world.h) and resume from their checkpoints
+//   (`dtrain train --checkpoint DIR` does). Multi-node: each node's launcher restarts its own
+//   ranks when they fail (a lost peer makes every node's ranks fail), and node 0's store
+//   serves every attempt. Each restart is announced on stderr with the failure that caused
 //   it. An interrupt (SIGINT/SIGTERM to the launcher) is never restarted.
 // - relaunch_self(opts, args) runs this same executable with `args` under launch(): how a
 //   subcommand given -n N spawns its own ranks. inside_launched_rank() says whether this
-//   process is already one rank of a job (so subcommands don't spawn again).
+//   process is already one rank of a job (so subcommands don't spawn again); an sbatch
+//   script (SLURM's batch step, comm/engine.h) is not: there `dtrain train -n N` launches,
+//   on this host, or, when the allocation spans several hosts (SLURM_JOB_NUM_NODES > 1), by
+//   replacing itself with `srun --ntasks=N --kill-on-bad-exit=1 [--mpi=pmix]` (restarts and
+//   heartbeats are then SLURM's business: --max-restarts does not apply).
 #pragma once
 
 #include <string>

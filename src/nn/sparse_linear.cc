@@ -80,9 +80,9 @@ int SparseLinear::predict_from_scores(const float* s) const {
   return static_cast<int>(std::max_element(s, s + k_) - s);
 }
 
-double SparseLinear::loss_grad(std::span<const float> params, const data::Dataset& ds,
+double SparseLinear::loss_grad(std::span<const float> params, const SparseRows& ds,
                                std::span<const int64_t> examples, std::span<float> grad, int64_t* correct) const {
-  DT_CHECK(ds.sparse, InvalidArgument, "sparse models need sparse (LIBSVM) data; " << ds.source << " is dense");
+  DT_CHECK(ds.is_sparse(), InvalidArgument, "sparse models need sparse (LIBSVM) data; " << ds.source << " is dense");
   DT_CHECK_EQ(static_cast<int64_t>(params.size()), num_params(), InvalidArgument, "parameter buffer size");
   DT_CHECK(ds.cols <= features_, InvalidArgument,
            ds.source << " has " << ds.cols << " features but the model " << features_);
@@ -96,8 +96,8 @@ double SparseLinear::loss_grad(std::span<const float> params, const data::Datase
   int64_t right = 0;
   const float inv_n = examples.empty() ? 0.0f : 1.0f / static_cast<float>(examples.size());
   for (int64_t e : examples) {
-    const data::SparseRow row = ds.sparse_row(e);
-    const int label = ds.labels[static_cast<size_t>(e)];
+    const SparseRow row = ds.row(e);
+    const int label = ds.labels[e];
     scores<PlainAccess>(params.data(), row, scratch.data());
     right += predict_from_scores(scratch.data()) == label;
     total += loss_and_dscore(scratch.data(), label, scratch.data() + k_);

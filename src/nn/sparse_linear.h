@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "data/dataset.h"
+#include "tensor/sparse.h"
 
 namespace dtrain {
 
@@ -70,7 +70,7 @@ class SparseLinear {
 
   // scores[0..K) of a row.
   template <class Access>
-  void scores(const float* params, const data::SparseRow& row, float* out) const {
+  void scores(const float* params, const SparseRow& row, float* out) const {
     const int k = k_;
     const float* bias = params + features_ * k;
     for (int c = 0; c < k; ++c) out[c] = Access::load(bias + c);
@@ -89,7 +89,7 @@ class SparseLinear {
   // params[j*K + c] += scale * x_j * dscore[c] for the row's nonzeros, biases += scale *
   // dscore, plus the lazy L2 term (-lr * l2 * w on touched weights when scale = -lr).
   template <class Access>
-  void update(float* params, const data::SparseRow& row, const float* dscore, float scale) const {
+  void update(float* params, const SparseRow& row, const float* dscore, float scale) const {
     // k and l2 in locals: the compiler cannot keep members in registers across atomic stores.
     const int k = k_;
     const float l2 = l2_;
@@ -109,7 +109,7 @@ class SparseLinear {
   // One example end to end: scores, loss, gradient, and the update with scale -lr*weight.
   // Returns the loss; *correct is set when the prediction (before the update) was right.
   template <class Access>
-  float sgd_example(float* params, const data::SparseRow& row, int label, float lr, bool* correct,
+  float sgd_example(float* params, const SparseRow& row, int label, float lr, bool* correct,
                     float* scratch) const {
     float* s = scratch;
     float* ds = scratch + k_;
@@ -122,7 +122,8 @@ class SparseLinear {
 
   // Mean loss and the number of correct predictions over examples of `ds`; with grad given,
   // also grad = mean gradient (grad is overwritten; it must have num_params() floats).
-  double loss_grad(std::span<const float> params, const data::Dataset& ds, std::span<const int64_t> examples,
+  // A data::Dataset converts to SparseRows implicitly.
+  double loss_grad(std::span<const float> params, const SparseRows& ds, std::span<const int64_t> examples,
                    std::span<float> grad, int64_t* correct) const;
 
  private:

@@ -7,16 +7,20 @@
 
 namespace dtrain {
 
-DataParallel::DataParallel(TrainableModel& model, Optimizer& optimizer, Communicator& comm,
-                           const DdpOptions& options, Instrument* inst)
-    : ModelStrategy(model, &optimizer),
-      opt_(&optimizer),
+DataParallel::DataParallel(TrainableModel& model, Optimizer* optimizer, Communicator& comm, const DdpOptions& options,
+                           Instrument* inst, int)
+    : ModelStrategy(model, optimizer),
+      opt_(optimizer),
       comm_(comm),
       o_(options),
       inst_(inst),
       share_(model, ShareOptions{options.deterministic, options.det_shard}),
       buckets_(share_.units(), options.bucket_bytes, options.deterministic ? sizeof(int64_t) : sizeof(float)),
-      evaluator_(comm) {
+      evaluator_(comm) {}
+
+DataParallel::DataParallel(TrainableModel& model, Optimizer& optimizer, Communicator& comm,
+                           const DdpOptions& options, Instrument* inst)
+    : DataParallel(model, &optimizer, comm, options, inst, 0) {
   DT_CHECK_EQ(optimizer.size(), model.num_params(), InvalidArgument, "ddp: the optimizer must cover every parameter");
   DT_CHECK(options.zero == 0, InvalidArgument,
            "ddp: ZeRO stages build their own sharded optimizer (use the OptimizerConfig constructor)");
@@ -25,14 +29,7 @@ DataParallel::DataParallel(TrainableModel& model, Optimizer& optimizer, Communic
 
 DataParallel::DataParallel(TrainableModel& model, const OptimizerConfig& config, Communicator& comm,
                            const DdpOptions& options, Instrument* inst)
-    : ModelStrategy(model, nullptr),
-      opt_(nullptr),
-      comm_(comm),
-      o_(options),
-      inst_(inst),
-      share_(model, ShareOptions{options.deterministic, options.det_shard}),
-      buckets_(share_.units(), options.bucket_bytes, options.deterministic ? sizeof(int64_t) : sizeof(float)),
-      evaluator_(comm) {
+    : DataParallel(model, nullptr, comm, options, inst, 0) {
   DT_CHECK(options.zero >= 0 && options.zero <= 2, InvalidArgument,
            "--zero " << options.zero << ": ddp shards with ZeRO stages 1 and 2 (stage 3 is the GPT's --strategy zero --zero 3)");
   DT_CHECK(options.zero == 0 || !options.deterministic, InvalidArgument,

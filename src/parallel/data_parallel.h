@@ -72,6 +72,8 @@ class DataParallel : public ModelStrategy {
   Metrics epoch_metrics() override;
 
  private:
+  DataParallel(TrainableModel& model, Optimizer* optimizer, Communicator& comm, const DdpOptions& options,
+               Instrument* inst, int);  // the members; the public constructors then start()
   void submit_bucket(int b);
   void start();
 

@@ -92,13 +92,12 @@ nlohmann::json cluster_to_json(const Cluster& c) {
           {"inter", link_json(c.inter)}};
 }
 
-Cluster this_machine() {
+Cluster this_machine(const std::string& path) {
   Cluster c;
   c.cores_per_node = std::max(1u, std::thread::hardware_concurrency());
-  c.intra = cost_params_for("shm");
-  c.inter = cost_params_for("tcp");
+  c.intra = cost_params_for("shm", path);
+  c.inter = cost_params_for("tcp", path);
   c.source = "defaults + " + c.intra.source;
-  std::string path = default_calibration_path();
   std::ifstream in(path);
   if (!in.good()) return c;
   try {

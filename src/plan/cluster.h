@@ -8,7 +8,7 @@
 //   Links: intra (inside a node) and inter (between nodes) alpha-beta-gamma (coll/cost_model.h).
 // - load_cluster(path) reads a JSON cluster file (docs/clusters/*.json); a missing or
 //   malformed field is an InvalidArgument naming the file, the field and what it should be.
-// - this_machine() describes the machine it runs on: cores from the OS, links from the
+// - this_machine(path) describes the machine it runs on: cores from the OS, links from the
 //   calibration the collectives use (coll/cost_model.h), compute rates from the "compute"
 //   section of the same calibration file when `dtrain bench calibrate` wrote one, else
 //   conservative defaults measured on the project's 2-vCPU VM (source says which).
@@ -47,6 +47,7 @@ struct Cluster {
 Cluster load_cluster(const std::string& path);
 Cluster cluster_from_json(const nlohmann::json& j, const std::string& where);
 nlohmann::json cluster_to_json(const Cluster& c);
-Cluster this_machine();
+// calibration_path: the calibration file (Settings::calibration_path() at the entry point).
+Cluster this_machine(const std::string& calibration_path);
 
 }  // namespace dtrain::plan

@@ -12,6 +12,7 @@
 
 #include "base/clock.h"
 #include "base/env.h"
+#include "base/settings.h"
 #include "base/error.h"
 #include "coll/call.h"
 #include "coll/collectives.h"
@@ -227,7 +228,7 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
   const bool shm = kind == "shm";
   const bool lead = c.rank() == 0 && cfg.print;
   std::vector<CollBenchRow> rows;
-  CostParams cp = cost_params_for(kind);
+  CostParams cp = cost_params_for(kind, c.coll_config().calibration_path);
   CollOptions seg_opts;
   seg_opts.segment_bytes = cfg.segment_bytes;
   std::unique_ptr<ShmContext> ctx;
@@ -281,7 +282,7 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
         row.time_us = per_call * 1e6;
         row.algbw_gbps = row.size_bytes / per_call / 1e9;
         row.busbw_gbps = row.algbw_gbps * bus_factor(op, p);
-        row.predicted_us = predict_seconds(op, used, p, row.size_bytes, cp, resolve_segment_bytes(seg_opts)) * 1e6;
+        row.predicted_us = predict_seconds(op, used, p, row.size_bytes, cp, resolve_segment_bytes(c.coll_config(), seg_opts)) * 1e6;
         row.wrong = wrong;
         row.iters = iters;
         rows.push_back(row);
@@ -302,7 +303,9 @@ std::vector<CollBenchRow> bench_collectives_threads(int nproc, TransportKind kin
   auto store = std::make_shared<MemoryStore>(120);
   TransportOptions t;
   t.kind = kind;
-  t.timeout_s = env_double("DTRAIN_TIMEOUT", 300);
+  const Settings& settings = Settings::process();
+  t.timeout_s = settings.number("DTRAIN_TIMEOUT");
+  const CollConfig config = coll_config_from(settings);
   t.fabric.token = "bench-threads";
   std::mutex mu;
   std::exception_ptr first;
@@ -311,7 +314,7 @@ std::vector<CollBenchRow> bench_collectives_threads(int nproc, TransportKind kin
   for (int r = 0; r < nproc; ++r) {
     threads.emplace_back([&, r] {
       try {
-        Communicator comm(store, r, nproc, t, std::string("bench-") + transport_kind_name(kind));
+        Communicator comm(store, r, nproc, t, std::string("bench-") + transport_kind_name(kind), {}, config);
         auto got = run_collective_bench(comm, cfg);
         if (r == 0) rows = std::move(got);
       } catch (...) {

@@ -9,7 +9,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "base/env.h"
 #include "base/error.h"
 
 namespace dtrain::plan {
@@ -45,10 +44,9 @@ std::vector<std::string> train_args(const std::string& model, const Layout& l, i
 
 namespace {
 std::string self_exe() {
-  if (auto p = env_get("DTRAIN_BIN")) return *p;
   char buf[4096];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  DT_CHECK(n > 0, Error, "cannot find the dtrain binary (/proc/self/exe); set DTRAIN_BIN");
+  DT_CHECK(n > 0, Error, "cannot find the dtrain binary (/proc/self/exe)");
   return std::string(buf, n);
 }
 std::string quote(const std::string& s) {

@@ -5,7 +5,7 @@
 //   exactly `layout` (strategy, -n, --dp/--tp/--pp, --zero, --microbatches, --schedule,
 //   --virtual-stages, --recompute, --bucket-mb, --batch); the GPT trains --steps steps, the
 //   MLP one epoch. `data` ("" = the trainer's default) is passed as --data.
-// - measure_layout runs it as a subprocess of this program (/proc/self/exe, or $DTRAIN_BIN)
+// - measure_layout runs it as a subprocess of this program (/proc/self/exe)
 //   with --json to a temporary file and returns train_seconds / steps; a failed run is a
 //   Error carrying the command and its exit status.
 // Thread-safety: starts a process; one call at a time per caller.

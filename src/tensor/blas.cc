@@ -29,17 +29,6 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
               static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
 }
 
-void gemv(bool trans_a, int64_t rows, int64_t cols, float alpha, const float* a, int64_t lda,
-          const float* x, float beta, float* y) {
-  if (rows == 0 || cols == 0) {
-    int64_t ny = trans_a ? cols : rows;
-    for (int64_t i = 0; i < ny; ++i) y[i] = beta == 0.0f ? 0.0f : beta * y[i];
-    return;
-  }
-  cblas_sgemv(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, static_cast<blasint>(rows),
-              static_cast<blasint>(cols), alpha, a, static_cast<blasint>(lda), x, 1, beta, y, 1);
-}
-
 void set_blas_threads(int threads) {
   DT_CHECK(threads >= 1, InvalidArgument, "BLAS thread count must be >= 1, got " << threads);
   openblas_set_num_threads(threads);

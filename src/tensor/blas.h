@@ -22,10 +22,6 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
           int64_t ldc);
 
-// Matrix-vector: y = alpha * op(A) x + beta * y, A row-major [rows, cols].
-void gemv(bool trans_a, int64_t rows, int64_t cols, float alpha, const float* a, int64_t lda,
-          const float* x, float beta, float* y);
-
 void set_blas_threads(int threads);
 int blas_threads();
 // OpenBLAS's configuration string (core type, thread build), for benchmark headers.

@@ -1,8 +1,9 @@
 // tensor/cpu_features.cc — one-time CPU probe.
 #include "tensor/cpu_features.h"
 
-#include <cstdlib>
-#include <cstring>
+#include <string>
+
+#include "base/settings.h"
 
 namespace dtrain {
 
@@ -21,11 +22,13 @@ Probe probe() {
                       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl");
   p.best = p.features.avx512 ? Isa::kAvx512 : p.features.avx2_fma ? Isa::kAvx2 : Isa::kGeneric;
-  if (const char* cap = std::getenv("DTRAIN_ISA")) {
+  const Settings& settings = Settings::process();
+  if (settings.has("DTRAIN_ISA")) {
+    const std::string cap = settings.choice("DTRAIN_ISA");
     Isa want = p.best;
-    if (std::strcmp(cap, "generic") == 0) want = Isa::kGeneric;
-    if (std::strcmp(cap, "avx2") == 0) want = Isa::kAvx2;
-    if (std::strcmp(cap, "avx512") == 0) want = Isa::kAvx512;
+    if (cap == "generic") want = Isa::kGeneric;
+    if (cap == "avx2") want = Isa::kAvx2;
+    if (cap == "avx512") want = Isa::kAvx512;
     if (static_cast<int>(want) < static_cast<int>(p.best)) p.best = want;
   }
   return p;

@@ -70,7 +70,13 @@ class KillAt : public Strategy {
 
 RunResult run_training(const TrainConfig& cfg, std::shared_ptr<Communicator> comm, const RunOptions& ro) {
   const StrategyEntry& entry = check_config(cfg);
-  if (!comm && (entry.distributed || cfg.is_gpt())) comm = Communicator::from_env();
+  if (!comm && (entry.distributed || cfg.is_gpt())) {
+    // Flags over the environment, under any launcher (dtrain run, mpirun, srun): comm/world.h.
+    WorldInfo world = world_from_env();
+    if (cfg.was_given("transport")) world.transport.kind = parse_transport_kind(cfg.transport);
+    if (cfg.was_given("timeout")) world.set_timeout(cfg.timeout);
+    comm = Communicator::from_world(std::move(world));
+  }
   RunResult res;
   res.rank = comm ? comm->rank() : 0;
   res.world = comm ? comm->size() : 1;

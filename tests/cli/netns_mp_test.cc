@@ -62,5 +62,53 @@ TEST_F(NetnsTest, UnreachableMasterIsAClearError) {
   EXPECT_NE(r.output.find("cannot connect to " + subnet_ + "1:29518"), std::string::npos) << r.output;
 }
 
+// Two hosts, two ranks each (tcp between the hosts), training with ddp. The link between the
+// hosts is cut mid-run: every rank fails within its timeout (3 s, plus the store's slack), the
+// ranks on the store's host naming the other host, the others naming a network failure; each
+// node's launcher restarts its ranks (--max-restarts), the link comes back, and the job ends
+// with exactly the losses of the same job run without a fault.
+TEST_F(NetnsTest, CutLinkIsANetworkFailureAndRestartLosesNothing) {
+  const std::string dir = "/tmp/dtrain-netns-" + id_;
+  auto prep = run_command("rm -rf " + dir + "; mkdir -p " + dir + " && /usr/bin/python3 -c \"\n"
+                          "import random\nrandom.seed(5)\n"
+                          "with open('" + dir + "/train.csv','w') as t, open('" + dir + "/test.csv','w') as s:\n"
+                          "  for i in range(400):\n"
+                          "    y=random.randrange(3); o=t if i<300 else s\n"
+                          "    o.write(str(y)+','+','.join(str(random.gauss(0,0.7)+(1.0 if j%3==y else 0)) for j in range(8))+'\\\\n')\n\"");
+  ASSERT_EQ(prep.exit_code, 0) << prep.output;
+  const std::string train = bin_ + " train --data csv:" + dir + "/train.csv," + dir + "/test.csv --model mlp:8-16-3 " +
+                            "--epochs 120 --batch 30 --deterministic --quiet --checkpoint " + dir + "/ck";
+  auto node = [&](int k, const std::string& port, const std::string& json) {
+    const std::string ns = k == 0 ? ns0_ : ns1_;
+    return "ip netns exec " + ns + " env DTRAIN_TOKEN=netns-secret DTRAIN_BIND_ADDR=" + subnet_ + std::to_string(k + 1) +
+           " DTRAIN_HOST_ID=host" + std::to_string(k) + " " + bin_ + " run -n 2 --nnodes 2 --node-rank " +
+           std::to_string(k) + " --master " + subnet_ + "1:" + port + " --timeout 3 --max-restarts 2 -- " + train + json;
+  };
+  // Reference: the same job, no fault.
+  auto ref = run_command(node(1, "29521", "") + " > " + dir + "/ref1.log 2>&1 & " + node(0, "29521", " --json " + dir +
+                         "/ref.json") + " > " + dir + "/ref0.log 2>&1; a=$?; wait $!; echo node0=$a node1=$?");
+  ASSERT_NE(ref.output.find("node0=0 node1=0"), std::string::npos) << ref.output;
+  // The faulted run: cut the link once a checkpoint exists; restore it once both nodes restarted.
+  const std::string va = "dva" + id_;
+  auto r = run_command(
+      "rm -rf " + dir + "/ck; " + node(1, "29522", "") + " > " + dir + "/n1.log 2>&1 & p1=$!; " +
+      node(0, "29522", " --json " + dir + "/chaos.json") + " > " + dir + "/n0.log 2>&1 & p0=$!; " +
+      "for i in $(seq 400); do [ -f " + dir + "/ck/checkpoint.rank-3.dtc ] && break; sleep 0.05; done; " +
+      "ip -n " + ns0_ + " link set " + va + " down; " +
+      "for i in $(seq 600); do grep -q 'restart 1' " + dir + "/n0.log && grep -q 'restart 1' " + dir +
+      "/n1.log && break; sleep 0.05; done; ip -n " + ns0_ + " link set " + va + " up; " +
+      "wait $p0; a=$?; wait $p1; echo node0=$a node1=$?; cat " + dir + "/n0.log " + dir + "/n1.log");
+  EXPECT_NE(r.output.find("node0=0 node1=0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("on host host1; this rank is on host0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("a network failure"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("restart 1 of 2"), std::string::npos) << r.output;
+  auto cmp = run_command("/usr/bin/python3 -c \"import json; a=json.load(open('" + dir + "/ref.json')); b=json.load(open('" +
+                         dir + "/chaos.json')); print('same' if [e['train_loss'] for e in a['epoch_rows']] == "
+                         "[e['train_loss'] for e in b['epoch_rows']] and a['test_loss'] == b['test_loss'] else 'differ', "
+                         "b['resumed_from_epoch'])\"");
+  EXPECT_NE(cmp.output.find("same"), std::string::npos) << cmp.output;
+  run_command("rm -rf " + dir);
+}
+
 }  // namespace
 }  // namespace dtrain

@@ -3,58 +3,25 @@
 // (`--max-restarts`), and finishes with exactly the losses, round by round, of an
 // uninterrupted run: ddp (deterministic), ps, localsgd, gossip and the GPT under tp and pp.
 // A stopped (SIGSTOP) rank is caught by the heartbeat and named as hung within seconds.
-#include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <random>
 
-#include <nlohmann/json.hpp>
-
+#include "cli/train_run.h"
 #include "data/rng.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+using dtrain::testing::load_json;
+using Result = dtrain::testing::TrainResult;
 
-struct Result {
-  int code = -1;
-  std::string output;
-};
+Result run(const std::string& args, const std::string& env = "") { return dtrain::testing::run_train(args, env); }
+nlohmann::json load(const std::string& path) { return load_json(path); }
 
-std::string bin() {
-  const char* b = std::getenv("DTRAIN_BIN");
-  return b ? b : "";
-}
-
-Result run(const std::string& args, const std::string& env = "") {
-  Result r;
-  const std::string cmd = env + " " + bin() + " train " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-nlohmann::json load(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
-}
-
-class Restart : public ::testing::Test {
+class Restart : public dtrain::testing::TrainTest {
  protected:
   void SetUp() override {
-    if (bin().empty() || !fs::exists(bin())) GTEST_SKIP() << "DTRAIN_BIN is not set to the built dtrain binary";
-    dir_ = fs::temp_directory_path() / ("dtrain_restart_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
+    TrainTest::SetUp();
+    if (IsSkipped()) return;
     dtrain::data::Rng rng(5);
     std::ofstream train(file("train.csv")), test(file("test.csv")), text(file("text.txt"));
     for (int i = 0; i < 400; ++i) {
@@ -66,10 +33,6 @@ class Restart : public ::testing::Test {
     }
     for (int i = 0; i < 200; ++i) text << "To be, or not to be, that is the question: " << i << "\n";
   }
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
-  std::string file(const std::string& n) { return (dir_ / n).string(); }
 
   // Ten faults, one per attempt: even attempts kill a random worker at a random step of the
   // attempt (past its first round, so every attempt checkpoints something), odd attempts kill
@@ -117,7 +80,6 @@ class Restart : public ::testing::Test {
     return "--model gpt:layers=2,heads=2,width=16,context=8 --data text:" + file("text.txt") +
            " --steps 26 --eval-every 2 --eval-batches 2 ";
   }
-  fs::path dir_;
 };
 
 // 300 examples in global batches of 30: 10 steps per epoch on every worker; 12 epochs.

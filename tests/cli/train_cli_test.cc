@@ -11,47 +11,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/train_run.h"
+
 namespace {
 
 namespace fs = std::filesystem;
+using Result = dtrain::testing::TrainResult;
+using TrainCli = dtrain::testing::TrainTest;
 
-struct Result {
-  int code = -1;
-  std::string output;  // stdout + stderr
-};
-
-std::string bin() {
-  const char* b = std::getenv("DTRAIN_BIN");
-  return b ? b : "";
-}
-
-Result run(const std::string& args) {
-  Result r;
-  const std::string cmd = bin() + " train " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-class TrainCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (bin().empty() || !fs::exists(bin())) GTEST_SKIP() << "DTRAIN_BIN is not set to the built dtrain binary";
-    dir_ = fs::temp_directory_path() / ("dtrain_cli_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
-  std::string file(const std::string& n) { return (dir_ / n).string(); }
-  fs::path dir_;
-};
+Result run(const std::string& args) { return dtrain::testing::run_train(args); }
 
 void expect_usage_error(const std::string& args, const std::string& needle) {
   Result r = run(args);

@@ -11,47 +11,22 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/train_run.h"
 #include "data/rng.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+using Result = dtrain::testing::TrainResult;
 
-struct Result {
-  int code = -1;
-  std::string output;
-};
+Result run(const std::string& args, const std::string& env = "") { return dtrain::testing::run_train(args, env); }
+nlohmann::json load(const std::string& path) { return dtrain::testing::load_json(path); }
 
-std::string bin() {
-  const char* b = std::getenv("DTRAIN_BIN");
-  return b ? b : "";
-}
-
-Result run(const std::string& args, const std::string& env = "") {
-  Result r;
-  const std::string cmd = env + " " + bin() + " train " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-nlohmann::json load(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
-}
-
-class TrainMp : public ::testing::Test {
+class TrainMp : public dtrain::testing::TrainTest {
  protected:
   void SetUp() override {
-    if (bin().empty() || !fs::exists(bin())) GTEST_SKIP() << "DTRAIN_BIN is not set to the built dtrain binary";
-    dir_ = fs::temp_directory_path() / ("dtrain_train_mp_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
+    TrainTest::SetUp();
+    if (IsSkipped()) return;
     // 600 examples, 8 features, 3 separable-ish classes; the label comes first.
     dtrain::data::Rng rng(5);
     std::ofstream train(file("train.csv")), test(file("test.csv"));
@@ -63,12 +38,7 @@ class TrainMp : public ::testing::Test {
       o << "\n";
     }
   }
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
-  std::string file(const std::string& n) { return (dir_ / n).string(); }
   std::string data() { return "--data csv:" + file("train.csv") + "," + file("test.csv") + " --model mlp:8-16-3 "; }
-  fs::path dir_;
 };
 
 TEST_F(TrainMp, DdpReportsPerRankTimeSplitAndTrace) {

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "base/error.h"
+#include "coll/call.h"
 #include "coll/collectives.h"
 #include "support/world.h"
 
@@ -47,6 +48,77 @@ TEST_P(CollErrorsTest, MismatchedCountIsDesyncNamingBothCalls) {
   EXPECT_TRUE(contains(errors[3], "rank 2 called allreduce(float32 x 2000")) << errors[3];
   // Everyone failed; nobody hung or returned garbage silently.
   for (int r = 0; r < p; ++r) EXPECT_FALSE(errors[r].empty()) << "rank " << r << " did not fail";
+  // Ranks 0 and 1 learn of it second-hand (a rank that found it left): they too blame rank 2,
+  // the one whose call differs, not the rank that is gone (issue 13, item 6).
+  for (int r : {0, 1}) {
+    EXPECT_TRUE(desyncs[r]) << errors[r];
+    EXPECT_TRUE(contains(errors[r], "collective desync: rank 2 called allreduce(float32 x 2000")) << errors[r];
+    EXPECT_TRUE(contains(errors[r], "called allreduce(float32 x 1000")) << errors[r];
+    EXPECT_FALSE(contains(errors[r], "is gone")) << errors[r];
+  }
+}
+
+// A rank that alone turns the check off is not compared, and nobody gets a false desync or a
+// wait for a fingerprint that never comes (issue 13, item 6).
+TEST_P(CollErrorsTest, OneRankWithTheCheckOffIsNoDesync) {
+  testing::run_world(3, GetParam(), [&](Communicator& c) {
+    for (int call = 0; call < 4; ++call) {
+      std::vector<float> buf(1000, static_cast<float>(c.rank() + call));
+      AllreduceOptions o;
+      o.timeout_s = 20;
+      o.algorithm = call % 2 ? Algorithm::kTree : Algorithm::kRing;
+      o.check = !(c.rank() == 1 && call < 2);
+      allreduce(c, buf.data(), buf.size(), DType::kFloat32, ReduceOp::kSum, o);
+      EXPECT_EQ(buf[0], static_cast<float>(0 + 1 + 2 + 3 * call)) << "call " << call;
+    }
+  });
+}
+
+// A rank stopped (SIGSTOP) or hung inside a call is named as such, not as "never reached":
+// its fingerprint reached its neighbour when it entered (issue 13, item 6).
+TEST_P(CollErrorsTest, RankStuckInsideTheCallIsNotCalledAbsent) {
+  const int p = 3, stuck = 2;
+  std::mutex mu;
+  std::condition_variable cv;
+  int finished = 0;
+  std::vector<std::string> errors(p);
+  testing::run_world(p, GetParam(), [&](Communicator& c) {
+    AllreduceOptions o;
+    o.algorithm = Algorithm::kRing;
+    o.timeout_s = c.rank() == stuck ? 20 : 0.5;
+    if (c.rank() == stuck) {
+      // Enters the call like the others (its fingerprint leaves at its first progress pass),
+      // then makes no progress until they have given up, as a stopped process would.
+      try {
+        Call call(c, CollOp::kAllreduce, o, Algorithm::kRing, DType::kFloat32, 1000, -1, ReduceOp::kSum);
+        call.run([&] {
+          char y = 0;
+          Request never = c.irecv(0, &y, 1, 7);  // one progress pass, as any wait inside a call makes
+          EXPECT_THROW(never.wait(0), Timeout);
+          std::unique_lock<std::mutex> lock(mu);
+          cv.wait_for(lock, std::chrono::seconds(30), [&] { return finished == p - 1; });
+        });
+      } catch (const Error&) {
+        // Resumed after the others gave up and left: its own failure is not what is tested.
+      }
+      return;
+    }
+    std::vector<float> buf(1000, 1.0f);
+    try {
+      allreduce(c, buf.data(), buf.size(), DType::kFloat32, ReduceOp::kSum, o);
+    } catch (const Error& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      errors[c.rank()] = e.what();
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    ++finished;
+    cv.notify_all();
+  });
+  for (int r = 0; r < p; ++r) {
+    if (r == stuck) continue;
+    EXPECT_TRUE(contains(errors[r], "inside the call but not responding (stopped or hung?): rank 2")) << errors[r];
+    EXPECT_FALSE(contains(errors[r], "never reached by rank 2")) << errors[r];
+  }
 }
 
 TEST_P(CollErrorsTest, SkippedCollectiveIsDesyncNamingSequence) {

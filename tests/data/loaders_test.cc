@@ -1,5 +1,5 @@
 // Loader tests on small files written by the test (valid and malformed), and on the real
-// datasets when $DTRAIN_SHARED_DATA holds them.
+// datasets when $DTRAIN_DATA_DIR holds them.
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -173,6 +173,26 @@ TEST(Libsvm, RejectsUnsortedZeroIndexAndBadLabel) {
   EXPECT_THROW(parse_libsvm("", "f"), Corrupt);
 }
 
+// Issue 13: a 50-byte file with feature index 300,000,000 made the model allocate 2.3 GB and
+// die with a bare std::bad_alloc; the loader now says which index is not justified.
+TEST(Libsvm, HugeIndexInATinyFileIsAClearError) {
+  std::string text = "+1 1:0.5 300000000:1\n-1 2:1 7:0.25\n";
+  ASSERT_LT(text.size(), 50u);
+  std::string msg = error_of<Corrupt>([&] { parse_libsvm(text, "tiny.svm"); });
+  EXPECT_NE(msg.find("tiny.svm: line 1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("feature index 300000000"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("renumber"), std::string::npos) << msg;
+  // A wide but justified file (as many values as 1/16 of its features) still loads, sparse.
+  std::string wide = "+1";
+  for (int64_t i = 1; i <= (int64_t{1} << 24) / 16 + 8; ++i) wide += " " + std::to_string(i * 16) + ":1";
+  wide += "\n-1 3:1\n";
+  Dataset ds = parse_libsvm(wide, "wide.svm");
+  EXPECT_TRUE(ds.sparse);
+  EXPECT_GT(ds.cols, int64_t{1} << 24);
+  // An explicit feature count is the user's own justification.
+  EXPECT_EQ(parse_libsvm(text, "tiny.svm", 300000000).cols, 300000000);
+}
+
 TEST(Libsvm, TestFileReusesFeatureCountAndLabelMap) {
   TempDir d;
   write(d.file("train"), "-1 1:1 5:1\n+1 2:1\n");
@@ -218,10 +238,43 @@ TEST(Registry, UnknownNameListsChoices) {
   EXPECT_THROW(load_dataset("libsvm:/nonexistent/file"), IoError);
 }
 
+TEST(Registry, NamedDatasetMissingSaysWhereItLookedAndHowToObtainIt) {
+  TempDir d;
+  std::string msg = error_of<IoError>([&] { load_dataset("a9a", d.file("data")); });
+  EXPECT_NE(msg.find(d.file("data") + "/a9a/a9a.gz"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("libsvmtools"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("DTRAIN_DATA_DIR"), std::string::npos) << msg;
+}
+
+TEST(Registry, NamedDatasetsLoadFromTheDataDirectory) {
+  TempDir d;
+  fs::create_directories(d.file("w8a"));
+  std::string rows;
+  for (int i = 0; i < 10; ++i) rows += (i % 2 ? "+1 1:1 3:0.5\n" : "-1 2:1\n");
+  write_gz(d.file("w8a/w8a.gz"), rows);
+  DataSplit s = load_dataset("w8a", d.file(""));
+  EXPECT_EQ(s.train.rows + s.test.rows, 10);
+  EXPECT_EQ(s.train.cols, 3);
+
+  auto all = named_datasets(d.file(""));
+  ASSERT_GE(all.size(), 6u);
+  for (const auto& n : all) {
+    EXPECT_FALSE(n.places.empty()) << n.name;
+    EXPECT_FALSE(n.obtain.empty()) << n.name;
+    if (n.name == "w8a") {
+      EXPECT_EQ(n.found, d.file("") + "/w8a");
+    } else if (n.name == "a9a") {
+      EXPECT_EQ(n.found, "");
+    } else if (n.name == "fashion-mnist") {
+      EXPECT_EQ(n.places.front(), "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
+    }
+  }
+}
+
 // ---- Real data, when present ----
 
 std::string shared(const std::string& rel) {
-  const char* dir = std::getenv("DTRAIN_SHARED_DATA");
+  const char* dir = std::getenv("DTRAIN_DATA_DIR");
   if (dir == nullptr) return "";
   std::string p = std::string(dir) + "/" + rel;
   return file_exists(p) ? p : "";
@@ -229,7 +282,7 @@ std::string shared(const std::string& rel) {
 
 TEST(RealData, A9aTrainAndTest) {
   std::string train = shared("a9a/a9a.gz"), test = shared("a9a/a9a.t.gz");
-  if (train.empty() || test.empty()) GTEST_SKIP() << "DTRAIN_SHARED_DATA/a9a not present; skipping the real-file check";
+  if (train.empty() || test.empty()) GTEST_SKIP() << "DTRAIN_DATA_DIR/a9a not present; skipping the real-file check";
   Dataset tr = load_libsvm(train);
   Dataset te = load_libsvm_test(test, tr);
   EXPECT_EQ(tr.rows, 32561);
@@ -242,7 +295,7 @@ TEST(RealData, A9aTrainAndTest) {
 
 TEST(RealData, FashionMnistLabels) {
   std::string labels = shared("fashion-mnist/t10k-labels-idx1-ubyte.gz");
-  if (labels.empty()) GTEST_SKIP() << "DTRAIN_SHARED_DATA/fashion-mnist not present; skipping the real-file check";
+  if (labels.empty()) GTEST_SKIP() << "DTRAIN_DATA_DIR/fashion-mnist not present; skipping the real-file check";
   IdxArray a = read_idx(labels);
   ASSERT_EQ(a.dims, (std::vector<uint32_t>{10000}));
   std::vector<int> counts(10, 0);
@@ -253,7 +306,7 @@ TEST(RealData, FashionMnistLabels) {
 TEST(RealData, MnistTestSplit) {
   std::string images = shared("mnist/t10k-images-idx3-ubyte.gz");
   std::string labels = shared("mnist/t10k-labels-idx1-ubyte.gz");
-  if (images.empty() || labels.empty()) GTEST_SKIP() << "DTRAIN_SHARED_DATA/mnist not present; skipping";
+  if (images.empty() || labels.empty()) GTEST_SKIP() << "DTRAIN_DATA_DIR/mnist not present; skipping";
   Dataset ds = load_idx_pair(images, labels);
   EXPECT_EQ(ds.rows, 10000);
   EXPECT_EQ(ds.cols, 784);

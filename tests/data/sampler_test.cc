@@ -143,7 +143,9 @@ TEST(BatchShare, TilesTheBatchInRankOrder) {
           auto [b, e] = batch_share(len, r, w, g);
           EXPECT_EQ(b, next) << len << " " << w << " " << g;
           EXPECT_LE(b, e);
-          if (e < len) EXPECT_EQ(e % g, 0);  // cuts fall on granule boundaries
+          if (e < len) {
+            EXPECT_EQ(e % g, 0);  // cuts fall on granule boundaries
+          }
           next = e;
         }
         EXPECT_EQ(next, len);

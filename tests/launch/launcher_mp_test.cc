@@ -135,6 +135,31 @@ TEST_F(LauncherTest, SigtermReachesEveryRank) {
   EXPECT_NE(r.output.find("launcher=143"), std::string::npos) << r.output;
 }
 
+// A launcher killed with SIGKILL cannot stop its ranks itself: the kernel does
+// (PR_SET_PDEATHSIG). Ranks write their pids; the test kills the launcher and waits (bounded)
+// until none of them is alive.
+TEST_F(LauncherTest, RanksDieWithAKilledLauncher) {
+  std::string dir = "/tmp/dtrain-orphans-" + std::to_string(::getpid());
+  std::string rank_script = "echo $$ > " + dir + "/pid.$RANK; while :; do sleep 0.1; done";
+  std::string cmd = "mkdir -p " + dir + "; " + bin_ + " run -n 3 -- sh -c '" + rank_script +
+                    "' & pid=$!; i=0; while [ $(ls " + dir + " | wc -l) -lt 3 ] && [ $i -lt 600 ]; do sleep 0.05; "
+                    "i=$((i+1)); done; kill -KILL $pid; wait $pid; pids=$(cat " + dir + "/pid.*); i=0; "
+                    "while [ $i -lt 600 ]; do alive=0; for p in $pids; do kill -0 $p 2>/dev/null && alive=$((alive+1)); "
+                    "done; [ $alive -eq 0 ] && break; sleep 0.05; i=$((i+1)); done; echo alive=$alive; "
+                    "for p in $pids; do kill -KILL $p 2>/dev/null; done; rm -rf " + dir;
+  auto r = run_command(cmd);
+  EXPECT_NE(r.output.find("alive=0"), std::string::npos) << r.output;
+}
+
+// -n is bounded with a clear error instead of forking until descriptors run out.
+TEST_F(LauncherTest, RankCountIsBounded) {
+  for (const char* n : {"100000", "4294967297", "0"}) {
+    auto r = run_command(bin_ + " run -n " + n + " -- true");
+    EXPECT_EQ(r.exit_code, 2) << n << "\n" << r.output;
+    EXPECT_NE(r.output.find("--nproc must be between 1 and 1024"), std::string::npos) << r.output;
+  }
+}
+
 // Ranks started by mpirun or srun (simulated by their environment variables) find their rank
 // and size and meet through a private file store keyed by the job id, without dtrain run.
 TEST_F(LauncherTest, MpirunAndSrunEnvironmentsWithoutLauncher) {
@@ -145,7 +170,7 @@ TEST_F(LauncherTest, MpirunAndSrunEnvironmentsWithoutLauncher) {
                        "OMPI_COMM_WORLD_RANK=0 " + rank_ + " exchange 1000; wait $!; echo other=$?");
   EXPECT_NE(r.output.find("exchange ok 2"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("other=0"), std::string::npos) << r.output;
-  std::string slurm = "env -u RANK -u WORLD_SIZE -u DTRAIN_STORE -u MASTER_ADDR SLURM_JOB_ID=s" + job + " SLURM_NTASKS=3 ";
+  std::string slurm = "env -u RANK -u WORLD_SIZE -u DTRAIN_STORE -u MASTER_ADDR SLURM_JOB_ID=s" + job + " SLURM_STEP_ID=0 SLURM_NTASKS=3 ";
   r = run_command(slurm + "SLURM_PROCID=1 " + rank_ + " exchange 10 & " + slurm + "SLURM_PROCID=2 " + rank_ +
                   " exchange 10 & " + slurm + "SLURM_PROCID=0 " + rank_ + " exchange 10; wait");
   EXPECT_NE(r.output.find("exchange ok 3"), std::string::npos) << r.output;

@@ -109,8 +109,11 @@ TEST(Hogwild, SparseUpdateTouchesOnlyTheRow) {
   bool ok;
   m.sgd_example<RelaxedAccess>(w.data(), data::SparseRow{idx, val, 2}, 1, 0.1f, &ok, scratch.data());
   for (int j = 0; j < 10; ++j) {
-    if (j == 2 || j == 7) EXPECT_NE(w[static_cast<size_t>(j)], 0.0f) << j;
-    else EXPECT_EQ(w[static_cast<size_t>(j)], 0.0f) << j;
+    if (j == 2 || j == 7) {
+      EXPECT_NE(w[static_cast<size_t>(j)], 0.0f) << j;
+    } else {
+      EXPECT_EQ(w[static_cast<size_t>(j)], 0.0f) << j;
+    }
   }
   EXPECT_FLOAT_EQ(w[2], 0.05f);   // -lr * x * dL/ds = -0.1 * 1 * (-0.5)
   EXPECT_FLOAT_EQ(w[7], -0.1f);

@@ -6,15 +6,22 @@
 //                   closing anything); rank 0 must see PeerFailure naming rank 1, prints
 //                   "survivor saw: <what>" and exits 3
 //   barrier-split   barrier, split into even/odd groups, exchange inside them
+//   die-in-setup    rank 2 fails before it joins (the others are left waiting in the
+//                   transport's rendezvous until the launcher stops them)
+//   die-in-shmctx   every rank joins; rank 2 fails before the collectives' shared-memory
+//                   context (the others wait inside its setup until stopped)
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
 #include "coll/communicator.h"
+#include "coll/shm_context.h"
+#include "comm/store.h"
 #include "support/world.h"
 
 using namespace dtrain;
@@ -44,6 +51,20 @@ static int exchange(Communicator& c, size_t bytes) {
 
 int main(int argc, char** argv) {
   std::string what = argc > 1 ? argv[1] : "exchange";
+  const char* env_rank = std::getenv("RANK");
+  const bool rank2 = env_rank && std::string(env_rank) == "2";
+  if (what == "die-in-setup" && rank2) {
+    // Fails once every other rank has published its shared-memory segment (they are then
+    // waiting for rank 2's inside the transport's rendezvous).
+    try {
+      auto store = open_store(std::getenv("DTRAIN_STORE"), std::getenv("DTRAIN_TOKEN"), 30);
+      store->wait({"world/transport/shm/0", "world/transport/shm/1", "world/transport/shm/3"}, 30);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "rank 2: %s\n", e.what());
+    }
+    std::fprintf(stderr, "rank 2 fails during setup\n");
+    return 5;
+  }
   try {
     auto comm = Communicator::from_env();
     Communicator& c = *comm;
@@ -79,6 +100,21 @@ int main(int argc, char** argv) {
       int rc = exchange(*sub, 1000);
       c.barrier();
       return rc;
+    }
+    if (what == "die-in-setup") return exchange(c, 1000);  // not reached while rank 2 is missing
+    if (what == "die-in-shmctx") {
+      c.barrier();
+      if (rank2) {
+        // Fails once the others are inside the context's setup (their segments published
+        // under the sequence number the context draws next).
+        std::string key = "shmctx/" + std::to_string(c.next_sequence()) + "/";
+        c.store().wait({key + "0", key + "1", key + "3"}, 30);
+        std::fprintf(stderr, "rank 2 fails before the shared-memory context\n");
+        std::fflush(stderr);
+        ::_exit(5);
+      }
+      ShmContext ctx(c);
+      return 0;
     }
     std::fprintf(stderr, "unknown scenario %s\n", what.c_str());
     return 2;

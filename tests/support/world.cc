@@ -21,7 +21,9 @@ void run_world(int n, const WorldOptions& opts, const std::function<void(Communi
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
       try {
-        Communicator comm(store, r, n, t);
+        TransportOptions mine = t;
+        if (r == opts.fault_rank) mine.decorate_fabric = fault_injector(opts.fault);
+        Communicator comm(store, r, n, mine, "world", {}, opts.coll);
         fn(comm);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mu);

@@ -4,7 +4,8 @@
 // run_world(n, kind, fn) builds one Communicator per thread (collectively), calls fn(comm)
 // on each, and re-throws the first exception after every thread has finished. A rank that
 // throws destroys its communicator, which closes its transport, so its peers fail with
-// PeerFailure instead of hanging. Timeouts default to 30 s so a broken test ends.
+// PeerFailure instead of hanging. Timeouts default to 30 s so a broken test ends. With
+// fault_rank >= 0 that rank's transport runs on a FaultyFabric injecting `fault`.
 #pragma once
 
 #include <functional>
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "coll/communicator.h"
+#include "support/faulty_fabric.h"
 
 namespace dtrain::testing {
 
@@ -19,6 +21,9 @@ struct WorldOptions {
   TransportKind kind = TransportKind::kShm;
   double timeout_s = 30;
   size_t shm_ring_bytes = 1 << 20;
+  CollConfig coll;       // the collectives' configuration (what DTRAIN_ALGO etc. set in a job)
+  int fault_rank = -1;   // this rank's fabric gets `fault` (support/faulty_fabric.h)
+  Fault fault;
 };
 
 void run_world(int n, const WorldOptions& opts, const std::function<void(Communicator&)>& fn);

@@ -133,8 +133,11 @@ TEST_P(KernelsTest, Reductions) {
     EXPECT_NEAR(k().sum(a.data(), n), s, tol) << n;
     EXPECT_NEAR(k().dot(a.data(), b.data(), n), d, tol) << n;
     EXPECT_NEAR(k().sumsq(a.data(), n), q, tol) << n;
-    if (n > 0) EXPECT_EQ(k().max(a.data(), n), m) << n;
-    else EXPECT_TRUE(std::isinf(k().max(a.data(), n)));
+    if (n > 0) {
+      EXPECT_EQ(k().max(a.data(), n), m) << n;
+    } else {
+      EXPECT_TRUE(std::isinf(k().max(a.data(), n)));
+    }
     std::vector<float> out(n + 1, 12345.0f);
     float shift = n > 0 ? static_cast<float>(m) : 0.0f;
     double es = 0;

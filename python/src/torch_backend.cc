@@ -1,0 +1,263 @@
+// The process group's frame: rendezvous over torch's store, the two queues, Work and futures,
+// point-to-point and barriers. The collectives are in torch_ops.cc.
+#include "torch_backend.h"
+
+#include <ATen/Parallel.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <random>
+#include <sstream>
+
+#include "base/error.h"
+#include "coll/collectives.h"
+#include "comm/heartbeat.h"
+#include "comm/world.h"
+#include "torch_tensor_util.h"
+
+namespace dtrain::py {
+
+namespace {
+
+// dtrain's Store interface over a torch c10d::Store (the group's PrefixStore), so the
+// communicator meets its peers wherever torch's rendezvous put them (env://, tcp://, file://,
+// store=). Waits are bounded; a wait that runs out names the missing keys, like dtrain's stores.
+class TorchStore : public Store {
+ public:
+  TorchStore(c10::intrusive_ptr<c10d::Store> s, double timeout_s) : Store(timeout_s), s_(std::move(s)) {}
+  void set(const std::string& key, const std::string& value) override {
+    s_->set(key, std::vector<uint8_t>(value.begin(), value.end()));
+  }
+  std::string get(const std::string& key, double t = kDefaultTimeout) override {
+    wait({key}, t);
+    auto v = s_->get(key);
+    return std::string(v.begin(), v.end());
+  }
+  int64_t add(const std::string& key, int64_t delta) override { return s_->add(key, delta); }
+  void wait(const std::vector<std::string>& keys, double t = kDefaultTimeout) override {
+    const double to = resolve(t);
+    const auto ms = std::chrono::milliseconds(static_cast<int64_t>((to < 0 ? 365 * 86400.0 : std::max(to, 0.001)) * 1000));
+    try {
+      s_->wait(keys, ms);
+    } catch (const std::exception& e) {
+      std::vector<std::string> missing;
+      for (const auto& k : keys)
+        if (!s_->check({k})) missing.push_back(k);
+      if (missing.empty()) DT_THROW(IoError, "torch store: wait failed: " << e.what());
+      throw Timeout(missing_keys_message(missing, to));
+    }
+  }
+  bool check(const std::vector<std::string>& keys) override { return s_->check(keys); }
+  bool remove(const std::string& key) override { return s_->deleteKey(key); }
+
+ private:
+  c10::intrusive_ptr<c10d::Store> s_;
+};
+
+std::string random_token() {
+  std::random_device rd;
+  std::ostringstream os;
+  for (int i = 0; i < 4; ++i) os << std::hex << rd();
+  return os.str();
+}
+
+}  // namespace
+
+void rethrow_with_prefix(const std::string& p) {
+  try {
+    throw;
+  } catch (const PeerFailure& e) {
+    throw PeerFailure(p + e.what(), e.peer());
+  } catch (const Desync& e) {
+    throw Desync(p + e.what());
+  } catch (const Timeout& e) {
+    throw Timeout(p + e.what());
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(p + e.what());
+  } catch (const Error& e) {
+    throw Error(p + e.what());
+  } catch (const c10::Error& e) {
+    throw Error(p + e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    throw Error(p + e.what());
+  }
+}
+
+Completer::~Completer() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void Completer::post(std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  jobs_.push_back(std::move(fn));
+  if (jobs_.size() > static_cast<size_t>(idle_)) workers_.emplace_back([this] { loop(); });
+  else cv_.notify_one();
+}
+
+void Completer::loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    ++idle_;
+    cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+    --idle_;
+    if (jobs_.empty()) return;  // stopping, nothing left
+    auto fn = std::move(jobs_.front());
+    jobs_.pop_front();
+    lock.unlock();
+    fn();  // completing a future runs its callbacks, which may block
+    lock.lock();
+  }
+}
+
+bool WorkDtrain::wait(std::chrono::milliseconds timeout) {
+  // No timeout given: every entry ahead in the queue and this one are bounded by the group's
+  // timeout, so the wait ends.
+  work_.wait(timeout.count() > 0 ? timeout.count() / 1000.0 : -1);
+  return true;
+}
+
+ProcessGroupDtrain::ProcessGroupDtrain(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                       double timeout_s, std::string group, std::vector<int64_t> global_ranks)
+    : PGBase(rank, size), group_(std::move(group)), global_ranks_(std::move(global_ranks)), timeout_s_(timeout_s) {
+  try {
+    TransportOptions o = world_from_env().transport;  // DTRAIN_TRANSPORT, DTRAIN_BIND_ADDR, ...
+    o.timeout_s = timeout_s;
+    o.fabric.connect_timeout_s = timeout_s;
+    auto s = std::make_shared<TorchStore>(store, timeout_s);
+    if (o.fabric.token.empty()) {
+      // No DTRAIN_TOKEN (torchrun, mpirun): the tcp transport's peers prove membership with a
+      // secret handed out through torch's store, which only the job's ranks reach.
+      if (rank == 0) s->set("dtrain/token", random_token());
+      o.fabric.token = s->get("dtrain/token");
+    }
+    std::vector<int> wr(global_ranks_.begin(), global_ranks_.end());
+    comm_ = std::make_shared<Communicator>(s, rank, size, o, "torch/" + group_, wr);
+    // Under dtrain run, the default group beats for the launcher, as Communicator::from_env
+    // does: a rank frozen (SIGSTOP, starved) is then named within --heartbeat seconds.
+    if (global_ranks_.empty())
+      if (std::shared_ptr<Heartbeat> beat = heartbeat_from_env()) comm_->keep_alive(beat);
+    completer_ = std::make_shared<Completer>();
+    queue_ = std::make_unique<ProgressQueue>(*comm_);
+    p2p_ = std::make_unique<ProgressQueue>(*comm_);
+  } catch (...) {
+    rethrow_with_prefix(prefix("init_process_group"));
+  }
+}
+
+ProcessGroupDtrain::~ProcessGroupDtrain() {
+  p2p_.reset();  // finish queued work, join the threads, before the communicator goes
+  queue_.reset();
+  completer_.reset();
+}
+
+std::string ProcessGroupDtrain::prefix(const char* call) const {
+  std::ostringstream os;
+  os << "dtrain backend: rank " << getRank();
+  if (!global_ranks_.empty() && getRank() < static_cast<int>(global_ranks_.size()))
+    os << " (job rank " << global_ranks_[getRank()] << ")";
+  os << " of group " << group_ << " (size " << getSize() << "), " << call << ": ";
+  return os.str();
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDtrain::submit(ProgressQueue& q, c10d::OpType type, const char* call,
+                                                          std::vector<at::Tensor> outputs,
+                                                          std::function<void(Communicator&)> body) {
+  auto fut = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+  std::string pre = prefix(call);
+  ++sequence_;
+  dtrain::Work w = q.submit(call, [body = std::move(body), fut, outputs, pre, done = completer_](Communicator& c) {
+    try {
+      try {
+        body(c);
+      } catch (...) {
+        rethrow_with_prefix(pre);
+      }
+    } catch (...) {
+      auto ep = std::current_exception();
+      done->post([fut, ep] { fut->setError(ep); });
+      throw;
+    }
+    // Callbacks run on the completer: a hook that waits on a later collective of this group
+    // (PowerSGD does) must not block the thread that runs it.
+    done->post([fut, outputs] { fut->markCompleted(c10::IValue(outputs)); });
+  });
+  return c10::make_intrusive<WorkDtrain>(getRank(), type, std::move(w), fut, std::move(outputs));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDtrain::enqueue(c10d::OpType type, const char* call,
+                                                           std::vector<at::Tensor> outputs,
+                                                           std::function<void(Communicator&)> body) {
+  return submit(*queue_, type, call, std::move(outputs), std::move(body));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDtrain::enqueue_p2p(c10d::OpType type, const char* call,
+                                                               std::vector<at::Tensor> outputs,
+                                                               std::function<void(Communicator&)> body) {
+  return submit(*p2p_, type, call, std::move(outputs), std::move(body));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDtrain::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
+  Request r;
+  Staged s;
+  try {
+    check_one(tensors, "send");
+    DT_CHECK(tag >= 0, InvalidArgument, "send: tag must be >= 0 (got " << tag << ")");
+    s = Staged(tensors[0]);  // a contiguous snapshot when strided
+    r = comm_->isend(dst, s.ptr(), s.bytes(), static_cast<uint32_t>(tag));
+  } catch (...) {
+    rethrow_with_prefix(prefix("send"));
+  }
+  return enqueue_p2p(c10d::OpType::SEND, "send", tensors, [r, s](Communicator&) mutable { r.wait(); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDtrain::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
+  Request r;
+  Staged s;
+  try {
+    check_one(tensors, "recv");
+    DT_CHECK(tag >= 0, InvalidArgument, "recv: tag must be >= 0 (got " << tag << ")");
+    s = Staged(tensors[0]);
+    r = comm_->irecv(src, s.ptr(), s.bytes(), static_cast<uint32_t>(tag));
+  } catch (...) {
+    rethrow_with_prefix(prefix("recv"));
+  }
+  return enqueue_p2p(c10d::OpType::RECV, "recv", tensors, [r, s](Communicator&) mutable {
+    r.wait();
+    s.finish();
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDtrain::recvAnysource(std::vector<at::Tensor>&, int) {
+  try {
+    DT_THROW(InvalidArgument, "receive from any source is not supported by the dtrain backend; pass src=");
+  } catch (...) {
+    rethrow_with_prefix(prefix("recv"));
+  }
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDtrain::barrier(const c10d::BarrierOptions& opts) {
+  const double to = timeout_of(opts.timeout, timeout_s_);
+  return enqueue(c10d::OpType::BARRIER, "barrier", {}, [to](Communicator& c) {
+    BarrierOptions o;
+    o.timeout_s = to;
+    dtrain::barrier(c, o);
+  });
+}
+
+void ProcessGroupDtrain::monitoredBarrier(const c10d::BarrierOptions& opts, bool) {
+  // dtrain's barrier already names the ranks that did not arrive within the timeout.
+  auto w = enqueue(c10d::OpType::BARRIER, "monitored_barrier", {},
+                   [to = timeout_of(opts.timeout, timeout_s_)](Communicator& c) {
+                     BarrierOptions o;
+                     o.timeout_s = to;
+                     dtrain::barrier(c, o);
+                   });
+  w->wait(std::chrono::milliseconds(0));
+}
+
+}  // namespace dtrain::py

@@ -1,0 +1,172 @@
+// python/src/torch_backend.h — the torch.distributed backend "dtrain": a c10d process group
+// whose operations run on dtrain's communicator and progress machinery.
+//
+// Contract
+// - ProcessGroupDtrain(store, rank, size, timeout_s, group, global_ranks) is collective over the
+//   group's members: it builds one dtrain Communicator over torch's (prefix) store, so every
+//   torch process group — the default one and each new_group — has its own transport and
+//   sequence numbers, and concurrent groups never mix messages. global_ranks maps group ranks
+//   to ranks in the job (errors name both); empty for the default group.
+// - Collectives are queued on the group's ProgressQueue (coll/work.h) in call order and run on
+//   its thread, never on the caller's; every call returns at once with a WorkDtrain whose
+//   wait() re-throws the collective's error and whose getFuture() completes with the output
+//   tensors (callbacks run on the group's Completer threads, so a hook that waits on a later
+//   collective — PowerSGD does — blocks neither the progress thread nor other completions).
+// - Point-to-point: send/recv are posted on the caller's thread (so paired isend/irecv never
+//   deadlock) and completed by a second queue's thread. Receive from any source is not
+//   supported (an error naming the call).
+// - Tensors: CPU only; any layout (non-contiguous ones go through a contiguous copy); every
+//   dtype of torch.distributed (float32/64, float16, bfloat16, int8/16/32/64, uint8, bool;
+//   complex as real views). Reduce ops SUM, AVG, PRODUCT, MIN, MAX and, on integers and bool,
+//   BAND, BOR, BXOR (python/src/extra_reduce.h). PREMUL_SUM is NCCL-only: an error.
+// - Errors are dtrain's typed exceptions (PeerFailure, Desync, Timeout, InvalidArgument), their
+//   message prefixed with "dtrain backend: rank R[ (job rank J)] of group G, <call>: ", so the
+//   Python exception names this rank, the call and — from dtrain — the culprit.
+// - Bounded: every collective and p2p wait is bounded by the group's timeout (init_process_group's
+//   timeout=, or an operation's own timeout); Work::wait without a timeout waits for the queue,
+//   each of whose entries is bounded.
+// - Built against torch 1.13 (c10d::ProcessGroup); with torch >= 2 the same class derives from
+//   c10d::Backend (TORCH_VERSION_MAJOR guard), which compiles but is untested here.
+// Thread-safety: like torch's process groups: calls from any thread; collectives must be
+// issued in the same order on every rank of the group.
+#pragma once
+
+#include <torch/csrc/api/include/torch/version.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#endif
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "coll/communicator.h"
+#include "coll/work.h"
+
+namespace dtrain::py {
+
+#if TORCH_VERSION_MAJOR >= 2
+using PGBase = c10d::Backend;
+#else
+using PGBase = c10d::ProcessGroup;
+#endif
+
+class WorkDtrain : public c10d::Work {
+ public:
+  WorkDtrain(int rank, c10d::OpType type, dtrain::Work work, c10::intrusive_ptr<c10::ivalue::Future> fut,
+             std::vector<at::Tensor> outputs)
+      : c10d::Work(rank, type), work_(std::move(work)), fut_(std::move(fut)), outputs_(std::move(outputs)) {}
+  bool isCompleted() override { return work_.done(); }
+  bool isSuccess() const override { return work_.done() && !work_.error(); }
+  std::exception_ptr exception() const override { return work_.error(); }
+  std::vector<at::Tensor> result() override { return outputs_; }
+  bool wait(std::chrono::milliseconds timeout) override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return fut_; }
+
+ private:
+  dtrain::Work work_;
+  c10::intrusive_ptr<c10::ivalue::Future> fut_;
+  std::vector<at::Tensor> outputs_;
+};
+
+// Runs future completions (and so their callbacks) off the progress thread. A callback may
+// block — PowerSGD's wait on a later collective of the same group — so when every worker is
+// busy, post() starts another one: a completion never waits behind a blocked callback.
+class Completer {
+ public:
+  Completer() = default;
+  ~Completer();
+  void post(std::function<void()> fn);
+
+ private:
+  void loop();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  std::vector<std::thread> workers_;
+  int idle_ = 0;
+  bool stop_ = false;
+};
+
+class ProcessGroupDtrain : public PGBase {
+ public:
+  ProcessGroupDtrain(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, double timeout_s,
+                     std::string group, std::vector<int64_t> global_ranks);
+  ~ProcessGroupDtrain() override;
+
+  const std::string getBackendName() const override { return "dtrain"; }
+  Communicator& comm() { return *comm_; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                     const c10d::AllreduceCoalescedOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::AllgatherOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                      const c10d::ReduceScatterOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_splits,
+                                               std::vector<int64_t>& input_splits,
+                                               const c10d::AllToAllOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts = {}) override;
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks = false) override;
+  void setSequenceNumberForGroup() override {}
+  uint64_t getSequenceNumberForGroup() override { return sequence_.load(); }
+
+ private:
+  // Queues `body` (which runs the collective on the progress thread) and returns its Work;
+  // the future completes with `outputs` once body returned.
+  c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, const char* call, std::vector<at::Tensor> outputs,
+                                         std::function<void(Communicator&)> body);
+  // Same, on the point-to-point queue: body waits for requests posted by the caller.
+  c10::intrusive_ptr<c10d::Work> enqueue_p2p(c10d::OpType type, const char* call, std::vector<at::Tensor> outputs,
+                                             std::function<void(Communicator&)> body);
+  c10::intrusive_ptr<c10d::Work> submit(ProgressQueue& q, c10d::OpType type, const char* call,
+                                        std::vector<at::Tensor> outputs, std::function<void(Communicator&)> body);
+  std::string prefix(const char* call) const;
+
+  std::string group_;
+  std::vector<int64_t> global_ranks_;
+  double timeout_s_;
+  std::atomic<uint64_t> sequence_{0};  // calls issued (DDP issues from autograd threads)
+  std::shared_ptr<Communicator> comm_;
+  std::shared_ptr<Completer> completer_;  // declared before the queues: outlives their work
+  std::unique_ptr<ProgressQueue> queue_;  // collectives, in call order
+  std::unique_ptr<ProgressQueue> p2p_;    // completion of posted sends and receives
+};
+
+// Re-throws the current exception with `prefix` prepended to its message, keeping dtrain's type.
+[[noreturn]] void rethrow_with_prefix(const std::string& prefix);
+
+}  // namespace dtrain::py

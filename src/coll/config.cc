@@ -1,0 +1,31 @@
+#include "coll/config.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace dtrain {
+
+std::string algorithm_setting_name(CollOp op) {
+  std::string var = std::string("DTRAIN_") + coll_op_name(op) + "_ALGO";
+  for (char& ch : var) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return var;
+}
+
+CollConfig coll_config_from(const Settings& s) {
+  CollConfig c;
+  c.segment_bytes = static_cast<size_t>(std::max<int64_t>(s.bytes("DTRAIN_SEGMENT_BYTES"), 1));
+  c.check = s.flag("DTRAIN_COLL_CHECK");
+  c.shm_context = s.flag("DTRAIN_SHM_CONTEXT");
+  c.shm_yield_us = s.number("DTRAIN_SHM_YIELD_US");
+  c.calibration_path = s.calibration_path();
+  if (s.has("DTRAIN_HOST_ID")) c.host_id = s.text("DTRAIN_HOST_ID");
+  const bool global = s.has("DTRAIN_ALGO");
+  for (size_t i = 0; i < c.forced.size(); ++i) {
+    const std::string var = algorithm_setting_name(static_cast<CollOp>(i));
+    if (s.has(var)) c.forced[i] = ForcedAlgorithm{s.text(var), false};
+    else if (global) c.forced[i] = ForcedAlgorithm{s.text("DTRAIN_ALGO"), true};
+  }
+  return c;
+}
+
+}  // namespace dtrain

@@ -1,0 +1,49 @@
+// coll/config.h — the collectives' job-wide configuration, carried by each Communicator.
+//
+// Contract
+// - CollConfig holds what used to be read from the environment on the collectives' paths:
+//   the segment size, whether calls exchange fingerprints, the shared-memory context switch
+//   and its yield budget, the cost-model calibration file, the forced algorithms and the host
+//   identity of the hierarchical all-reduce. A default-constructed one is an unset environment.
+// - coll_config_from(settings) fills one from a settings snapshot (DTRAIN_SEGMENT_BYTES,
+//   DTRAIN_COLL_CHECK, DTRAIN_SHM_CONTEXT, DTRAIN_SHM_YIELD_US, DTRAIN_CALIBRATION,
+//   DTRAIN_ALGO, DTRAIN_<OP>_ALGO, DTRAIN_HOST_ID); Communicator::from_env passes it in, and
+//   split() hands the parent's to its children. A malformed value is an InvalidArgument naming
+//   the variable.
+// - forced_algorithm(op) is DTRAIN_<OP>_ALGO, else DTRAIN_ALGO (job_wide: applies only where the
+//   op has that algorithm), else empty.
+// Thread-safety: a plain value.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <string>
+
+#include "base/settings.h"
+#include "coll/types.h"
+
+namespace dtrain {
+
+struct ForcedAlgorithm {
+  std::string name;       // "" = none
+  bool job_wide = false;  // from DTRAIN_ALGO
+};
+
+struct CollConfig {
+  size_t segment_bytes = size_t{1} << 20;
+  bool check = true;
+  bool shm_context = false;
+  double shm_yield_us = 100;
+  std::string calibration_path;  // "" = the built-in cost parameters
+  std::string host_id;           // "" = the host name
+  std::array<ForcedAlgorithm, static_cast<size_t>(CollOp::kBarrier) + 1> forced{};
+
+  const ForcedAlgorithm& forced_algorithm(CollOp op) const { return forced[static_cast<size_t>(op)]; }
+};
+
+// The configuration the settings describe (see the contract above).
+CollConfig coll_config_from(const Settings& settings);
+// "DTRAIN_ALLREDUCE_ALGO" for kAllreduce, ...
+std::string algorithm_setting_name(CollOp op);
+
+}  // namespace dtrain

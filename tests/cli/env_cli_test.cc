@@ -1,0 +1,66 @@
+// dtrain env and dtrain data, run as the user runs them: the values in force with where they
+// come from, a malformed value flagged instead of failing, the Markdown table, and the named
+// datasets with where each was looked for and how to obtain it.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "support/subprocess.h"
+
+namespace dtrain {
+namespace {
+
+using testing::env_path;
+using testing::run_command;
+
+class EnvCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    bin_ = env_path("DTRAIN_BIN");
+    if (bin_.empty()) GTEST_SKIP() << "DTRAIN_BIN not set";
+  }
+  std::string bin_;
+};
+
+TEST_F(EnvCli, PrintsEverySettingWithTheValueInForce) {
+  auto r = run_command("env -u DTRAIN_TRANSPORT DTRAIN_TIMEOUT=7 DTRAIN_SHM_RING_BYTES=lots " + bin_ + " env");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("DTRAIN_TIMEOUT             7  (set)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("DTRAIN_TRANSPORT           auto\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("DTRAIN_SHM_RING_BYTES      lots  (set, INVALID"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("DTRAIN_DATA_DIR"), std::string::npos) << r.output;
+}
+
+TEST_F(EnvCli, MarkdownIsTheDocsTable) {
+  auto r = run_command(bin_ + " env --markdown");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("| variable | type | default | meaning | read by |", 0), 0u) << r.output;
+  auto bad = run_command(bin_ + " env --bogus");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+}
+
+TEST_F(EnvCli, DataListsTheNamedDatasetsAndHowToObtainThem) {
+  auto r = run_command("DTRAIN_DATA_DIR=/nonexistent/dtrain-data " + bin_ + " data");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("data directory: /nonexistent/dtrain-data"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("looked for /nonexistent/dtrain-data/a9a/a9a.gz"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("looked for /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("apt-get install dataset-fashion-mnist"), std::string::npos) << r.output;
+  for (const char* name : {"mnist", "a9a", "w8a", "news20", "tinyshakespeare"})
+    EXPECT_NE(r.output.find(std::string(name) + " "), std::string::npos) << name << "\n" << r.output;
+}
+
+TEST_F(EnvCli, DataFindsTheTestSuitesDataDirectory) {
+  // The suite's DTRAIN_DATA_DIR (../shared/data) when it has a9a; a user's clone skips.
+  auto r = run_command(bin_ + " data");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  if (r.output.find("a9a              found in") == std::string::npos)
+    GTEST_SKIP() << "a9a is not in the data directory here:\n" << r.output;
+  auto t = run_command(bin_ + " train --strategy single --model logreg --data a9a --epochs 1 --quiet");
+  EXPECT_EQ(t.exit_code, 0) << t.output;
+}
+
+}  // namespace
+}  // namespace dtrain

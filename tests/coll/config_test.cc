@@ -1,0 +1,112 @@
+// The collectives' configuration: read from a settings snapshot, carried by the communicator
+// (and its splits), honoured by the algorithm choice; Work::wait's default timeout is the
+// communicator's.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <string>
+
+#include "base/error.h"
+#include "base/settings.h"
+#include "coll/collectives.h"
+#include "coll/config.h"
+#include "coll/cost_model.h"
+#include "coll/work.h"
+#include "support/world.h"
+
+namespace dtrain {
+namespace {
+
+using testing::run_world;
+using testing::WorldOptions;
+
+TEST(CollConfig, DefaultsAreAnUnsetEnvironment) {
+  CollConfig fresh;
+  CollConfig from = coll_config_from(Settings::from_map({}));
+  EXPECT_EQ(from.segment_bytes, fresh.segment_bytes);
+  EXPECT_EQ(from.check, fresh.check);
+  EXPECT_EQ(from.shm_context, fresh.shm_context);
+  EXPECT_EQ(from.shm_yield_us, fresh.shm_yield_us);
+  for (size_t i = 0; i < from.forced.size(); ++i) EXPECT_EQ(from.forced[i].name, "");
+}
+
+TEST(CollConfig, ReadsEveryCollectivesSetting) {
+  auto s = Settings::from_map({{"DTRAIN_SEGMENT_BYTES", "64K"},
+                               {"DTRAIN_COLL_CHECK", "0"},
+                               {"DTRAIN_SHM_CONTEXT", "1"},
+                               {"DTRAIN_SHM_YIELD_US", "7"},
+                               {"DTRAIN_CALIBRATION", "/nowhere/cal.json"},
+                               {"DTRAIN_HOST_ID", "node-a"},
+                               {"DTRAIN_ALGO", "ring"},
+                               {"DTRAIN_BROADCAST_ALGO", "tree"}});
+  CollConfig c = coll_config_from(s);
+  EXPECT_EQ(c.segment_bytes, 64u << 10);
+  EXPECT_FALSE(c.check);
+  EXPECT_TRUE(c.shm_context);
+  EXPECT_EQ(c.shm_yield_us, 7);
+  EXPECT_EQ(c.calibration_path, "/nowhere/cal.json");
+  EXPECT_EQ(c.host_id, "node-a");
+  EXPECT_EQ(c.forced_algorithm(CollOp::kBroadcast).name, "tree");
+  EXPECT_FALSE(c.forced_algorithm(CollOp::kBroadcast).job_wide);
+  EXPECT_EQ(c.forced_algorithm(CollOp::kAllreduce).name, "ring");
+  EXPECT_TRUE(c.forced_algorithm(CollOp::kAllreduce).job_wide);
+}
+
+TEST(CollConfig, EveryPerOperationVariableIsRegistered) {
+  for (int i = 0; i <= static_cast<int>(CollOp::kBarrier); ++i) {
+    const std::string var = algorithm_setting_name(static_cast<CollOp>(i));
+    EXPECT_NE(find_setting(var), nullptr) << var << " is read but not in base/settings.cc";
+  }
+  EXPECT_EQ(algorithm_setting_name(CollOp::kReduceScatter), "DTRAIN_REDUCESCATTER_ALGO");
+}
+
+TEST(CollConfig, AMalformedSegmentSizeNamesTheVariable) {
+  try {
+    coll_config_from(Settings::from_map({{"DTRAIN_SEGMENT_BYTES", "lots"}}));
+    FAIL() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("DTRAIN_SEGMENT_BYTES"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CollConfig, TheCommunicatorsForcedAlgorithmWinsOverTheCostModelAndReachesSplits) {
+  WorldOptions o;
+  o.coll.forced[static_cast<size_t>(CollOp::kAllreduce)] = ForcedAlgorithm{"ring", false};
+  o.coll.segment_bytes = 256;
+  run_world(3, o, [](Communicator& c) {
+    std::vector<float> x(1000, 1.0f);
+    EXPECT_EQ(allreduce(c, x.data(), x.size(), DType::kFloat32, ReduceOp::kSum), Algorithm::kRing);
+    EXPECT_EQ(x[999], 3.0f);
+    auto sub = c.split(0, c.rank());
+    EXPECT_EQ(sub->coll_config().segment_bytes, 256u);
+    EXPECT_EQ(resolve_algorithm(CollOp::kAllreduce, Algorithm::kAuto, *sub, 4000, {}), Algorithm::kRing);
+    // A per-call algorithm still wins over the configuration.
+    AllreduceOptions tree;
+    tree.algorithm = Algorithm::kTree;
+    EXPECT_EQ(allreduce(*sub, x.data(), x.size(), DType::kFloat32, ReduceOp::kSum, tree), Algorithm::kTree);
+  });
+}
+
+TEST(WorkWait, DefaultsToTheCommunicatorsTimeout) {
+  WorldOptions o;
+  o.timeout_s = 0.2;
+  run_world(1, o, [](Communicator& c) {
+    std::promise<void> release;
+    std::shared_future<void> gate = release.get_future().share();
+    ProgressQueue q(c);
+    Work w = q.submit("blocked", [gate](Communicator&) { gate.wait(); });
+    try {
+      w.wait();  // no timeout given: the communicator's 0.2 s, not forever
+      ADD_FAILURE() << "wait() returned while the work was blocked";
+    } catch (const Timeout& e) {
+      EXPECT_NE(std::string(e.what()).find("blocked"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(w.done());
+    release.set_value();
+    w.wait(kForever);
+    EXPECT_TRUE(w.done());
+  });
+}
+
+}  // namespace
+}  // namespace dtrain
