@@ -4,7 +4,9 @@
 
 #include "base/env.h"
 #include "base/error.h"
+#include "base/settings.h"
 #include "coll/collectives.h"
+#include "coll/config.h"
 #include "comm/world.h"
 #include "core_comm.h"
 #include "plan/collective_plan.h"
@@ -208,7 +210,7 @@ dict
       [](const std::string& op, int ranks, pyb::object size, const std::string& transport, size_t segment_bytes) {
         size_t bytes = pyb::isinstance<pyb::str>(size) ? static_cast<size_t>(parse_size(size.cast<std::string>(), "size"))
                                                         : size.cast<size_t>();
-        const CostParams& cp = cost_params_for(transport);
+        const CostParams& cp = cost_params_for(transport, coll_config_from(Settings::process()).calibration_path);
         auto rows = plan_collective(parse_coll_op(op), ranks, bytes, cp, segment_bytes, transport == "shm");
         pyb::list out;
         for (const auto& r : rows) {

@@ -11,7 +11,11 @@ void Work::wait(double timeout_s) {
   DT_CHECK(state_, InvalidArgument, "wait on an empty Work");
   std::unique_lock<std::mutex> lock(state_->mu);
   auto ready = [&] { return state_->done; };
+  // By default wait twice the communicator's timeout plus 2 s: the collective inside times out
+  // first and its diagnosis (which rank never arrived, a lost network) is what the caller sees.
+  const bool by_default = timeout_s == kDefaultTimeout;
   timeout_s = resolve_timeout(timeout_s, state_->default_timeout_s);
+  if (by_default && timeout_s >= 0) timeout_s = 2 * timeout_s + 2;
   if (timeout_s < 0) {
     state_->cv.wait(lock, ready);
   } else if (!state_->cv.wait_for(lock, std::chrono::duration<double>(timeout_s), ready)) {

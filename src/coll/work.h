@@ -8,8 +8,8 @@
 //   (their order relative to the queue would differ between ranks).
 // - submit(name, fn) returns a Work at once. Work::wait(timeout) blocks until the collective
 //   finished and re-throws its error; a wait that runs out throws Timeout naming the work
-//   (the collective keeps running). The timeout defaults to the communicator's (kDefaultTimeout,
-//   base/clock.h); pass kForever to wait without bound. done() never blocks; error() is the
+//   (the collective keeps running). The timeout defaults to twice the communicator's plus 2 s
+//   (kDefaultTimeout, base/clock.h), so the collective's own timeout and diagnosis come first; pass kForever to wait without bound. done() never blocks; error() is the
 //   stored exception (or null). A failed collective does not stop later ones from being attempted; they usually
 //   fail fast with the same PeerFailure.
 // - Typed helpers (allreduce_async, ...) capture pointers: buffers must stay valid and

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "coll/types.h"
+#include "nn/mlp.h"
 #include "nn/transformer.h"
 #include "parallel/data_parallel.h"
 #include "parallel/fedavg.h"
@@ -300,6 +301,12 @@ const StrategyEntry& check_config(const TrainConfig& c) {
                               "--data text:FILE, or pick a dataset strategy (see --help)");
     DT_CHECK(c.data.rfind("text:", 0) != 0, InvalidArgument,
              "--data text:... is for the GPT (--model gpt:...); dataset models take a named dataset or a file");
+    // Checked before the data is loaded, so a typo fails in milliseconds.
+    const std::string& m = c.model;
+    const bool mlp = m == "mlp" || m.rfind("mlp:", 0) == 0;
+    DT_CHECK(mlp || m == "logreg" || m == "svm" || m == "softmax", InvalidArgument,
+             "unknown --model '" << m << "'; use mlp:784-256-128-10 (any widths), logreg, svm, softmax or gpt:...");
+    if (mlp && m.size() > 4) MLP::parse_spec(m.substr(4));
   }
   s.validate(c);
   return s;

@@ -48,9 +48,10 @@ TEST(FlagValues, EveryNumericFlagOfEveryCommandFailsCleanlyOrAccepts) {
         ++checked;
         EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2)
             << "dtrain " << cmd << " --" << flag << " " << v << " exited " << r.exit_code << ":\n" << r.output;
-        if (r.exit_code == 2)
+        if (r.exit_code == 2) {
           EXPECT_NE(r.output.find("--" + flag), std::string::npos)
               << "dtrain " << cmd << " --" << flag << " " << v << " does not name the flag:\n" << r.output;
+        }
       }
     }
   }

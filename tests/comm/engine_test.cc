@@ -1,6 +1,5 @@
 // What the engines (SLURM, OpenMPI, dtrain run) tell a rank: host lists, the batch step,
 // how many hosts a job spans, and the rendezvous errors a job spanning hosts gets at once.
-// (Settings::from_env() after each change: the process snapshot is taken once.)
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -9,7 +8,6 @@
 
 #include "base/clock.h"
 #include "base/error.h"
-#include "base/settings.h"
 #include "comm/engine.h"
 #include "comm/world.h"
 
@@ -57,7 +55,7 @@ TEST(Nodelist, ExpandsRangesListsAndPadding) {
 TEST(BatchStep, AnSbatchScriptIsNoRank) {
   Env e({{"SLURM_JOB_ID", "7"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}});
   EXPECT_TRUE(in_slurm_batch_step());
-  const WorldInfo w = world_from_env(Settings::from_env());
+  const WorldInfo w = world_from_env();
   EXPECT_EQ(w.size, 1);
   EXPECT_EQ(w.launched_by, "single");
 }
@@ -66,7 +64,7 @@ TEST(BatchStep, AnSrunTaskIsARank) {
   Env e({{"SLURM_JOB_ID", "7"}, {"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "4"}, {"SLURM_STEP_ID", "0"},
          {"SLURM_STEP_NUM_NODES", "2"}});
   EXPECT_FALSE(in_slurm_batch_step());
-  const WorldInfo w = world_from_env(Settings::from_env());
+  const WorldInfo w = world_from_env();
   EXPECT_EQ(w.rank, 1);
   EXPECT_EQ(w.size, 4);
   EXPECT_EQ(w.launched_by, "srun");
@@ -75,7 +73,7 @@ TEST(BatchStep, AnSrunTaskIsARank) {
 
 TEST(Hosts, MoreRanksThanThisHostMeansSeveralHosts) {
   Env e({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
-  const WorldInfo w = world_from_env(Settings::from_env());
+  const WorldInfo w = world_from_env();
   EXPECT_EQ(w.hosts, 2);
   EXPECT_NE(w.hosts_reason.find("2 rank(s) on this host"), std::string::npos) << w.hosts_reason;
 }
@@ -94,7 +92,7 @@ TEST(Addresses, LoopbackAndRoutes) {
 TEST(Rendezvous, SeveralHostsWithoutRendezvousFailAtOnce) {
   Env e({{"SLURM_JOB_ID", "7"}, {"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_ID", "0"},
          {"SLURM_STEP_NUM_NODES", "2"}, {"SLURM_STEP_NODELIST", "h[0-1]"}});
-  WorldInfo w = world_from_env(Settings::from_env());
+  WorldInfo w = world_from_env();
   std::shared_ptr<void> keep;
   const double t0 = now_seconds();
   try {
@@ -112,7 +110,7 @@ TEST(Rendezvous, SeveralHostsWithoutRendezvousFailAtOnce) {
 TEST(Rendezvous, LoopbackAdvertisedToAnotherHostNamesBindAddr) {
   Env e({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_WORLD_SIZE", "1"}, {"DTRAIN_STORE", "tcp://10.255.255.1:1"},
          {"DTRAIN_TOKEN", "t"}, {"DTRAIN_BIND_ADDR", "127.0.0.1"}});
-  WorldInfo w = world_from_env(Settings::from_env());
+  WorldInfo w = world_from_env();
   std::shared_ptr<void> keep;
   try {
     open_world_store(w, &keep);
@@ -128,13 +126,13 @@ TEST(Rendezvous, LoopbackAdvertisedToAnotherHostNamesBindAddr) {
 TEST(Flags, SetTimeoutFollowsUnlessTheRendezvousTimeoutWasSet) {
   {
     Env e(std::map<std::string, std::string>{{"DTRAIN_TIMEOUT", "0.001"}});
-    WorldInfo w = world_from_env(Settings::from_env());
+    WorldInfo w = world_from_env();
     w.set_timeout(10);
     EXPECT_EQ(w.transport.timeout_s, 10);
     EXPECT_EQ(w.transport.fabric.connect_timeout_s, 10);
   }
-  Env e({{"DTRAIN_TIMEOUT", "0.001"}, {"DTRAIN_CONNECT_TIMEOUT", "99"}});
-  WorldInfo w = world_from_env(Settings::from_env());
+  // The process's settings are read once; a snapshot with the rendezvous timeout set stands in.
+  WorldInfo w = world_from_env(Settings::from_map({{"DTRAIN_TIMEOUT", "0.001"}, {"DTRAIN_CONNECT_TIMEOUT", "99"}}));
   w.set_timeout(10);
   EXPECT_EQ(w.transport.fabric.connect_timeout_s, 99);
 }

@@ -158,6 +158,7 @@ TEST(StoreHostile, OutOfDescriptorsRefusesGracefully) {
       char c;
       if (::read(go_pipe[0], &c, 1) != 1) code = 3;  // parent: done connecting
       for (int fd : hog) ::close(fd);
+      if (::write(port_pipe[1], "f", 1) != 1) code = 5;  // descriptors freed
       if (::read(go_pipe[0], &c, 1) != 1) code = 4;  // parent: done checking
     }
     ::_exit(code);
@@ -169,15 +170,21 @@ TEST(StoreHostile, OutOfDescriptorsRefusesGracefully) {
   std::vector<Fd> conns;
   int refused = 0;
   for (int i = 0; i < 8; ++i) conns.push_back(raw_connect(port));
+  std::string seen;
   for (int i = 2; i < 8; ++i) {  // the first two fit; the others must be told, not ignored
     uint8_t op = 0;
     bool closed = false;
     std::string why = read_answer(conns[i].get(), &op, &closed);
     if (!closed && op == sp::kErr && why.find("file descriptors") != std::string::npos) ++refused;
+    seen += " [" + std::to_string(i) + (closed ? ": closed" : ": op " + std::to_string(op) + " " + why) + "]";
   }
-  EXPECT_EQ(refused, 6);
+  // Without the spare descriptor none would be answered (they would wait in the backlog while
+  // the accept loop spins). One may find a descriptor another thread of the server just freed.
+  EXPECT_GE(refused, 5) << seen;
   conns.clear();
-  ASSERT_EQ(::write(go_pipe[1], "g", 1), 1);  // descriptors back: a rank gets in
+  ASSERT_EQ(::write(go_pipe[1], "g", 1), 1);
+  char freed = 0;
+  ASSERT_EQ(::read(port_pipe[0], &freed, 1), 1);  // descriptors back: a rank gets in
   {
     TcpStore rank("127.0.0.1", port, "secret", 10);
     rank.set("k", "v");

@@ -170,7 +170,7 @@ TEST_F(LauncherTest, MpirunAndSrunEnvironmentsWithoutLauncher) {
                        "OMPI_COMM_WORLD_RANK=0 " + rank_ + " exchange 1000; wait $!; echo other=$?");
   EXPECT_NE(r.output.find("exchange ok 2"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("other=0"), std::string::npos) << r.output;
-  std::string slurm = "env -u RANK -u WORLD_SIZE -u DTRAIN_STORE -u MASTER_ADDR SLURM_JOB_ID=s" + job + " SLURM_NTASKS=3 ";
+  std::string slurm = "env -u RANK -u WORLD_SIZE -u DTRAIN_STORE -u MASTER_ADDR SLURM_JOB_ID=s" + job + " SLURM_STEP_ID=0 SLURM_NTASKS=3 ";
   r = run_command(slurm + "SLURM_PROCID=1 " + rank_ + " exchange 10 & " + slurm + "SLURM_PROCID=2 " + rank_ +
                   " exchange 10 & " + slurm + "SLURM_PROCID=0 " + rank_ + " exchange 10; wait");
   EXPECT_NE(r.output.find("exchange ok 3"), std::string::npos) << r.output;
