@@ -8,6 +8,7 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "base/settings.h"
 #include "comm/engine.h"
 #include "comm/world.h"
 
@@ -55,7 +56,7 @@ TEST(Nodelist, ExpandsRangesListsAndPadding) {
 TEST(BatchStep, AnSbatchScriptIsNoRank) {
   Env e({{"SLURM_JOB_ID", "7"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}});
   EXPECT_TRUE(in_slurm_batch_step());
-  const WorldInfo w = world_from_env();
+  const WorldInfo w = world_from_env(Settings::from_env());
   EXPECT_EQ(w.size, 1);
   EXPECT_EQ(w.launched_by, "single");
 }
@@ -64,7 +65,7 @@ TEST(BatchStep, AnSrunTaskIsARank) {
   Env e({{"SLURM_JOB_ID", "7"}, {"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "4"}, {"SLURM_STEP_ID", "0"},
          {"SLURM_STEP_NUM_NODES", "2"}});
   EXPECT_FALSE(in_slurm_batch_step());
-  const WorldInfo w = world_from_env();
+  const WorldInfo w = world_from_env(Settings::from_env());
   EXPECT_EQ(w.rank, 1);
   EXPECT_EQ(w.size, 4);
   EXPECT_EQ(w.launched_by, "srun");
@@ -73,7 +74,7 @@ TEST(BatchStep, AnSrunTaskIsARank) {
 
 TEST(Hosts, MoreRanksThanThisHostMeansSeveralHosts) {
   Env e({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
-  const WorldInfo w = world_from_env();
+  const WorldInfo w = world_from_env(Settings::from_env());
   EXPECT_EQ(w.hosts, 2);
   EXPECT_NE(w.hosts_reason.find("2 rank(s) on this host"), std::string::npos) << w.hosts_reason;
 }
@@ -92,7 +93,7 @@ TEST(Addresses, LoopbackAndRoutes) {
 TEST(Rendezvous, SeveralHostsWithoutRendezvousFailAtOnce) {
   Env e({{"SLURM_JOB_ID", "7"}, {"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_ID", "0"},
          {"SLURM_STEP_NUM_NODES", "2"}, {"SLURM_STEP_NODELIST", "h[0-1]"}});
-  WorldInfo w = world_from_env();
+  WorldInfo w = world_from_env(Settings::from_env());
   std::shared_ptr<void> keep;
   const double t0 = now_seconds();
   try {
@@ -110,7 +111,7 @@ TEST(Rendezvous, SeveralHostsWithoutRendezvousFailAtOnce) {
 TEST(Rendezvous, LoopbackAdvertisedToAnotherHostNamesBindAddr) {
   Env e({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_WORLD_SIZE", "1"}, {"DTRAIN_STORE", "tcp://10.255.255.1:1"},
          {"DTRAIN_TOKEN", "t"}, {"DTRAIN_BIND_ADDR", "127.0.0.1"}});
-  WorldInfo w = world_from_env();
+  WorldInfo w = world_from_env(Settings::from_env());
   std::shared_ptr<void> keep;
   try {
     open_world_store(w, &keep);
@@ -126,7 +127,7 @@ TEST(Rendezvous, LoopbackAdvertisedToAnotherHostNamesBindAddr) {
 TEST(Flags, SetTimeoutFollowsUnlessTheRendezvousTimeoutWasSet) {
   {
     Env e(std::map<std::string, std::string>{{"DTRAIN_TIMEOUT", "0.001"}});
-    WorldInfo w = world_from_env();
+    WorldInfo w = world_from_env(Settings::from_env());
     w.set_timeout(10);
     EXPECT_EQ(w.transport.timeout_s, 10);
     EXPECT_EQ(w.transport.fabric.connect_timeout_s, 10);
