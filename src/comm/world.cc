@@ -82,8 +82,6 @@ void WorldInfo::set_timeout(double seconds) {
   if (!connect_timeout_given) transport.fabric.connect_timeout_s = seconds;
 }
 
-namespace {
-
 std::string fresh_token() {
   unsigned char b[16];
   size_t got = 0;
@@ -97,6 +95,8 @@ std::string fresh_token() {
   for (unsigned char c : b) s += {hex[c >> 4], hex[c & 15]};
   return s;
 }
+
+namespace {
 
 std::string this_host() {
   char buf[256] = {};

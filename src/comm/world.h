@@ -70,6 +70,9 @@ TransportOptions transport_options(const Settings& settings, int ranks_on_host =
 // An address as given, or the first IPv4 address of the interface named; InvalidArgument else.
 std::string resolve_bind_address(const std::string& value);
 
+// A fresh 128-bit job secret, as 32 hex digits (getrandom).
+std::string fresh_token();
+
 // Opens (and for MASTER_ADDR, PMIx and SLURM-nodelist jobs, on rank 0, serves) the store
 // described by `info`; *keepalive holds a store server that must outlive the store's users.
 // Fills in what the rendezvous decides: the token (PMIx), the tcp bind address (a job spanning

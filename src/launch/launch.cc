@@ -13,7 +13,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -33,28 +32,12 @@
 #include "base/settings.h"
 #include "comm/socket.h"
 #include "comm/tcp_store.h"
+#include "comm/world.h"
 
 extern char** environ;
 
 namespace dtrain::launch {
 namespace {
-
-std::string random_token() {
-  unsigned char b[16];
-  size_t got = 0;
-  while (got < sizeof b) {
-    ssize_t k = ::getrandom(b + got, sizeof b - got, 0);
-    DT_SYSCHECK(k, "getrandom for the job token");
-    got += static_cast<size_t>(k);
-  }
-  static const char* hex = "0123456789abcdef";
-  std::string s;
-  for (unsigned char c : b) {
-    s += hex[c >> 4];
-    s += hex[c & 15];
-  }
-  return s;
-}
 
 std::string signal_name(int sig) {
   const char* abbrev = sigabbrev_np(sig);
@@ -128,7 +111,7 @@ Rendezvous make_rendezvous(const LaunchOptions& o_) {
   std::string host;
   int port;
   if (o_.nnodes == 1 && o_.master.empty()) {
-    if (token.empty()) token = random_token();
+    if (token.empty()) token = fresh_token();
     server = std::make_unique<TcpStoreServer>("127.0.0.1", 0, token);
     host = "127.0.0.1";
     port = server->port();
@@ -493,7 +476,7 @@ int launch_through_srun(const LaunchOptions& o, const std::vector<std::string>& 
   ::setenv("DTRAIN_TRANSPORT", o.transport.c_str(), 1);
   ::setenv("DTRAIN_TIMEOUT", std::to_string(o.timeout_s).c_str(), 1);
   if (!o.bind_addr.empty()) ::setenv("DTRAIN_BIND_ADDR", o.bind_addr.c_str(), 1);
-  if (!pmix_built() && !env_get("DTRAIN_TOKEN")) ::setenv("DTRAIN_TOKEN", random_token().c_str(), 1);
+  if (!pmix_built() && !env_get("DTRAIN_TOKEN")) ::setenv("DTRAIN_TOKEN", fresh_token().c_str(), 1);
   std::string msg = "dtrain run: the allocation spans " + env_string("SLURM_JOB_NUM_NODES", "?") + " hosts (" +
                     env_string("SLURM_JOB_NODELIST", "") + "): starting " + std::to_string(o.nproc) + " ranks with srun\n";
   ssize_t ignored = ::write(2, msg.data(), msg.size());
