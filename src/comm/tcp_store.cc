@@ -160,6 +160,8 @@ void TcpStoreServer::serve() {
         ssize_t k = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
         if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) keep = false;
         if (k > 0) keep = s.service.feed(fd, buf, static_cast<size_t>(k));
+        // Counted before the answer (a refusal) can reach the client, who may look at once.
+        refused_by_service_.store(s.service.refused());
       }
       if (!keep) {
         drop(fd);
@@ -172,7 +174,6 @@ void TcpStoreServer::serve() {
     for (auto& [fd, conn] : s.conns)
       if (!s.service.outbox(fd).empty() && !flush(fd, s.service.outbox(fd))) broken.push_back(fd);
     for (int fd : broken) drop(fd);
-    refused_by_service_.store(s.service.refused());
   }
 }
 
