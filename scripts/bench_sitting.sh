@@ -1,62 +1,96 @@
 #!/usr/bin/env bash
-# One sitting of the headline measurements, dtrain beside its peers, back to back on the same
-# machine: p2p vs raw limits, all-reduce (shm n=2/4/8, tcp n=2) and all-gather /
-# reduce-scatter / broadcast vs OpenMPI and Gloo, ddp vs PyTorch DDP and the 2-process
-# compute ceiling, HOGWILD! on news20 and a9a.
-# Everything goes to OUT (default out/sitting-<time>); `uptime` is logged before each step.
-# Needs the peers built in PEERS (copy ../shared/peers somewhere writable, run install.sh)
-# and, for HOGWILD!, news20 and a9a in the data directory (DTRAIN_DATA_DIR, default here
-# ../shared/data; see 'dtrain data').
+# One sitting of the performance targets, dtrain beside its peers, back to back on the same
+# machine, ending with a table of every target: measured, peer, ratio, target, met or not
+# (scripts/sitting_table.py; also written to OUT/table.md).
+#
+#   scripts/bench_sitting.sh                 # everything (~15-25 min on 2 cores)
+#   PARTS="coll train" scripts/bench_sitting.sh    # a subset: coll, tcp, train, main, hogwild
+#
+# The peers (OpenMPI, Gloo, PyTorch DDP) are prepared here: unless PEERS already holds built
+# binaries, ../shared/peers (or PEERS_SRC) is copied into OUT/peers and its install.sh run
+# (apt-get: needs root). The datasets come from the data directory (DTRAIN_DATA_DIR, default
+# here ../shared/data; see `dtrain data`). `uptime` is logged before each step: a sitting whose
+# load is not its own is not comparable. Raw output: OUT/log.txt and the files beside it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PEERS=${PEERS:-/tmp/peers}
 OUT=${OUT:-out/sitting-$(date +%Y%m%d-%H%M%S)}
+PARTS=${PARTS:-coll tcp train main hogwild}
 B=build/bin/dtrain
 T=${T:-0.3}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
 export DTRAIN_DATA_DIR=${DTRAIN_DATA_DIR:-$(cd .. && pwd)/shared/data}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPIRUN="mpirun --oversubscribe"
+[[ -x $B ]] || { echo "bench_sitting: $B is missing: run scripts/build.sh first" >&2; exit 2; }
+
+PEERS=${PEERS:-$OUT/peers}
+if [[ ! -x $PEERS/bin/mpi_coll ]]; then
+  src=${PEERS_SRC:-$(cd .. && pwd)/shared/peers}
+  if [[ ! -f $src/install.sh ]]; then
+    echo "bench_sitting: no peer programs: set PEERS to a built copy or PEERS_SRC to ../shared/peers" >&2
+    exit 2
+  fi
+  echo "== preparing the peers from $src in $PEERS (apt-get + compile)"
+  rm -rf "$PEERS" && cp -r "$src" "$PEERS" && (cd "$PEERS" && ./install.sh) > "$OUT/peers-install.log" 2>&1 ||
+    { echo "bench_sitting: preparing the peers failed, see $OUT/peers-install.log" >&2; exit 2; }
+fi
+has() { [[ " $PARTS " == *" $1 "* ]]; }
 step() { echo "== $1 $(uptime)" | tee -a "$OUT/log.txt"; shift; "$@" >> "$OUT/log.txt" 2>&1; }
+# step_to FILE NAME CMD...: like step, the command's stdout into FILE (stderr to the log).
+step_to() { local f=$1; shift; echo "== $1 $(uptime)" | tee -a "$OUT/log.txt"; shift; "$@" > "$OUT/$f" 2>> "$OUT/log.txt"; }
 
-OUT="$OUT/p2p" scripts/bench_p2p_vs_peers.sh > "$OUT/p2p.txt" 2>&1
-
-S2="8,64K,1M,16M,64M,256M"
-step "allreduce shm n=2 dtrain+ctx" $B bench collectives -n 2 --transport shm --shm-context --sizes $S2 --seconds $T
-step "allreduce shm n=2 dtrain"     $B bench collectives -n 2 --transport shm --sizes $S2 --seconds $T
-step "allreduce shm n=2 mpi"        $MPIRUN -np 2 "$PEERS/bin/mpi_coll" mpi_vader $T allreduce 8,65536,1048576,16777216,67108864,268435456
-for n in 4 8; do
-  step "allreduce shm n=$n dtrain+ctx" $B bench collectives -n $n --transport shm --shm-context --sizes 8,1M,64M --seconds $T
-  step "allreduce shm n=$n mpi"        $MPIRUN -np $n "$PEERS/bin/mpi_coll" mpi_vader $T allreduce 8,1048576,67108864
-done
-step "allreduce tcp n=2 dtrain" $B bench collectives -n 2 --transport tcp --sizes 8,64K,1M,64M --seconds $T
-step "allreduce tcp n=2 mpi"    $MPIRUN -np 2 --mca btl self,tcp "$PEERS/bin/mpi_coll" mpi_tcp $T allreduce 8,65536,1048576,67108864
-step "allreduce tcp n=2 gloo"   "$PEERS/bin/gloo_coll" 2 $T allreduce_ring 8,65536,1048576,67108864 gloo
-for n in 2 4; do
-  step "ag/rs/bcast shm n=$n dtrain+ctx" $B bench collectives -n $n --transport shm --shm-context --op allgather,reducescatter,broadcast --sizes 1M,16M --seconds $T
-  step "ag/rs/bcast shm n=$n mpi"        $MPIRUN -np $n "$PEERS/bin/mpi_coll" mpi_vader $T allgather,reduce_scatter,bcast 1048576,16777216
-done
-
-M="--model mlp:784-1024-1024-1024-10 --epochs 1 --optimizer momentum --lr 0.05 --seed 1 --quiet"
-step "ddp 1 rank"          $B train --strategy ddp -n 1 $M --batch 256 --json "$OUT/ddp1.json"
-step "ddp 2 ranks"         $B train -n 2 $M --batch 256 --json "$OUT/ddp2.json"
-step "pytorch single 1"    /usr/bin/python3 "$PEERS/py/ddp_mlp.py" single 1 60 10
-step "pytorch ddp 2"       /usr/bin/python3 "$PEERS/py/ddp_mlp.py" ddp 2 60 10
-
-# The ceiling of 2-rank scaling on this machine: one process training the same MLP step at
-# batch 256, then two independent processes at batch 128 at once (no communication at all).
-CB=build/bin/compute_bench
-if [[ -x $CB ]]; then
-  step "ceiling: 1 process batch 256" $CB --benchmark_filter='MlpTrainStep/batch:256/threads:1/ftz:0' --benchmark_min_time=3
-  step "ceiling: 2 processes batch 128" bash -c "$CB --benchmark_filter='MlpTrainStep/batch:128/threads:1/ftz:0' --benchmark_min_time=3 & $CB --benchmark_filter='MlpTrainStep/batch:128/threads:1/ftz:0' --benchmark_min_time=3; wait"
+SIZES="8,64K,256K,1M,4M,16M,64M,256M"
+MPI_SIZES="8,65536,262144,1048576,4194304,16777216,67108864,268435456"
+if has coll; then
+  for n in 2 4 8; do
+    step "collectives shm n=$n dtrain (default path)" $B bench collectives -n $n --transport shm \
+      --op allreduce,allgather,reducescatter,broadcast --sizes $SIZES --seconds $T --json "$OUT/coll-n$n.json"
+    step_to "mpi-n$n.csv" "collectives shm n=$n OpenMPI vader" \
+      $MPIRUN -np $n "$PEERS/bin/mpi_coll" mpi_vader $T allreduce,allgather,reduce_scatter,bcast $MPI_SIZES
+  done
+fi
+if has tcp; then
+  step "allreduce tcp n=2 dtrain" $B bench collectives -n 2 --transport tcp --sizes 8,64K,1M,64M --seconds $T
+  step "allreduce tcp n=2 mpi" $MPIRUN -np 2 --mca btl self,tcp "$PEERS/bin/mpi_coll" mpi_tcp $T allreduce 8,65536,1048576,67108864
+  step "allreduce tcp n=2 gloo" "$PEERS/bin/gloo_coll" 2 $T allreduce_ring 8,65536,1048576,67108864 gloo
 fi
 
-N="--model softmax --data news20 --normalize --batch 1 --lr 0.5 --epochs 10"
-step "hogwild news20 1 thread"  $B train $N --strategy hogwild --threads 1 --json "$OUT/hogn1.json"
-step "hogwild news20 2 threads" $B train $N --strategy hogwild --threads 2 --json "$OUT/hogn2.json"
-H="--model logreg --data a9a --batch 1 --lr 0.01 --epochs 5"
-step "hogwild a9a 1 thread"  $B train $H --strategy hogwild --threads 1 --json "$OUT/hog1.json"
-step "hogwild a9a 2 threads" $B train $H --strategy hogwild --threads 2 --json "$OUT/hog2.json"
-step "locked a9a 2 threads"  $B train $H --strategy hogwild-lock --threads 2 --json "$OUT/lock2.json"
+M="--model mlp:784-1024-1024-1024-10 --epochs 1 --optimizer momentum --lr 0.05 --seed 1 --quiet --batch 256"
+if has train; then
+  for n in 1 2 4; do
+    step "ddp $n rank(s), MLP 784-1024x3-10, global batch 256" $B train --strategy ddp -n $n $M --json "$OUT/train-ddp-n$n.json"
+  done
+  step_to torch-single.csv "pytorch single process" /usr/bin/python3 "$PEERS/py/ddp_mlp.py" single 1 60 10
+  step_to torch-ddp2.csv "pytorch ddp 2 ranks" /usr/bin/python3 "$PEERS/py/ddp_mlp.py" ddp 2 60 10
+  # The ceiling of 2-rank scaling on this machine: one process training the same MLP step at
+  # batch 256, then two independent processes at batch 128 at once (no communication at all).
+  CB=build/bin/compute_bench
+  F='MlpTrainStep/batch:%d/threads:1/ftz:0'
+  step_to ceiling-1x256.txt "ceiling: 1 process batch 256" $CB --benchmark_filter="$(printf $F 256)" --benchmark_min_time=3
+  step_to ceiling-2x128.txt "ceiling: 2 processes batch 128" bash -c \
+    "$CB --benchmark_filter='$(printf $F 128)' --benchmark_min_time=3 & $CB --benchmark_filter='$(printf $F 128)' --benchmark_min_time=3; wait"
+fi
+if has main; then
+  # The README's main job as scripts/main.sh runs it (one rank per core), with --baseline.
+  n=$(nproc); ((n < 2)) && n=2; ((n > 8)) && n=8
+  step "main job: dtrain train -n $n --baseline" $B train -n $n --baseline --quiet --json "$OUT/main.json"
+  /usr/bin/python3 - "$OUT" <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1] + "/main.json"))
+json.dump({"examples_per_second": j["examples_per_second"]}, open(sys.argv[1] + "/train-main.json", "w"))
+json.dump({"examples_per_second": j["baseline"]["examples_per_second"]}, open(sys.argv[1] + "/train-main-baseline.json", "w"))
+EOF
+fi
+if has hogwild; then
+  N="--model softmax --data news20 --normalize --batch 1 --lr 0.5 --epochs 10"
+  step "hogwild news20 1 thread" $B train $N --strategy hogwild --threads 1 --json "$OUT/hog-news20-t1.json"
+  step "hogwild news20 2 threads" $B train $N --strategy hogwild --threads 2 --json "$OUT/hog-news20-hogwild-t2.json"
+  H="--model logreg --data a9a --batch 1 --lr 0.01 --epochs 5"
+  step "hogwild a9a 1 thread" $B train $H --strategy hogwild --threads 1 --json "$OUT/hog-a9a-t1.json"
+  step "hogwild a9a 2 threads" $B train $H --strategy hogwild --threads 2 --json "$OUT/hog-a9a-hogwild-t2.json"
+  step "locked a9a 2 threads" $B train $H --strategy hogwild-lock --threads 2 --json "$OUT/hog-a9a-lock-t2.json"
+fi
 echo "== done $(uptime)" | tee -a "$OUT/log.txt"
+/usr/bin/python3 scripts/sitting_table.py "$OUT"
 echo "results in $OUT"

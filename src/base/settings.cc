@@ -54,7 +54,7 @@ const std::vector<SettingInfo> kTable = {
     {"DTRAIN_SEGMENT_BYTES", T::kBytes, "1M", "pipelining unit of the collectives", "world (CollConfig)"},
     {"DTRAIN_COLL_CHECK", T::kFlag, "1",
      "exchange each collective's fingerprint so a mismatched call is an error naming both", "world (CollConfig)"},
-    {"DTRAIN_SHM_CONTEXT", T::kFlag, "0", "shared-memory fast paths for collectives on an shm transport",
+    {"DTRAIN_SHM_CONTEXT", T::kFlag, "1", "shared-memory fast paths for collectives on an shm transport (0: messages only)",
      "world (CollConfig)"},
     {"DTRAIN_SHM_YIELD_US", T::kMicroseconds, "100",
      "shared-memory collectives, ranks outnumbering cores: yield budget before sleeping", "world (CollConfig)"},

@@ -5,11 +5,14 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <chrono>
 #include <sstream>
+#include <thread>
 
 #include "base/buffer_pool.h"
 #include "base/error.h"
 #include "coll/reduce_kernels.h"
+#include "coll/shm_context.h"
 
 namespace dtrain {
 namespace {
@@ -69,6 +72,32 @@ std::string Fingerprint::describe() const {
   return os.str();
 }
 
+std::string report_desync(Communicator& comm, const Fingerprint& mine, int other, const Fingerprint& theirs) {
+  const int me = comm.rank();
+  std::ostringstream m;
+  m << rank_name(comm, me) << " called " << call_text(mine) << " but " << rank_name(comm, other) << " called "
+    << call_text(theirs);
+  const std::string key = "coll/desync/" + std::to_string(mine.seq) + "/" + std::to_string(me);
+  try {
+    Store& store = comm.store();
+    store.set(key, std::to_string(other) + "|" + call_text(theirs) + "|" + call_text(mine));
+    store.set("coll/dead/" + std::to_string(mine.seq), std::to_string(me) + "|" + m.str());
+  } catch (...) {
+  }
+  if (comm.size() > 1) {
+    try {
+      Fingerprint record = mine;
+      record.reserved |= kChecked;
+      comm.transport()
+          .isend((me + 1) % comm.size(), Communicator::collective_tag(kFingerprintSeq, kFingerprintStep), &record,
+                 sizeof record)
+          .wait(0.2);
+    } catch (...) {
+    }
+  }
+  return m.str();
+}
+
 size_t resolve_segment_bytes(const CollConfig& config, const CollOptions& opts) {
   return opts.segment_bytes > 0 ? opts.segment_bytes : std::max<size_t>(config.segment_bytes, 1);
 }
@@ -101,6 +130,8 @@ Call::Call(Communicator& comm, CollOp op, const CollOptions& opts, Algorithm alg
   // alone turned the check off is simply not compared, never a false desync or a wait.
   checking_ = fingerprint_enabled(comm.coll_config(), opts);
   fp_.reserved = checking_ ? kChecked : 0;
+  // Ranks waiting in the shared-memory context can see which call this rank is in.
+  if (opts.shm && opts.shm->serves(comm)) opts.shm->publish_call(fp_);
   if (size_ > 1) {
     uint64_t t = Communicator::collective_tag(kFingerprintSeq, kFingerprintStep);
     Transport& tr = comm.transport();
@@ -206,7 +237,13 @@ void Call::fail(std::exception_ptr e) {
     // A rank that left because it found a mismatched call: the job failed for the mismatch,
     // and the rank to blame is the one whose call differs, not the one that is gone.
     if (!reason.empty()) {
+      // The other ranks that found the mismatch may still be writing their reports: give them
+      // a moment (bounded) to form a majority before falling back to naming the rank that left.
       std::string verdict = desync_verdict();
+      for (int i = 0; i < 20 && verdict.empty(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        verdict = desync_verdict();
+      }
       if (!verdict.empty())
         DT_THROW(Desync, rank_name(comm_, rank_) << ": " << describe() << " failed: " << verdict << " ("
                                                   << rank_name(comm_, dead) << " found it and left)");

@@ -77,6 +77,7 @@ class Call {
   int rank() const { return rank_; }
   int size() const { return size_; }
   uint64_t seq() const { return fp_.seq; }
+  const Fingerprint& fingerprint() const { return fp_; }
   DType dtype() const { return dtype_; }
   size_t elem() const { return elem_; }
   ReduceOp redop() const { return redop_; }
@@ -134,6 +135,13 @@ class Call {
   std::exception_ptr setup_error_;  // posting the fingerprint failed (e.g. a dead neighbour)
   std::vector<char> scratch_;
 };
+
+// A desync found outside a Call (coll/shm_context.h sees every rank's call in shared memory):
+// records it in the store as a Call records one, so the ranks that learn of it second-hand name
+// the same culprit, and sends `mine` on the fingerprint stream to rank+1, so a neighbour waiting
+// in a message-path Call compares it and fails at once. Returns the message to throw. Best
+// effort: a failing store or transport does not hide the desync.
+std::string report_desync(Communicator& comm, const Fingerprint& mine, int other, const Fingerprint& theirs);
 
 // The segment size in bytes an option struct asks for (0 = the communicator's configuration).
 size_t resolve_segment_bytes(const CollConfig& config, const CollOptions& opts);

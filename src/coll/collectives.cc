@@ -35,15 +35,16 @@ uint64_t hash_counts(const std::vector<size_t>& counts) {
 }  // namespace
 
 namespace {
-// The shared-memory fast paths need a ShmContext. With DTRAIN_SHM_CONTEXT=1 (CollConfig), unless the
-// caller passed one, the communicator keeps one (built by the first collective that asks:
-// every rank reaches that same call) whenever its transport is shm. It is off by default:
-// on that path a rank that skips a collective or dies before the context exists makes the
-// others wait out the timeout, and desync/dead-rank errors name less than the message path's.
+// The shared-memory fast paths need a ShmContext. Unless the caller passed one, the
+// communicator keeps one (built with it, coll/communicator.cc) whenever its transport is shm
+// and DTRAIN_SHM_CONTEXT is not 0 (the default).
+// Its errors read as the message path's: a dead rank is "rank q is gone" (the transport's
+// liveness check), a mismatched call a Desync naming the ranks that differ from the majority,
+// a missing rank a Timeout naming it.
 ShmContext* communicator_shm_context(Communicator& comm) {
   if (comm.size() < 2 || std::string(comm.transport().kind()) != "shm") return nullptr;
   if (!comm.coll_config().shm_context) return nullptr;
-  return comm.attachment<ShmContext>("coll/shm_context", [&] { return std::make_shared<ShmContext>(comm); }).get();
+  return comm.attachment<ShmContext>(kShmContextKey, [&] { return std::make_shared<ShmContext>(comm); }).get();
 }
 
 template <class O>

@@ -1,4 +1,5 @@
 #include "coll/communicator.h"
+#include "coll/shm_context.h"
 
 #include <algorithm>
 #include <sstream>
@@ -23,6 +24,11 @@ Communicator::Communicator(std::shared_ptr<Store> store, int rank, int size, con
            "communicator '" << name_ << "': rank " << rank << " outside a group of size " << size);
   auto transport_store = std::make_shared<PrefixStore>("transport", store_);
   transport_ = Transport::create(*transport_store, rank, size, opts);
+  // The collectives' shared-memory context (coll/shm_context.h) is built here, with the
+  // transport, not at the first collective: a rank that skips a collective or dies later meets
+  // the fingerprint exchange and the liveness checks, never a half-built context.
+  if (size_ > 1 && coll_.shm_context && std::string(transport_->kind()) == "shm")
+    attachment<ShmContext>(kShmContextKey, [&] { return std::make_shared<ShmContext>(*this); });
 }
 
 std::shared_ptr<Communicator> Communicator::from_env(const Settings& settings) {

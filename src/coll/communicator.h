@@ -68,6 +68,9 @@ class Communicator {
   std::shared_ptr<Communicator> split(int color, int key);
 
   uint64_t next_sequence() { return sequence_.fetch_add(1, std::memory_order_relaxed); }
+  // Numbers internal set-up steps that meet through the store (a shared-memory context's keys)
+  // without shifting the collectives' sequence numbers, which errors and traces name.
+  uint64_t next_setup_sequence() { return setup_sequence_.fetch_add(1, std::memory_order_relaxed); }
   static uint64_t collective_tag(uint64_t seq, uint32_t step) {
     return (uint64_t{1} << 63) | ((seq & ((uint64_t{1} << 39) - 1)) << 24) | (step & 0xffffff);
   }
@@ -97,6 +100,7 @@ class Communicator {
   std::vector<int> world_ranks_;
   std::unique_ptr<Transport> transport_;
   std::atomic<uint64_t> sequence_{0};
+  std::atomic<uint64_t> setup_sequence_{0};
   int splits_ = 0;
   std::vector<std::shared_ptr<void>> keepalive_;
   std::mutex attachments_mu_;

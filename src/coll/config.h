@@ -32,7 +32,7 @@ struct ForcedAlgorithm {
 struct CollConfig {
   size_t segment_bytes = size_t{1} << 20;
   bool check = true;
-  bool shm_context = false;
+  bool shm_context = true;  // DTRAIN_SHM_CONTEXT
   double shm_yield_us = 100;
   std::string calibration_path;  // "" = the built-in cost parameters
   std::string host_id;           // "" = the host name

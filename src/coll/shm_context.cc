@@ -31,6 +31,10 @@ struct ShmContext::Header {
   std::atomic<uint32_t> doorbell{0};  // futex word: bumped on every arrival
   std::atomic<uint32_t> sleepers{0};  // ranks sleeping on this doorbell
   alignas(64) Fingerprint fp[2];
+  // The call this rank is in, on any path (a seqlock: odd while being written), so a waiter
+  // can tell a peer that is late from a peer that is in another call (publish_call).
+  std::atomic<uint32_t> current_version{0};
+  Fingerprint current;
   int64_t pid = 0;
   uint64_t id = 0;  // random, the same in every mapping: names this rank's arrivals for TSan
 };
@@ -50,6 +54,27 @@ inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
+}
+// Waits for a peer's key while checking that the peer is alive: a peer that died before it
+// published is a PeerFailure naming it, as on the message path, not a wait for the whole
+// timeout.
+std::string await_handle(Communicator& comm, const std::string& key, int q, const Deadline& deadline) {
+  Store& store = comm.store();
+  while (!store.check({key})) {
+    std::string gone = comm.transport().peer_gone(q);
+    if (!gone.empty())
+      throw PeerFailure("rank " + std::to_string(comm.rank()) + ": building the shared-memory context failed: rank " +
+                            std::to_string(q) + " is gone [" + gone + "]",
+                        q);
+    if (deadline.expired())
+      DT_THROW(Timeout, "rank " << comm.rank() << ": building the shared-memory context timed out; never reached by rank "
+                                << q);
+    try {
+      store.wait({key}, 0.05);
+    } catch (const Timeout&) {
+    }
+  }
+  return store.get(key);
 }
 }  // namespace
 
@@ -74,16 +99,21 @@ ShmContext::ShmContext(Communicator& comm, size_t slot_bytes)
   new (segs_[rank_]) Header();
   header(rank_)->pid = ::getpid();
   header(rank_)->id = (static_cast<uint64_t>(rd()) << 32) | rd();
-  std::string key = "shmctx/" + std::to_string(comm.next_sequence()) + "/";
+  std::string key = "shmctx/" + std::to_string(comm.next_setup_sequence()) + "/";
   try {
     comm.store().set(key + std::to_string(rank_), own.handle);
+    const Deadline deadline = Deadline::after(comm.timeout());
     for (int q = 0; q < size_; ++q) {
       if (q == rank_) continue;
       std::string who = "rank " + std::to_string(q);
-      Fd f = open_shm_segment(comm.store().get(key + std::to_string(q)), seg_bytes_, who, q);
+      Fd f = open_shm_segment(await_handle(comm, key + std::to_string(q), q, deadline), seg_bytes_, who, q);
       segs_[q] = map(f.get(), who + "'s segment");
     }
-    comm.barrier();  // everyone has mapped everything; `own` closes its descriptor
+    // Everyone has mapped everything before `own` closes its descriptor: a barrier through the
+    // store, which draws no collective sequence number.
+    comm.store().set(key + "mapped/" + std::to_string(rank_), "1");
+    for (int q = 0; q < size_; ++q)
+      if (q != rank_) await_handle(comm, key + "mapped/" + std::to_string(q), q, deadline);
   } catch (...) {
     for (char*& seg : segs_)
       if (seg) ::munmap(std::exchange(seg, nullptr), seg_bytes_);
@@ -103,8 +133,36 @@ char* ShmContext::slot(int rank, uint64_t phase) const {
   return segs_[rank] + kHeaderBytes + (phase & 1) * slot_bytes_;
 }
 
-void ShmContext::arrive(uint64_t phase) {
+void ShmContext::publish_call(const Fingerprint& fp) {
   Header* h = header(rank_);
+  uint32_t v = h->current_version.load(std::memory_order_relaxed);
+  h->current_version.store(v + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  h->current = fp;
+  h->current_version.store(v + 2, std::memory_order_release);
+}
+
+bool ShmContext::current_call(int q, Fingerprint* out) const {
+  const Header* h = header(q);
+  uint32_t v1 = h->current_version.load(std::memory_order_acquire);
+  if (v1 == 0 || (v1 & 1)) return false;
+  *out = h->current;
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return h->current_version.load(std::memory_order_relaxed) == v1;
+}
+
+void ShmContext::check_peer_call(int q, const Fingerprint& mine) {
+  // A peer that has not arrived is either late or elsewhere: in another call with this number,
+  // or already past it (it skipped this one).
+  Fingerprint theirs;
+  if (!current_call(q, &theirs)) return;
+  if (theirs.seq < mine.seq || (theirs.seq == mine.seq && same_call(theirs, mine))) return;
+  DT_THROW(Desync, report_desync(comm_, mine, q, theirs));
+}
+
+void ShmContext::arrive(uint64_t phase, const Fingerprint* fp) {
+  Header* h = header(rank_);
+  if (fp) h->fp[phase & 1] = *fp;
   tsan_release(tsan_key(h->id, 0));  // see base/tsan.h
   h->arrived.store(phase, std::memory_order_release);
   h->doorbell.fetch_add(1, std::memory_order_seq_cst);
@@ -112,7 +170,7 @@ void ShmContext::arrive(uint64_t phase) {
 }
 
 void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const std::function<std::string()>& what,
-                          size_t busy_bytes) {
+                          size_t busy_bytes, const Fingerprint* fp) {
   // Three stages, each bounded, until the peer arrives:
   // - spin (pause loop) for kSpinNs while ranks fit the cores: the peer is running and
   //   about to arrive, and a sleeping rank costs a wake-up (tens of us on a VM, where waking
@@ -149,9 +207,15 @@ void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const std::f
       if (h->arrived.load(std::memory_order_acquire) < phase) futex_wait(&h->doorbell, seen, 1000);
       h->sleepers.fetch_sub(1, std::memory_order_seq_cst);
       if (h->arrived.load(std::memory_order_acquire) >= phase) break;
-      if (pids_[q] != ::getpid() && ::kill(static_cast<pid_t>(pids_[q]), 0) != 0 && errno == ESRCH)
-        throw PeerFailure("rank " + std::to_string(rank_) + ": rank " + std::to_string(q) + " (pid " +
-                              std::to_string(pids_[q]) + ") exited during " + what(),
+      // The same liveness verdict the transport gives its own waiters (a closed transport,
+      // an exited process), so a dead rank reads alike on every path.
+      std::string gone = comm_.transport().peer_gone(q);
+      if (gone.empty() && pids_[q] != ::getpid() && ::kill(static_cast<pid_t>(pids_[q]), 0) != 0 && errno == ESRCH)
+        gone = "rank " + std::to_string(q) + " (pid " + std::to_string(pids_[q]) + ") exited";
+      if (fp) check_peer_call(q, *fp);
+      if (!gone.empty())
+        throw PeerFailure("rank " + std::to_string(rank_) + ": " + what() + " failed: rank " + std::to_string(q) +
+                              " is gone [" + gone + "]",
                           q);
       if (deadline.expired()) {
         std::ostringstream os;
@@ -164,6 +228,48 @@ void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const std::f
   }
   for (int q = 0; q < size_; ++q)
     if (q != rank_) tsan_acquire(tsan_key(header(q)->id, 0));  // pairs with arrive(); base/tsan.h
+  // Everyone arrived: at this phase, in the same call? (A rank in another call would read
+  // this phase's slots as something else.)
+  if (fp)
+    for (int q = 0; q < size_; ++q)
+      if (!same_call(header(q)->fp[phase & 1], *fp)) throw_desync(phase);
+}
+
+bool ShmContext::same_call(const Fingerprint& a, const Fingerprint& b) {
+  return a.seq == b.seq && a.count == b.count && a.dtype == b.dtype && a.redop == b.redop && a.op == b.op &&
+         a.root == b.root;
+}
+
+void ShmContext::throw_desync(uint64_t phase) {
+  // Every rank sees every rank's call, so each names the same culprits: the ranks whose call
+  // differs from what most ranks called (all of them when no call has a majority).
+  std::vector<const Fingerprint*> calls(static_cast<size_t>(size_));
+  for (int q = 0; q < size_; ++q) calls[q] = &header(q)->fp[phase & 1];
+  int common = 0, common_votes = 0;
+  for (int q = 0; q < size_; ++q) {
+    int votes = 0;
+    for (int r = 0; r < size_; ++r) votes += same_call(*calls[q], *calls[r]);
+    if (votes > common_votes) common = q, common_votes = votes;
+  }
+  const bool majority = common_votes * 2 > size_;
+  std::ostringstream m, agreeing;
+  m << "rank " << rank_ << ": collective desync:";
+  int n_agree = 0;
+  for (int q = 0; q < size_; ++q) {
+    if (majority && same_call(*calls[q], *calls[common]))
+      agreeing << (n_agree++ ? ", " : " ") << q;
+    else
+      m << " rank " << q << " called " << calls[q]->describe() << " as collective #" << calls[q]->seq << ";";
+  }
+  if (majority)
+    m << " rank" << (n_agree > 1 ? "s" : "") << agreeing.str() << " called " << calls[common]->describe()
+      << " as collective #" << calls[common]->seq;
+  for (int q = 0; q < size_; ++q)  // for the ranks on the message path, which learn of it second-hand
+    if (!same_call(*calls[q], *calls[rank_])) {
+      report_desync(comm_, *calls[rank_], q, *calls[q]);
+      break;
+    }
+  DT_THROW(Desync, m.str());
 }
 
 void ShmContext::allreduce_small(void* buf, size_t count, DType t, ReduceOp op, const Fingerprint& fp,
@@ -171,24 +277,20 @@ void ShmContext::allreduce_small(void* buf, size_t count, DType t, ReduceOp op, 
   const size_t bytes = count * dtype_size(t);
   DT_CHECK(bytes <= slot_bytes_, InvalidArgument, "ShmContext: " << bytes << " bytes exceed the slot");
   uint64_t phase = next_phase();
+  publish_call(fp);
   copy_bytes(my_slot(phase), buf, bytes);
-  header(rank_)->fp[phase & 1] = fp;
-  arrive(phase);
-  wait_all(phase, deadline, [&] {
-    std::ostringstream what;
-    what << "allreduce #" << fp.seq << " (shm_direct, " << dtype_name(t) << " x " << count << ")";
-    return what.str();
-  });
+  arrive(phase, &fp);
+  wait_all(
+      phase, deadline,
+      [&] {
+        std::ostringstream what;
+        what << "allreduce #" << fp.seq << " (shm_direct, " << dtype_name(t) << " x " << count << ")";
+        return what.str();
+      },
+      0, &fp);
   std::vector<const void*>& in_rank_order = inputs_;
   in_rank_order.resize(static_cast<size_t>(size_));
-  for (int q = 0; q < size_; ++q) {
-    const Fingerprint& other = header(q)->fp[phase & 1];
-    if (other.seq != fp.seq || other.count != fp.count || other.dtype != fp.dtype || other.redop != fp.redop ||
-        other.op != fp.op || other.root != fp.root)
-      DT_THROW(Desync, "rank " << rank_ << " called " << fp.describe() << " as collective #" << fp.seq << " but rank "
-                                << q << " called " << other.describe() << " as collective #" << other.seq);
-    in_rank_order[q] = slot(q, phase);
-  }
+  for (int q = 0; q < size_; ++q) in_rank_order[q] = slot(q, phase);
   if (count) reduce_ordered(t, op, buf, in_rank_order.data(), size_, count);
   if (op == ReduceOp::kAvg) finish_avg(t, buf, count, size_);
 }

@@ -4,17 +4,22 @@
 // Contract
 // - ShmContext(comm, slot_bytes) is collective over comm (every rank on one host: each maps
 //   every other rank's segment, an anonymous memfd published through comm.store() and opened
-//   through /proc, comm/shm_segment.h: nothing is ever left in /dev/shm). Build it once, next to the communicator, and pass it in the options
-//   (CollOptions::shm); it must outlive the calls that use it and the communicator.
+//   through /proc, comm/shm_segment.h: nothing is ever left in /dev/shm). It meets through
+//   the store only (no collective sequence number is drawn) and names a peer that died
+//   meanwhile. A communicator on an shm transport builds its own with it (kShmContextKey,
+//   unless DTRAIN_SHM_CONTEXT=0), which every collective uses; a caller may also build one and
+//   pass it in the options (CollOptions::shm); it must outlive the calls that use it.
 // - A segment holds an arrival counter (own cache line), two fingerprint records and two
 //   data slots of slot_bytes, used alternately: call k writes slot k%2 only after every rank
 //   has arrived at call k-1, so nobody still reads it.
 // - arrive(k) publishes "I reached phase k" and rings the rank's doorbell (a futex word);
 //   wait_all(k, deadline) spins for ~10 us when ranks fit the cores, then sleeps on each
 //   missing peer's doorbell until every rank has arrived, throwing Timeout naming the ranks
-//   that did not arrive, and PeerFailure when a peer process has exited.
+//   that did not arrive, and PeerFailure ("rank q is gone") when the peer's transport is
+//   closed or its process has exited (Transport::peer_gone, checked every millisecond).
 // - allreduce_small(): the all-reduce of a buffer that fits a slot in ONE phase: write data +
-//   fingerprint, arrive, wait, check every rank's fingerprint (Desync naming both calls),
+//   fingerprint, arrive, wait, check every rank's fingerprint (Desync naming the ranks whose
+//   call differs from the majority's, and what each called),
 //   reduce all slots in rank order (bit-identical everywhere, deterministic).
 // Thread-safety: one collective at a time per context, like the communicator.
 #pragma once
@@ -33,6 +38,10 @@
 
 namespace dtrain {
 
+// The key under which a communicator keeps its own context (Communicator::attachment): built
+// with the communicator when its transport is shm and CollConfig::shm_context is on.
+inline constexpr const char* kShmContextKey = "coll/shm_context";
+
 class ShmContext {
  public:
   explicit ShmContext(Communicator& comm, size_t slot_bytes = 64 << 10);
@@ -48,13 +57,19 @@ class ShmContext {
   uint64_t next_phase() { return ++phase_; }
   char* my_slot(uint64_t phase) { return slot(rank_, phase); }
   const char* slot_of(int rank, uint64_t phase) { return slot(rank, phase); }
-  void arrive(uint64_t phase);
+  // fp (when given) is the call this phase belongs to: waiters compare it (Desync on mismatch).
+  void arrive(uint64_t phase, const Fingerprint* fp = nullptr);
   // `what` names the operation in a Timeout/PeerFailure message; it is only called then.
   // busy_bytes: how much the slowest peer may still be copying before it arrives (0 when
   // unknown); while ranks fit the cores the waiter spins that much longer (at ~4 GB/s,
   // capped at 2 ms) instead of sleeping, because waking a sleeper costs more than the wait.
+  // fp (when given): every rank's phase must carry the same call, and a peer found (while
+  // waiting) in another call with this number, or past it, is a Desync naming both calls.
   void wait_all(uint64_t phase, const Deadline& deadline, const std::function<std::string()>& what,
-                size_t busy_bytes = 0);
+                size_t busy_bytes = 0, const Fingerprint* fp = nullptr);
+  // Publishes the call this rank has entered (every collective that was given this context
+  // does, on either path), for check_peer_call on the waiting ranks.
+  void publish_call(const Fingerprint& fp);
 
   // Whether the ranks agreed that cross-memory reads (process_vm_readv) work among them:
   // -1 not probed yet, 0 refused, 1 allowed. Set once by the shm-direct algorithms.
@@ -66,6 +81,10 @@ class ShmContext {
  private:
   struct Header;
   Header* header(int rank) const;
+  static bool same_call(const Fingerprint& a, const Fingerprint& b);
+  bool current_call(int q, Fingerprint* out) const;
+  void check_peer_call(int q, const Fingerprint& mine);
+  [[noreturn]] void throw_desync(uint64_t phase);
   char* slot(int rank, uint64_t phase) const;
 
   Communicator& comm_;

@@ -98,8 +98,8 @@ struct Phases {
     if (!ctx) return ::dtrain::algo::barrier_or(c, base, flag);
     uint64_t ph = ctx->next_phase();
     *ctx->my_slot(ph) = flag;
-    ctx->arrive(ph);
-    ctx->wait_all(ph, deadline, [this] { return c.describe(); }, busy_bytes);
+    ctx->arrive(ph, &c.fingerprint());
+    ctx->wait_all(ph, deadline, [this] { return c.describe(); }, busy_bytes, &c.fingerprint());
     bool any = false;
     for (int q = 0; q < c.size(); ++q) any = any || *ctx->slot_of(q, ph) != 0;
     return any;
@@ -116,8 +116,8 @@ struct Phases {
     if (ctx) {
       uint64_t ph = ctx->next_phase();
       std::memcpy(ctx->my_slot(ph), &self, sizeof self);
-      ctx->arrive(ph);
-      ctx->wait_all(ph, deadline, [this] { return c.describe(); });
+      ctx->arrive(ph, &c.fingerprint());
+      ctx->wait_all(ph, deadline, [this] { return c.describe(); }, 0, &c.fingerprint());
       for (int q = 0; q < p; ++q) std::memcpy(&peers[q], ctx->slot_of(q, ph), sizeof(Peer));
     } else {
       std::vector<Request> reqs;

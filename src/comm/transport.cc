@@ -472,6 +472,19 @@ void Transport::progress_locked() {
   }
 }
 
+std::string Transport::peer_gone(int peer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (peer == rank_ || peer < 0 || peer >= size_) return "";
+  if (Peer& p = *peers_[peer]; p.error) {
+    try {
+      std::rethrow_exception(p.error);
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+  }
+  return fabric_->peer_gone(peer);
+}
+
 void Transport::check_liveness_locked() {
   for (int peer = 0; peer < size_; ++peer) {
     Peer& p = *peers_[peer];

@@ -112,6 +112,11 @@ class Transport {
   // Leaves the group: pending operations fail here and on the peers. Idempotent.
   void close();
 
+  // Why `peer` is gone, or "" while a quick check finds it alive: this transport already
+  // failed it, or the fabric says so (closed its transport, its process exited). For waiters
+  // that synchronise outside the transport (coll/shm_context.h) and poll a peer's liveness.
+  std::string peer_gone(int peer);
+
   // Total bytes this rank sent / received (payload only), for benchmarks and traces.
   uint64_t bytes_sent() const { return bytes_sent_.load(std::memory_order_relaxed); }
   uint64_t bytes_received() const { return bytes_received_.load(std::memory_order_relaxed); }

@@ -32,7 +32,7 @@ TEST(Settings, UnsetMeansTheTablesDefault) {
   EXPECT_EQ(s.bytes("DTRAIN_SHM_RING_BYTES"), 1 << 20);
   EXPECT_EQ(s.bytes("DTRAIN_SEGMENT_BYTES"), 1 << 20);
   EXPECT_TRUE(s.flag("DTRAIN_COLL_CHECK"));
-  EXPECT_FALSE(s.flag("DTRAIN_SHM_CONTEXT"));
+  EXPECT_TRUE(s.flag("DTRAIN_SHM_CONTEXT"));
   EXPECT_EQ(s.choice("DTRAIN_TRANSPORT"), "auto");
   EXPECT_EQ(s.text("DTRAIN_BIND_ADDR"), "127.0.0.1");
 }

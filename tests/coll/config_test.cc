@@ -33,7 +33,7 @@ TEST(CollConfig, DefaultsAreAnUnsetEnvironment) {
 TEST(CollConfig, ReadsEveryCollectivesSetting) {
   auto s = Settings::from_map({{"DTRAIN_SEGMENT_BYTES", "64K"},
                                {"DTRAIN_COLL_CHECK", "0"},
-                               {"DTRAIN_SHM_CONTEXT", "1"},
+                               {"DTRAIN_SHM_CONTEXT", "0"},
                                {"DTRAIN_SHM_YIELD_US", "7"},
                                {"DTRAIN_CALIBRATION", "/nowhere/cal.json"},
                                {"DTRAIN_HOST_ID", "node-a"},
@@ -42,7 +42,7 @@ TEST(CollConfig, ReadsEveryCollectivesSetting) {
   CollConfig c = coll_config_from(s);
   EXPECT_EQ(c.segment_bytes, 64u << 10);
   EXPECT_FALSE(c.check);
-  EXPECT_TRUE(c.shm_context);
+  EXPECT_FALSE(c.shm_context);  // on by default; 0 turns the shared-memory paths off
   EXPECT_EQ(c.shm_yield_us, 7);
   EXPECT_EQ(c.calibration_path, "/nowhere/cal.json");
   EXPECT_EQ(c.host_id, "node-a");

@@ -132,5 +132,82 @@ TEST(ShmContextTest, TimeoutNamesTheAbsentRank) {
   for (int r = 0; r < 2; ++r) EXPECT_NE(errors[r].find("never reached by rank 2"), std::string::npos) << errors[r];
 }
 
+// The context is on by default (CollConfig::shm_context): a small all-reduce takes the
+// one-phase path without the caller passing one, and its errors read as the message path's.
+TEST(ShmContextDefault, SmallAllreduceTakesTheOnePhasePathByDefault) {
+  testing::run_world(3, TransportKind::kShm, [&](Communicator& c) {
+    float x = static_cast<float>(c.rank() + 1);
+    EXPECT_EQ(allreduce(c, &x, 1, DType::kFloat32, ReduceOp::kSum), Algorithm::kShmDirect);
+    EXPECT_EQ(x, 6.0f);
+  });
+  testing::WorldOptions off;
+  off.coll.shm_context = false;  // DTRAIN_SHM_CONTEXT=0: messages only
+  testing::run_world(3, off, [&](Communicator& c) {
+    float x = static_cast<float>(c.rank() + 1);
+    EXPECT_NE(allreduce(c, &x, 1, DType::kFloat32, ReduceOp::kSum), Algorithm::kShmDirect);
+    EXPECT_EQ(x, 6.0f);
+  });
+}
+
+// A rank that is gone, before the context exists or between two calls through it, is a
+// PeerFailure naming it on every survivor, not a Timeout after the whole wait.
+TEST(ShmContextDefault, DeadRankIsNamedBeforeAndAfterTheContextExists) {
+  const int p = 4, dead = 2;
+  for (bool warm : {false, true}) {
+    std::mutex mu;
+    std::vector<std::string> errors(p);
+    std::vector<int> peers(p, -1);
+    testing::WorldOptions o;
+    o.timeout_s = 30;
+    testing::run_world(p, o, [&](Communicator& c) {
+      float x = 1;
+      try {
+        if (warm) allreduce(c, &x, 1, DType::kFloat32, ReduceOp::kSum);  // builds the context
+        if (c.rank() == dead) {
+          c.transport().close();
+          return;
+        }
+        allreduce(c, &x, 1, DType::kFloat32, ReduceOp::kSum);
+      } catch (const PeerFailure& e) {
+        std::lock_guard<std::mutex> lock(mu);
+        errors[c.rank()] = e.what();
+        peers[c.rank()] = e.peer();
+      }
+    });
+    for (int r = 0; r < p; ++r) {
+      if (r == dead) continue;
+      EXPECT_EQ(peers[r], dead) << "warm=" << warm << " rank " << r << ": " << errors[r];
+      EXPECT_NE(errors[r].find("rank 2 is gone"), std::string::npos) << errors[r];
+      EXPECT_NE(errors[r].find("closed its transport"), std::string::npos) << errors[r];
+      if (warm) {
+        EXPECT_NE(errors[r].find("allreduce #"), std::string::npos) << errors[r];
+      }
+    }
+  }
+}
+
+// Every rank sees every rank's fingerprint: all of them name the rank whose call differs from
+// the majority's, with both calls.
+TEST(ShmContextDefault, DesyncNamesTheRankThatDiffersFromTheMajority) {
+  const int p = 4;
+  std::mutex mu;
+  std::vector<std::string> errors(p);
+  testing::run_world(p, TransportKind::kShm, [&](Communicator& c) {
+    std::vector<float> buf(c.rank() == 2 ? 20 : 10, 1.0f);
+    try {
+      allreduce(c, buf.data(), buf.size(), DType::kFloat32, ReduceOp::kSum);
+    } catch (const Desync& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      errors[c.rank()] = e.what();
+    }
+  });
+  for (int r = 0; r < p; ++r) {
+    EXPECT_NE(errors[r].find("collective desync: rank 2 called allreduce(float32 x 20"), std::string::npos)
+        << r << ": " << errors[r];
+    EXPECT_NE(errors[r].find("ranks 0, 1, 3 called allreduce(float32 x 10"), std::string::npos)
+        << r << ": " << errors[r];
+  }
+}
+
 }  // namespace
 }  // namespace dtrain

@@ -1,0 +1,170 @@
+#!/usr/bin/python3
+"""The target table of one sitting (scripts/bench_sitting.sh): every target of the performance
+issues, measured beside its peer in the same sitting, with the ratio and whether it is met.
+
+Usage: sitting_table.py OUT_DIR     (prints markdown; also writes OUT_DIR/table.md)
+
+Reads what the sitting left in OUT_DIR:
+  coll-n{2,4,8}.json   dtrain bench collectives --json rows (default settings)
+  mpi-n{2,4,8}.csv     OpenMPI vader rows: COLL,<impl>,<op>,<n>,<bytes>,<iters>,<time_us>,<algbw>,<busbw>,<check>
+  train-*.json         dtrain train --json summaries (examples_per_second)
+  torch-*.csv          ../shared/peers/py/ddp_mlp.py rows: TRAIN,...,<samples_per_s>
+  ceiling-*.txt        compute_bench MlpTrainStep output (items_per_second)
+  hog-*.json           HOGWILD! runs (dtrain train --json)
+A missing file makes its rows say "not measured"; nothing is guessed.
+Conventions as nccl-tests: busbw for bandwidth, time for 8-byte calls; dtrain and OpenMPI use
+the same size meaning per op (all-gather: the whole output; reduce-scatter: the whole input).
+"""
+import csv
+import json
+import os
+import re
+import sys
+
+OUT = sys.argv[1] if len(sys.argv) > 1 else "."
+MPI_OP = {"allreduce": "allreduce", "allgather": "allgather", "reducescatter": "reduce_scatter",
+          "broadcast": "bcast"}
+SIZES = [64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20]
+rows = []
+
+
+def path(name):
+    return os.path.join(OUT, name)
+
+
+def load_json(name):
+    try:
+        with open(path(name)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def dtrain_coll(n):
+    """(op, bytes) -> row of dtrain's default path at n ranks."""
+    out = {}
+    for r in load_json(f"coll-n{n}.json") or []:
+        out[(r["op"], int(r["size_bytes"]))] = r
+    return out
+
+
+def mpi_coll(n):
+    out = {}
+    try:
+        with open(path(f"mpi-n{n}.csv")) as f:
+            for rec in csv.reader(f):
+                if len(rec) >= 10 and rec[0] == "COLL":
+                    out[(rec[2], int(rec[4]))] = {"time_us": float(rec[6]), "busbw_gbps": float(rec[8]),
+                                                  "ok": rec[9] == "ok"}
+    except OSError:
+        pass
+    return out
+
+
+def size_name(b):
+    for unit, s in (("M", 1 << 20), ("K", 1 << 10)):
+        if b >= s and b % s == 0:
+            return f"{b // s} {unit}iB"
+    return f"{b} B"
+
+
+def add(case, ours, peer, ratio, target, met, unit=""):
+    rows.append((case, ours, peer, ratio, target, met))
+
+
+def fmt(x, unit):
+    if x is None:
+        return "not measured"
+    if unit == "us":
+        return f"{x:.2f} us"
+    if unit == "GB/s":
+        return f"{x:.2f} GB/s"
+    return f"{x:,.0f} {unit}".strip()
+
+
+def compare(case, ours, peer, unit, target, need, lower_is_better=False, peer_name="OpenMPI"):
+    """Ratio = how many times better dtrain is (time: peer/ours; throughput: ours/peer)."""
+    if ours is None or peer is None or ours <= 0 or peer <= 0:
+        add(case, fmt(ours, unit), fmt(peer, unit), "", target, "not measured")
+        return
+    ratio = peer / ours if lower_is_better else ours / peer
+    add(case, fmt(ours, unit), f"{fmt(peer, unit)} ({peer_name})", f"{ratio:.2f}x", target,
+        "yes" if ratio >= need else "**no**")
+
+
+# 2. Small all-reduce, default path, against OpenMPI's time.
+# 3. Every size, every world.
+for n in (2, 4, 8):
+    ours, mpi = dtrain_coll(n), mpi_coll(n)
+    o, m = ours.get(("allreduce", 8)), mpi.get(("allreduce", 8))
+    compare(f"all-reduce 8 B, n={n} (default path)", o and o["time_us"], m and m["time_us"], "us",
+            "<= OpenMPI's time", 1.0, lower_is_better=True)
+    for op in ("allreduce", "allgather", "reducescatter", "broadcast"):
+        for b in SIZES:
+            o, m = ours.get((op, b)), mpi.get((MPI_OP[op], b))
+            need = (2.0 if (n == 2 and b == 16 << 20) else 1.5) if op == "allreduce" else 1.0
+            compare(f"{op} {size_name(b)}, n={n} (busbw)", o and o["busbw_gbps"], m and m["busbw_gbps"], "GB/s",
+                    f">= {need:g}x OpenMPI", need)
+
+
+def examples(name):
+    j = load_json(name)
+    return j.get("examples_per_second") if isinstance(j, dict) else None
+
+
+def torch_rate(name):
+    try:
+        with open(path(name)) as f:
+            for rec in csv.reader(f):
+                if rec and rec[0] == "TRAIN":
+                    return float(rec[-1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def bench_items(name):
+    """Sum of items_per_second over the benchmark lines of a compute_bench output."""
+    try:
+        with open(path(name)) as f:
+            vals = [float(v) * {"": 1, "k": 1e3, "M": 1e6}[u]
+                    for v, u in re.findall(r"items_per_second=([0-9.]+)([kM]?)/s", f.read())]
+    except OSError:
+        return None
+    return sum(vals) if vals else None
+
+
+# 1. ddp at the ceiling, and against PyTorch DDP.
+ddp1, ddp2, ddp4 = examples("train-ddp-n1.json"), examples("train-ddp-n2.json"), examples("train-ddp-n4.json")
+one, two = bench_items("ceiling-1x256.txt"), bench_items("ceiling-2x128.txt")
+ceiling = ddp1 * two / one if (ddp1 and one and two) else None
+compare("ddp 2 ranks vs the no-communication ceiling (examples/s)", ddp2, ceiling, "ex/s", ">= 0.95x ceiling", 0.95,
+        peer_name="ceiling: dtrain 1 rank x 2 procs@128 / 1 proc@256")
+compare("ddp 2 ranks vs PyTorch DDP 2 ranks (examples/s)", ddp2, torch_rate("torch-ddp2.csv"), "ex/s", ">= 1.75x",
+        1.75, peer_name="PyTorch DDP gloo")
+# 4. More ranks than cores.
+compare("ddp 4 ranks on 2 cores vs 2 ranks (examples/s)", ddp4, ddp2, "ex/s", ">= 0.9x", 0.9, peer_name="dtrain 2 ranks")
+main_n, main_1 = examples("train-main.json"), examples("train-main-baseline.json")
+compare("main job (scripts/main.sh defaults) vs its 1-rank baseline", main_n, main_1, "ex/s", ">= 1.5x", 1.5,
+        peer_name="1 rank")
+# 5. HOGWILD! (the scaling variant against one thread; plain HOGWILD! for reference).
+for name, label in (("hog-news20", "news20 softmax"), ("hog-a9a", "a9a logreg")):
+    t1 = examples(f"{name}-t1.json")
+    for mode in ("hogwild-hot", "hogwild"):
+        t2 = examples(f"{name}-{mode}-t2.json")
+        if t2 is None and mode != "hogwild":
+            continue
+        need = 1.5 if (mode != "hogwild" and name == "hog-news20") else 0.0
+        compare(f"{mode} 2 threads vs 1 thread, {label}", t2, t1, "ex/s",
+                ">= 1.5x" if need else "(reference)", need, peer_name="1 thread")
+
+lines = ["| case | dtrain | peer | ratio | target | met |", "| --- | --- | --- | --- | --- | --- |"]
+lines += ["| " + " | ".join(r) + " |" for r in rows]
+met = sum(r[5] == "yes" for r in rows)
+missed = sum(r[5] == "**no**" for r in rows)
+lines.append("")
+lines.append(f"{met} met, {missed} not met, {len(rows) - met - missed} not measured")
+text = "\n".join(lines) + "\n"
+with open(path("table.md"), "w") as f:
+    f.write(text)
+print(text, end="")
