@@ -37,6 +37,8 @@
 
 namespace dtrain {
 
+class ShmContext;
+
 class Communicator {
  public:
   // Collective over the ranks of `store` (which this communicator namespaces under `name`).
@@ -66,6 +68,10 @@ class Communicator {
 
   void barrier();
   std::shared_ptr<Communicator> split(int color, int key);
+
+  // The shared-memory context built with this communicator (coll/shm_context.h), or null:
+  // the collectives' fast paths find it here without a lookup.
+  ShmContext* shm_context() const { return shm_context_; }
 
   uint64_t next_sequence() { return sequence_.fetch_add(1, std::memory_order_relaxed); }
   // Numbers internal set-up steps that meet through the store (a shared-memory context's keys)
@@ -101,6 +107,7 @@ class Communicator {
   std::unique_ptr<Transport> transport_;
   std::atomic<uint64_t> sequence_{0};
   std::atomic<uint64_t> setup_sequence_{0};
+  ShmContext* shm_context_ = nullptr;  // owned by attachments_
   int splits_ = 0;
   std::vector<std::shared_ptr<void>> keepalive_;
   std::mutex attachments_mu_;
