@@ -4,12 +4,21 @@ the gloo backend on the same ranks, and one process with the whole batch, in one
     source scripts/env.sh
     dtrain run -n 2 -- $DTRAIN_PY bench/python/ddp_bench.py [--steps 30] [--rounds 2]
 
-Every rank trains its share of the batch (256 / n) with SGD on synthetic data (fixed seed);
-rank 0 also times a single-process run (n threads: the cores the ranks share) while the
-others wait at a barrier. The backends alternate for --rounds rounds; each figure is the best
-round's examples/s (warm-up steps excluded). Prints a table and the ratios.
+Every rank trains its share of the batch (256 / n) with SGD on synthetic data (fixed seed),
+one compute thread per rank (torch.set_num_threads(1) and OpenBLAS at 1 thread; dtrain's and
+gloo's communication threads come on top). Rank 0 also times a single-process run with the
+whole batch and n threads (the cores the n ranks use), and with 1 thread, while the others
+wait at a barrier. Debian's torch does its matrix products in OpenBLAS (BLAS_INFO=generic,
+libblas.so.3 = openblas-pthread), whose thread count torch.set_num_threads does not change
+and which `dtrain run` starts at OPENBLAS_NUM_THREADS=1 (cores / ranks): the thread counts are
+set in both, OpenBLAS's through openblas_set_num_threads (ctypes), and printed.
+A last row trains the same per-rank shares on every rank at once with no communication at
+all (no DDP): the ceiling any backend can reach on these cores. The configurations alternate
+for --rounds rounds; each figure is the best round's examples/s (warm-up steps excluded).
+Prints a table and the ratios.
 """
 import argparse
+import ctypes
 import os
 import time
 
@@ -21,6 +30,30 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 import dtrain.torch  # noqa: F401
 
 BATCH = 256
+
+
+def _openblas():
+    for name in ("libblas.so.3", "libopenblas.so.0"):
+        try:
+            lib = ctypes.CDLL(name)  # the copy torch already loaded
+            lib.openblas_set_num_threads.argtypes = [ctypes.c_int]
+            lib.openblas_get_num_threads.restype = ctypes.c_int
+            return lib
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
+OPENBLAS = _openblas()
+
+
+def set_threads(n):
+    """Compute threads: torch's intra-op pool and OpenBLAS's (which torch does not set)."""
+    torch.set_num_threads(n)
+    if OPENBLAS is not None:
+        OPENBLAS.openblas_set_num_threads(n)
+    blas = OPENBLAS.openblas_get_num_threads() if OPENBLAS is not None else "n/a"
+    return f"torch {torch.get_num_threads()}, OpenBLAS {blas}"
 
 
 def mlp():
@@ -51,11 +84,12 @@ def main():
     dist.init_process_group("dtrain")
     gloo = dist.new_group(backend="gloo")
     rank, n = dist.get_rank(), dist.get_world_size()
-    best = {"dtrain": 0.0, "gloo": 0.0, "single": 0.0}
+    threads = {}
+    best = {"dtrain": 0.0, "gloo": 0.0, "single": 0.0, "single1": 0.0, "nocomm": 0.0}
     for _ in range(args.rounds):
-        for name, group in (("dtrain", None), ("gloo", gloo)):
-            torch.set_num_threads(1)
-            model = DDP(mlp(), process_group=group)
+        for name, group in (("dtrain", None), ("gloo", gloo), ("nocomm", None)):
+            threads["ranks"] = set_threads(1)
+            model = mlp() if name == "nocomm" else DDP(mlp(), process_group=group)
             dist.barrier(group=gloo)
             sec = torch.tensor([train(model, BATCH // n, args.steps)], dtype=torch.float64)
             dist.all_reduce(sec, op=dist.ReduceOp.MAX, group=gloo)
@@ -63,17 +97,23 @@ def main():
             del model
         dist.barrier(group=gloo)
         if rank == 0:  # one process, the whole batch, all the cores the ranks share
-            torch.set_num_threads(n)
-            best["single"] = max(best["single"], BATCH * args.steps / train(mlp(), BATCH, args.steps))
+            for key, count in (("single", n), ("single1", 1)):
+                threads[key] = set_threads(count)
+                best[key] = max(best[key], BATCH * args.steps / train(mlp(), BATCH, args.steps))
         dist.barrier(group=gloo)
     if rank == 0:
         print(f"# DDP MLP 784-1024-1024-1024-10, global batch {BATCH}, {n} ranks x {BATCH // n}, "
               f"{args.steps} steps x best of {args.rounds}, torch {torch.__version__}")
-        for k in ("dtrain", "gloo", "single"):
-            label = {"dtrain": "DDP, dtrain backend", "gloo": "DDP, gloo backend", "single": f"one process, {n} threads"}[k]
+        print(f"# threads: each rank {threads['ranks']}; one process {threads['single']} / {threads['single1']}")
+        labels = {"dtrain": "DDP, dtrain backend", "gloo": "DDP, gloo backend", "single": f"one process, {n} threads",
+                  "single1": "one process, 1 thread", "nocomm": f"{n} ranks, no communication"}
+        for k in ("dtrain", "gloo", "single", "single1", "nocomm"):
+            label = labels[k]
             print(f"{label:>26}: {best[k]:8.0f} examples/s")
         print(f"dtrain / gloo = {best['dtrain'] / best['gloo']:.2f}x, dtrain / one process = "
-              f"{best['dtrain'] / best['single']:.2f}x, gloo / one process = {best['gloo'] / best['single']:.2f}x", flush=True)
+              f"{best['dtrain'] / best['single']:.2f}x, gloo / one process = {best['gloo'] / best['single']:.2f}x; "
+              f"ceiling (no communication) / one process = {best['nocomm'] / best['single']:.2f}x, "
+              f"dtrain / ceiling = {best['dtrain'] / best['nocomm']:.2f}", flush=True)
     dist.barrier(group=gloo)
     os._exit(0)
 

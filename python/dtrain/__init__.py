@@ -14,6 +14,10 @@ Two ways in:
       comm.allreduce(x)                            # x == comm.size everywhere
       h = comm.allreduce(x, op="max", async_op=True)
       h.wait()
+      src = comm.recv(buf)                         # from any rank; returns the sender
+
+``python3 -m dtrain.torchrun`` is torchrun with the Python 3.11 fix Debian's torch 1.13 lacks
+(see dtrain/torchrun.py).
 
 Errors are ``dtrain.Error`` (a ``RuntimeError``) and its subclasses ``PeerFailure`` (a rank
 died: the message names it), ``Desync`` (ranks called different collectives: the message

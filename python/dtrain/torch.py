@@ -10,8 +10,8 @@ Importing this module registers the backend; then::
 Each process group (the default one and every ``new_group``) gets its own dtrain communicator
 over torch's rendezvous store, with its own progress thread. ``timeout=`` of
 ``init_process_group`` bounds every operation. Supported: CPU tensors of every dtype
-torch.distributed offers, every collective, send/recv with a source rank (not from any
-source), barrier and monitored_barrier, ``async_op=True`` with ``Work.get_future()`` (DDP and
+torch.distributed offers, every collective, send/recv/isend/irecv (``dist.recv(t)`` without
+``src`` receives from any rank and returns it), barrier and monitored_barrier, ``async_op=True`` with ``Work.get_future()`` (DDP and
 its communication hooks). Errors are ``dtrain.Error`` subclasses naming the rank and the call.
 Built and tested against torch 1.13; the C++ side also compiles for torch 2.x's
 ``c10d::Backend`` (untested).

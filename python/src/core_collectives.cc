@@ -31,6 +31,8 @@ void same_kind(const BufView& a, const BufView& b, size_t factor_b, const char* 
 
 BufPtr view(pyb::handle h, bool writable, const char* what) { return std::make_shared<BufView>(h, writable, what); }
 
+int source_rank(pyb::handle source) { return source.is_none() ? kAnySource : source.cast<int>(); }
+
 const char* kAsyncDoc = "\n\nasync_op=True returns a Handle at once (the call runs on the progress thread; keep\n"
                         "the buffers untouched until Handle.wait() returns); otherwise returns None.";
 
@@ -187,13 +189,60 @@ Examples
       arg("buf"), arg("dest"), arg("tag") = 0, "Send `buf` to rank `dest` (blocks until it left).");
   cls.def(
       "recv",
-      [](PyComm& c, pyb::object buf, int source, uint32_t tag) {
+      [](PyComm& c, pyb::object buf, pyb::object source, uint32_t tag) {
         BufPtr b = view(buf, true, "recv");
+        int src = source_rank(source);
         pyb::gil_scoped_release nogil;
-        c.comm().recv(source, b->data(), b->bytes(), tag);
+        return c.comm().recv(src, b->data(), b->bytes(), tag);
       },
-      arg("buf"), arg("source"), arg("tag") = 0,
-      "Receive into `buf` from rank `source` (the message must have exactly buf's size).");
+      arg("buf"), arg("source") = pyb::none(), arg("tag") = 0,
+      R"(Receive a message into `buf`.
+
+Parameters
+----------
+buf : array_like (buffer protocol, C-contiguous, writable)
+    Receives the message, which must have exactly buf's size in bytes.
+source : int or None, optional
+    The rank to receive from. None (the default) takes the next message with `tag` from
+    any rank, this one included: one already waiting (the earliest to have arrived), else the
+    first to come.
+tag : int, optional
+    Matches the sender's tag (0 <= tag < 2**32).
+
+Returns
+-------
+int
+    The rank the message came from.
+
+Raises
+------
+dtrain.PeerFailure
+    The sender died (with source=None: any rank died while waiting, named in the message).
+dtrain.Timeout
+    No message with `tag` came within the communicator's timeout.
+dtrain.InvalidArgument
+    The message's size differs from buf's (both named).
+)");
+  cls.def(
+      "probe",
+      [](PyComm& c, uint32_t tag) -> pyb::object {
+        ProbeResult r;
+        {
+          pyb::gil_scoped_release nogil;
+          r = c.comm().probe(tag);
+        }
+        if (!r.found()) return pyb::none();
+        return pyb::make_tuple(r.source, r.bytes);
+      },
+      arg("tag") = 0,
+      R"(Check, without blocking, for a message with `tag` that has arrived but not been received.
+
+Returns
+-------
+tuple of (int, int) or None
+    (source, nbytes) of the earliest such message, or None. The next ``recv`` from that
+    source (or from any source) takes it, unless another thread receives it first.
+)");
   cls.def(
       "isend",
       [](PyComm& c, pyb::object buf, int dest, uint32_t tag) {
@@ -204,12 +253,14 @@ Examples
       arg("buf"), arg("dest"), arg("tag") = 0, "Start sending `buf` to `dest`; returns a Handle.");
   cls.def(
       "irecv",
-      [](PyComm& c, pyb::object buf, int source, uint32_t tag) {
+      [](PyComm& c, pyb::object buf, pyb::object source, uint32_t tag) {
         BufPtr b = view(buf, true, "irecv");
-        Request r = c.comm().irecv(source, b->data(), b->bytes(), tag);
+        Request r = c.comm().irecv(source_rank(source), b->data(), b->bytes(), tag);
         return std::make_shared<Handle>("irecv", std::move(r), std::vector<BufPtr>{b}, c.comm().timeout());
       },
-      arg("buf"), arg("source"), arg("tag") = 0, "Start receiving into `buf` from `source`; returns a Handle.");
+      arg("buf"), arg("source") = pyb::none(), arg("tag") = 0,
+      "Start receiving into `buf` from `source` (None: from any rank, see recv); returns a Handle\n"
+      "whose `source` is the sender's rank once wait() returned.");
 }
 
 }  // namespace dtrain::py

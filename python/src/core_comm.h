@@ -10,7 +10,9 @@
 // - PyComm owns a dtrain Communicator. Blocking calls release the GIL. Asynchronous calls
 //   (async_op=True) are queued on a ProgressQueue built on first use and run on its thread in
 //   call order; once one exists, blocking collectives go through it too (so the order stays
-//   the same on every rank). Point-to-point isend/irecv are posted at once on the transport.
+//   the same on every rank). Point-to-point isend/irecv are posted at once on the transport;
+//   recv/irecv with source=None receive from any rank (comm/transport.h kAnySource): recv
+//   returns the sender's rank, Handle.source says it once wait() returned.
 // - Handle is what an asynchronous call returns: wait(timeout) re-throws the call's error,
 //   done() never blocks. It keeps the buffers exported until the call finished: dropping a
 //   Handle waits for its call first (bounded by the communicator's timeout).
@@ -59,6 +61,8 @@ class Handle {
   void wait(double timeout_s);
   bool done();
   const std::string& name() const { return name_; }
+  // A receive's sender once it completed; -1 before and for other calls.
+  int source() const { return req_.valid() ? req_.source() : -1; }
 
  private:
   std::string name_;

@@ -139,7 +139,14 @@ dtrain.PeerFailure, dtrain.Desync
     When the call failed; the message names the rank and the call.
 )")
       .def("done", &Handle::done, "True when the call finished (never blocks).")
-      .def_property_readonly("name", &Handle::name, "The call's name.");
+      .def_property_readonly("name", &Handle::name, "The call's name.")
+      .def_property_readonly(
+          "source",
+          [](Handle& h) -> pyb::object {
+            int s = h.source();
+            return s < 0 ? pyb::none() : pyb::cast(s);
+          },
+          "For a receive, the rank the message came from once wait() returned; else None.");
 
   pyb::class_<PyComm, std::shared_ptr<PyComm>> cls(m, "Communicator", R"(A group of ranks that talk.
 

@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "coll/collectives.h"
+#include "coll/config.h"
 #include "comm/heartbeat.h"
 #include "comm/world.h"
 #include "torch_tensor_util.h"
@@ -114,6 +115,12 @@ void Completer::loop() {
   }
 }
 
+int WorkDtrain::sourceRank() const {
+  // The Work is done only after the receive's request completed (its queue entry waited on
+  // it), so the source is there once wait() returned.
+  return recv_.valid() && work_.done() ? recv_.source() : -1;
+}
+
 bool WorkDtrain::wait(std::chrono::milliseconds timeout) {
   // No timeout given: every entry ahead in the queue and this one are bounded by the group's
   // timeout, so the wait ends.
@@ -136,7 +143,9 @@ ProcessGroupDtrain::ProcessGroupDtrain(const c10::intrusive_ptr<c10d::Store>& st
       o.fabric.token = s->get("dtrain/token");
     }
     std::vector<int> wr(global_ranks_.begin(), global_ranks_.end());
-    comm_ = std::make_shared<Communicator>(s, rank, size, o, "torch/" + group_, wr);
+    // The collectives' settings (DTRAIN_ALGO, DTRAIN_SHM_CONTEXT, ...) as for any dtrain job.
+    comm_ = std::make_shared<Communicator>(s, rank, size, o, "torch/" + group_, wr,
+                                           coll_config_from(Settings::process()));
     // Under dtrain run, the default group beats for the launcher, as Communicator::from_env
     // does: a rank frozen (SIGSTOP, starved) is then named within --heartbeat seconds.
     if (global_ranks_.empty())
@@ -215,7 +224,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDtrain::send(std::vector<at::Tensor>&
   return enqueue_p2p(c10d::OpType::SEND, "send", tensors, [r, s](Communicator&) mutable { r.wait(); });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupDtrain::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupDtrain::post_recv(std::vector<at::Tensor>& tensors, int src, int tag) {
   Request r;
   Staged s;
   try {
@@ -226,18 +235,21 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDtrain::recv(std::vector<at::Tensor>&
   } catch (...) {
     rethrow_with_prefix(prefix("recv"));
   }
-  return enqueue_p2p(c10d::OpType::RECV, "recv", tensors, [r, s](Communicator&) mutable {
-    r.wait();
-    s.finish();
-  });
+  auto w = enqueue_p2p(c10d::OpType::RECV, src == kAnySource ? "recv from any source" : "recv", tensors,
+                       [r, s](Communicator&) mutable {
+                         r.wait();
+                         s.finish();
+                       });
+  static_cast<WorkDtrain*>(w.get())->set_receive(r);
+  return w;
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupDtrain::recvAnysource(std::vector<at::Tensor>&, int) {
-  try {
-    DT_THROW(InvalidArgument, "receive from any source is not supported by the dtrain backend; pass src=");
-  } catch (...) {
-    rethrow_with_prefix(prefix("recv"));
-  }
+c10::intrusive_ptr<c10d::Work> ProcessGroupDtrain::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
+  return post_recv(tensors, src, tag);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDtrain::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  return post_recv(tensors, kAnySource, tag);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDtrain::barrier(const c10d::BarrierOptions& opts) {

@@ -13,8 +13,10 @@
 //   tensors (callbacks run on the group's Completer threads, so a hook that waits on a later
 //   collective — PowerSGD does — blocks neither the progress thread nor other completions).
 // - Point-to-point: send/recv are posted on the caller's thread (so paired isend/irecv never
-//   deadlock) and completed by a second queue's thread. Receive from any source is not
-//   supported (an error naming the call).
+//   deadlock) and completed by a second queue's thread. recvAnysource (dist.recv / irecv
+//   without src) posts a receive from any rank of the group (comm/transport.h kAnySource):
+//   the Work's sourceRank() is the group rank that sent it once wait() returned (-1 before,
+//   as gloo's), and so is recv's. A rank that fails while it waits fails it, naming the rank.
 // - Tensors: CPU only; any layout (non-contiguous ones go through a contiguous copy); every
 //   dtype of torch.distributed (float32/64, float16, bfloat16, int8/16/32/64, uint8, bool;
 //   complex as real views). Reduce ops SUM, AVG, PRODUCT, MIN, MAX and, on integers and bool,
@@ -71,9 +73,13 @@ class WorkDtrain : public c10d::Work {
   std::vector<at::Tensor> result() override { return outputs_; }
   bool wait(std::chrono::milliseconds timeout) override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return fut_; }
+  // Receives: the sender's group rank once the receive completed, -1 before (as gloo).
+  int sourceRank() const override;
+  void set_receive(Request r) { recv_ = std::move(r); }
 
  private:
   dtrain::Work work_;
+  Request recv_;  // receives only
   c10::intrusive_ptr<c10::ivalue::Future> fut_;
   std::vector<at::Tensor> outputs_;
 };
@@ -152,6 +158,7 @@ class ProcessGroupDtrain : public PGBase {
   // Same, on the point-to-point queue: body waits for requests posted by the caller.
   c10::intrusive_ptr<c10d::Work> enqueue_p2p(c10d::OpType type, const char* call, std::vector<at::Tensor> outputs,
                                              std::function<void(Communicator&)> body);
+  c10::intrusive_ptr<c10d::Work> post_recv(std::vector<at::Tensor>& tensors, int src, int tag);
   c10::intrusive_ptr<c10d::Work> submit(ProgressQueue& q, c10d::OpType type, const char* call,
                                         std::vector<at::Tensor> outputs, std::function<void(Communicator&)> body);
   std::string prefix(const char* call) const;

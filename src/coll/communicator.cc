@@ -49,7 +49,8 @@ std::shared_ptr<Communicator> Communicator::from_world(WorldInfo info, const Set
   return comm;
 }
 
-void Communicator::check_peer(int peer, const char* what) const {
+void Communicator::check_peer(int peer, const char* what, bool any_ok) const {
+  if (any_ok && peer == kAnySource) return;
   DT_CHECK(peer >= 0 && peer < size_, InvalidArgument,
            "rank " << rank_ << ": " << what << " peer " << peer << " is outside communicator '" << name_
                    << "' of size " << size_);
@@ -59,18 +60,19 @@ void Communicator::send(int peer, const void* data, size_t bytes, uint32_t tag) 
   check_peer(peer, "send to");
   transport_->send(peer, tag, data, bytes);
 }
-void Communicator::recv(int peer, void* data, size_t bytes, uint32_t tag) {
-  check_peer(peer, "recv from");
-  transport_->recv(peer, tag, data, bytes);
+int Communicator::recv(int peer, void* data, size_t bytes, uint32_t tag) {
+  check_peer(peer, "recv from", true);
+  return transport_->recv(peer, tag, data, bytes);
 }
 Request Communicator::isend(int peer, const void* data, size_t bytes, uint32_t tag) {
   check_peer(peer, "isend to");
   return transport_->isend(peer, tag, data, bytes);
 }
 Request Communicator::irecv(int peer, void* data, size_t bytes, uint32_t tag) {
-  check_peer(peer, "irecv from");
+  check_peer(peer, "irecv from", true);
   return transport_->irecv(peer, tag, data, bytes);
 }
+ProbeResult Communicator::probe(uint32_t tag) { return transport_->probe(tag); }
 
 // Dissemination barrier (Hensgen, Finkel, Manber 1988): in round k every rank signals rank
 // (r + 2^k) mod p and waits for rank (r - 2^k) mod p. After ceil(log2 p) rounds each rank

@@ -8,6 +8,11 @@
 // - send/recv/isend/irecv carry a user tag < 2^32; tags at or above 2^32 are reserved for
 //   collectives, which draw them from next_sequence() (one number per collective call, so
 //   concurrent collectives never mix messages) through collective_tag(seq, step).
+// - recv/irecv from kAnySource (comm/transport.h) take the next message with the tag from any
+//   rank of the group; recv returns the sender's rank, Request::source() says it after the
+//   wait. probe(tag) says without blocking which rank has such a message waiting (and its
+//   size). A peer that fails while an any-source receive waits fails it (PeerFailure naming
+//   the peer); a timeout says no rank sent a message with the tag.
 // - barrier() is a dissemination barrier: ceil(log2 p) rounds of one send and one receive.
 // - split(color, key) makes sub-groups of the ranks with equal color, ordered by (key, rank),
 //   each with its own transport (so a sub-group of one host can use shm while the parent uses
@@ -62,9 +67,11 @@ class Communicator {
   const CollConfig& coll_config() const { return coll_; }
 
   void send(int peer, const void* data, size_t bytes, uint32_t tag = 0);
-  void recv(int peer, void* data, size_t bytes, uint32_t tag = 0);
+  // Returns the rank the message came from (peer, unless peer is kAnySource).
+  int recv(int peer, void* data, size_t bytes, uint32_t tag = 0);
   Request isend(int peer, const void* data, size_t bytes, uint32_t tag = 0);
   Request irecv(int peer, void* data, size_t bytes, uint32_t tag = 0);
+  ProbeResult probe(uint32_t tag = 0);
 
   void barrier();
   std::shared_ptr<Communicator> split(int color, int key);
@@ -95,7 +102,7 @@ class Communicator {
   }
 
  private:
-  void check_peer(int peer, const char* what) const;
+  void check_peer(int peer, const char* what, bool any_ok = false) const;
 
   std::shared_ptr<Store> base_store_;
   std::shared_ptr<Store> store_;

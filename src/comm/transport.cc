@@ -25,6 +25,14 @@ namespace dtrain {
 // takes (the oldest of its tag first). A receive posted while its unexpected message is still arriving takes over the
 // stream: the bytes so far are copied once and the rest land directly in the user's buffer.
 //
+// A receive from any source waits in a transport-wide queue (any_posted_) instead of a peer's.
+// Every posted receive gets a number (posted_) and every buffered message one (arrivals_): an
+// arriving header goes to the earlier-posted of the peer's first matching receive and the
+// first matching any-source receive, and an any-source receive posted when messages of its
+// tag are already buffered takes the one that arrived first. Either way it learns its peer
+// then, and from there on it is an ordinary receive from that peer. Until it has matched it
+// depends on every peer, so it is failed by any peer's failure and keeps all peers watched.
+//
 // Progress is driven by waiters: wait() runs progress passes over all peers (send what fits,
 // read what arrived) until its operation completes, spinning for spin_s_ and then sleeping in
 // the fabric until there is news or a 100 ms slice ends, when it checks that the peers it
@@ -45,6 +53,7 @@ struct Op {
   const char* staged = nullptr;
   size_t staged_size = 0, staged_done = 0;
   bool started = false;     // any byte moved: can no longer be cancelled
+  uint64_t order = 0;       // receives: when posted (matching across specific / any-source)
   std::atomic<bool> complete{false};
   std::exception_ptr error;
 };
@@ -54,6 +63,7 @@ using detail::Op;
 
 struct Transport::Unexpected {
   uint64_t tag;
+  uint64_t arrival = 0;    // Transport::arrivals_ when its header came
   BufferPool::Buffer buf;  // uninitialised, from early_buffers_ (see there)
   size_t size = 0;
   size_t got = 0;
@@ -85,12 +95,15 @@ struct Transport::Peer {
   std::shared_ptr<Op> target;             // a posted receive, or
   std::shared_ptr<Unexpected> buffer;     // an unexpected message, or neither (discard)
   std::exception_ptr error;
+  bool left = false;  // said it was leaving (kLeaveTag): will send nothing more
   bool busy() const { return !sends.empty() || !posted.empty() || in_message; }
 };
 
 namespace {
 constexpr size_t kHeader = 16;
 constexpr size_t kStageLimit = 4096;  // payloads up to this go out with their header in one write
+// A header with this tag and no payload says "this rank is leaving" (close()).
+constexpr uint64_t kLeaveTag = (uint64_t{1} << 62) + 1;
 
 void complete_op(Op& op, std::exception_ptr err = nullptr) {
   op.error = err;
@@ -190,6 +203,19 @@ void Transport::close() {
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) return;
   closed_ = true;
+  // Tell each peer this rank leaves on purpose (so its any-source receives need not fail),
+  // where the stream is between messages; best effort, without blocking.
+  for (int p = 0; p < size_; ++p) {
+    Peer& peer = *peers_[p];
+    if (p == rank_ || peer.error || (!peer.sends.empty() && peer.sends.front()->started)) continue;
+    char header[kHeader] = {};
+    std::memcpy(header, &kLeaveTag, 8);
+    try {
+      size_t k = peer.channel->write_some(header, kHeader);
+      for (int tries = 0; tries < 3 && k > 0 && k < kHeader; ++tries) k += peer.channel->write_some(header + k, kHeader - k);
+    } catch (...) {
+    }
+  }
   fabric_->close();
   for (int p = 0; p < size_; ++p) {
     auto err = std::make_exception_ptr(
@@ -200,7 +226,10 @@ void Transport::close() {
 
 std::string Transport::describe(const Op& op) const {
   std::ostringstream os;
-  os << "rank " << rank_ << (op.kind == Op::kSend ? " -> rank " : " <- rank ") << op.peer << ": "
+  os << "rank " << rank_;
+  if (op.peer == kAnySource) os << " <- any rank: ";
+  else os << (op.kind == Op::kSend ? " -> rank " : " <- rank ") << op.peer << ": ";
+  os
      << (op.kind == Op::kSend ? "send" : "recv") << " (tag " << op.tag << ", " << op.bytes << " bytes)";
   return os.str();
 }
@@ -221,10 +250,7 @@ Request Transport::isend(int peer, uint64_t tag, const void* data, size_t bytes,
     return Request(this, op);
   }
   if (peer == rank_) {  // to oneself: hand over in memory
-    auto it = find_tag(p.posted, tag);
-    if (it != p.posted.end()) {
-      auto r = *it;
-      p.posted.erase(it);
+    if (auto r = match_posted_locked(peer, tag)) {
       if (r->bytes != bytes) {
         complete_op(*r, std::make_exception_ptr(InvalidArgument(
                             describe(*r) + ": message has " + std::to_string(bytes) + " bytes, buffer has " +
@@ -236,6 +262,7 @@ Request Transport::isend(int peer, uint64_t tag, const void* data, size_t bytes,
     } else {
       auto u = std::make_shared<Unexpected>();
       u->tag = tag;
+      u->arrival = ++arrivals_;
       u->buf = early_buffers_.take(bytes);
       u->size = bytes;
       if (bytes) std::memcpy(u->data(), data, bytes);
@@ -272,6 +299,7 @@ Request Transport::isend(int peer, uint64_t tag, const void* data, size_t bytes,
 }
 
 Request Transport::irecv(int peer, uint64_t tag, void* data, size_t bytes) {
+  if (peer == kAnySource) return irecv_any(tag, data, bytes);
   DT_CHECK(peer >= 0 && peer < size_, InvalidArgument,
            "rank " << rank_ << ": recv from rank " << peer << " outside a group of size " << size_);
   auto op = std::make_shared<Op>();
@@ -282,43 +310,137 @@ Request Transport::irecv(int peer, uint64_t tag, void* data, size_t bytes) {
   op->bytes = bytes;
   std::lock_guard<std::mutex> lock(mu_);
   Peer& p = *peers_[peer];
-  auto size_error = [&](size_t msg) {
-    return std::make_exception_ptr(InvalidArgument(describe(*op) + ": the message has " + std::to_string(msg) +
-                                                   " bytes but the receive buffer has " + std::to_string(bytes) +
-                                                   " (buffer sizes differ across ranks)"));
-  };
   auto uq = find_tag(p.unexpected, tag);
   if (uq != p.unexpected.end()) {
-    // The oldest unexpected message of this tag is ours.
-    auto u = *uq;
-    p.unexpected.erase(uq);
-    if (u->size != bytes) {
-      complete_op(*op, size_error(u->size));  // if still arriving, it drains into u and is dropped
-    } else if (u->complete()) {
-      if (bytes) std::memcpy(data, u->data(), bytes);
-      early_buffers_.give(std::move(u->buf));
-      complete_op(*op);
-    } else if (p.buffer == u) {
-      // Still arriving: copy what came so far and let the rest land in the user's buffer.
-      if (u->got) std::memcpy(data, u->data(), u->got);
-      op->done = u->got;
-      op->started = true;
-      p.target = op;
-      p.buffer.reset();
-      early_buffers_.give(std::move(u->buf));
-    } else {
-      // Only the message being read can be incomplete; any other was cut off by a failure.
-      complete_op(*op, p.error ? p.error
-                               : std::make_exception_ptr(PeerFailure(describe(*op) + ": message cut off", peer)));
-    }
+    take_unexpected_locked(peer, op, uq);  // the oldest unexpected message of this tag is ours
     return Request(this, op);
   }
   if (p.error) {
     complete_op(*op, p.error);
     return Request(this, op);
   }
+  op->order = ++posted_;
   p.posted.push_back(op);
   return Request(this, op);
+}
+
+Request Transport::irecv_any(uint64_t tag, void* data, size_t bytes) {
+  auto op = std::make_shared<Op>();
+  op->kind = Op::kRecv;
+  op->peer = kAnySource;
+  op->tag = tag;
+  op->data = static_cast<char*>(data);
+  op->bytes = bytes;
+  std::lock_guard<std::mutex> lock(mu_);
+  // A message of this tag already buffered: the earliest to have arrived, from any peer.
+  int best = -1;
+  std::deque<std::shared_ptr<Unexpected>>::iterator best_it;
+  for (int peer = 0; peer < size_; ++peer) {
+    auto& q = peers_[peer]->unexpected;
+    auto it = find_tag(q, tag);
+    if (it != q.end() && (best < 0 || (*it)->arrival < (*best_it)->arrival)) {
+      best = peer;
+      best_it = it;
+    }
+  }
+  if (best >= 0) {
+    op->peer = best;
+    take_unexpected_locked(best, op, best_it);
+    return Request(this, op);
+  }
+  // None yet: a failed peer might have been the sender (one that left said it would not be).
+  for (int peer = 0; peer < size_; ++peer) {
+    if (!peers_[peer]->error || (peers_[peer]->left && !closed_)) continue;
+    any_posted_.push_back(op);
+    fail_any_locked(peer, peers_[peer]->error);
+    return Request(this, op);
+  }
+  op->order = ++posted_;
+  any_posted_.push_back(op);
+  return Request(this, op);
+}
+
+// Hands the buffered message *u of `peer` to the receive op (whose peer is set).
+void Transport::take_unexpected_locked(int peer, std::shared_ptr<Op> op,
+                                       std::deque<std::shared_ptr<Unexpected>>::iterator uq) {
+  Peer& p = *peers_[peer];
+  auto u = *uq;
+  p.unexpected.erase(uq);
+  if (u->size != op->bytes) {
+    // If still arriving, it drains into u and is dropped.
+    complete_op(*op, std::make_exception_ptr(InvalidArgument(
+                         describe(*op) + ": the message has " + std::to_string(u->size) +
+                         " bytes but the receive buffer has " + std::to_string(op->bytes) +
+                         " (buffer sizes differ across ranks)")));
+  } else if (u->complete()) {
+    if (op->bytes) std::memcpy(op->data, u->data(), op->bytes);
+    early_buffers_.give(std::move(u->buf));
+    complete_op(*op);
+  } else if (p.buffer == u) {
+    // Still arriving: copy what came so far and let the rest land in the user's buffer.
+    if (u->got) std::memcpy(op->data, u->data(), u->got);
+    op->done = u->got;
+    op->started = true;
+    p.target = op;
+    p.buffer.reset();
+    early_buffers_.give(std::move(u->buf));
+  } else {
+    // Only the message being read can be incomplete; any other was cut off by a failure.
+    complete_op(*op, p.error ? p.error
+                             : std::make_exception_ptr(PeerFailure(describe(*op) + ": message cut off", peer)));
+  }
+}
+
+// The receive an arriving message (peer, tag) goes to, taken off its queue with its peer set:
+// the earlier posted of the peer's first receive of the tag and the first any-source one.
+std::shared_ptr<Op> Transport::match_posted_locked(int peer, uint64_t tag) {
+  Peer& p = *peers_[peer];
+  auto q = find_tag(p.posted, tag);
+  auto a = any_posted_.empty() ? any_posted_.end() : find_tag(any_posted_, tag);
+  std::shared_ptr<Op> op;
+  if (q != p.posted.end() && (a == any_posted_.end() || (*q)->order < (*a)->order)) {
+    op = *q;
+    p.posted.erase(q);
+  } else if (a != any_posted_.end()) {
+    op = *a;
+    any_posted_.erase(a);
+    op->peer = peer;
+  }
+  return op;
+}
+
+// Fails every unmatched any-source receive: `peer` failed (error) and might have been the sender.
+void Transport::fail_any_locked(int peer, std::exception_ptr error) {
+  for (auto& op : any_posted_) {
+    std::exception_ptr e = error;
+    try {
+      if (!closed_) std::rethrow_exception(error);  // closed here: the error says so
+    } catch (const PeerFailure& f) {
+      e = std::make_exception_ptr(PeerFailure(describe(*op) + ": rank " + std::to_string(peer) +
+                                                  " failed before a message with this tag came: " + f.what(),
+                                              peer));
+    } catch (...) {
+    }
+    complete_op(*op, e);
+  }
+  any_posted_.clear();
+}
+
+ProbeResult Transport::probe(uint64_t tag) {
+  std::lock_guard<std::mutex> lock(mu_);
+  progress_locked();
+  ProbeResult r;
+  uint64_t first = 0;
+  for (int peer = 0; peer < size_; ++peer) {
+    auto& q = peers_[peer]->unexpected;
+    auto it = find_tag(q, tag);
+    if (it != q.end() && (r.source < 0 || (*it)->arrival < first)) {
+      r.source = peer;
+      r.bytes = (*it)->size;
+      first = (*it)->arrival;
+    }
+  }
+  return r;
 }
 
 // Several small messages at the head of a peer's queue (each fully staged: header and
@@ -388,10 +510,12 @@ void Transport::deliver_header_locked(int peer) {
   p.msg_got = 0;
   p.target.reset();
   p.buffer.reset();
-  auto q = find_tag(p.posted, tag);
-  if (q != p.posted.end()) {
-    auto op = *q;
-    p.posted.erase(q);
+  if (tag == kLeaveTag) {  // no payload, nothing to match
+    p.left = true;
+    p.msg_size = 0;
+    return;
+  }
+  if (auto op = match_posted_locked(peer, tag)) {
     if (op->bytes != size64) {
       complete_op(*op, std::make_exception_ptr(InvalidArgument(
                            describe(*op) + ": the message has " + std::to_string(size64) +
@@ -405,6 +529,7 @@ void Transport::deliver_header_locked(int peer) {
   } else {
     auto u = std::make_shared<Unexpected>();
     u->tag = tag;
+    u->arrival = ++arrivals_;
     u->buf = early_buffers_.take(size64);
     u->size = size64;
     p.buffer = u;
@@ -457,6 +582,7 @@ void Transport::fail_peer_locked(int peer, std::exception_ptr error) {
   p.target.reset();
   p.buffer.reset();
   p.in_message = false;
+  if (!any_posted_.empty() && (!p.left || closed_)) fail_any_locked(peer, p.error);
 }
 
 void Transport::progress_locked() {
@@ -488,7 +614,7 @@ std::string Transport::peer_gone(int peer) {
 void Transport::check_liveness_locked() {
   for (int peer = 0; peer < size_; ++peer) {
     Peer& p = *peers_[peer];
-    if (peer == rank_ || p.error || !p.busy()) continue;
+    if (peer == rank_ || p.error || (!p.busy() && (any_posted_.empty() || p.left))) continue;
     std::string why = fabric_->peer_gone(peer);
     if (why.empty()) continue;
     // Drain whatever the peer wrote before it went away, then fail what is left.
@@ -504,6 +630,13 @@ void Transport::check_liveness_locked() {
 void Transport::on_timeout_locked(Op& op, double timeout_s) {
   std::ostringstream msg;
   msg << describe(op) << ": timed out after " << timeout_s << " s";
+  if (op.peer == kAnySource) {  // not matched yet, so nothing moved: cancel
+    auto it = std::find_if(any_posted_.begin(), any_posted_.end(), [&](auto& o) { return o.get() == &op; });
+    if (it != any_posted_.end()) any_posted_.erase(it);
+    msg << " (no rank sent a message with this tag" << gone_peers_locked() << ")";
+    complete_op(op, std::make_exception_ptr(Timeout(msg.str())));
+    return;
+  }
   Peer& p = *peers_[op.peer];
   if (!op.started) {
     // Cancel cleanly: nothing of it has moved, so the link stays usable.
@@ -521,6 +654,16 @@ void Transport::on_timeout_locked(Op& op, double timeout_s) {
         << " is broken";
     fail_peer_locked(op.peer, std::make_exception_ptr(Timeout(msg.str())));
   }
+}
+
+// ", ranks 2, 5 had left" for the peers this rank lost, or "".
+std::string Transport::gone_peers_locked() const {
+  std::string ranks;
+  int n = 0;
+  for (int peer = 0; peer < size_; ++peer)
+    if (peer != rank_ && peers_[peer]->error) ranks += (n++ ? ", " : " ") + std::to_string(peer);
+  if (!n) return "";
+  return std::string(n == 1 ? "; rank" : "; ranks") + ranks + (n == 1 ? " has" : " have") + " left or failed";
 }
 
 void Transport::wait(Op& op, double timeout_s) {
@@ -576,6 +719,11 @@ void Transport::wait(Op& op, double timeout_s) {
 void Request::wait(double timeout_s) {
   DT_CHECK(op_, InvalidArgument, "wait on an empty Request");
   t_->wait(*op_, timeout_s);
+}
+
+int Request::source() const {
+  if (!op_ || op_->kind != Op::kRecv || !op_->complete.load(std::memory_order_acquire) || op_->error) return -1;
+  return op_->peer;
 }
 
 bool Request::test() {

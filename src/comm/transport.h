@@ -8,7 +8,20 @@
 //   must stay valid and untouched until the Request completes. send/recv block (with the
 //   transport's timeout). Messages between a pair with the same tag arrive in the order they
 //   were sent; different tags may be received in any order (early messages are buffered).
-//   Sending to oneself works.
+//   Sending to oneself works. Tag kLeaveTag (2^62 + 1) is the transport's own.
+// - Receive from any source: irecv(kAnySource, tag, ...) takes the next message with `tag` from
+//   whichever rank (this one included) it comes: one already buffered (the earliest to have
+//   arrived across peers) or, else, the first to arrive after it was posted. A message goes to
+//   the receive, specific or any-source, that was posted first among those matching it.
+//   Request::source() then says which rank sent it (-1 until the receive completed). A
+//   pending any-source receive watches every peer: a peer that fails while it waits (or had
+//   failed before it was posted) fails it with that peer's PeerFailure — the message might
+//   have been its — and a timeout says no rank sent a message with the tag. A peer that left
+//   cleanly (closed its transport, which tells its peers so when its streams are idle) sends
+//   nothing more and does not fail any-source receives; receives naming it still fail.
+//   probe(tag) tells without blocking which rank has a message with `tag` buffered (and its
+//   size), after one progress pass; the next irecv from that rank (or any-source) takes it
+//   unless another thread gets there first.
 // - A receive whose buffer size differs from the message's fails with InvalidArgument naming
 //   both sizes. A peer that dies, closes, or breaks the link makes every pending and future
 //   operation with it fail with PeerFailure naming the peer. A wait that runs out throws
@@ -77,12 +90,24 @@ class Request {
   // Makes progress once without blocking; true when complete (errors re-thrown by wait()).
   bool test();
   bool valid() const { return op_ != nullptr; }
+  // The rank the message came from, once a receive completed (any-source or not); -1 before,
+  // after a failure before matching, and for sends.
+  int source() const;
 
  private:
   friend class Transport;
   Request(Transport* t, std::shared_ptr<detail::Op> op) : t_(t), op_(std::move(op)) {}
   Transport* t_ = nullptr;
   std::shared_ptr<detail::Op> op_;
+};
+
+// The peer argument of irecv / recv that matches a message from any rank.
+inline constexpr int kAnySource = -1;
+
+struct ProbeResult {
+  int source = -1;   // -1: no message with the tag is buffered
+  size_t bytes = 0;  // its payload size
+  bool found() const { return source >= 0; }
 };
 
 class Transport {
@@ -105,7 +130,13 @@ class Transport {
   Request isend(int peer, uint64_t tag, const void* data, size_t bytes, bool defer = false);
   Request irecv(int peer, uint64_t tag, void* data, size_t bytes);
   void send(int peer, uint64_t tag, const void* data, size_t bytes) { isend(peer, tag, data, bytes).wait(); }
-  void recv(int peer, uint64_t tag, void* data, size_t bytes) { irecv(peer, tag, data, bytes).wait(); }
+  // Returns the rank the message came from (peer itself unless peer == kAnySource).
+  int recv(int peer, uint64_t tag, void* data, size_t bytes) {
+    Request r = irecv(peer, tag, data, bytes);
+    r.wait();
+    return r.source();
+  }
+  ProbeResult probe(uint64_t tag);
   // Waits for all; re-throws the first error after every request has finished or failed.
   static void wait_all(std::span<Request> requests, double timeout_s = kDefaultTimeout);
 
@@ -131,6 +162,11 @@ class Transport {
   void progress_send_locked(int peer);
   bool write_batch_locked(Peer& p);
   void progress_recv_locked(int peer);
+  void take_unexpected_locked(int peer, std::shared_ptr<detail::Op> op,
+                              std::deque<std::shared_ptr<Unexpected>>::iterator u);
+  std::shared_ptr<detail::Op> match_posted_locked(int peer, uint64_t tag);
+  Request irecv_any(uint64_t tag, void* data, size_t bytes);
+  void fail_any_locked(int peer, std::exception_ptr error);
   void deliver_header_locked(int peer);
   void fail_peer_locked(int peer, std::exception_ptr error);
   void check_liveness_locked();
@@ -143,6 +179,11 @@ class Transport {
   double spin_s_, yield_s_ = 0;
   std::mutex mu_;
   std::vector<std::unique_ptr<Peer>> peers_;
+  std::string gone_peers_locked() const;
+  // Any-source receives not yet matched, in posting order; posted_ numbers every receive
+  // posted and arrivals_ every message buffered, to match in order across peers.
+  std::deque<std::shared_ptr<detail::Op>> any_posted_;
+  uint64_t posted_ = 0, arrivals_ = 0;
   bool closed_ = false;
   std::atomic<uint64_t> bytes_sent_{0}, bytes_received_{0};
   // Early messages are common in pipelined collectives (the peer's next phase starts before

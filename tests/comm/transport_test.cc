@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <thread>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "support/world.h"
 
@@ -276,6 +278,202 @@ TEST_P(TransportTest, SplitMakesWorkingSubgroups) {
     if (none) {
       EXPECT_EQ(none->size(), 5);
       none->barrier();
+    }
+  });
+}
+
+// Receive from any source: three senders and the receiver itself each send `per` messages
+// with one tag; the receiver takes them all with any-source receives (some posted before the
+// messages came, some after, some blocking). Each message is received exactly once, the
+// reported source is the sender named in the payload, and each sender's messages keep order.
+TEST_P(TransportTest, AnySourceSeveralSendersEachOnceWithSource) {
+  run_world(4, GetParam(), [&](Communicator& c) {
+    const int per = 40;
+    const uint32_t tag = 21;
+    if (c.rank() != 0) {
+      std::vector<std::array<int, 2>> msgs(per);
+      std::vector<Request> reqs;
+      for (int i = 0; i < per; ++i) {
+        msgs[i] = {c.rank(), i};
+        reqs.push_back(c.isend(0, msgs[i].data(), sizeof msgs[i], tag));
+      }
+      Transport::wait_all(reqs);
+      c.barrier();
+      return;
+    }
+    std::array<int, 2> own_msgs[3];
+    std::vector<Request> own;
+    for (int i = 0; i < 3; ++i) {
+      own_msgs[i] = {0, i};
+      own.push_back(c.isend(0, own_msgs[i].data(), sizeof own_msgs[i], tag));
+    }
+    const int total = 3 * per + 3;
+    std::vector<std::array<int, 2>> got(total, {-1, -1});
+    std::vector<int> source(total, -1);
+    // Half posted up front (most arrive after posting), the rest one blocking call each (most
+    // already buffered by then).
+    std::vector<Request> posted;
+    for (int k = 0; k < total / 2; ++k) posted.push_back(c.irecv(kAnySource, got[k].data(), sizeof got[k], tag));
+    for (int k = 0; k < total / 2; ++k) {
+      posted[k].wait();
+      source[k] = posted[k].source();
+    }
+    for (int k = total / 2; k < total; ++k) source[k] = c.recv(kAnySource, got[k].data(), sizeof got[k], tag);
+    Transport::wait_all(own);
+    std::vector<int> next(4, 0);
+    for (int k = 0; k < total; ++k) {
+      ASSERT_EQ(source[k], got[k][0]) << "message " << k;
+      ASSERT_EQ(got[k][1], next[source[k]]) << "from rank " << source[k] << ": out of order or duplicated";
+      ++next[source[k]];
+    }
+    EXPECT_EQ(next, (std::vector<int>{3, per, per, per}));
+    ProbeResult none = c.probe(tag);
+    EXPECT_FALSE(none.found());
+    c.barrier();
+  });
+}
+
+// probe names the rank whose message waits; an any-source receive of another tag ignores it;
+// a specific and an any-source receive of one tag get messages in the order they were posted.
+TEST_P(TransportTest, AnySourceProbeAndPostingOrder) {
+  run_world(3, GetParam(), [&](Communicator& c) {
+    if (c.rank() == 2) {
+      int v = 77;
+      c.send(0, &v, sizeof v, 5);
+      int a = 1, b = 2, d = 3, e = 4;
+      c.send(0, &a, sizeof a, 6);  // the receiver posted any-source, then specific
+      c.send(0, &b, sizeof b, 6);
+      c.send(0, &d, sizeof d, 7);  // the receiver posted specific, then any-source
+      c.send(0, &e, sizeof e, 7);
+      c.barrier();  // stays until rank 0 is done: its leaving would fail rank 0's any-source receive
+    } else if (c.rank() == 0) {
+      ProbeResult p;
+      Deadline until = Deadline::after(20);
+      while (!(p = c.probe(5)).found() && !until.expired()) {
+      }
+      ASSERT_TRUE(p.found()) << "probe never saw rank 2's message";
+      EXPECT_EQ(p.source, 2);
+      EXPECT_EQ(p.bytes, sizeof(int));
+      EXPECT_FALSE(c.probe(99).found());
+      int other = -1;
+      Request wrong_tag = c.irecv(kAnySource, &other, sizeof other, 4);
+      int v = 0;
+      EXPECT_EQ(c.recv(kAnySource, &v, sizeof v, 5), 2);
+      EXPECT_EQ(v, 77);
+      EXPECT_FALSE(wrong_tag.test());
+      int x = 0, y = 0;
+      Request any_first = c.irecv(kAnySource, &x, sizeof x, 6);
+      Request specific = c.irecv(2, &y, sizeof y, 6);
+      any_first.wait();
+      specific.wait();
+      EXPECT_EQ(x, 1);
+      EXPECT_EQ(y, 2);
+      EXPECT_EQ(any_first.source(), 2);
+      EXPECT_EQ(specific.source(), 2);
+      Request specific_first = c.irecv(2, &x, sizeof x, 7);
+      Request any_second = c.irecv(kAnySource, &y, sizeof y, 7);
+      specific_first.wait();
+      any_second.wait();
+      EXPECT_EQ(x, 3);
+      EXPECT_EQ(y, 4);
+      int z = 9;
+      c.send(1, &z, sizeof z, 4);  // rank 1 answers on tag 4: the pending any-source receive
+      wrong_tag.wait();
+      EXPECT_EQ(other, 10);
+      EXPECT_EQ(wrong_tag.source(), 1);
+      c.barrier();
+    } else {
+      int z = 0;
+      c.recv(0, &z, sizeof z, 4);
+      z += 1;
+      c.send(0, &z, sizeof z, 4);
+      c.barrier();
+    }
+  });
+}
+
+// An any-source receive nobody answers times out naming the tag and is cancelled: a message
+// of that tag sent later goes to the next receive, not to the cancelled one.
+TEST_P(TransportTest, AnySourceTimeoutCancels) {
+  run_world(3, GetParam(), [&](Communicator& c) {
+    int x = 0;
+    if (c.rank() == 0) {
+      try {
+        c.transport().irecv(kAnySource, 11, &x, sizeof x).wait(0.2);
+        ADD_FAILURE() << "no timeout";
+      } catch (const Timeout& e) {
+        std::string w = e.what();
+        EXPECT_NE(w.find("rank 0 <- any rank: recv (tag 11, 4 bytes): timed out"), std::string::npos) << w;
+        EXPECT_NE(w.find("no rank sent a message with this tag"), std::string::npos) << w;
+      }
+    }
+    c.barrier();
+    if (c.rank() == 1) {
+      int v = 5;
+      c.send(0, &v, sizeof v, 11);
+    } else if (c.rank() == 0) {
+      EXPECT_EQ(c.recv(kAnySource, &x, sizeof x, 11), 1);
+      EXPECT_EQ(x, 5);
+    }
+  });
+}
+
+// A peer that dies while an any-source receive waits fails it with PeerFailure naming that
+// peer (its message might have been the one awaited); so does one that had died before.
+// (Rank 2's fabric is cut at its first message, as if the process died: it says no goodbye.)
+TEST_P(TransportTest, AnySourceFailsWhenAPeerDies) {
+  testing::WorldOptions o;
+  o.kind = GetParam();
+  o.fault_rank = 2;
+  o.fault.kind = testing::Fault::kKill;
+  run_world(3, o, [&](Communicator& c) {
+    int x = 0;
+    if (c.rank() == 2) {
+      EXPECT_THROW(c.send(1, &x, sizeof x, 40), PeerFailure);  // dies here
+      return;
+    }
+    if (c.rank() == 0) {
+      for (int attempt = 0; attempt < 2; ++attempt) {  // pending when it dies, then posted after
+        try {
+          c.recv(kAnySource, &x, sizeof x, 31);
+          ADD_FAILURE() << "any-source receive succeeded";
+        } catch (const PeerFailure& e) {
+          EXPECT_EQ(e.peer(), 2);
+          std::string w = e.what();
+          EXPECT_NE(w.find("rank 0 <- any rank"), std::string::npos) << w;
+          EXPECT_NE(w.find("rank 2 failed"), std::string::npos) << w;
+        }
+      }
+      c.send(1, &x, sizeof x, 32);  // rank 1 stays until rank 0 is done
+    } else {
+      c.recv(0, &x, sizeof x, 32);
+    }
+  });
+}
+
+// A peer that closes its transport on purpose says so: it will send nothing more, so an
+// any-source receive goes on waiting for the others (a receive naming it still fails).
+TEST_P(TransportTest, AnySourceOutlivesAPeerThatLeftCleanly) {
+  run_world(3, GetParam(), [&](Communicator& c) {
+    c.barrier();
+    if (c.rank() == 2) {
+      c.transport().close();
+      return;
+    }
+    int x = 0;
+    if (c.rank() == 0) {
+      Request any = c.irecv(kAnySource, &x, sizeof x, 31);
+      int y = 0;
+      EXPECT_THROW(c.recv(2, &y, sizeof y, 30), PeerFailure);  // rank 0 has seen rank 2 leave
+      c.send(1, &y, sizeof y, 33);                              // only now rank 1 sends
+      any.wait();
+      EXPECT_EQ(any.source(), 1);
+      EXPECT_EQ(x, 7);
+    } else {
+      int go = 0;
+      c.recv(0, &go, sizeof go, 33);
+      int v = 7;
+      c.send(0, &v, sizeof v, 31);
     }
   });
 }

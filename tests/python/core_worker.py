@@ -1,5 +1,6 @@
 """The dtrain Python module (no torch) on NumPy arrays, under `dtrain run`: every collective,
-async handles, point-to-point, split, and the errors. Reports {"failures": [...]} per rank.
+async handles, point-to-point (receive from any source included), split, and the errors.
+Reports {"failures": [...]} per rank.
 """
 import sys
 
@@ -75,6 +76,27 @@ def main():
     for q in hs:
         q.wait()
     expect(np.frombuffer(got, dtype=np.int32)[0] == left, f"isend/irecv {bytes(got)}")
+
+    # Receive from any source: every other rank sends rank 0 two messages; rank 0 takes them
+    # with recv(source=None) and irecv(source=None) and checks each came once, from whom it says.
+    if r == 0:
+        seen = []
+        for k in range(2 * (p - 1)):
+            m = np.zeros(2, dtype=np.int32)
+            if k % 2 == 0:
+                src = comm.recv(m, tag=9)
+            else:
+                h = comm.irecv(m, tag=9)
+                expect(h.source is None or h.done(), "irecv source before completion")
+                h.wait()
+                src = h.source
+            expect(src == m[0], f"recv any source: said {src}, message from {m[0]}")
+            seen.append((int(m[0]), int(m[1])))
+        expect(sorted(seen) == [(q, i) for q in range(1, p) for i in range(2)], f"recv any source: {seen}")
+        expect(comm.probe(tag=9) is None, "probe after every message was received")
+    else:
+        for i in range(2):
+            comm.send(np.array([r, i], dtype=np.int32), 0, tag=9)
 
     sub = comm.split(r % 2, r)
     s = np.array([1.0])

@@ -5,6 +5,8 @@ Scenarios (argv[1]):
                 HOOK: none | allreduce | fp16 | powersgd. Reports the largest parameter
                 difference to the reference and between ranks.
   groups        two overlapping dtrain subgroups used concurrently (async), plus a gloo one.
+  anysource     dist.recv / irecv without src on dtrain and on gloo (world and a subgroup).
+  torchrun      started by torchrun (env:// from its variables): an all_reduce and a DDP step.
   store         init_process_group(store=FileStore) without an init method.
   fsdp          all_gather_into_tensor + reduce_scatter_tensor as FSDP uses them (async, futures).
   killed        the last rank exits after one all-reduce; the others report their exception.
@@ -84,16 +86,76 @@ def groups():
     # torch 1.13's dist.monitored_barrier() accepts only gloo; the process group's own method
     # reaches the backend.
     dist.distributed_c10d._get_default_group().monitored_barrier(datetime.timedelta(seconds=30))
-    try:  # receive from any source is not supported: an error naming the call, on this rank only
-        dist.recv(torch.zeros(1))
-        anysource = "no error"
-    except RuntimeError as e:
-        anysource = str(e)
     out = {"world": world.tolist(), "gloo": gl.tolist(),
-           "group_rank_a": dist.get_rank(a) if rank in (0, 2) else -1, "anysource": anysource}
+           "group_rank_a": dist.get_rank(a) if rank in (0, 2) else -1}
     for k, v in bufs.items():
         out[k] = sorted(set(v.tolist()))
     report(**out)
+
+
+def anysource():
+    """dist.recv / dist.irecv without src, on the dtrain backend and on gloo, in the world and in
+    a subgroup: what rank 0 received, from whom torch says it came, and a timeout's message."""
+    rank, p = init()
+    out = {}
+    sub_ranks = [0, p - 1]
+    for name, backend in (("dtrain", None), ("gloo", "gloo")):
+        world = None if backend is None else dist.new_group(list(range(p)), backend=backend)
+        sub = dist.new_group(sub_ranks, backend=backend)
+        got = []
+        if rank == 0:
+            for k in range(2 * (p - 1)):
+                t = torch.zeros(2, dtype=torch.int64)
+                if k % 2 == 0:
+                    src = dist.recv(t, group=world, tag=5)     # returns the sender's global rank
+                else:
+                    w = dist.irecv(t, group=world, tag=5)      # the Work's _source_rank(): group rank
+                    w.wait()
+                    src = w._source_rank()
+                got.append([src] + t.tolist())
+            t = torch.zeros(2, dtype=torch.int64)
+            got.append([dist.recv(t, group=sub, tag=6)] + t.tolist())
+        else:
+            for i in range(2):
+                dist.send(torch.tensor([rank, i]), 0, group=world, tag=5)
+            if rank == p - 1:
+                dist.send(torch.tensor([rank, 9]), 0, group=sub, tag=6)
+        out[name] = got
+        dist.barrier()
+    # Nobody sends: a group with a 2 s timeout raises, naming the wait.
+    short = dist.new_group(list(range(p)), timeout=datetime.timedelta(seconds=2))
+    if rank == 0:
+        start = time.monotonic()
+        try:
+            dist.recv(torch.zeros(1), group=short, tag=7)
+            out["timeout"] = "no error"
+        except RuntimeError as e:
+            out["timeout"] = str(e)
+        out["timeout_s"] = time.monotonic() - start
+    dist.barrier()
+    report(**out)
+
+
+def torchrun():
+    """Started by torchrun: init_process_group("dtrain") from torchrun's env:// alone, then an
+    all_reduce and a DDP step."""
+    dist.init_process_group("dtrain", timeout=datetime.timedelta(seconds=60))
+    rank, p = dist.get_rank(), dist.get_world_size()
+    x = torch.full((4,), float(rank + 1))
+    dist.all_reduce(x)
+    torch.manual_seed(0)
+    net = DDP(nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 2)))
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    g = torch.Generator().manual_seed(rank)
+    nn.functional.mse_loss(net(torch.randn(4, 8, generator=g)), torch.randn(4, 2, generator=g)).backward()
+    opt.step()
+    flat = torch.cat([q.detach().reshape(-1) for q in net.module.parameters()])
+    everyone = [torch.zeros_like(flat) for _ in range(p)]
+    dist.all_gather(everyone, flat)
+    report(size=p, sum=x.tolist(), across_ranks=max((e - flat).abs().max().item() for e in everyone),
+           grad_nonzero=bool(net.module[0].weight.grad.abs().sum() > 0),
+           elastic=bool(os.environ.get("TORCHELASTIC_RUN_ID")))
+    dist.destroy_process_group()
 
 
 def fsdp():
@@ -145,5 +207,5 @@ def failure(kind):
     os._exit(0)  # the group cannot be torn down cleanly with a dead peer
 
 
-main({"ddp": ddp, "groups": groups, "fsdp": fsdp, "store": store,
+main({"ddp": ddp, "groups": groups, "anysource": anysource, "torchrun": torchrun, "fsdp": fsdp, "store": store,
       "killed": lambda: failure("killed"), "desync": lambda: failure("desync")})
