@@ -115,6 +115,13 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
       j["measured_step_ms"] = step * 1e3;
       j["step_error"] = p.step_s / step - 1;
     }
+    // Memory: the predicted model state + activations against the heap high-water mark of
+    // training above what the data and runtime held before the model (base/heap_stats.h).
+    double heap = measured.value("train_heap_mb", 0.0);
+    if (heap > 0) {
+      j["measured_train_heap_mb"] = heap;
+      j["memory_error"] = p.memory_b() / 1e6 / heap - 1;
+    }
   } catch (const std::exception& e) {
     j = {{"error", e.what()}};
   }

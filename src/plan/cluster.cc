@@ -68,6 +68,7 @@ Cluster cluster_from_json(const nlohmann::json& j, const std::string& where) {
   DT_CHECK(c.gemm_flops > 0 && c.elementwise_bps > 0, InvalidArgument, where << ": rates must be > 0");
   c.intra = link(j, "intra", where);
   c.inter = j.contains("inter") ? link(j, "inter", where) : c.intra;
+  if (j.contains("units")) c.units = units_from_json(j["units"], where + ".units");
   c.source = where;
   return c;
 }
@@ -85,11 +86,13 @@ Cluster load_cluster(const std::string& path) {
 }
 
 nlohmann::json cluster_to_json(const Cluster& c) {
-  return {{"name", c.name}, {"nodes", c.nodes}, {"ranks_per_node", c.ranks_per_node},
+  nlohmann::json j = {{"name", c.name}, {"nodes", c.nodes}, {"ranks_per_node", c.ranks_per_node},
           {"cores_per_node", c.cores_per_node}, {"gemm_gflops", c.gemm_flops / 1e9},
           {"elementwise_gbps", c.elementwise_bps / 1e9}, {"optimizer_ns_per_param", c.optimizer_ns_per_param}, {"sgd_ns_per_param", c.sgd_ns_per_param},
           {"oversub_penalty", c.oversub_penalty}, {"memory_gb", c.memory_gb}, {"intra", link_json(c.intra)},
           {"inter", link_json(c.inter)}};
+  if (!c.units.empty()) j["units"] = units_json({}, c.units);
+  return j;
 }
 
 Cluster this_machine(const std::string& path) {
@@ -100,21 +103,31 @@ Cluster this_machine(const std::string& path) {
   c.source = "defaults + " + c.intra.source;
   std::ifstream in(path);
   if (!in.good()) return c;
+  nlohmann::json j;
   try {
-    auto j = nlohmann::json::parse(in);
-    if (j.contains("compute") && j["compute"].is_object()) {
-      const auto& k = j["compute"];
-      std::string w = path + ".compute";
-      c.gemm_flops = need(k, "gemm_gflops", w, "GFLOP/s") * 1e9;
-      c.elementwise_bps = need(k, "elementwise_gbps", w, "GB/s") * 1e9;
-      c.optimizer_ns_per_param = need(k, "optimizer_ns_per_param", w, "ns");
-      if (k.contains("sgd_ns_per_param")) c.sgd_ns_per_param = need(k, "sgd_ns_per_param", w, "ns");
-      if (k.contains("oversub_penalty")) c.oversub_penalty = need(k, "oversub_penalty", w, ">= 1");
-      if (k.contains("memory_gb")) c.memory_gb = need(k, "memory_gb", w, "GB");
-      c.source = "calibrated(" + path + ")";
-    }
+    j = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception&) {
-    // An old calibration file without JSON structure: keep the defaults for compute.
+    return c;  // an old calibration file without JSON structure: keep the defaults for compute
+  }
+  const int version = j.is_object() && j.contains("version") && j["version"].is_number_integer() ? j["version"].get<int>() : 1;
+  DT_CHECK(version <= kCalibrationVersion, InvalidArgument,
+           path << ": calibration file version " << version << " is newer than this dtrain reads (" << kCalibrationVersion
+                << "); run `dtrain bench calibrate` with this binary or point DTRAIN_CALIBRATION elsewhere");
+  if (!j.is_object() || !j.contains("compute") || !j["compute"].is_object()) return c;
+  const auto& k = j["compute"];
+  std::string w = path + ".compute";
+  c.gemm_flops = need(k, "gemm_gflops", w, "GFLOP/s") * 1e9;
+  c.elementwise_bps = need(k, "elementwise_gbps", w, "GB/s") * 1e9;
+  c.optimizer_ns_per_param = need(k, "optimizer_ns_per_param", w, "ns");
+  if (k.contains("sgd_ns_per_param")) c.sgd_ns_per_param = need(k, "sgd_ns_per_param", w, "ns");
+  if (k.contains("oversub_penalty")) c.oversub_penalty = need(k, "oversub_penalty", w, ">= 1");
+  if (k.contains("memory_gb")) c.memory_gb = need(k, "memory_gb", w, "GB");
+  if (version >= 3 && k.contains("units")) {
+    c.units = units_from_json(k["units"], w + ".units");
+    c.source = "calibrated(" + path + ")";
+  } else {
+    c.source = "calibrated v" + std::to_string(version) + "(" + path +
+               ", GEMM rates only: run `dtrain bench calibrate` again for unit timings)";
   }
   return c;
 }

@@ -30,11 +30,11 @@ ModelSpec ModelSpec::parse(const std::string& spec) {
     m.gpt = true;
     m.heads = g.heads, m.width = g.width, m.context = g.context, m.layers = g.layers;
     double s = g.context, h = g.width, V = g.vocab;
-    m.units.push_back({"embedding", (V + s) * h, 0, 0, s * h, false});
+    m.units.push_back({"embedding", "gpt_embedding", (V + s) * h, 0, 0, s * h, false});
     for (int64_t l = 0; l < g.layers; ++l)
-      m.units.push_back({"block" + std::to_string(l), 12 * h * h + 13 * h, 24 * s * h * h + 4 * s * s * h,
+      m.units.push_back({"block" + std::to_string(l), "gpt_block", 12 * h * h + 13 * h, 24 * s * h * h + 4 * s * s * h,
                          block_activation_elems(g.context, 1, g.width, g.heads, 1, false), s * h, true});
-    m.units.push_back({"head", V * h + 2 * h, 2 * s * h * V, 2 * s * h + 2 * s * V, 0, false});
+    m.units.push_back({"head", "gpt_head", V * h + 2 * h, 2 * s * h * V, 2 * s * h + 2 * s * V, 0, false});
     return m;
   }
   DT_CHECK(spec.rfind("mlp:", 0) == 0, InvalidArgument,
@@ -50,7 +50,7 @@ ModelSpec ModelSpec::parse(const std::string& spec) {
   }
   DT_CHECK(dims.size() >= 2, InvalidArgument, "--model '" << spec << "' needs at least two widths (mlp:784-10)");
   for (size_t i = 0; i + 1 < dims.size(); ++i)
-    m.units.push_back({"fc" + std::to_string(i), dims[i] * dims[i + 1] + dims[i + 1], 2 * dims[i] * dims[i + 1],
+    m.units.push_back({"fc" + std::to_string(i), "mlp_layer", dims[i] * dims[i + 1] + dims[i + 1], 2 * dims[i] * dims[i + 1],
                        dims[i] + dims[i + 1], dims[i + 1], false});
   return m;
 }
@@ -87,6 +87,24 @@ double allreduce_s(const Cluster& c, Group g, double bytes) {
 const CostParams& link_of(const Cluster& c, Group g) {
   int rpn = c.ranks_per_node > 0 ? c.ranks_per_node : g.size * g.stride;
   return g.size * g.stride <= rpn ? c.intra : c.inter;
+}
+
+// One unit's forward and backward seconds over `items`, before any oversubscription slowdown:
+// the calibrated line of its kind (calibrate_units.h) at its work, a block's work split over
+// tp ranks; without one, FLOPs at the GEMM rate plus its activations at the element-wise rate,
+// backward twice forward.
+struct Pass {
+  double f = 0, b = 0;
+};
+Pass unit_pass(const Cluster& c, const Unit& u, double items, int tp) {
+  const double split = u.block ? tp : 1;
+  auto it = c.units.find(u.kind);
+  if (it != c.units.end()) {
+    const double w = items * unit_work(u) / split;
+    return {it->second.fwd.at(w), it->second.bwd.at(w)};
+  }
+  const double f = u.fwd_flops * items / split / c.gemm_flops + 2 * kF * u.act_elems * items / c.elementwise_bps;
+  return {f, 2 * f};
 }
 
 // Cut the units into `pieces` contiguous ranges of about equal FLOPs (the executor's
@@ -133,15 +151,14 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     DT_CHECK(workers >= 1, InvalidArgument, "ps needs more ranks than --servers");
     double items = static_cast<double>(batch) / workers;
     std::vector<double> bwd(m.units.size());
-    double fwd = 0, elem = 0;
+    double fwd = 0, bwd_total = 0;
     for (size_t i = 0; i < m.units.size(); ++i) {
-      fwd += m.units[i].fwd_flops * items / c.gemm_flops;
-      bwd[i] = 2 * m.units[i].fwd_flops * items / c.gemm_flops * slow;
-      elem += 3 * kF * m.units[i].act_elems * items / c.elementwise_bps;
+      Pass ps = unit_pass(c, m.units[i], items, 1);
+      fwd += ps.f * slow;
+      bwd[i] = ps.b * slow;
+      bwd_total += bwd[i];
     }
-    double bwd_total = 0;
-    for (double b : bwd) bwd_total += b;
-    p.compute_s = (fwd + elem) * slow + bwd_total;
+    p.compute_s = fwd + bwd_total;
     double P = m.params(), bytes = P * kF;
     p.weights_b = bytes, p.grads_b = bytes, p.optimizer_b = opt_states * bytes;
     for (const auto& u : m.units) p.activations_b += kF * u.act_elems * items;
@@ -158,7 +175,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
         units.push_back({off, static_cast<int64_t>(m.units[i].params)});
       }
       GradBuckets buckets(units, static_cast<size_t>(l.bucket_mb * (1 << 20)), 4);
-      double t = (fwd + elem) * slow, comm_end = t;
+      double t = fwd, comm_end = t;
       for (size_t k = 0; k < units.size(); ++k) {
         t += bwd[m.units.size() - 1 - k];
         int b = buckets.on_ready(units[k]);
@@ -211,10 +228,9 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     Piece& pc = pieces[k];
     for (int u = cut[k]; u < cut[k + 1]; ++u) {
       const Unit& x = m.units[u];
-      double t = x.block ? l.tp : 1;
-      double f = x.fwd_flops * items / t / c.gemm_flops * slow + 2 * kF * x.act_elems * items / c.elementwise_bps * slow;
-      pc.f += f + (x.block ? 2 * tp_ar : 0);
-      pc.b += 2 * f + (l.recompute && x.block ? f : 0) + (x.block ? 2 * tp_ar : 0);
+      Pass ps = unit_pass(c, x, items, l.tp);
+      pc.f += ps.f * slow + (x.block ? 2 * tp_ar : 0);
+      pc.b += (ps.b + (l.recompute && x.block ? ps.f : 0)) * slow + (x.block ? 2 * tp_ar : 0);
       pc.params += x.block ? x.params / l.tp : x.params;
       pc.act += kF * items *
                 (x.block ? block_activation_elems(m.context, 1, m.width, m.heads, l.tp, l.recompute) : x.act_elems);

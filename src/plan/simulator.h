@@ -44,12 +44,16 @@ namespace dtrain::plan {
 
 struct Unit {
   std::string name;
+  std::string kind;       // mlp_layer, gpt_embedding, gpt_block, gpt_head (calibrate_units.h)
   double params = 0;
   double fwd_flops = 0;   // per item
   double act_elems = 0;   // kept for backward, per item (no recompute)
   double out_elems = 0;   // the output it sends onwards, per item
   bool block = false;     // a transformer block (tp-split and recomputable)
 };
+
+// What a unit's calibrated cost line is a function of, per item: fwd_flops + out_elems.
+inline double unit_work(const Unit& u) { return u.fwd_flops + u.out_elems; }
 
 struct ModelSpec {
   std::string spec;

@@ -1,0 +1,184 @@
+#include "plan/calibrate_units.h"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include "autograd/graph.h"
+#include "base/error.h"
+#include "nn/mlp.h"
+#include "nn/transformer.h"
+#include "plan/simulator.h"
+#include "tensor/blas.h"
+
+namespace dtrain::plan {
+namespace {
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// One model's units, parsed once per spec.
+const Unit& unit_of(const std::string& spec, int index, ModelSpec* cache) {
+  if (cache->spec != spec) *cache = ModelSpec::parse(spec);
+  DT_CHECK(index >= 0 && index < static_cast<int>(cache->units.size()), InvalidArgument,
+           "unit " << index << " of " << spec << " does not exist");
+  return cache->units[static_cast<size_t>(index)];
+}
+
+// The points of every distinct unit kind of `spec` at these item counts.
+std::vector<UnitPoint> points_of(const std::string& spec, const std::vector<int64_t>& items) {
+  ModelSpec m = ModelSpec::parse(spec);
+  std::vector<UnitPoint> out;
+  for (size_t u = 0; u < m.units.size(); ++u) {
+    const Unit& x = m.units[u];
+    // One GPT block stands for all (they are identical); every MLP layer has its own shape.
+    if (m.gpt && x.block && u != 1) continue;
+    for (int64_t n : items) out.push_back({x.kind, spec, static_cast<int>(u), n, n * unit_work(x), 0, 0});
+  }
+  return out;
+}
+
+// Forward and backward seconds of one point: best of repetitions filling `seconds`.
+// reps > 0: exactly that many passes after the warm-up (a fixed amount of work).
+template <class Fwd, class Bwd>
+std::pair<double, double> time_pass(double seconds, int fixed, Fwd&& fwd, Bwd&& bwd) {
+  double best_f = 1e300, best_b = 1e300, start = now();
+  for (int reps = 0; fixed > 0 ? reps <= fixed : reps < 10000 && (reps < 4 || now() - start < seconds); ++reps) {
+    Graph g;
+    double t0 = now();
+    Var out = fwd(g);
+    double t1 = now();
+    bwd(g, out);
+    double t2 = now();
+    if (reps == 0) continue;  // warm-up: first touch of the buffers
+    best_f = std::min(best_f, t1 - t0);
+    best_b = std::min(best_b, t2 - t1);
+  }
+  return {best_f, best_b};
+}
+
+}  // namespace
+
+std::pair<double, double> time_unit(const UnitPoint& p, double seconds, int fixed) {
+  if (p.kind == "mlp_layer") {
+    std::vector<int64_t> dims = MLP::parse_spec(p.spec.substr(4));
+    int64_t in = dims[static_cast<size_t>(p.unit)], out = dims[static_cast<size_t>(p.unit) + 1];
+    bool last = p.unit + 2 == static_cast<int>(dims.size());
+    Linear layer(in, out, true, last ? Activation::kNone : Activation::kRelu);
+    layer.allocate(1);
+    Tensor x = Tensor::full({p.items, in}, 0.5f), seed = Tensor::full({p.items, out}, 1.0f / p.items);
+    return time_pass(
+        seconds, fixed, [&](Graph& g) { return layer.forward(g, g.input(x)); }, [&](Graph& g, const Var& y) { g.backward(y, seed); });
+  }
+  GptConfig c = GptConfig::parse(p.spec, 65);
+  GptStage stage(c, p.unit, p.unit + 1);
+  stage.allocate(1);
+  stage.init_gpt(1);
+  const int64_t tok = p.items * c.context;
+  std::vector<int32_t> ids(static_cast<size_t>(tok));
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 7) % static_cast<size_t>(c.vocab));
+  Tensor x = Tensor::full({tok, c.width}, 0.1f), seed = Tensor::full({tok, c.width}, 1e-3f);
+  if (p.kind == "gpt_embedding")
+    return time_pass(
+        seconds, fixed, [&](Graph& g) { return stage.forward_stage(g, Var(), ids, {}, p.items, c.context); },
+        [&](Graph& g, const Var& y) { g.backward(y, seed); });
+  if (p.kind == "gpt_head")
+    return time_pass(
+        seconds, fixed, [&](Graph& g) { return stage.forward_stage(g, g.leaf(x), {}, ids, p.items, c.context); },
+        [&](Graph& g, const Var& y) { g.backward(y); });
+  return time_pass(
+      seconds, fixed, [&](Graph& g) { return stage.forward_stage(g, g.leaf(x), {}, {}, p.items, c.context); },
+      [&](Graph& g, const Var& y) { g.backward(y, seed); });
+}
+
+namespace {
+
+UnitFit fit_of(const nlohmann::json& j, const std::string& where) {
+  DT_CHECK(j.is_object() && j.contains("fixed_us") && j["fixed_us"].is_number() && j.contains("ns_per_kwork") &&
+               j["ns_per_kwork"].is_number(),
+           InvalidArgument, where << ": a fit is {\"fixed_us\": number, \"ns_per_kwork\": number}");
+  UnitFit f{j["fixed_us"].get<double>() * 1e-6, j["ns_per_kwork"].get<double>() * 1e-12};
+  DT_CHECK(f.fixed_s >= 0 && f.s_per_work >= 0, InvalidArgument, where << ": fit coefficients must be >= 0");
+  return f;
+}
+
+}  // namespace
+
+// Least squares for t = a + b x; a negative intercept refits through the origin, a negative
+// slope falls back to the mean (a constant cost): both coefficients stay >= 0, so a fit never
+// predicts a negative time when it extrapolates.
+UnitFit fit_line(const std::vector<std::pair<double, double>>& xy) {
+  DT_CHECK(!xy.empty(), InvalidArgument, "fit_line needs at least one point");
+  const double n = static_cast<double>(xy.size());
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (auto [x, y] : xy) sx += x, sy += y, sxx += x * x, sxy += x * y;
+  const double den = n * sxx - sx * sx;
+  UnitFit f;
+  if (xy.size() >= 2 && den > 0) {
+    f.s_per_work = (n * sxy - sx * sy) / den;
+    f.fixed_s = (sy - f.s_per_work * sx) / n;
+  } else {
+    f.fixed_s = sy / n;
+  }
+  if (f.s_per_work < 0) return {sy / n, 0};
+  if (f.fixed_s < 0) return {0, sxx > 0 ? sxy / sxx : 0};
+  return f;
+}
+
+std::map<std::string, UnitCost> fit_units(const std::vector<UnitPoint>& points) {
+  std::map<std::string, std::pair<std::vector<std::pair<double, double>>, std::vector<std::pair<double, double>>>> by;
+  for (const auto& p : points) {
+    by[p.kind].first.push_back({p.work, p.fwd_s});
+    by[p.kind].second.push_back({p.work, p.bwd_s});
+  }
+  std::map<std::string, UnitCost> out;
+  for (const auto& [kind, xy] : by) out[kind] = {fit_line(xy.first), fit_line(xy.second)};
+  return out;
+}
+
+std::vector<UnitPoint> default_unit_points() {
+  std::vector<UnitPoint> pts = points_of("mlp:784-256-128-10", {16, 64, 128});
+  for (const char* g : {"gpt:layers=1,heads=4,width=64,context=64", "gpt:layers=1,heads=8,width=128,context=64"})
+    for (auto& p : points_of(g, {2, 6, 12})) pts.push_back(p);
+  return pts;
+}
+
+std::vector<UnitPoint> unit_points_for(const std::string& spec) {
+  ModelSpec m = ModelSpec::parse(spec);
+  return points_of(spec, m.gpt ? std::vector<int64_t>{2, 6, 12} : std::vector<int64_t>{16, 64, 128});
+}
+
+void measure_units(std::vector<UnitPoint>& points, double seconds) {
+  set_blas_threads(1);
+  const double per = seconds / std::max<size_t>(1, points.size());
+  ModelSpec cache;
+  for (auto& p : points) {
+    p.work = static_cast<double>(p.items) * unit_work(unit_of(p.spec, p.unit, &cache));
+    auto [f, b] = time_unit(p, per, 0);
+    p.fwd_s = f, p.bwd_s = b;
+  }
+}
+
+nlohmann::json units_json(const std::vector<UnitPoint>& points, const std::map<std::string, UnitCost>& fits) {
+  nlohmann::json j = {{"fits", nlohmann::json::object()}, {"points", nlohmann::json::array()}};
+  auto fj = [](const UnitFit& f) { return nlohmann::json{{"fixed_us", f.fixed_s * 1e6}, {"ns_per_kwork", f.s_per_work * 1e12}}; };
+  for (const auto& [kind, c] : fits) j["fits"][kind] = {{"forward", fj(c.fwd)}, {"backward", fj(c.bwd)}};
+  for (const auto& p : points)
+    j["points"].push_back({{"kind", p.kind}, {"spec", p.spec}, {"unit", p.unit}, {"items", p.items}, {"work", p.work},
+                           {"forward_us", p.fwd_s * 1e6}, {"backward_us", p.bwd_s * 1e6}});
+  return j;
+}
+
+std::map<std::string, UnitCost> units_from_json(const nlohmann::json& j, const std::string& where) {
+  DT_CHECK(j.is_object() && j.contains("fits") && j["fits"].is_object(), InvalidArgument,
+           where << ": \"units\" must be an object with \"fits\" {kind: {forward, backward}}");
+  std::map<std::string, UnitCost> out;
+  for (const auto& [kind, c] : j["fits"].items()) {
+    std::string w = where + ".fits." + kind;
+    DT_CHECK(c.is_object() && c.contains("forward") && c.contains("backward"), InvalidArgument,
+             w << ": needs \"forward\" and \"backward\"");
+    out[kind] = {fit_of(c["forward"], w + ".forward"), fit_of(c["backward"], w + ".backward")};
+  }
+  return out;
+}
+
+}  // namespace dtrain::plan
