@@ -12,7 +12,7 @@
 //     oversubscription: 2 x cores forked PROCESSES each running a fixed number of GPT-block
 //     passes, against one process running them alone; the penalty is the measured slowdown /
 //     (processes / cores), >= 1 means worse than fair time sharing.
-//   Each measurement runs about `seconds` (best of the repetitions, to resist noise).
+//   Each measurement runs about `seconds` (the median repetition: the typical cost a run pays).
 // - compute_json / apply_compute move the figures to and from the "compute" section of the
 //   calibration file (versioned: cluster.h kCalibrationVersion) that this_machine() reads.
 // Thread-safety: starts and joins its own threads; call from one thread.

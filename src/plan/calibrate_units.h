@@ -14,7 +14,9 @@
 // - measure_units(points, seconds) runs each point (kind, spec, items) on the calling thread
 //   with one BLAS thread: builds the unit (nn/mlp.h's MLP of one layer, nn/transformer.h's
 //   GptStage of one unit), and times a forward (graph built as the executors build it) and
-//   the backward of that graph, best of repetitions filling about `seconds` per point.
+//   the backward of that graph (a block: a stack of 4 blocks, charged a quarter, so the
+//   activations are as cold as in a whole model), the median of repetitions filling about `seconds` per point
+//   (the median, not the best: a run pays the typical pass on a shared machine).
 // - default_unit_points() are the shapes `dtrain bench calibrate` measures: the MLP
 //   784-256-128-10's three layers at 16, 64 and 128 examples, and the GPT's embedding, block
 //   and head at widths 64 and 128 (heads 4 and 8, context 64) and 2, 6 and 12 sequences.
