@@ -44,7 +44,7 @@ run() {  # name ranks args...
 
 echo "== strategy, ranks, predicted step, measured step, error; predicted memory, measured training heap, error"
 MLP=(--model mlp:784-256-128-10 --epochs 1)
-GARGS=(--model $GPT --data "$TEXT" --steps 30 --eval-batches 1)
+GARGS=(--model $GPT --data "$TEXT" --steps ${STEPS:-30} --eval-batches 1)
 for n in $RANKS; do
   run ddp "$n" --strategy ddp "${MLP[@]}"
   run ddp-zero2 "$n" --strategy ddp --zero 2 "${MLP[@]}"

@@ -118,8 +118,8 @@ ComputeRates measure_compute(double seconds, const std::vector<std::string>& ext
 
   // Oversubscription with real processes: a GPT block (width 128, 4 sequences) in each.
   const UnitPoint blk{"gpt_block", "gpt:layers=1,heads=8,width=128,context=64", 1, 4, 0, 0, 0};
-  auto [bf, bb] = time_unit(blk, per / 4, 0);
-  const int passes = std::max(3, static_cast<int>(per / std::max(bf + bb, 1e-6)));
+  UnitPass bp = time_unit(blk, per / 4, 0);
+  const int passes = std::max(3, static_cast<int>(per / std::max(bp.fwd_s + bp.bwd_s, 1e-6)));
   const double one = run_processes(blk, 1, passes), over = run_processes(blk, 2 * r.cores, passes);
   r.oversub_penalty = std::max(1.0, over / (one * 2.0));
   return r;

@@ -1,12 +1,14 @@
 #include "plan/calibrate_units.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <numeric>
 
 #include "autograd/graph.h"
 #include "base/error.h"
+#include "base/heap_stats.h"
 #include "nn/mlp.h"
 #include "nn/transformer.h"
 #include "plan/simulator.h"
@@ -41,21 +43,28 @@ std::vector<UnitPoint> points_of(const std::string& spec, const std::vector<int6
   return out;
 }
 
-// Forward and backward seconds of one point: best of repetitions filling `seconds`.
 // Forward and backward seconds: the MEDIAN pass (training pays the typical pass, not the
 // luckiest one: on a shared machine the best pass is far below what a run averages).
 // fixed > 0: exactly that many passes after the warm-up (a fixed amount of work).
+// Memory: the heap the graph keeps after forward (the activations backward needs), and the
+// heap's high-water mark over forward + backward, both above what was live before forward
+// (base/heap_stats.h; the last pass's, they do not vary).
 template <class Fwd, class Bwd>
-std::pair<double, double> time_pass(double seconds, int fixed, Fwd&& fwd, Bwd&& bwd) {
+UnitPass time_pass(double seconds, int fixed, Fwd&& fwd, Bwd&& bwd) {
   std::vector<double> fs, bs;
+  double act = 0, peak = 0;
   const double start = now();
   for (int reps = 0; fixed > 0 ? reps <= fixed : reps < 10000 && (reps < 6 || now() - start < seconds); ++reps) {
     Graph g;
+    heap_reset_peak();
+    const int64_t base = heap_stats().live;
     double t0 = now();
     Var out = fwd(g);
     double t1 = now();
+    act = static_cast<double>(heap_stats().live - base);
     bwd(g, out);
     double t2 = now();
+    peak = static_cast<double>(heap_stats().peak - base);
     if (reps == 0) continue;  // warm-up: first touch of the buffers
     fs.push_back(t1 - t0);
     bs.push_back(t2 - t1);
@@ -64,12 +73,12 @@ std::pair<double, double> time_pass(double seconds, int fixed, Fwd&& fwd, Bwd&& 
     std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
     return v[v.size() / 2];
   };
-  return {median(fs), median(bs)};
+  return {median(fs), median(bs), act, peak};
 }
 
 }  // namespace
 
-std::pair<double, double> time_unit(const UnitPoint& p, double seconds, int fixed) {
+UnitPass time_unit(const UnitPoint& p, double seconds, int fixed) {
   FlushDenormals ftz;  // as the executors run
   if (p.kind == "mlp_layer") {
     std::vector<int64_t> dims = MLP::parse_spec(p.spec.substr(4));
@@ -106,10 +115,10 @@ std::pair<double, double> time_unit(const UnitPoint& p, double seconds, int fixe
     return time_pass(
         seconds, fixed, [&](Graph& g) { return stage.forward_stage(g, g.leaf(x), {}, ids, p.items, c.context); },
         [&](Graph& g, const Var& y) { g.backward(y); });
-  auto [f, b] = time_pass(
+  UnitPass r = time_pass(
       seconds, fixed, [&](Graph& g) { return stage.forward_stage(g, g.leaf(x), {}, {}, p.items, c.context); },
       [&](Graph& g, const Var& y) { g.backward(y, seed); });
-  return {f / count, b / count};
+  return {r.fwd_s / count, r.bwd_s / count, r.act_b / count, r.peak_b / count};
 }
 
 namespace {
@@ -154,6 +163,19 @@ std::map<std::string, UnitCost> fit_units(const std::vector<UnitPoint>& points) 
   }
   std::map<std::string, UnitCost> out;
   for (const auto& [kind, xy] : by) out[kind] = {fit_line(xy.first), fit_line(xy.second)};
+  // Bytes per item: the least-squares slope through the origin (memory has no fixed part
+  // worth keeping: the weights are counted apart).
+  std::map<std::string, std::array<double, 3>> mem;  // sum items^2, sum items*act, sum items*peak
+  for (const auto& p : points) {
+    auto& m = mem[p.kind];
+    const double n = static_cast<double>(p.items);
+    m[0] += n * n, m[1] += n * p.act_b, m[2] += n * p.peak_b;
+  }
+  for (auto& [kind, m] : mem) {
+    if (m[0] <= 0) continue;
+    out[kind].act_b_per_item = std::max(0.0, m[1] / m[0]);
+    out[kind].peak_b_per_item = std::max(out[kind].act_b_per_item, m[2] / m[0]);
+  }
   return out;
 }
 
@@ -175,18 +197,21 @@ void measure_units(std::vector<UnitPoint>& points, double seconds) {
   ModelSpec cache;
   for (auto& p : points) {
     p.work = static_cast<double>(p.items) * unit_work(unit_of(p.spec, p.unit, &cache));
-    auto [f, b] = time_unit(p, per, 0);
-    p.fwd_s = f, p.bwd_s = b;
+    UnitPass r = time_unit(p, per, 0);
+    p.fwd_s = r.fwd_s, p.bwd_s = r.bwd_s, p.act_b = r.act_b, p.peak_b = r.peak_b;
   }
 }
 
 nlohmann::json units_json(const std::vector<UnitPoint>& points, const std::map<std::string, UnitCost>& fits) {
   nlohmann::json j = {{"fits", nlohmann::json::object()}, {"points", nlohmann::json::array()}};
   auto fj = [](const UnitFit& f) { return nlohmann::json{{"fixed_us", f.fixed_s * 1e6}, {"ns_per_kwork", f.s_per_work * 1e12}}; };
-  for (const auto& [kind, c] : fits) j["fits"][kind] = {{"forward", fj(c.fwd)}, {"backward", fj(c.bwd)}};
+  for (const auto& [kind, c] : fits)
+    j["fits"][kind] = {{"forward", fj(c.fwd)}, {"backward", fj(c.bwd)}, {"act_bytes_per_item", c.act_b_per_item},
+                       {"peak_bytes_per_item", c.peak_b_per_item}};
   for (const auto& p : points)
     j["points"].push_back({{"kind", p.kind}, {"spec", p.spec}, {"unit", p.unit}, {"items", p.items}, {"work", p.work},
-                           {"forward_us", p.fwd_s * 1e6}, {"backward_us", p.bwd_s * 1e6}});
+                           {"forward_us", p.fwd_s * 1e6}, {"backward_us", p.bwd_s * 1e6},
+                           {"act_bytes", p.act_b}, {"peak_bytes", p.peak_b}});
   return j;
 }
 
@@ -199,6 +224,12 @@ std::map<std::string, UnitCost> units_from_json(const nlohmann::json& j, const s
     DT_CHECK(c.is_object() && c.contains("forward") && c.contains("backward"), InvalidArgument,
              w << ": needs \"forward\" and \"backward\"");
     out[kind] = {fit_of(c["forward"], w + ".forward"), fit_of(c["backward"], w + ".backward")};
+    for (auto [key, dst] : {std::pair<const char*, double*>{"act_bytes_per_item", &out[kind].act_b_per_item},
+                            {"peak_bytes_per_item", &out[kind].peak_b_per_item}}) {
+      if (!c.contains(key)) continue;
+      DT_CHECK(c[key].is_number() && c[key].get<double>() >= 0, InvalidArgument, w << "." << key << " must be a number >= 0");
+      *dst = c[key].get<double>();
+    }
   }
   return out;
 }

@@ -21,7 +21,9 @@
 //   784-256-128-10's three layers at 16, 64 and 128 examples, and the GPT's embedding, block
 //   and head at widths 64 and 128 (heads 4 and 8, context 64) and 2, 6 and 12 sequences.
 //   extra points come from `--models` (any mlp:/gpt: spec, at the same item counts).
-// - fit_units(points) groups the points by kind and fits each direction.
+// - fit_units(points) groups the points by kind and fits each direction; memory per item is
+//   the least-squares slope through the origin of the heap bytes (base/heap_stats.h) the
+//   forward graph keeps (act) and of the high-water mark over forward + backward (peak).
 // - units_json / units_from_json move the points and the fits to and from the calibration
 //   file's "units" section (each fit's coefficients, and every point so a fit can be redone).
 //   A malformed section is InvalidArgument naming the field.
@@ -43,6 +45,13 @@ struct UnitFit {
 
 struct UnitCost {
   UnitFit fwd, bwd;
+  // Memory per item (0: not measured): what the forward graph keeps for backward, and the
+  // heap's high-water mark over forward + backward (activations + their gradients).
+  double act_b_per_item = 0, peak_b_per_item = 0;
+};
+
+struct UnitPass {
+  double fwd_s = 0, bwd_s = 0, act_b = 0, peak_b = 0;
 };
 
 struct UnitPoint {
@@ -52,6 +61,7 @@ struct UnitPoint {
   int64_t items = 1;
   double work = 0;   // items x unit_work
   double fwd_s = 0, bwd_s = 0;
+  double act_b = 0, peak_b = 0;  // heap bytes: kept by forward; high-water over forward + backward
 };
 
 UnitFit fit_line(const std::vector<std::pair<double, double>>& xy);
@@ -63,7 +73,7 @@ std::vector<UnitPoint> unit_points_for(const std::string& spec);
 void measure_units(std::vector<UnitPoint>& points, double seconds);
 // Forward and backward seconds of one point (the best pass): passes for about `seconds`, or
 // exactly `fixed` passes after one warm-up when fixed > 0.
-std::pair<double, double> time_unit(const UnitPoint& p, double seconds, int fixed);
+UnitPass time_unit(const UnitPoint& p, double seconds, int fixed);
 
 nlohmann::json units_json(const std::vector<UnitPoint>& points, const std::map<std::string, UnitCost>& fits);
 std::map<std::string, UnitCost> units_from_json(const nlohmann::json& j, const std::string& where);

@@ -161,7 +161,21 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     p.compute_s = fwd + bwd_total;
     double P = m.params(), bytes = P * kF;
     p.weights_b = bytes, p.grads_b = bytes, p.optimizer_b = opt_states * bytes;
-    for (const auto& u : m.units) p.activations_b += kF * u.act_elems * items;
+    // Activations: what each unit's forward keeps (calibrated heap bytes per item when the
+    // cluster has them) plus the largest backward transient of one unit, plus the gathered
+    // input batch.
+    double transient = 0;
+    for (const auto& u : m.units) {
+      auto it = c.units.find(u.kind);
+      if (it != c.units.end() && it->second.peak_b_per_item > 0) {
+        p.activations_b += it->second.act_b_per_item * items;
+        transient = std::max(transient, (it->second.peak_b_per_item - it->second.act_b_per_item) * items);
+      } else {
+        p.activations_b += kF * u.act_elems * items;
+      }
+    }
+    const Unit& first = m.units.front();  // its input width d0 = fwd_flops / (2 d1)
+    p.activations_b += transient + kF * items * first.fwd_flops / 2 / std::max(1.0, first.out_elems);
     p.optimizer_s = P * c.sgd_ns_per_param * 1e-9 * slow;
     Group all{workers, 1};
     if (s == "ddp" && workers > 1) {
@@ -221,7 +235,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
   const double act_bytes = items * m.context * m.width * kF;
   const double tp_ar = allreduce_s(c, tpg, act_bytes) * slow;
   struct Piece {
-    double f = 0, b = 0, params = 0, act = 0, out = 0;
+    double f = 0, b = 0, params = 0, act = 0, out = 0, transient = 0;
   };
   std::vector<Piece> pieces(cut.size() - 1);
   for (size_t k = 0; k + 1 < cut.size(); ++k) {
@@ -232,8 +246,18 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       pc.f += ps.f * slow + (x.block ? 2 * tp_ar : 0);
       pc.b += (ps.b + (l.recompute && x.block ? ps.f : 0)) * slow + (x.block ? 2 * tp_ar : 0);
       pc.params += x.block ? x.params / l.tp : x.params;
-      pc.act += kF * items *
-                (x.block ? block_activation_elems(m.context, 1, m.width, m.heads, l.tp, l.recompute) : x.act_elems);
+      // Kept activations: calibrated heap bytes per item (a block's scaled by the closed
+      // form's tp share), or the closed form; with recompute a block keeps its input only.
+      auto it = c.units.find(x.kind);
+      const bool measured = it != c.units.end() && it->second.peak_b_per_item > 0;
+      const double closed = x.block ? block_activation_elems(m.context, 1, m.width, m.heads, l.tp, l.recompute) : x.act_elems;
+      if (measured && !(x.block && l.recompute)) {
+        const double share = x.block ? closed / block_activation_elems(m.context, 1, m.width, m.heads, 1, false) : 1;
+        pc.act += it->second.act_b_per_item * items * share;
+        pc.transient = std::max(pc.transient, (it->second.peak_b_per_item - it->second.act_b_per_item) * items * share);
+      } else {
+        pc.act += kF * items * closed;
+      }
       pc.out = x.out_elems * items * kF;
       if (x.block) p.tp_bytes += 4 * 2 * (l.tp - 1.0) / l.tp * act_bytes * l.micro;
     }
@@ -258,9 +282,13 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
   double stage_params = 0, stage_act = 0;
   for (int st = 0; st < l.pp; ++st) {
     double par = 0, act = 0;
-    for (int ch = 0; ch < V; ++ch) par += pieces[sched.piece(st, ch)].params, act = std::max(act, pieces[sched.piece(st, ch)].act);
+    double transient = 0;
+    for (int ch = 0; ch < V; ++ch) {
+      const Piece& pc = pieces[sched.piece(st, ch)];
+      par += pc.params, act = std::max(act, pc.act), transient = std::max(transient, pc.transient);
+    }
     stage_params = std::max(stage_params, par);
-    stage_act = std::max(stage_act, act * r.max_in_flight[st]);
+    stage_act = std::max(stage_act, act * r.max_in_flight[st] + transient);
   }
   auto z = zero_bytes(l.zero, stage_params, l.dp, kF, kF, opt_states * kF);
   p.weights_b = z.weights, p.grads_b = z.grads, p.optimizer_b = z.optimizer, p.activations_b = stage_act;
