@@ -161,15 +161,15 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     p.compute_s = fwd + bwd_total;
     double P = m.params(), bytes = P * kF;
     p.weights_b = bytes, p.grads_b = bytes, p.optimizer_b = opt_states * bytes;
-    // Activations: what each unit's forward keeps (calibrated heap bytes per item when the
-    // cluster has them) plus the largest backward transient of one unit, plus the gathered
-    // input batch.
+    // Activations: each unit's calibrated high-water heap bytes per item when the cluster has
+    // them (else the closed form), plus the gathered input batch.
     double transient = 0;
     for (const auto& u : m.units) {
       auto it = c.units.find(u.kind);
       if (it != c.units.end() && it->second.peak_b_per_item > 0) {
-        p.activations_b += it->second.act_b_per_item * items;
-        transient = std::max(transient, (it->second.peak_b_per_item - it->second.act_b_per_item) * items);
+        // The graph keeps every node's gradient until it is destroyed: a unit's footprint at
+        // the end of backward is its whole high-water mark, not its forward share.
+        p.activations_b += it->second.peak_b_per_item * items;
       } else {
         p.activations_b += kF * u.act_elems * items;
       }
@@ -177,6 +177,19 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     const Unit& first = m.units.front();  // its input width d0 = fwd_flops / (2 d1)
     p.activations_b += transient + kF * items * first.fwd_flops / 2 / std::max(1.0, first.out_elems);
     p.optimizer_s = P * c.sgd_ns_per_param * 1e-9 * slow;
+    // The executors' own copies of the parameters (parallel/*.h): ddp's gradient and scratch
+    // buffers (share_grad.h), localsgd's and gossip's gradient, gossip's mean and one inbox per
+    // neighbour, fedavg's global model, gradient and sum plus each round's fresh optimizer
+    // state, a ps worker's gradient and replies (servers hold their slice only).
+    const int degree = workers <= 2 ? 1 : 2;  // the ring
+    double copies = 0;
+    // ZeRO adds the padded reduce-scatter buffer and three slices (gradient, parameters, receive).
+    if (s == "ddp" && workers > 1) copies = l.zero > 0 ? 3 + 3.0 / workers : 2;
+    else if (s == "localsgd") copies = 1;
+    else if (s == "gossip") copies = 2 + degree;
+    else if (s == "fedavg") copies = 4;
+    else if (s == "ps") copies = 2;
+    p.buffers_b = copies * bytes;
     Group all{workers, 1};
     if (s == "ddp" && workers > 1) {
       // Walk the buckets in the order backward produces them (share_grad.h): units last
@@ -200,8 +213,10 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       p.comm_s = std::max(0.0, comm_end - t);
       p.dp_bytes = zero_traffic_elems(0, P, workers) * kF;
       if (l.zero > 0) {
+        // ddp's ZeRO (parallel/zero.h) shards the optimizer state; backward still fills the
+        // whole gradient (share_grad.h), which is reduce-scattered bucket by bucket.
         auto z = zero_bytes(l.zero, P, workers, kF, kF, opt_states * kF);
-        p.grads_b = z.grads, p.optimizer_b = z.optimizer;
+        p.optimizer_b = z.optimizer;
         p.optimizer_s /= workers;
       }
     } else if (s == "ps") {
@@ -254,7 +269,9 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       if (measured && !(x.block && l.recompute)) {
         const double share = x.block ? closed / block_activation_elems(m.context, 1, m.width, m.heads, 1, false) : 1;
         pc.act += it->second.act_b_per_item * items * share;
-        pc.transient = std::max(pc.transient, (it->second.peak_b_per_item - it->second.act_b_per_item) * items * share);
+        // Gradients of the activations stay until the graph goes: the live micro-batch in
+        // backward holds the whole high-water mark.
+        pc.transient += (it->second.peak_b_per_item - it->second.act_b_per_item) * items * share;
       } else {
         pc.act += kF * items * closed;
       }
