@@ -120,8 +120,16 @@ ComputeRates measure_compute(double seconds, const std::vector<std::string>& ext
   const UnitPoint blk{"gpt_block", "gpt:layers=1,heads=8,width=128,context=64", 1, 4, 0, 0, 0};
   UnitPass bp = time_unit(blk, per / 4, 0);
   const int passes = std::max(3, static_cast<int>(per / std::max(bp.fwd_s + bp.bwd_s, 1e-6)));
-  const double one = run_processes(blk, 1, passes), over = run_processes(blk, 2 * r.cores, passes);
-  r.oversub_penalty = std::max(1.0, over / (one * 2.0));
+  // The slowdown curve: k processes of the same work each, k = 1, cores, 2 x cores; the
+  // wall time over one process's is how much slower each rank runs with k on the node
+  // (2 vCPUs that are one core's hyperthreads already slow down at k = cores).
+  const double one = run_processes(blk, 1, passes);
+  r.slowdown = {{1, 1.0}};
+  for (int k : {r.cores, 2 * r.cores}) {
+    if (k <= 1) continue;
+    r.slowdown.push_back({static_cast<double>(k), std::max(1.0, run_processes(blk, k, passes) / one)});
+  }
+  r.oversub_penalty = std::max(1.0, r.slowdown.back().second / (r.slowdown.back().first / r.cores));
   return r;
 }
 
@@ -136,6 +144,7 @@ nlohmann::json compute_json(const ComputeRates& r) {
           {"optimizer_ns_per_param", r.adamw_ns_per_param},
           {"sgd_ns_per_param", r.sgd_ns_per_param},
           {"oversub_penalty", r.oversub_penalty},
+          {"slowdown", r.slowdown},
           {"units", units_json(r.unit_points, r.units)}};
 }
 

@@ -9,9 +9,9 @@
 //     one optimizer step (sgd with momentum, adamw) over 1M parameters -> ns per parameter;
 //     the executors' units (calibrate_units.h): forward/backward of an MLP layer and of the
 //     GPT's embedding, block and head at a few shapes, fitted per kind (plus `extra_specs`);
-//     oversubscription: 2 x cores forked PROCESSES each running a fixed number of GPT-block
-//     passes, against one process running them alone; the penalty is the measured slowdown /
-//     (processes / cores), >= 1 means worse than fair time sharing.
+//     oversubscription: 1, cores and 2 x cores forked PROCESSES each running a fixed number of
+//     GPT-block passes; slowdown = wall time / one process's (the curve the simulator
+//     interpolates), and penalty = slowdown at 2 x cores / 2 (>= 1: worse than fair sharing).
 //   Each measurement runs about `seconds` (the median repetition: the typical cost a run pays).
 // - compute_json / apply_compute move the figures to and from the "compute" section of the
 //   calibration file (versioned: cluster.h kCalibrationVersion) that this_machine() reads.
@@ -34,6 +34,7 @@ struct ComputeRates {
   double adamw_ns_per_param = 0, sgd_ns_per_param = 0;
   double oversub_penalty = 1;
   int cores = 1;
+  std::vector<std::pair<double, double>> slowdown;  // (processes on the node, wall / one process's)
   std::vector<UnitPoint> unit_points;
   std::map<std::string, UnitCost> units;
 };

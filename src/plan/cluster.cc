@@ -17,6 +17,16 @@ int Cluster::ranks_on_node(int n) const {
 // Time sharing: r ranks on c cores get c/r of a core each, and lose a little more to context
 // switches and cache interference (the penalty, measured by calibrate).
 double Cluster::compute_slowdown(int r) const {
+  if (slowdown.size() >= 2) {
+    const double x = r;
+    if (x <= slowdown.front().first) return slowdown.front().second;
+    for (size_t i = 1; i < slowdown.size(); ++i) {
+      const auto [x0, y0] = slowdown[i - 1];
+      const auto [x1, y1] = slowdown[i];
+      if (x <= x1) return y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+    }
+    return slowdown.back().second * x / slowdown.back().first;
+  }
   if (r <= cores_per_node) return 1.0;
   return static_cast<double>(r) / cores_per_node * oversub_penalty;
 }
@@ -122,6 +132,15 @@ Cluster this_machine(const std::string& path) {
   if (k.contains("sgd_ns_per_param")) c.sgd_ns_per_param = need(k, "sgd_ns_per_param", w, "ns");
   if (k.contains("oversub_penalty")) c.oversub_penalty = need(k, "oversub_penalty", w, ">= 1");
   if (k.contains("memory_gb")) c.memory_gb = need(k, "memory_gb", w, "GB");
+  if (k.contains("slowdown")) {
+    DT_CHECK(k["slowdown"].is_array(), InvalidArgument, w << ".slowdown must be [[ranks, slowdown], ...]");
+    for (const auto& pt : k["slowdown"]) {
+      DT_CHECK(pt.is_array() && pt.size() == 2 && pt[0].is_number() && pt[1].is_number() && pt[1].get<double>() > 0 &&
+                   (c.slowdown.empty() || pt[0].get<double>() > c.slowdown.back().first),
+               InvalidArgument, w << ".slowdown: each point is [ranks, slowdown > 0], ranks increasing");
+      c.slowdown.push_back({pt[0].get<double>(), pt[1].get<double>()});
+    }
+  }
   if (version >= 3 && k.contains("units")) {
     c.units = units_from_json(k["units"], w + ".units");
     c.source = "calibrated(" + path + ")";

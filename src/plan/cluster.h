@@ -25,6 +25,8 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <utility>
+#include <vector>
 
 #include "coll/cost_model.h"
 #include "plan/calibrate_units.h"
@@ -45,6 +47,10 @@ struct Cluster {
   double optimizer_ns_per_param = 2.0;  // AdamW (the GPT)
   double sgd_ns_per_param = 1.0;        // SGD with momentum (the MLP)
   double oversub_penalty = 1.15;
+  // Measured (ranks on the node, slowdown) points, increasing; when present compute_slowdown
+  // interpolates them (and extrapolates the last one's slowdown per rank) instead of the
+  // penalty formula.
+  std::vector<std::pair<double, double>> slowdown;
   double memory_gb = 8;
   CostParams intra, inter;
   // Calibrated forward/backward cost lines of the executors' units, by kind (calibrate_units.h);

@@ -183,13 +183,23 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     // state, a ps worker's gradient and replies (servers hold their slice only).
     const int degree = workers <= 2 ? 1 : 2;  // the ring
     double copies = 0;
-    // ZeRO adds the padded reduce-scatter buffer and three slices (gradient, parameters, receive).
-    if (s == "ddp" && workers > 1) copies = l.zero > 0 ? 3 + 3.0 / workers : 2;
-    else if (s == "localsgd") copies = 1;
-    else if (s == "gossip") copies = 2 + degree;
+    // ZeRO adds the padded reduce-scatter and receive buffers and two slices (gradient, parameters).
+    if (s == "ddp" && workers > 1) copies = l.zero > 0 ? 4 + 2.0 / workers : 2;
+    else if (s == "localsgd") copies = 2;  // its gradient and its replica's
+    else if (s == "gossip") copies = 3 + degree;
     else if (s == "fedavg") copies = 4;
-    else if (s == "ps") copies = 2;
+    // Beyond two ranks the collectives keep a receive buffer of the model's size (measured:
+    // +1.4 copies from 2 to 4 ranks, flat from 4 to 8).
+    if (workers > 2 && s != "ps" && s != "single") copies += 1;
     p.buffers_b = copies * bytes;
+    if (s == "ps") {
+      // The reported memory is the busiest rank's: a worker's gradient and replies, or a
+      // server's slice of weights, gradient and momentum plus a push and a reply buffer per
+      // worker (param_server.cc).
+      const double server = (3 + 2.0 * workers) * bytes / l.servers;
+      const double worker = p.weights_b + p.grads_b + p.optimizer_b + p.activations_b + 2 * bytes;
+      p.buffers_b = std::max(worker, server) - (p.weights_b + p.grads_b + p.optimizer_b + p.activations_b);
+    }
     Group all{workers, 1};
     if (s == "ddp" && workers > 1) {
       // Walk the buckets in the order backward produces them (share_grad.h): units last
@@ -252,6 +262,9 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
   struct Piece {
     double f = 0, b = 0, params = 0, act = 0, out = 0, transient = 0;
   };
+  // dtrain's ZeRO-3 (parallel/zero3.h) re-runs each unit's forward in backward, keeping unit
+  // inputs only: activation recompute, whatever --recompute says.
+  const bool recompute = l.recompute || l.zero >= 3;
   std::vector<Piece> pieces(cut.size() - 1);
   for (size_t k = 0; k + 1 < cut.size(); ++k) {
     Piece& pc = pieces[k];
@@ -259,19 +272,24 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       const Unit& x = m.units[u];
       Pass ps = unit_pass(c, x, items, l.tp);
       pc.f += ps.f * slow + (x.block ? 2 * tp_ar : 0);
-      pc.b += (ps.b + (l.recompute && x.block ? ps.f : 0)) * slow + (x.block ? 2 * tp_ar : 0);
+      pc.b += (ps.b + (recompute && x.block ? ps.f : 0)) * slow + (x.block ? 2 * tp_ar : 0);
       pc.params += x.block ? x.params / l.tp : x.params;
       // Kept activations: calibrated heap bytes per item (a block's scaled by the closed
       // form's tp share), or the closed form; with recompute a block keeps its input only.
       auto it = c.units.find(x.kind);
       const bool measured = it != c.units.end() && it->second.peak_b_per_item > 0;
-      const double closed = x.block ? block_activation_elems(m.context, 1, m.width, m.heads, l.tp, l.recompute) : x.act_elems;
-      if (measured && !(x.block && l.recompute)) {
-        const double share = x.block ? closed / block_activation_elems(m.context, 1, m.width, m.heads, 1, false) : 1;
-        pc.act += it->second.act_b_per_item * items * share;
+      const double closed = x.block ? block_activation_elems(m.context, 1, m.width, m.heads, l.tp, recompute) : x.act_elems;
+      if (measured && x.block && recompute) {
+        // Inputs kept; in backward one unit at a time is re-run and holds its high-water mark.
+        pc.act += kF * items * closed;
+        pc.transient = std::max(pc.transient, it->second.peak_b_per_item * items);
+      } else if (measured) {
+        // The tensor-parallel block keeps nearly all it keeps unsplit (the f/g copies and the
+        // replicated LayerNorm and residual tensors): no tp share is taken off.
+        pc.act += it->second.act_b_per_item * items;
         // Gradients of the activations stay until the graph goes: the live micro-batch in
         // backward holds the whole high-water mark.
-        pc.transient += (it->second.peak_b_per_item - it->second.act_b_per_item) * items * share;
+        pc.transient += (it->second.peak_b_per_item - it->second.act_b_per_item) * items;
       } else {
         pc.act += kF * items * closed;
       }

@@ -120,3 +120,34 @@ TEST(CalibrateUnits, MeasuresTheRealUnits) {
 
 }  // namespace
 }  // namespace dtrain::plan
+
+namespace dtrain::plan {
+namespace {
+
+TEST(CalibrateUnits, SlowdownCurveIsInterpolated) {
+  Cluster c;
+  c.cores_per_node = 2;
+  c.slowdown = {{1, 1.0}, {2, 1.5}, {4, 3.5}};
+  EXPECT_DOUBLE_EQ(c.compute_slowdown(1), 1.0);
+  EXPECT_DOUBLE_EQ(c.compute_slowdown(2), 1.5);  // hyperthreads: slower already at ranks = cores
+  EXPECT_DOUBLE_EQ(c.compute_slowdown(3), 2.5);
+  EXPECT_DOUBLE_EQ(c.compute_slowdown(8), 7.0);  // beyond the last point: its slowdown per rank
+  c.slowdown.clear();
+  c.oversub_penalty = 1.2;
+  EXPECT_DOUBLE_EQ(c.compute_slowdown(2), 1.0);
+  EXPECT_DOUBLE_EQ(c.compute_slowdown(4), 2.4);
+  // From a calibration file; a decreasing rank count is refused.
+  nlohmann::json j = {{"version", 3},
+                      {"compute",
+                       {{"gemm_gflops", 20}, {"elementwise_gbps", 5}, {"optimizer_ns_per_param", 3},
+                        {"slowdown", {{1, 1.0}, {2, 1.25}}}}}};
+  std::string f = write_tmp(j);
+  EXPECT_DOUBLE_EQ(this_machine(f).compute_slowdown(2), 1.25);
+  j["compute"]["slowdown"] = {{2, 1.0}, {1, 1.0}};
+  std::ofstream(f) << j.dump();
+  EXPECT_THROW(this_machine(f), InvalidArgument);
+  std::remove(f.c_str());
+}
+
+}  // namespace
+}  // namespace dtrain::plan
