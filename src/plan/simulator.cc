@@ -142,6 +142,9 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
   DT_CHECK(l.zero < 3 || (l.tp == 1 && l.pp == 1), InvalidArgument, "ZeRO-3 needs tp = pp = 1");
   const int n = l.ranks();
   const double slow = c.compute_slowdown(c.ranks_on_node(n));
+  // Links were calibrated with two ranks on the node, so their alpha/beta already carry the
+  // two-rank contention: communication slows only by what more ranks add beyond that.
+  const double comm_slow = std::max(1.0, slow / c.compute_slowdown(std::min(2, c.ranks_on_node(n))));
   const double opt_states = m.gpt ? 2 : 1;  // AdamW m, v; SGD momentum
   Prediction p;
 
@@ -218,7 +221,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
         int b = buckets.on_ready(units[k]);
         if (b < 0) continue;
         double len = static_cast<double>(buckets.buckets()[b].len) * kF;
-        comm_end = std::max(comm_end, t) + allreduce_s(c, all, len) * slow;
+        comm_end = std::max(comm_end, t) + allreduce_s(c, all, len) * comm_slow;
       }
       p.comm_s = std::max(0.0, comm_end - t);
       p.dp_bytes = zero_traffic_elems(0, P, workers) * kF;
@@ -233,15 +236,15 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       // Every worker pushes its gradient and pulls the parameters; a server serves its 1/S of
       // the parameters to all W workers, one after another.
       double per_server = bytes / l.servers;
-      p.comm_s = workers * 2 * (c.intra.alpha_s + per_server * c.intra.beta_s_per_byte) * slow;
+      p.comm_s = workers * 2 * (c.intra.alpha_s + per_server * c.intra.beta_s_per_byte) * comm_slow;
       p.dp_bytes = 2 * bytes;
     } else if (s == "localsgd" || s == "fedavg") {
       // Parameters averaged every sync_every steps (fedavg: every round of local steps).
-      p.comm_s = allreduce_s(c, all, bytes) * slow / std::max(1, l.sync_every);
+      p.comm_s = allreduce_s(c, all, bytes) * comm_slow / std::max(1, l.sync_every);
       p.dp_bytes = zero_traffic_elems(0, P, workers) * kF / std::max(1, l.sync_every);
     } else if (s == "gossip" && workers > 1) {
       // Ring gossip: parameters to both neighbours and averaged with theirs.
-      p.comm_s = (2 * (c.intra.alpha_s + bytes * c.intra.beta_s_per_byte) + 3 * bytes / c.elementwise_bps) * slow;
+      p.comm_s = (2 * (c.intra.alpha_s + bytes * c.intra.beta_s_per_byte) + 3 * bytes / c.elementwise_bps) * comm_slow;
       p.dp_bytes = 2 * bytes;
     }
     p.step_s = p.compute_s + p.comm_s + p.optimizer_s;
@@ -258,7 +261,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
   std::vector<int> cut = balance(m.units, l.pp * V);
   Group tpg{l.tp, 1}, ppg{l.pp, l.tp}, dpg{l.dp, l.tp * l.pp};
   const double act_bytes = items * m.context * m.width * kF;
-  const double tp_ar = allreduce_s(c, tpg, act_bytes) * slow;
+  const double tp_ar = allreduce_s(c, tpg, act_bytes) * comm_slow;
   struct Piece {
     double f = 0, b = 0, params = 0, act = 0, out = 0, transient = 0;
   };
@@ -304,7 +307,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       case PipeOp::kForward: return pc.f;
       case PipeOp::kBackward: return pc.b;
       case PipeOp::kSendAct:
-      case PipeOp::kSendGrad: return (pl.alpha_s + act_bytes * pl.beta_s_per_byte) * slow;
+      case PipeOp::kSendGrad: return (pl.alpha_s + act_bytes * pl.beta_s_per_byte) * comm_slow;
       default: return 0;
     }
   };
@@ -338,7 +341,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       else t += ring_reduce_scatter_s(l.dp, b, link_of(c, dpg)) + ring_allgather_s(l.dp, b, link_of(c, dpg));
     }
     if (l.zero >= 3) t += ring_allgather_s(l.dp, bytes, link_of(c, dpg)) * l.micro;  // gathers in forward
-    p.comm_s = t * slow;
+    p.comm_s = t * comm_slow;
     p.dp_bytes = zero_traffic_elems(l.zero, stage_params, l.dp) * kF;
   }
   p.pp_bytes = l.pp > 1 ? 2.0 * l.micro * V * act_bytes : 0;
