@@ -3,7 +3,9 @@
 # compute), then runs every strategy at 2, 4 and 8 ranks with `dtrain train --json` and prints
 # the planner's predicted step time and memory beside the measured ones (the "prediction"
 # object every --json run records). Each run is short (a few seconds); the whole script takes
-# a few minutes. Usage: scripts/validate_planner.sh [BUILD_DIR] [RANKS...]
+# a few minutes. Usage: scripts/validate_planner.sh [BUILD_DIR] [RANKS...]; ONLY=regex runs the
+# matching rows only. Rows are appended to $OUT/table.tsv (name, ranks, predicted ms, measured ms,
+# error %, predicted MB, measured training-heap MB, error %).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -17,12 +19,16 @@ DATA=${DTRAIN_SHARED_DATA:-../shared/data}
 TEXT=text:$DATA/tinyshakespeare/input.txt.gz
 GPT=gpt:layers=6,heads=8,width=128,context=64
 
-echo "== calibrate (collectives at 2 ranks over shm and tcp, compute rates) -> $DTRAIN_CALIBRATION"
-"$BIN" bench calibrate -n 2 --transport shm,tcp --seconds 0.3
+# Calibrate once per $OUT (CALIBRATE=1 to redo): the runs below can then go in pieces.
+if [ ! -s "$DTRAIN_CALIBRATION" ] || [ "${CALIBRATE:-0}" = 1 ]; then
+  echo "== calibrate (collectives at 2 ranks over shm and tcp, compute rates, unit timings) -> $DTRAIN_CALIBRATION"
+  "$BIN" bench calibrate -n 2 --transport shm,tcp --seconds 0.3
+fi
 
 run() {  # name ranks args...
   local name=$1 n=$2
   shift 2
+  if [ -n "${ONLY:-}" ] && ! [[ $name =~ $ONLY ]]; then return; fi
   local j=$OUT/$name-n$n.json
   if ! "$BIN" train -n "$n" --quiet --json "$j" "$@" >"$OUT/$name-n$n.log" 2>&1; then
     printf "%-34s %3s  FAILED (see %s)\n" "$name" "$n" "$OUT/$name-n$n.log"
@@ -31,13 +37,14 @@ run() {  # name ranks args...
   jq -r --arg name "$name" --arg n "$n" '
     .prediction as $p |
     [$name, $n, ($p.step_ms // 0), ($p.measured_step_ms // 0), (($p.step_error // 0) * 100),
-     ($p.memory_mb // 0), ($p.measured_peak_rss_mb // 0)] |
-    "\(.[0]|tostring|.[0:34]|. + " " * (34 - length)) \(.[1]|tostring|" " * (3 - length) + .)  \(.[2]*1000|round/1000) ms  \(.[3]*1000|round/1000) ms  \(.[4]*10|round/10)%  model \(.[5]*10|round/10) MB  rss \(.[6]|round) MB"' "$j"
+     ($p.memory_mb // 0), ($p.measured_train_heap_mb // 0), (($p.memory_error // 0) * 100)] | @tsv' "$j" |
+    tee -a "$OUT/table.tsv" |
+    awk -F'\t' '{ printf "%-20s %3s  %9.3f ms %9.3f ms %+7.1f%%   %8.2f MB %8.2f MB %+7.1f%%\n", $1, $2, $3, $4, $5, $6, $7, $8 }'
 }
 
-echo "== strategy, ranks, predicted step, measured step, error, predicted model memory, measured peak RSS"
+echo "== strategy, ranks, predicted step, measured step, error; predicted memory, measured training heap, error"
 MLP=(--model mlp:784-256-128-10 --epochs 1)
-GARGS=(--model $GPT --data "$TEXT" --steps 30 --eval-batches 1)
+GARGS=(--model $GPT --data "$TEXT" --steps ${STEPS:-30} --eval-batches 1)
 for n in $RANKS; do
   run ddp "$n" --strategy ddp "${MLP[@]}"
   run ddp-zero2 "$n" --strategy ddp --zero 2 "${MLP[@]}"

@@ -32,6 +32,7 @@
 #include "coll/cost_model.h"
 #include "coll/reduce_kernels.h"
 #include "plan/calibrate_compute.h"
+#include "plan/cluster.h"
 
 #include <nlohmann/json.hpp>
 
@@ -89,7 +90,7 @@ CostParams calibrate(Communicator& c, double seconds) {
 }
 
 void write_calibration(const std::string& path, const std::vector<std::pair<std::string, CostParams>>& measured,
-                       double compute_seconds) {
+                       double compute_seconds, const std::vector<std::string>& models) {
   CostParams shm = default_cost_params("shm"), tcp = default_cost_params("tcp");
   std::ifstream in(path);
   nlohmann::json compute;
@@ -105,12 +106,15 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
     }
   }
   if (compute_seconds > 0) {
-    plan::ComputeRates r = plan::measure_compute(compute_seconds);
+    plan::ComputeRates r = plan::measure_compute(compute_seconds, models);
     compute = plan::compute_json(r);
     std::printf("compute: gemm %.2f GFLOP/s (median of %zu shapes), element-wise %.2f GB/s, adamw %.2f ns/param, "
                 "sgd %.2f ns/param, oversubscription penalty %.2f (%d cores)\n",
                 r.gemm_gflops, r.gemm_by_shape.size(), r.elementwise_gbps, r.adamw_ns_per_param, r.sgd_ns_per_param,
                 r.oversub_penalty, r.cores);
+    for (const auto& [kind, u] : r.units)
+      std::printf("unit %-14s forward %.1f us + %.3f ns/kwork, backward %.1f us + %.3f ns/kwork\n", kind.c_str(),
+                  u.fwd.fixed_s * 1e6, u.fwd.s_per_work * 1e12, u.bwd.fixed_s * 1e6, u.bwd.s_per_work * 1e12);
   }
   for (const auto& [kind, cp] : measured) (kind == "shm" ? shm : tcp) = cp;
   for (size_t slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1))
@@ -118,7 +122,7 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
   std::ofstream out(path);
   DT_CHECK(out.good(), IoError, "cannot write calibration file " << path);
   nlohmann::json j = nlohmann::json::parse(format_calibration(shm, tcp));
-  j["version"] = 2;
+  j["version"] = plan::kCalibrationVersion;
   if (!compute.is_null()) j["compute"] = compute;
   out << j.dump(2) << "\n";
   std::printf("wrote %s\n", path.c_str());
@@ -135,12 +139,20 @@ int bench_calibrate(const Args& args) {
   bool threads = f.get_bool("threads", "run the ranks as threads of this process");
   double timeout = f.get_double("timeout", 120, 0.1, 1e6, "seconds any blocking call may wait");
   bool no_compute = f.get_bool("no-compute", "skip the compute rates (GEMM, element-wise, optimizer, oversubscription)");
+  std::string models = f.get_string("models", "", "more model specs whose units to time, separated by ';' (gpt specs hold commas)");
   const double compute_seconds = no_compute ? 0 : std::max(1.0, 4 * seconds);
   if (f.help_requested()) {
     std::printf("%s", f.help_text("[-n 2] [--transport shm,tcp] [--out FILE]").c_str());
     return 0;
   }
   f.finish();
+  std::vector<std::string> extra;
+  for (size_t pos = 0; pos < models.size();) {
+    size_t semi = models.find(';', pos);
+    if (semi == std::string::npos) semi = models.size();
+    if (semi > pos) extra.push_back(models.substr(pos, semi - pos));
+    pos = semi + 1;
+  }
   std::vector<TransportKind> kinds;
   for (size_t pos = 0; pos <= transport.size();) {
     size_t comma = transport.find(',', pos);
@@ -178,7 +190,7 @@ int bench_calibrate(const Args& args) {
       if (first) std::rethrow_exception(first);
       measured.emplace_back(transport_kind_name(kind), result);
     }
-    write_calibration(out, measured, compute_seconds);
+    write_calibration(out, measured, compute_seconds, extra);
     return 0;
   }
   if (!launch::inside_launched_rank()) {
@@ -199,7 +211,7 @@ int bench_calibrate(const Args& args) {
     measured.emplace_back(transport_kind_name(kind), calibrate(c, seconds));
     c.barrier();
   }
-  if (info.rank == 0) write_calibration(out, measured, compute_seconds);
+  if (info.rank == 0) write_calibration(out, measured, compute_seconds, extra);
   return 0;
 }
 

@@ -108,12 +108,22 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
          {"compute_ms", p.compute_s * 1e3}, {"comm_ms", p.comm_s * 1e3}, {"bubble_ms", p.bubble_s * 1e3},
          {"optimizer_ms", p.optimizer_s * 1e3}, {"memory_mb", p.memory_b() / 1e6},
          {"activations_mb", p.activations_b / 1e6}};
+    // Measured step: a global minibatch's time. Dataset models: batch / examples per second
+    // (ps workers and fedavg's fresh local optimizers count no steps on rank 0); the GPT:
+    // training seconds / steps.
     int64_t steps = measured.value("steps", int64_t{0});
-    double secs = measured.value("train_seconds", 0.0);
-    if (steps > 0 && secs > 0) {
-      double step = secs / steps;
+    double secs = measured.value("train_seconds", 0.0), eps = measured.value("examples_per_second", 0.0);
+    double step = !m.gpt && eps > 0 ? static_cast<double>(f.batch) / eps : steps > 0 && secs > 0 ? secs / steps : 0;
+    if (step > 0) {
       j["measured_step_ms"] = step * 1e3;
       j["step_error"] = p.step_s / step - 1;
+    }
+    // Memory: the predicted model state + activations against the heap high-water mark of
+    // training above what the data and runtime held before the model (base/heap_stats.h).
+    double heap = measured.value("train_heap_mb", 0.0);
+    if (heap > 0) {
+      j["measured_train_heap_mb"] = heap;
+      j["memory_error"] = p.memory_b() / 1e6 / heap - 1;
     }
   } catch (const std::exception& e) {
     j = {{"error", e.what()}};

@@ -12,8 +12,10 @@
 // - prediction_for_run(config, measured_json) is the "prediction" object `dtrain train --json`
 //   records: the simulator's step time and memory per rank for the run's model, strategy,
 //   mesh and batch on this machine, the measured step (train_seconds / steps), their error,
-//   and this process's peak RSS (which also holds the data set and the runtime, so it is an
-//   upper bound of the model memory). A layout the simulator does not cover gives
+//   the measured training heap (train_heap_mb: the heap high-water mark during training above
+//   what was live before the model was built, the largest over the ranks, base/heap_stats.h)
+//   and the memory error against it, and rank 0's peak RSS (which also holds the data set and
+//   the runtime). A layout the simulator does not cover gives
 //   {"error": why} instead: a prediction never fails a run.
 // Thread-safety: call from the main thread.
 #pragma once

@@ -4,6 +4,12 @@
 #include <chrono>
 #include <thread>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "plan/simulator.h"
+
 #include "optim/optimizer.h"
 #include "tensor/blas.h"
 
@@ -12,19 +18,20 @@ namespace {
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-// Best time of fn over repetitions filling about `seconds`.
+// Median time of fn over repetitions filling about `seconds` (the typical call: what a run
+// pays on a shared machine, where the best call is far below the average).
 template <class Fn>
 double best_of(double seconds, Fn&& fn) {
   fn();
-  double best = 1e300, start = now();
-  int reps = 0;
+  std::vector<double> ts;
+  const double start = now();
   do {
     double t0 = now();
     fn();
-    best = std::min(best, now() - t0);
-    ++reps;
-  } while ((now() - start < seconds && reps < 10000) || reps < 3);
-  return best;
+    ts.push_back(now() - t0);
+  } while ((now() - start < seconds && ts.size() < 10000) || ts.size() < 3);
+  std::nth_element(ts.begin(), ts.begin() + static_cast<long>(ts.size() / 2), ts.end());
+  return ts[ts.size() / 2];
 }
 
 struct Shape {
@@ -38,7 +45,36 @@ double gemm_seconds(const Shape& s, double seconds) {
 
 }  // namespace
 
-ComputeRates measure_compute(double seconds) {
+double run_processes(const UnitPoint& p, int procs, int passes) {
+  const double t0 = now();
+  std::vector<pid_t> kids;
+  for (int i = 0; i < procs; ++i) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      int rc = 0;
+      try {
+        time_unit(p, 0, passes);
+      } catch (...) {
+        rc = 1;
+      }
+      ::_exit(rc);
+    }
+    if (pid < 0) {
+      for (pid_t k : kids) ::waitpid(k, nullptr, 0);
+      DT_THROW(Error, "calibrate: cannot fork a process for the oversubscription measurement");
+    }
+    kids.push_back(pid);
+  }
+  bool ok = true;
+  for (pid_t k : kids) {
+    int st = 0;
+    ok &= ::waitpid(k, &st, 0) == k && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+  }
+  DT_CHECK(ok, Error, "calibrate: an oversubscription process failed");
+  return now() - t0;
+}
+
+ComputeRates measure_compute(double seconds, const std::vector<std::string>& extra_specs) {
   ComputeRates r;
   r.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   set_blas_threads(1);
@@ -73,37 +109,43 @@ ComputeRates measure_compute(double seconds) {
     *out = best_of(per, [&] { opt->step(params, grads); }) / P * 1e9;
   }
 
-  // Oversubscription: 2 x cores threads, each a fixed number of the median-shape GEMMs.
-  const Shape mid{768, 384, 128};
-  const int iters = std::max(3, static_cast<int>(per / std::max(gemm_seconds(mid, per / 4), 1e-6)));
-  auto run = [&](int threads) {
-    double t0 = now();
-    std::vector<std::thread> ts;
-    for (int i = 0; i < threads; ++i)
-      ts.emplace_back([&] {
-        std::vector<float> x(mid.m * mid.k, 0.5f), y(mid.k * mid.n, 0.25f), z(mid.m * mid.n);
-        for (int k = 0; k < iters; ++k)
-          gemm(false, false, mid.m, mid.n, mid.k, 1.0f, x.data(), mid.k, y.data(), mid.n, 0.0f, z.data(), mid.n);
-      });
-    for (auto& th : ts) th.join();
-    return now() - t0;
-  };
-  double one = run(1), over = run(2 * r.cores);
-  r.oversub_penalty = std::max(1.0, over / (one * 2.0));
+  // The executors' units, fitted per kind.
+  r.unit_points = default_unit_points();
+  for (const auto& spec : extra_specs)
+    for (auto& p : unit_points_for(spec)) r.unit_points.push_back(p);
+  measure_units(r.unit_points, 4 * per * static_cast<double>(shapes.size()));
+  r.units = fit_units(r.unit_points);
+
+  // Oversubscription with real processes: a GPT block (width 128, 4 sequences) in each.
+  const UnitPoint blk{"gpt_block", "gpt:layers=1,heads=8,width=128,context=64", 1, 4, 0, 0, 0};
+  UnitPass bp = time_unit(blk, per / 4, 0);
+  const int passes = std::max(3, static_cast<int>(per / std::max(bp.fwd_s + bp.bwd_s, 1e-6)));
+  // The slowdown curve: k processes of the same work each, k = 1, cores, 2 x cores; the
+  // wall time over one process's is how much slower each rank runs with k on the node
+  // (2 vCPUs that are one core's hyperthreads already slow down at k = cores).
+  const double one = run_processes(blk, 1, passes);
+  r.slowdown = {{1, 1.0}};
+  for (int k : {r.cores, 2 * r.cores}) {
+    if (k <= 1) continue;
+    r.slowdown.push_back({static_cast<double>(k), std::max(1.0, run_processes(blk, k, passes) / one)});
+  }
+  r.oversub_penalty = std::max(1.0, r.slowdown.back().second / (r.slowdown.back().first / r.cores));
   return r;
 }
 
 nlohmann::json compute_json(const ComputeRates& r) {
   nlohmann::json shapes = nlohmann::json::object();
   for (const auto& [k, v] : r.gemm_by_shape) shapes[k] = v;
-  return {{"version", 2},
+  return {{"version", 3},
           {"cores", r.cores},
           {"gemm_gflops", r.gemm_gflops},
           {"gemm_gflops_by_shape", shapes},
           {"elementwise_gbps", r.elementwise_gbps},
           {"optimizer_ns_per_param", r.adamw_ns_per_param},
           {"sgd_ns_per_param", r.sgd_ns_per_param},
-          {"oversub_penalty", r.oversub_penalty}};
+          {"oversub_penalty", r.oversub_penalty},
+          {"slowdown", r.slowdown},
+          {"units", units_json(r.unit_points, r.units)}};
 }
 
 }  // namespace dtrain::plan

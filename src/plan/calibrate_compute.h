@@ -7,11 +7,14 @@
 //     per shape, and gemm_gflops = their median;
 //     an element-wise a = a * b + c over 16 MiB arrays -> GB/s of bytes touched;
 //     one optimizer step (sgd with momentum, adamw) over 1M parameters -> ns per parameter;
-//     oversubscription: 2 x cores threads each running the median GEMM, against one thread;
-//     the penalty is measured slowdown / (threads / cores), >= 1 means worse than fair sharing.
-//   Each measurement runs about `seconds` (best of the repetitions, to resist noise).
+//     the executors' units (calibrate_units.h): forward/backward of an MLP layer and of the
+//     GPT's embedding, block and head at a few shapes, fitted per kind (plus `extra_specs`);
+//     oversubscription: 1, cores and 2 x cores forked PROCESSES each running a fixed number of
+//     GPT-block passes; slowdown = wall time / one process's (the curve the simulator
+//     interpolates), and penalty = slowdown at 2 x cores / 2 (>= 1: worse than fair sharing).
+//   Each measurement runs about `seconds` (the median repetition: the typical cost a run pays).
 // - compute_json / apply_compute move the figures to and from the "compute" section of the
-//   calibration file (versioned: "version": 2) that cluster.h's this_machine() reads.
+//   calibration file (versioned: cluster.h kCalibrationVersion) that this_machine() reads.
 // Thread-safety: starts and joins its own threads; call from one thread.
 #pragma once
 
@@ -21,6 +24,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan/calibrate_units.h"
+
 namespace dtrain::plan {
 
 struct ComputeRates {
@@ -29,9 +34,15 @@ struct ComputeRates {
   double adamw_ns_per_param = 0, sgd_ns_per_param = 0;
   double oversub_penalty = 1;
   int cores = 1;
+  std::vector<std::pair<double, double>> slowdown;  // (processes on the node, wall / one process's)
+  std::vector<UnitPoint> unit_points;
+  std::map<std::string, UnitCost> units;
 };
 
-ComputeRates measure_compute(double seconds);
+ComputeRates measure_compute(double seconds, const std::vector<std::string>& extra_specs = {});
+// Wall seconds for `procs` forked processes each running `passes` forward+backward passes of
+// `p` concurrently (throws Error when a process cannot be started or fails).
+double run_processes(const UnitPoint& p, int procs, int passes);
 nlohmann::json compute_json(const ComputeRates& r);
 
 }  // namespace dtrain::plan

@@ -17,6 +17,16 @@ int Cluster::ranks_on_node(int n) const {
 // Time sharing: r ranks on c cores get c/r of a core each, and lose a little more to context
 // switches and cache interference (the penalty, measured by calibrate).
 double Cluster::compute_slowdown(int r) const {
+  if (slowdown.size() >= 2) {
+    const double x = r;
+    if (x <= slowdown.front().first) return slowdown.front().second;
+    for (size_t i = 1; i < slowdown.size(); ++i) {
+      const auto [x0, y0] = slowdown[i - 1];
+      const auto [x1, y1] = slowdown[i];
+      if (x <= x1) return y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+    }
+    return slowdown.back().second * x / slowdown.back().first;
+  }
   if (r <= cores_per_node) return 1.0;
   return static_cast<double>(r) / cores_per_node * oversub_penalty;
 }
@@ -68,6 +78,7 @@ Cluster cluster_from_json(const nlohmann::json& j, const std::string& where) {
   DT_CHECK(c.gemm_flops > 0 && c.elementwise_bps > 0, InvalidArgument, where << ": rates must be > 0");
   c.intra = link(j, "intra", where);
   c.inter = j.contains("inter") ? link(j, "inter", where) : c.intra;
+  if (j.contains("units")) c.units = units_from_json(j["units"], where + ".units");
   c.source = where;
   return c;
 }
@@ -85,11 +96,13 @@ Cluster load_cluster(const std::string& path) {
 }
 
 nlohmann::json cluster_to_json(const Cluster& c) {
-  return {{"name", c.name}, {"nodes", c.nodes}, {"ranks_per_node", c.ranks_per_node},
+  nlohmann::json j = {{"name", c.name}, {"nodes", c.nodes}, {"ranks_per_node", c.ranks_per_node},
           {"cores_per_node", c.cores_per_node}, {"gemm_gflops", c.gemm_flops / 1e9},
           {"elementwise_gbps", c.elementwise_bps / 1e9}, {"optimizer_ns_per_param", c.optimizer_ns_per_param}, {"sgd_ns_per_param", c.sgd_ns_per_param},
           {"oversub_penalty", c.oversub_penalty}, {"memory_gb", c.memory_gb}, {"intra", link_json(c.intra)},
           {"inter", link_json(c.inter)}};
+  if (!c.units.empty()) j["units"] = units_json({}, c.units);
+  return j;
 }
 
 Cluster this_machine(const std::string& path) {
@@ -100,21 +113,40 @@ Cluster this_machine(const std::string& path) {
   c.source = "defaults + " + c.intra.source;
   std::ifstream in(path);
   if (!in.good()) return c;
+  nlohmann::json j;
   try {
-    auto j = nlohmann::json::parse(in);
-    if (j.contains("compute") && j["compute"].is_object()) {
-      const auto& k = j["compute"];
-      std::string w = path + ".compute";
-      c.gemm_flops = need(k, "gemm_gflops", w, "GFLOP/s") * 1e9;
-      c.elementwise_bps = need(k, "elementwise_gbps", w, "GB/s") * 1e9;
-      c.optimizer_ns_per_param = need(k, "optimizer_ns_per_param", w, "ns");
-      if (k.contains("sgd_ns_per_param")) c.sgd_ns_per_param = need(k, "sgd_ns_per_param", w, "ns");
-      if (k.contains("oversub_penalty")) c.oversub_penalty = need(k, "oversub_penalty", w, ">= 1");
-      if (k.contains("memory_gb")) c.memory_gb = need(k, "memory_gb", w, "GB");
-      c.source = "calibrated(" + path + ")";
-    }
+    j = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception&) {
-    // An old calibration file without JSON structure: keep the defaults for compute.
+    return c;  // an old calibration file without JSON structure: keep the defaults for compute
+  }
+  const int version = j.is_object() && j.contains("version") && j["version"].is_number_integer() ? j["version"].get<int>() : 1;
+  DT_CHECK(version <= kCalibrationVersion, InvalidArgument,
+           path << ": calibration file version " << version << " is newer than this dtrain reads (" << kCalibrationVersion
+                << "); run `dtrain bench calibrate` with this binary or point DTRAIN_CALIBRATION elsewhere");
+  if (!j.is_object() || !j.contains("compute") || !j["compute"].is_object()) return c;
+  const auto& k = j["compute"];
+  std::string w = path + ".compute";
+  c.gemm_flops = need(k, "gemm_gflops", w, "GFLOP/s") * 1e9;
+  c.elementwise_bps = need(k, "elementwise_gbps", w, "GB/s") * 1e9;
+  c.optimizer_ns_per_param = need(k, "optimizer_ns_per_param", w, "ns");
+  if (k.contains("sgd_ns_per_param")) c.sgd_ns_per_param = need(k, "sgd_ns_per_param", w, "ns");
+  if (k.contains("oversub_penalty")) c.oversub_penalty = need(k, "oversub_penalty", w, ">= 1");
+  if (k.contains("memory_gb")) c.memory_gb = need(k, "memory_gb", w, "GB");
+  if (k.contains("slowdown")) {
+    DT_CHECK(k["slowdown"].is_array(), InvalidArgument, w << ".slowdown must be [[ranks, slowdown], ...]");
+    for (const auto& pt : k["slowdown"]) {
+      DT_CHECK(pt.is_array() && pt.size() == 2 && pt[0].is_number() && pt[1].is_number() && pt[1].get<double>() > 0 &&
+                   (c.slowdown.empty() || pt[0].get<double>() > c.slowdown.back().first),
+               InvalidArgument, w << ".slowdown: each point is [ranks, slowdown > 0], ranks increasing");
+      c.slowdown.push_back({pt[0].get<double>(), pt[1].get<double>()});
+    }
+  }
+  if (version >= 3 && k.contains("units")) {
+    c.units = units_from_json(k["units"], w + ".units");
+    c.source = "calibrated(" + path + ")";
+  } else {
+    c.source = "calibrated v" + std::to_string(version) + "(" + path +
+               ", GEMM rates only: run `dtrain bench calibrate` again for unit timings)";
   }
   return c;
 }

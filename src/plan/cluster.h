@@ -11,7 +11,11 @@
 // - this_machine(path) describes the machine it runs on: cores from the OS, links from the
 //   calibration the collectives use (coll/cost_model.h), compute rates from the "compute"
 //   section of the same calibration file when `dtrain bench calibrate` wrote one, else
-//   conservative defaults measured on the project's 2-vCPU VM (source says which).
+//   conservative defaults measured on the project's 2-vCPU VM (source says which). The file's
+//   "version": 3 carries the unit timings ("compute"."units"); a version 2 file (GEMM rates
+//   only) is read without them and `source` says to calibrate again; a version above 3 is
+//   InvalidArgument (written by a newer dtrain).
+// - A cluster file may carry "units" in the same format (calibrate_units.h units_json).
 // - cluster_to_json writes the same format load_cluster reads.
 // Thread-safety: plain values; this_machine reads files.
 #pragma once
@@ -20,9 +24,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
+#include <utility>
+#include <vector>
+
 #include "coll/cost_model.h"
+#include "plan/calibrate_units.h"
 
 namespace dtrain::plan {
+
+// The calibration file version `dtrain bench calibrate` writes and this_machine reads.
+// 2: collectives + GEMM/element-wise/optimizer rates; 3: + unit timings ("compute"."units").
+constexpr int kCalibrationVersion = 3;
 
 struct Cluster {
   std::string name = "this-machine";
@@ -34,8 +47,15 @@ struct Cluster {
   double optimizer_ns_per_param = 2.0;  // AdamW (the GPT)
   double sgd_ns_per_param = 1.0;        // SGD with momentum (the MLP)
   double oversub_penalty = 1.15;
+  // Measured (ranks on the node, slowdown) points, increasing; when present compute_slowdown
+  // interpolates them (and extrapolates the last one's slowdown per rank) instead of the
+  // penalty formula.
+  std::vector<std::pair<double, double>> slowdown;
   double memory_gb = 8;
   CostParams intra, inter;
+  // Calibrated forward/backward cost lines of the executors' units, by kind (calibrate_units.h);
+  // a kind missing here is costed from gemm_flops and elementwise_bps.
+  std::map<std::string, UnitCost> units;
   std::string source = "default";
 
   // Ranks on one node for a job of n ranks.

@@ -30,11 +30,11 @@ ModelSpec ModelSpec::parse(const std::string& spec) {
     m.gpt = true;
     m.heads = g.heads, m.width = g.width, m.context = g.context, m.layers = g.layers;
     double s = g.context, h = g.width, V = g.vocab;
-    m.units.push_back({"embedding", (V + s) * h, 0, 0, s * h, false});
+    m.units.push_back({"embedding", "gpt_embedding", (V + s) * h, 0, 0, s * h, false});
     for (int64_t l = 0; l < g.layers; ++l)
-      m.units.push_back({"block" + std::to_string(l), 12 * h * h + 13 * h, 24 * s * h * h + 4 * s * s * h,
+      m.units.push_back({"block" + std::to_string(l), "gpt_block", 12 * h * h + 13 * h, 24 * s * h * h + 4 * s * s * h,
                          block_activation_elems(g.context, 1, g.width, g.heads, 1, false), s * h, true});
-    m.units.push_back({"head", V * h + 2 * h, 2 * s * h * V, 2 * s * h + 2 * s * V, 0, false});
+    m.units.push_back({"head", "gpt_head", V * h + 2 * h, 2 * s * h * V, 2 * s * h + 2 * s * V, 0, false});
     return m;
   }
   DT_CHECK(spec.rfind("mlp:", 0) == 0, InvalidArgument,
@@ -50,7 +50,7 @@ ModelSpec ModelSpec::parse(const std::string& spec) {
   }
   DT_CHECK(dims.size() >= 2, InvalidArgument, "--model '" << spec << "' needs at least two widths (mlp:784-10)");
   for (size_t i = 0; i + 1 < dims.size(); ++i)
-    m.units.push_back({"fc" + std::to_string(i), dims[i] * dims[i + 1] + dims[i + 1], 2 * dims[i] * dims[i + 1],
+    m.units.push_back({"fc" + std::to_string(i), "mlp_layer", dims[i] * dims[i + 1] + dims[i + 1], 2 * dims[i] * dims[i + 1],
                        dims[i] + dims[i + 1], dims[i + 1], false});
   return m;
 }
@@ -89,6 +89,24 @@ const CostParams& link_of(const Cluster& c, Group g) {
   return g.size * g.stride <= rpn ? c.intra : c.inter;
 }
 
+// One unit's forward and backward seconds over `items`, before any oversubscription slowdown:
+// the calibrated line of its kind (calibrate_units.h) at its work, a block's work split over
+// tp ranks; without one, FLOPs at the GEMM rate plus its activations at the element-wise rate,
+// backward twice forward.
+struct Pass {
+  double f = 0, b = 0;
+};
+Pass unit_pass(const Cluster& c, const Unit& u, double items, int tp) {
+  const double split = u.block ? tp : 1;
+  auto it = c.units.find(u.kind);
+  if (it != c.units.end()) {
+    const double w = items * unit_work(u) / split;
+    return {it->second.fwd.at(w), it->second.bwd.at(w)};
+  }
+  const double f = u.fwd_flops * items / split / c.gemm_flops + 2 * kF * u.act_elems * items / c.elementwise_bps;
+  return {f, 2 * f};
+}
+
 // Cut the units into `pieces` contiguous ranges of about equal FLOPs (the executor's
 // --balance flops), each non-empty; returns the first unit of each piece and the end.
 std::vector<int> balance(const std::vector<Unit>& u, int pieces) {
@@ -124,6 +142,9 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
   DT_CHECK(l.zero < 3 || (l.tp == 1 && l.pp == 1), InvalidArgument, "ZeRO-3 needs tp = pp = 1");
   const int n = l.ranks();
   const double slow = c.compute_slowdown(c.ranks_on_node(n));
+  // Links were calibrated with two ranks on the node, so their alpha/beta already carry the
+  // two-rank contention: communication slows only by what more ranks add beyond that.
+  const double comm_slow = std::max(1.0, slow / c.compute_slowdown(std::min(2, c.ranks_on_node(n))));
   const double opt_states = m.gpt ? 2 : 1;  // AdamW m, v; SGD momentum
   Prediction p;
 
@@ -133,19 +154,55 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     DT_CHECK(workers >= 1, InvalidArgument, "ps needs more ranks than --servers");
     double items = static_cast<double>(batch) / workers;
     std::vector<double> bwd(m.units.size());
-    double fwd = 0, elem = 0;
+    double fwd = 0, bwd_total = 0;
     for (size_t i = 0; i < m.units.size(); ++i) {
-      fwd += m.units[i].fwd_flops * items / c.gemm_flops;
-      bwd[i] = 2 * m.units[i].fwd_flops * items / c.gemm_flops * slow;
-      elem += 3 * kF * m.units[i].act_elems * items / c.elementwise_bps;
+      Pass ps = unit_pass(c, m.units[i], items, 1);
+      fwd += ps.f * slow;
+      bwd[i] = ps.b * slow;
+      bwd_total += bwd[i];
     }
-    double bwd_total = 0;
-    for (double b : bwd) bwd_total += b;
-    p.compute_s = (fwd + elem) * slow + bwd_total;
+    p.compute_s = fwd + bwd_total;
     double P = m.params(), bytes = P * kF;
     p.weights_b = bytes, p.grads_b = bytes, p.optimizer_b = opt_states * bytes;
-    for (const auto& u : m.units) p.activations_b += kF * u.act_elems * items;
+    // Activations: each unit's calibrated high-water heap bytes per item when the cluster has
+    // them (else the closed form), plus the gathered input batch.
+    double transient = 0;
+    for (const auto& u : m.units) {
+      auto it = c.units.find(u.kind);
+      if (it != c.units.end() && it->second.peak_b_per_item > 0) {
+        // The graph keeps every node's gradient until it is destroyed: a unit's footprint at
+        // the end of backward is its whole high-water mark, not its forward share.
+        p.activations_b += it->second.peak_b_per_item * items;
+      } else {
+        p.activations_b += kF * u.act_elems * items;
+      }
+    }
+    const Unit& first = m.units.front();  // its input width d0 = fwd_flops / (2 d1)
+    p.activations_b += transient + kF * items * first.fwd_flops / 2 / std::max(1.0, first.out_elems);
     p.optimizer_s = P * c.sgd_ns_per_param * 1e-9 * slow;
+    // The executors' own copies of the parameters (parallel/*.h): ddp's gradient and scratch
+    // buffers (share_grad.h), localsgd's and gossip's gradient, gossip's mean and one inbox per
+    // neighbour, fedavg's global model, gradient and sum plus each round's fresh optimizer
+    // state, a ps worker's gradient and replies (servers hold their slice only).
+    const int degree = workers <= 2 ? 1 : 2;  // the ring
+    double copies = 0;
+    // ZeRO adds the padded reduce-scatter and receive buffers and two slices (gradient, parameters).
+    if (s == "ddp" && workers > 1) copies = l.zero > 0 ? 4 + 2.0 / workers : 2;
+    else if (s == "localsgd") copies = 2;  // its gradient and its replica's
+    else if (s == "gossip") copies = 3 + degree;
+    else if (s == "fedavg") copies = 4;
+    // Beyond two ranks the collectives keep a receive buffer of the model's size (measured:
+    // +1.4 copies from 2 to 4 ranks, flat from 4 to 8).
+    if (workers > 2 && s != "ps" && s != "single") copies += 1;
+    p.buffers_b = copies * bytes;
+    if (s == "ps") {
+      // The reported memory is the busiest rank's: a worker's gradient and replies, or a
+      // server's slice of weights, gradient and momentum plus a push and a reply buffer per
+      // worker (param_server.cc).
+      const double server = (3 + 2.0 * workers) * bytes / l.servers;
+      const double worker = p.weights_b + p.grads_b + p.optimizer_b + p.activations_b + 2 * bytes;
+      p.buffers_b = std::max(worker, server) - (p.weights_b + p.grads_b + p.optimizer_b + p.activations_b);
+    }
     Group all{workers, 1};
     if (s == "ddp" && workers > 1) {
       // Walk the buckets in the order backward produces them (share_grad.h): units last
@@ -158,34 +215,36 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
         units.push_back({off, static_cast<int64_t>(m.units[i].params)});
       }
       GradBuckets buckets(units, static_cast<size_t>(l.bucket_mb * (1 << 20)), 4);
-      double t = (fwd + elem) * slow, comm_end = t;
+      double t = fwd, comm_end = t;
       for (size_t k = 0; k < units.size(); ++k) {
         t += bwd[m.units.size() - 1 - k];
         int b = buckets.on_ready(units[k]);
         if (b < 0) continue;
         double len = static_cast<double>(buckets.buckets()[b].len) * kF;
-        comm_end = std::max(comm_end, t) + allreduce_s(c, all, len) * slow;
+        comm_end = std::max(comm_end, t) + allreduce_s(c, all, len) * comm_slow;
       }
       p.comm_s = std::max(0.0, comm_end - t);
       p.dp_bytes = zero_traffic_elems(0, P, workers) * kF;
       if (l.zero > 0) {
+        // ddp's ZeRO (parallel/zero.h) shards the optimizer state; backward still fills the
+        // whole gradient (share_grad.h), which is reduce-scattered bucket by bucket.
         auto z = zero_bytes(l.zero, P, workers, kF, kF, opt_states * kF);
-        p.grads_b = z.grads, p.optimizer_b = z.optimizer;
+        p.optimizer_b = z.optimizer;
         p.optimizer_s /= workers;
       }
     } else if (s == "ps") {
       // Every worker pushes its gradient and pulls the parameters; a server serves its 1/S of
       // the parameters to all W workers, one after another.
       double per_server = bytes / l.servers;
-      p.comm_s = workers * 2 * (c.intra.alpha_s + per_server * c.intra.beta_s_per_byte) * slow;
+      p.comm_s = workers * 2 * (c.intra.alpha_s + per_server * c.intra.beta_s_per_byte) * comm_slow;
       p.dp_bytes = 2 * bytes;
     } else if (s == "localsgd" || s == "fedavg") {
       // Parameters averaged every sync_every steps (fedavg: every round of local steps).
-      p.comm_s = allreduce_s(c, all, bytes) * slow / std::max(1, l.sync_every);
+      p.comm_s = allreduce_s(c, all, bytes) * comm_slow / std::max(1, l.sync_every);
       p.dp_bytes = zero_traffic_elems(0, P, workers) * kF / std::max(1, l.sync_every);
     } else if (s == "gossip" && workers > 1) {
       // Ring gossip: parameters to both neighbours and averaged with theirs.
-      p.comm_s = (2 * (c.intra.alpha_s + bytes * c.intra.beta_s_per_byte) + 3 * bytes / c.elementwise_bps) * slow;
+      p.comm_s = (2 * (c.intra.alpha_s + bytes * c.intra.beta_s_per_byte) + 3 * bytes / c.elementwise_bps) * comm_slow;
       p.dp_bytes = 2 * bytes;
     }
     p.step_s = p.compute_s + p.comm_s + p.optimizer_s;
@@ -202,22 +261,41 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
   std::vector<int> cut = balance(m.units, l.pp * V);
   Group tpg{l.tp, 1}, ppg{l.pp, l.tp}, dpg{l.dp, l.tp * l.pp};
   const double act_bytes = items * m.context * m.width * kF;
-  const double tp_ar = allreduce_s(c, tpg, act_bytes) * slow;
+  const double tp_ar = allreduce_s(c, tpg, act_bytes) * comm_slow;
   struct Piece {
-    double f = 0, b = 0, params = 0, act = 0, out = 0;
+    double f = 0, b = 0, params = 0, act = 0, out = 0, transient = 0;
   };
+  // dtrain's ZeRO-3 (parallel/zero3.h) re-runs each unit's forward in backward, keeping unit
+  // inputs only: activation recompute, whatever --recompute says.
+  const bool recompute = l.recompute || l.zero >= 3;
   std::vector<Piece> pieces(cut.size() - 1);
   for (size_t k = 0; k + 1 < cut.size(); ++k) {
     Piece& pc = pieces[k];
     for (int u = cut[k]; u < cut[k + 1]; ++u) {
       const Unit& x = m.units[u];
-      double t = x.block ? l.tp : 1;
-      double f = x.fwd_flops * items / t / c.gemm_flops * slow + 2 * kF * x.act_elems * items / c.elementwise_bps * slow;
-      pc.f += f + (x.block ? 2 * tp_ar : 0);
-      pc.b += 2 * f + (l.recompute && x.block ? f : 0) + (x.block ? 2 * tp_ar : 0);
+      Pass ps = unit_pass(c, x, items, l.tp);
+      pc.f += ps.f * slow + (x.block ? 2 * tp_ar : 0);
+      pc.b += (ps.b + (recompute && x.block ? ps.f : 0)) * slow + (x.block ? 2 * tp_ar : 0);
       pc.params += x.block ? x.params / l.tp : x.params;
-      pc.act += kF * items *
-                (x.block ? block_activation_elems(m.context, 1, m.width, m.heads, l.tp, l.recompute) : x.act_elems);
+      // Kept activations: calibrated heap bytes per item (a block's scaled by the closed
+      // form's tp share), or the closed form; with recompute a block keeps its input only.
+      auto it = c.units.find(x.kind);
+      const bool measured = it != c.units.end() && it->second.peak_b_per_item > 0;
+      const double closed = x.block ? block_activation_elems(m.context, 1, m.width, m.heads, l.tp, recompute) : x.act_elems;
+      if (measured && x.block && recompute) {
+        // Inputs kept; in backward one unit at a time is re-run and holds its high-water mark.
+        pc.act += kF * items * closed;
+        pc.transient = std::max(pc.transient, it->second.peak_b_per_item * items);
+      } else if (measured) {
+        // The tensor-parallel block keeps nearly all it keeps unsplit (the f/g copies and the
+        // replicated LayerNorm and residual tensors): no tp share is taken off.
+        pc.act += it->second.act_b_per_item * items;
+        // Gradients of the activations stay until the graph goes: the live micro-batch in
+        // backward holds the whole high-water mark.
+        pc.transient += (it->second.peak_b_per_item - it->second.act_b_per_item) * items;
+      } else {
+        pc.act += kF * items * closed;
+      }
       pc.out = x.out_elems * items * kF;
       if (x.block) p.tp_bytes += 4 * 2 * (l.tp - 1.0) / l.tp * act_bytes * l.micro;
     }
@@ -229,7 +307,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       case PipeOp::kForward: return pc.f;
       case PipeOp::kBackward: return pc.b;
       case PipeOp::kSendAct:
-      case PipeOp::kSendGrad: return (pl.alpha_s + act_bytes * pl.beta_s_per_byte) * slow;
+      case PipeOp::kSendGrad: return (pl.alpha_s + act_bytes * pl.beta_s_per_byte) * comm_slow;
       default: return 0;
     }
   };
@@ -242,9 +320,13 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
   double stage_params = 0, stage_act = 0;
   for (int st = 0; st < l.pp; ++st) {
     double par = 0, act = 0;
-    for (int ch = 0; ch < V; ++ch) par += pieces[sched.piece(st, ch)].params, act = std::max(act, pieces[sched.piece(st, ch)].act);
+    double transient = 0;
+    for (int ch = 0; ch < V; ++ch) {
+      const Piece& pc = pieces[sched.piece(st, ch)];
+      par += pc.params, act = std::max(act, pc.act), transient = std::max(transient, pc.transient);
+    }
     stage_params = std::max(stage_params, par);
-    stage_act = std::max(stage_act, act * r.max_in_flight[st]);
+    stage_act = std::max(stage_act, act * r.max_in_flight[st] + transient);
   }
   auto z = zero_bytes(l.zero, stage_params, l.dp, kF, kF, opt_states * kF);
   p.weights_b = z.weights, p.grads_b = z.grads, p.optimizer_b = z.optimizer, p.activations_b = stage_act;
@@ -259,7 +341,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       else t += ring_reduce_scatter_s(l.dp, b, link_of(c, dpg)) + ring_allgather_s(l.dp, b, link_of(c, dpg));
     }
     if (l.zero >= 3) t += ring_allgather_s(l.dp, bytes, link_of(c, dpg)) * l.micro;  // gathers in forward
-    p.comm_s = t * slow;
+    p.comm_s = t * comm_slow;
     p.dp_bytes = zero_traffic_elems(l.zero, stage_params, l.dp) * kF;
   }
   p.pp_bytes = l.pp > 1 ? 2.0 * l.micro * V * act_bytes : 0;

@@ -44,12 +44,16 @@ namespace dtrain::plan {
 
 struct Unit {
   std::string name;
+  std::string kind;       // mlp_layer, gpt_embedding, gpt_block, gpt_head (calibrate_units.h)
   double params = 0;
   double fwd_flops = 0;   // per item
   double act_elems = 0;   // kept for backward, per item (no recompute)
   double out_elems = 0;   // the output it sends onwards, per item
   bool block = false;     // a transformer block (tp-split and recomputable)
 };
+
+// What a unit's calibrated cost line is a function of, per item: fwd_flops + out_elems.
+inline double unit_work(const Unit& u) { return u.fwd_flops + u.out_elems; }
 
 struct ModelSpec {
   std::string spec;
@@ -78,8 +82,9 @@ struct Layout {
 struct Prediction {
   double step_s = 0, compute_s = 0, comm_s = 0, bubble_s = 0, optimizer_s = 0;
   double weights_b = 0, grads_b = 0, optimizer_b = 0, activations_b = 0;
+  double buffers_b = 0;  // the strategy's own copies of parameters / gradients (MLP strategies)
   double dp_bytes = 0, tp_bytes = 0, pp_bytes = 0;  // sent per rank per step
-  double memory_b() const { return weights_b + grads_b + optimizer_b + activations_b; }
+  double memory_b() const { return weights_b + grads_b + optimizer_b + activations_b + buffers_b; }
 };
 
 Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64_t batch);

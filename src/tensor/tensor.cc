@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <sstream>
 
 #include "base/error.h"
@@ -44,9 +45,10 @@ namespace {
 std::shared_ptr<float> allocate(int64_t n) {
   size_t bytes = static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(float);
   bytes = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, bytes);
+  // Through the aligned operator new, so base/heap_stats.h counts tensors with everything else.
+  void* p = ::operator new(bytes, std::align_val_t{64}, std::nothrow);
   DT_CHECK(p != nullptr, Error, "out of memory allocating " << bytes << " bytes for a tensor");
-  return std::shared_ptr<float>(static_cast<float*>(p), [](float* q) { std::free(q); });
+  return std::shared_ptr<float>(static_cast<float*>(p), [](float* q) { ::operator delete(q, std::align_val_t{64}); });
 }
 }  // namespace
 

@@ -4,6 +4,7 @@
 
 #include <csignal>
 
+#include "base/heap_stats.h"
 #include "base/clock.h"
 #include "base/error.h"
 #include "coll/collectives.h"
@@ -103,8 +104,11 @@ RunResult run_training(const TrainConfig& cfg, std::shared_ptr<Communicator> com
       res.json = entry.run(cfg, *comm, job.split, cfg.quiet ? nullptr : stdout);
       return res;
     }
-    job.model = build_model(cfg, job.split.train);
   }
+  // What the data and the runtime hold before the model exists: the training heap is measured
+  // above this (base/heap_stats.h; the planner predicts that part).
+  const int64_t heap_baseline = heap_stats().live;
+  if (!cfg.is_gpt()) job.model = build_model(cfg, job.split.train);
   job.lr = effective_lr(cfg);
 
   // Timeline: every rank records against rank 0's clock origin (one host: one steady clock).
@@ -143,7 +147,14 @@ RunResult run_training(const TrainConfig& cfg, std::shared_ptr<Communicator> com
   const Metrics stats = job.strategy->stats();  // collective
   res.splits = gather_splits(comm.get(), res.report.split);
   if (!cfg.trace.empty()) gather_trace(comm.get(), timeline, cfg.trace);
-  if (res.rank == 0) res.json = report_json(cfg, job, res.report, res.splits, res.world, stats);
+  // Peak training heap above the baseline, the largest over the ranks (collective).
+  double heap_mb = static_cast<double>(res.report.train_heap_peak - heap_baseline) / 1e6;
+  if (comm && res.world > 1) allreduce(*comm, &heap_mb, 1, DType::kFloat64, ReduceOp::kMax);
+  if (res.rank == 0) {
+    res.json = report_json(cfg, job, res.report, res.splits, res.world, stats);
+    res.json["train_heap_mb"] = heap_mb;
+    res.json["heap_baseline_mb"] = static_cast<double>(heap_baseline) / 1e6;
+  }
   return res;
 }
 

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "base/clock.h"
+#include "base/heap_stats.h"
 #include "base/thread_pool.h"
 #include "base/error.h"
 #include "coll/collectives.h"
@@ -221,9 +222,11 @@ TrainReport Trainer::run() {
     progress.begin_epoch(e + 1);
     const Round rd = round(e, order);
     strategy_.begin_round(rd);
+    heap_reset_peak();  // the high-water mark of training alone (evaluation's buffers are not a step's)
     const double t0 = now_seconds();
     LossAcc tr = strategy_.train_round(rd, [&](int64_t done, double loss) { progress.update(done, loss); });
     const double secs = now_seconds() - t0;
+    rep.train_heap_peak = std::max(rep.train_heap_peak, heap_stats().peak);
     rep.train_seconds += secs;
     rep.examples += tr.examples;
     DT_CHECK(std::isfinite(tr.loss), Error,

@@ -1,0 +1,81 @@
+#include "base/heap_stats.h"
+
+#include <malloc.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdlib>
+#include <new>
+
+namespace dtrain {
+namespace {
+
+std::atomic<int64_t> g_live{0}, g_peak{0};
+
+void count_in(void* p) {
+  const int64_t n = static_cast<int64_t>(::malloc_usable_size(p));
+  const int64_t now = g_live.fetch_add(n, std::memory_order_relaxed) + n;
+  int64_t peak = g_peak.load(std::memory_order_relaxed);
+  while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
+void count_out(void* p) {
+  if (p) g_live.fetch_sub(static_cast<int64_t>(::malloc_usable_size(p)), std::memory_order_relaxed);
+}
+
+void* alloc(std::size_t n, std::size_t align, bool nothrow) {
+  if (n == 0) n = 1;
+  void* p = nullptr;
+  if (align <= alignof(std::max_align_t)) {
+    p = std::malloc(n);
+  } else {
+    p = std::aligned_alloc(align, (n + align - 1) / align * align);
+  }
+  if (!p) {
+    if (nothrow) return nullptr;
+    throw std::bad_alloc();
+  }
+  count_in(p);
+  return p;
+}
+
+void release(void* p) {
+  count_out(p);
+  std::free(p);
+}
+
+}  // namespace
+
+HeapStats heap_stats() { return {g_live.load(std::memory_order_relaxed), g_peak.load(std::memory_order_relaxed)}; }
+
+void heap_reset_peak() { g_peak.store(g_live.load(std::memory_order_relaxed), std::memory_order_relaxed); }
+
+}  // namespace dtrain
+
+// The replaceable global allocation functions ([new.delete]); every form routes to the two
+// helpers above.
+void* operator new(std::size_t n) { return dtrain::alloc(n, 0, false); }
+void* operator new[](std::size_t n) { return dtrain::alloc(n, 0, false); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return dtrain::alloc(n, 0, true); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return dtrain::alloc(n, 0, true); }
+void* operator new(std::size_t n, std::align_val_t a) { return dtrain::alloc(n, static_cast<std::size_t>(a), false); }
+void* operator new[](std::size_t n, std::align_val_t a) { return dtrain::alloc(n, static_cast<std::size_t>(a), false); }
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return dtrain::alloc(n, static_cast<std::size_t>(a), true);
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return dtrain::alloc(n, static_cast<std::size_t>(a), true);
+}
+void operator delete(void* p) noexcept { dtrain::release(p); }
+void operator delete[](void* p) noexcept { dtrain::release(p); }
+void operator delete(void* p, std::size_t) noexcept { dtrain::release(p); }
+void operator delete[](void* p, std::size_t) noexcept { dtrain::release(p); }
+void operator delete(void* p, std::align_val_t) noexcept { dtrain::release(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { dtrain::release(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { dtrain::release(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { dtrain::release(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { dtrain::release(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { dtrain::release(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { dtrain::release(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { dtrain::release(p); }

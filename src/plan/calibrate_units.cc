@@ -1,0 +1,237 @@
+#include "plan/calibrate_units.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#include "autograd/graph.h"
+#include "base/error.h"
+#include "base/heap_stats.h"
+#include "nn/mlp.h"
+#include "nn/transformer.h"
+#include "plan/simulator.h"
+#include "tensor/blas.h"
+#include "tensor/denormals.h"
+
+namespace dtrain::plan {
+namespace {
+
+constexpr int kStack = 4;
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// One model's units, parsed once per spec.
+const Unit& unit_of(const std::string& spec, int index, ModelSpec* cache) {
+  if (cache->spec != spec) *cache = ModelSpec::parse(spec);
+  DT_CHECK(index >= 0 && index < static_cast<int>(cache->units.size()), InvalidArgument,
+           "unit " << index << " of " << spec << " does not exist");
+  return cache->units[static_cast<size_t>(index)];
+}
+
+// The points of every distinct unit kind of `spec` at these item counts.
+std::vector<UnitPoint> points_of(const std::string& spec, const std::vector<int64_t>& items) {
+  ModelSpec m = ModelSpec::parse(spec);
+  std::vector<UnitPoint> out;
+  for (size_t u = 0; u < m.units.size(); ++u) {
+    const Unit& x = m.units[u];
+    // One GPT block stands for all (they are identical); every MLP layer has its own shape.
+    if (m.gpt && x.block && u != 1) continue;
+    for (int64_t n : items) out.push_back({x.kind, spec, static_cast<int>(u), n, n * unit_work(x), 0, 0});
+  }
+  return out;
+}
+
+// Forward and backward seconds: the MEDIAN pass (training pays the typical pass, not the
+// luckiest one: on a shared machine the best pass is far below what a run averages).
+// fixed > 0: exactly that many passes after the warm-up (a fixed amount of work).
+// Memory: the heap the graph keeps after forward (the activations backward needs), and the
+// heap's high-water mark over forward + backward, both above what was live before forward
+// (base/heap_stats.h; the last pass's, they do not vary).
+template <class Fwd, class Bwd>
+UnitPass time_pass(double seconds, int fixed, Fwd&& fwd, Bwd&& bwd) {
+  std::vector<double> fs, bs;
+  double act = 0, peak = 0;
+  const double start = now();
+  for (int reps = 0; fixed > 0 ? reps <= fixed : reps < 10000 && (reps < 6 || now() - start < seconds); ++reps) {
+    Graph g;
+    heap_reset_peak();
+    const int64_t base = heap_stats().live;
+    double t0 = now();
+    Var out = fwd(g);
+    double t1 = now();
+    act = static_cast<double>(heap_stats().live - base);
+    bwd(g, out);
+    double t2 = now();
+    peak = static_cast<double>(heap_stats().peak - base);
+    if (reps == 0) continue;  // warm-up: first touch of the buffers
+    fs.push_back(t1 - t0);
+    bs.push_back(t2 - t1);
+  }
+  auto median = [](std::vector<double>& v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  return {median(fs), median(bs), act, peak};
+}
+
+}  // namespace
+
+UnitPass time_unit(const UnitPoint& p, double seconds, int fixed) {
+  FlushDenormals ftz;  // as the executors run
+  if (p.kind == "mlp_layer") {
+    std::vector<int64_t> dims = MLP::parse_spec(p.spec.substr(4));
+    int64_t in = dims[static_cast<size_t>(p.unit)], out = dims[static_cast<size_t>(p.unit) + 1];
+    bool last = p.unit + 2 == static_cast<int>(dims.size());
+    Linear layer(in, out, true, last ? Activation::kNone : Activation::kRelu);
+    layer.allocate(1);
+    Tensor x = Tensor::full({p.items, in}, 0.5f), seed = Tensor::full({p.items, out}, 1.0f / p.items);
+    return time_pass(
+        seconds, fixed, [&](Graph& g) { return layer.forward(g, g.input(x)); }, [&](Graph& g, const Var& y) { g.backward(y, seed); });
+  }
+  GptConfig c = GptConfig::parse(p.spec, 65);
+  // A block is timed inside a stack of kStack blocks and charged 1/kStack of it: the
+  // activations of several blocks (not one block's, hot in cache) are what training touches.
+  const int count = p.kind == "gpt_block" ? kStack : 1;
+  if (p.kind == "gpt_block") c.layers = std::max<int64_t>(c.layers, kStack);
+  GptStage stage(c, p.unit, p.unit + count);
+  stage.allocate(1);
+  stage.init_gpt(1);
+  const int64_t tok = p.items * c.context;
+  std::vector<int32_t> ids(static_cast<size_t>(tok));
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 7) % static_cast<size_t>(c.vocab));
+  // Inputs that vary along a row (a constant row would make LayerNorm's variance zero).
+  Tensor x = Tensor::empty({tok, c.width}), seed = Tensor::empty({tok, c.width});
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    x.data()[i] = 0.5f * std::sin(0.37f * static_cast<float>(i));
+    seed.data()[i] = 1e-3f * std::cos(0.11f * static_cast<float>(i));
+  }
+  if (p.kind == "gpt_embedding")
+    return time_pass(
+        seconds, fixed, [&](Graph& g) { return stage.forward_stage(g, Var(), ids, {}, p.items, c.context); },
+        [&](Graph& g, const Var& y) { g.backward(y, seed); });
+  if (p.kind == "gpt_head")
+    return time_pass(
+        seconds, fixed, [&](Graph& g) { return stage.forward_stage(g, g.leaf(x), {}, ids, p.items, c.context); },
+        [&](Graph& g, const Var& y) { g.backward(y); });
+  UnitPass r = time_pass(
+      seconds, fixed, [&](Graph& g) { return stage.forward_stage(g, g.leaf(x), {}, {}, p.items, c.context); },
+      [&](Graph& g, const Var& y) { g.backward(y, seed); });
+  return {r.fwd_s / count, r.bwd_s / count, r.act_b / count, r.peak_b / count};
+}
+
+namespace {
+
+UnitFit fit_of(const nlohmann::json& j, const std::string& where) {
+  DT_CHECK(j.is_object() && j.contains("fixed_us") && j["fixed_us"].is_number() && j.contains("ns_per_kwork") &&
+               j["ns_per_kwork"].is_number(),
+           InvalidArgument, where << ": a fit is {\"fixed_us\": number, \"ns_per_kwork\": number}");
+  UnitFit f{j["fixed_us"].get<double>() * 1e-6, j["ns_per_kwork"].get<double>() * 1e-12};
+  DT_CHECK(f.fixed_s >= 0 && f.s_per_work >= 0, InvalidArgument, where << ": fit coefficients must be >= 0");
+  return f;
+}
+
+}  // namespace
+
+// Least squares for t = a + b x; a negative intercept refits through the origin, a negative
+// slope falls back to the mean (a constant cost): both coefficients stay >= 0, so a fit never
+// predicts a negative time when it extrapolates.
+UnitFit fit_line(const std::vector<std::pair<double, double>>& xy) {
+  DT_CHECK(!xy.empty(), InvalidArgument, "fit_line needs at least one point");
+  const double n = static_cast<double>(xy.size());
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (auto [x, y] : xy) sx += x, sy += y, sxx += x * x, sxy += x * y;
+  const double den = n * sxx - sx * sx;
+  UnitFit f;
+  if (xy.size() >= 2 && den > 0) {
+    f.s_per_work = (n * sxy - sx * sy) / den;
+    f.fixed_s = (sy - f.s_per_work * sx) / n;
+  } else {
+    f.fixed_s = sy / n;
+  }
+  if (f.s_per_work < 0) return {sy / n, 0};
+  if (f.fixed_s < 0) return {0, sxx > 0 ? sxy / sxx : 0};
+  return f;
+}
+
+std::map<std::string, UnitCost> fit_units(const std::vector<UnitPoint>& points) {
+  std::map<std::string, std::pair<std::vector<std::pair<double, double>>, std::vector<std::pair<double, double>>>> by;
+  for (const auto& p : points) {
+    by[p.kind].first.push_back({p.work, p.fwd_s});
+    by[p.kind].second.push_back({p.work, p.bwd_s});
+  }
+  std::map<std::string, UnitCost> out;
+  for (const auto& [kind, xy] : by) out[kind] = {fit_line(xy.first), fit_line(xy.second)};
+  // Bytes per item: the least-squares slope through the origin (memory has no fixed part
+  // worth keeping: the weights are counted apart).
+  std::map<std::string, std::array<double, 3>> mem;  // sum items^2, sum items*act, sum items*peak
+  for (const auto& p : points) {
+    auto& m = mem[p.kind];
+    const double n = static_cast<double>(p.items);
+    m[0] += n * n, m[1] += n * p.act_b, m[2] += n * p.peak_b;
+  }
+  for (auto& [kind, m] : mem) {
+    if (m[0] <= 0) continue;
+    out[kind].act_b_per_item = std::max(0.0, m[1] / m[0]);
+    out[kind].peak_b_per_item = std::max(out[kind].act_b_per_item, m[2] / m[0]);
+  }
+  return out;
+}
+
+std::vector<UnitPoint> default_unit_points() {
+  std::vector<UnitPoint> pts = points_of("mlp:784-256-128-10", {16, 64, 128});
+  for (const char* g : {"gpt:layers=1,heads=4,width=64,context=64", "gpt:layers=1,heads=8,width=128,context=64"})
+    for (auto& p : points_of(g, {2, 6, 12})) pts.push_back(p);
+  return pts;
+}
+
+std::vector<UnitPoint> unit_points_for(const std::string& spec) {
+  ModelSpec m = ModelSpec::parse(spec);
+  return points_of(spec, m.gpt ? std::vector<int64_t>{2, 6, 12} : std::vector<int64_t>{16, 64, 128});
+}
+
+void measure_units(std::vector<UnitPoint>& points, double seconds) {
+  set_blas_threads(1);
+  const double per = seconds / std::max<size_t>(1, points.size());
+  ModelSpec cache;
+  for (auto& p : points) {
+    p.work = static_cast<double>(p.items) * unit_work(unit_of(p.spec, p.unit, &cache));
+    UnitPass r = time_unit(p, per, 0);
+    p.fwd_s = r.fwd_s, p.bwd_s = r.bwd_s, p.act_b = r.act_b, p.peak_b = r.peak_b;
+  }
+}
+
+nlohmann::json units_json(const std::vector<UnitPoint>& points, const std::map<std::string, UnitCost>& fits) {
+  nlohmann::json j = {{"fits", nlohmann::json::object()}, {"points", nlohmann::json::array()}};
+  auto fj = [](const UnitFit& f) { return nlohmann::json{{"fixed_us", f.fixed_s * 1e6}, {"ns_per_kwork", f.s_per_work * 1e12}}; };
+  for (const auto& [kind, c] : fits)
+    j["fits"][kind] = {{"forward", fj(c.fwd)}, {"backward", fj(c.bwd)}, {"act_bytes_per_item", c.act_b_per_item},
+                       {"peak_bytes_per_item", c.peak_b_per_item}};
+  for (const auto& p : points)
+    j["points"].push_back({{"kind", p.kind}, {"spec", p.spec}, {"unit", p.unit}, {"items", p.items}, {"work", p.work},
+                           {"forward_us", p.fwd_s * 1e6}, {"backward_us", p.bwd_s * 1e6},
+                           {"act_bytes", p.act_b}, {"peak_bytes", p.peak_b}});
+  return j;
+}
+
+std::map<std::string, UnitCost> units_from_json(const nlohmann::json& j, const std::string& where) {
+  DT_CHECK(j.is_object() && j.contains("fits") && j["fits"].is_object(), InvalidArgument,
+           where << ": \"units\" must be an object with \"fits\" {kind: {forward, backward}}");
+  std::map<std::string, UnitCost> out;
+  for (const auto& [kind, c] : j["fits"].items()) {
+    std::string w = where + ".fits." + kind;
+    DT_CHECK(c.is_object() && c.contains("forward") && c.contains("backward"), InvalidArgument,
+             w << ": needs \"forward\" and \"backward\"");
+    out[kind] = {fit_of(c["forward"], w + ".forward"), fit_of(c["backward"], w + ".backward")};
+    for (auto [key, dst] : {std::pair<const char*, double*>{"act_bytes_per_item", &out[kind].act_b_per_item},
+                            {"peak_bytes_per_item", &out[kind].peak_b_per_item}}) {
+      if (!c.contains(key)) continue;
+      DT_CHECK(c[key].is_number() && c[key].get<double>() >= 0, InvalidArgument, w << "." << key << " must be a number >= 0");
+      *dst = c[key].get<double>();
+    }
+  }
+  return out;
+}
+
+}  // namespace dtrain::plan

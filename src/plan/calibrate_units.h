@@ -1,0 +1,81 @@
+// plan/calibrate_units.h — time the executors' own units (forward and backward through the
+// real nn/autograd code) and fit a cost line per unit kind, so the simulator predicts what
+// training actually runs rather than what a bare GEMM achieves.
+//
+// Contract
+// - A unit kind is what plan/simulator.h's ModelSpec calls a unit: "mlp_layer" (one Linear
+//   layer of the MLP), "gpt_embedding", "gpt_block", "gpt_head". Its WORK for a pass over
+//   `items` examples or sequences is items x (fwd_flops + out_elems) of the ModelSpec unit
+//   (unit_work()): FLOPs, plus the elements it writes so the embedding (no FLOPs) has a size.
+// - UnitFit is t = fixed_s + work x s_per_work, a least-squares line through the measured
+//   points with both coefficients >= 0 (fit_line: when the unconstrained line has a negative
+//   intercept it is refitted through the origin; a negative slope gives the mean as a
+//   constant). UnitCost holds one line for forward and one for backward.
+// - measure_units(points, seconds) runs each point (kind, spec, items) on the calling thread
+//   with one BLAS thread: builds the unit (nn/mlp.h's MLP of one layer, nn/transformer.h's
+//   GptStage of one unit), and times a forward (graph built as the executors build it) and
+//   the backward of that graph (a block: a stack of 4 blocks, charged a quarter, so the
+//   activations are as cold as in a whole model), the median of repetitions filling about `seconds` per point
+//   (the median, not the best: a run pays the typical pass on a shared machine).
+// - default_unit_points() are the shapes `dtrain bench calibrate` measures: the MLP
+//   784-256-128-10's three layers at 16, 64 and 128 examples, and the GPT's embedding, block
+//   and head at widths 64 and 128 (heads 4 and 8, context 64) and 2, 6 and 12 sequences.
+//   extra points come from `--models` (any mlp:/gpt: spec, at the same item counts).
+// - fit_units(points) groups the points by kind and fits each direction; memory per item is
+//   the least-squares slope through the origin of the heap bytes (base/heap_stats.h) the
+//   forward graph keeps (act) and of the high-water mark over forward + backward (peak).
+// - units_json / units_from_json move the points and the fits to and from the calibration
+//   file's "units" section (each fit's coefficients, and every point so a fit can be redone).
+//   A malformed section is InvalidArgument naming the field.
+// Thread-safety: pure apart from measure_units, which uses the calling thread only.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace dtrain::plan {
+
+struct UnitFit {
+  double fixed_s = 0, s_per_work = 0;
+  double at(double work) const { return fixed_s + work * s_per_work; }
+};
+
+struct UnitCost {
+  UnitFit fwd, bwd;
+  // Memory per item (0: not measured): what the forward graph keeps for backward, and the
+  // heap's high-water mark over forward + backward (activations + their gradients).
+  double act_b_per_item = 0, peak_b_per_item = 0;
+};
+
+struct UnitPass {
+  double fwd_s = 0, bwd_s = 0, act_b = 0, peak_b = 0;
+};
+
+struct UnitPoint {
+  std::string kind;  // mlp_layer, gpt_embedding, gpt_block, gpt_head
+  std::string spec;  // the model spec the unit is taken from
+  int unit = 0;      // index into ModelSpec::parse(spec).units
+  int64_t items = 1;
+  double work = 0;   // items x unit_work
+  double fwd_s = 0, bwd_s = 0;
+  double act_b = 0, peak_b = 0;  // heap bytes: kept by forward; high-water over forward + backward
+};
+
+UnitFit fit_line(const std::vector<std::pair<double, double>>& xy);
+std::map<std::string, UnitCost> fit_units(const std::vector<UnitPoint>& points);
+
+std::vector<UnitPoint> default_unit_points();
+// The points of one more model spec (its distinct unit kinds, at the default item counts).
+std::vector<UnitPoint> unit_points_for(const std::string& spec);
+void measure_units(std::vector<UnitPoint>& points, double seconds);
+// Forward and backward seconds of one point (the best pass): passes for about `seconds`, or
+// exactly `fixed` passes after one warm-up when fixed > 0.
+UnitPass time_unit(const UnitPoint& p, double seconds, int fixed);
+
+nlohmann::json units_json(const std::vector<UnitPoint>& points, const std::map<std::string, UnitCost>& fits);
+std::map<std::string, UnitCost> units_from_json(const nlohmann::json& j, const std::string& where);
+
+}  // namespace dtrain::plan

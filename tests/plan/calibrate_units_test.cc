@@ -1,0 +1,153 @@
+// Unit calibration: the cost-line fit, its file format and versions, what the simulator does
+// with it, and that the real units run (positive times, work from the model's own units).
+#include "plan/calibrate_units.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "base/error.h"
+#include "plan/calibrate_compute.h"
+#include "plan/cluster.h"
+#include "plan/simulator.h"
+
+namespace dtrain::plan {
+namespace {
+
+TEST(CalibrateUnits, FitRecoversAnExactLine) {
+  UnitFit f = fit_line({{0, 2e-6}, {1e6, 3e-6}, {3e6, 5e-6}});  // 2 us + 1 ns per 1000 work
+  EXPECT_NEAR(f.fixed_s, 2e-6, 1e-15);
+  EXPECT_NEAR(f.s_per_work, 1e-12, 1e-21);
+  EXPECT_NEAR(f.at(2e6), 4e-6, 1e-15);
+}
+
+TEST(CalibrateUnits, FitKeepsCoefficientsNonNegative) {
+  // Least squares would give a negative intercept: refitted through the origin.
+  UnitFit a = fit_line({{1, 0.5}, {2, 2.0}, {3, 3.5}});
+  EXPECT_DOUBLE_EQ(a.fixed_s, 0);
+  EXPECT_NEAR(a.s_per_work, (0.5 + 4.0 + 10.5) / 14.0, 1e-12);
+  // A negative slope (noise on a flat cost): the mean, as a constant.
+  UnitFit b = fit_line({{1, 3.0}, {2, 2.0}});
+  EXPECT_DOUBLE_EQ(b.s_per_work, 0);
+  EXPECT_DOUBLE_EQ(b.fixed_s, 2.5);
+  // One point: a constant.
+  UnitFit c = fit_line({{5, 7.0}});
+  EXPECT_DOUBLE_EQ(c.fixed_s, 7.0);
+  EXPECT_THROW(fit_line({}), InvalidArgument);
+}
+
+TEST(CalibrateUnits, FitsGroupByKindAndRoundTripThroughJson) {
+  std::vector<UnitPoint> pts{{"mlp_layer", "mlp:4-2", 0, 1, 100, 1e-6, 2e-6},
+                             {"mlp_layer", "mlp:4-2", 0, 2, 200, 2e-6, 4e-6},
+                             {"gpt_head", "gpt:layers=1", 2, 1, 10, 5e-6, 6e-6}};
+  auto fits = fit_units(pts);
+  ASSERT_EQ(fits.size(), 2u);
+  EXPECT_NEAR(fits["mlp_layer"].fwd.s_per_work, 1e-8, 1e-18);
+  EXPECT_NEAR(fits["mlp_layer"].bwd.s_per_work, 2e-8, 1e-18);
+  EXPECT_DOUBLE_EQ(fits["gpt_head"].bwd.fixed_s, 6e-6);
+  nlohmann::json j = units_json(pts, fits);
+  EXPECT_EQ(j["points"].size(), 3u);
+  auto back = units_from_json(j, "test");
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_NEAR(back["mlp_layer"].bwd.s_per_work, 2e-8, 1e-18);
+  EXPECT_NEAR(back["gpt_head"].fwd.fixed_s, 5e-6, 1e-15);
+  j["fits"]["gpt_head"]["forward"]["fixed_us"] = -1;
+  EXPECT_THROW(units_from_json(j, "test"), InvalidArgument);
+  EXPECT_THROW(units_from_json(nlohmann::json::array(), "test"), InvalidArgument);
+}
+
+std::string write_tmp(const nlohmann::json& j) {
+  char name[] = "/tmp/dtrain_calib_XXXXXX";
+  int fd = mkstemp(name);
+  close(fd);
+  std::ofstream(name) << j.dump();
+  return name;
+}
+
+nlohmann::json calibration(int version, bool units) {
+  nlohmann::json compute = {{"gemm_gflops", 20}, {"elementwise_gbps", 5}, {"optimizer_ns_per_param", 3}};
+  if (units) compute["units"] = units_json({}, {{"mlp_layer", {{1e-6, 1e-12}, {2e-6, 2e-12}}}});
+  return {{"version", version}, {"compute", compute}};
+}
+
+TEST(CalibrateUnits, CalibrationFileVersions) {
+  std::string v3 = write_tmp(calibration(3, true)), v2 = write_tmp(calibration(2, false)),
+              v9 = write_tmp(calibration(9, true));
+  Cluster c3 = this_machine(v3);
+  ASSERT_EQ(c3.units.count("mlp_layer"), 1u);
+  EXPECT_NEAR(c3.units["mlp_layer"].bwd.fixed_s, 2e-6, 1e-15);
+  EXPECT_DOUBLE_EQ(c3.gemm_flops, 20e9);
+  Cluster c2 = this_machine(v2);  // old file: read, rates kept, no unit timings, says so
+  EXPECT_TRUE(c2.units.empty());
+  EXPECT_DOUBLE_EQ(c2.gemm_flops, 20e9);
+  EXPECT_NE(c2.source.find("calibrate"), std::string::npos) << c2.source;
+  EXPECT_THROW(this_machine(v9), InvalidArgument);  // newer than this binary
+  for (const auto& f : {v3, v2, v9}) std::remove(f.c_str());
+}
+
+TEST(CalibrateUnits, SimulatorUsesTheCalibratedLines) {
+  ModelSpec m = ModelSpec::parse("mlp:100-10");
+  Cluster c;
+  c.cores_per_node = 8;
+  c.sgd_ns_per_param = 0;
+  c.units["mlp_layer"] = {{1e-5, 1e-9}, {3e-5, 2e-9}};
+  Prediction p = simulate(m, {.strategy = "single"}, c, 50);
+  const double work = 50 * unit_work(m.units[0]);
+  EXPECT_NEAR(p.compute_s, 1e-5 + work * 1e-9 + 3e-5 + work * 2e-9, 1e-15);
+  // The cluster file format carries them too.
+  Cluster back = cluster_from_json(cluster_to_json(c), "roundtrip");
+  EXPECT_NEAR(back.units["mlp_layer"].bwd.fixed_s, 3e-5, 1e-15);
+}
+
+TEST(CalibrateUnits, MeasuresTheRealUnits) {
+  std::vector<UnitPoint> pts = unit_points_for("gpt:layers=2,heads=2,width=16,context=8");
+  ASSERT_EQ(pts.size(), 9u);  // embedding, one block (both are alike), head; three item counts
+  for (auto& p : unit_points_for("mlp:8-4-2")) pts.push_back(p);
+  ASSERT_EQ(pts.size(), 15u);  // two MLP layers of their own shapes
+  measure_units(pts, 0.05);
+  ModelSpec g = ModelSpec::parse("gpt:layers=2,heads=2,width=16,context=8");
+  for (const auto& p : pts) {
+    EXPECT_GT(p.fwd_s, 0) << p.kind;
+    EXPECT_GT(p.bwd_s, 0) << p.kind;
+    if (p.kind == "gpt_block") {
+      EXPECT_DOUBLE_EQ(p.work, p.items * unit_work(g.units[1]));
+    }
+  }
+  EXPECT_EQ(fit_units(pts).size(), 4u);
+  EXPECT_GT(run_processes(pts[3], 2, 1), 0);  // forked processes run a block and exit cleanly
+}
+
+}  // namespace
+}  // namespace dtrain::plan
+
+namespace dtrain::plan {
+namespace {
+
+TEST(CalibrateUnits, SlowdownCurveIsInterpolated) {
+  Cluster c;
+  c.cores_per_node = 2;
+  c.slowdown = {{1, 1.0}, {2, 1.5}, {4, 3.5}};
+  EXPECT_DOUBLE_EQ(c.compute_slowdown(1), 1.0);
+  EXPECT_DOUBLE_EQ(c.compute_slowdown(2), 1.5);  // hyperthreads: slower already at ranks = cores
+  EXPECT_DOUBLE_EQ(c.compute_slowdown(3), 2.5);
+  EXPECT_DOUBLE_EQ(c.compute_slowdown(8), 7.0);  // beyond the last point: its slowdown per rank
+  c.slowdown.clear();
+  c.oversub_penalty = 1.2;
+  EXPECT_DOUBLE_EQ(c.compute_slowdown(2), 1.0);
+  EXPECT_DOUBLE_EQ(c.compute_slowdown(4), 2.4);
+  // From a calibration file; a decreasing rank count is refused.
+  nlohmann::json j = {{"version", 3},
+                      {"compute",
+                       {{"gemm_gflops", 20}, {"elementwise_gbps", 5}, {"optimizer_ns_per_param", 3},
+                        {"slowdown", {{1, 1.0}, {2, 1.25}}}}}};
+  std::string f = write_tmp(j);
+  EXPECT_DOUBLE_EQ(this_machine(f).compute_slowdown(2), 1.25);
+  j["compute"]["slowdown"] = {{2, 1.0}, {1, 1.0}};
+  std::ofstream(f) << j.dump();
+  EXPECT_THROW(this_machine(f), InvalidArgument);
+  std::remove(f.c_str());
+}
+
+}  // namespace
+}  // namespace dtrain::plan
