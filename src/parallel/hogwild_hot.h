@@ -1,0 +1,113 @@
+// parallel/hogwild_hot.h — HOGWILD! with the hot features kept per thread ("hogwild-hot"):
+// lock-free shared updates for the rarely written coordinates, private copies merged every M
+// examples for the few coordinates every thread writes all the time.
+//
+// Why. Plain HOGWILD! (parallel/hogwild.h) lets every thread write one shared model. On
+// news20 the 1,000 most frequent of 60k features carry 40% of all occurrences (one is in half
+// of the documents), and the biases are written by every example, so two cores write the same
+// cache lines on almost every example: each write invalidates the other core's copy and each
+// read fetches it back. That coherence traffic, not arithmetic, held 2 threads to ~1.1x of one
+// while private copies of the model ran 1.8x (docs/ACCURACY.md). The HOGWILD! analysis assumes
+// conflicts are rare; they are rare for the cold features only.
+//
+// Algorithm.
+//   Hot set. Count for each feature the training rows it occurs in (its document frequency);
+//   the H most frequent are hot (ties: lower index first), and so are the K biases. Every
+//   other feature is cold. H is given, or chosen automatically (auto_hot_count): a feature is
+//   hot when it occurs in at least rows / M rows, i.e. each thread is expected to write it at
+//   least once per merge window, so a private copy costs at most what it saves; capped so a
+//   thread's copy stays within kMaxHotFloats.
+//   Per thread t. local_t holds the hot coordinates (H*K weights then K biases, on cache
+//   lines of their own) and base_t the shared values local_t was last synchronised with.
+//   Each minibatch (B = 1 is the paper's setting) is scored and updated exactly as in
+//   HOGWILD! (score all B at the current parameters, then apply B updates of -lr/B), except
+//   that a hot coordinate is read from and written to local_t with plain accesses, and a cold
+//   one to the shared buffer with relaxed atomics (a concurrent update of the same cold
+//   coordinate can be lost: HOGWILD!'s benign race).
+//   At the start of each epoch every thread's local and base are set from the shared model.
+//   Merge. After every M examples of its stream, and at its end, thread t takes the merge
+//   mutex and for every hot coordinate i sets
+//       shared_i = (shared_i == base_i) ? local_i : shared_i + (local_i - base_i);
+//       local_i = base_i = shared_i;
+//   i.e. it adds the change it made since its last merge to the shared value (deltas are
+//   summed, so every example's hot update is applied exactly once and none is lost) and takes
+//   up the changes the other threads merged meanwhile. When no other thread changed the value
+//   the shared value becomes local_i exactly, so with T = 1 the run is plain serial SGD bit for
+//   bit (the same kernel order as SparseLinear::sgd_example). A thread sees another's hot
+//   updates at most about T*M examples late: bounded staleness, as in the delayed-update
+//   analyses of asynchronous SGD.
+//   Cyclades-style conflict-free scheduling (Pan et al. 2016) was not chosen: with a feature
+//   in half of all rows, almost every pair of examples conflicts, so the conflict graph of any
+//   batch is one component and there is nothing to run in parallel.
+// Memory model: the shared buffer's hot coordinates are touched during an epoch only by merges,
+// which hold the mutex; cold coordinates only through RelaxedAccess. So no access is a data
+// race in the C++ sense (TSan-clean), as with plain HOGWILD!. Between epochs every thread has
+// merged, so params() holds the whole model (evaluation, checkpoints).
+//
+// Only sparse linear models (logreg, svm, softmax) with plain SGD (optional lazy L2).
+// Thread-safety: one driver thread; the strategy runs its own T threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "parallel/model_strategy.h"
+
+namespace dtrain {
+
+// For every feature of ds, the number of rows it occurs in.
+std::vector<int64_t> feature_row_counts(const SparseRows& ds);
+// The `count` features with the largest counts, most frequent first, ties by lower index;
+// features that never occur are never chosen (so fewer than `count` may come back).
+// Throws InvalidArgument when count < 0.
+std::vector<int32_t> most_frequent_features(const std::vector<int64_t>& counts, int64_t count);
+// The automatic hot-set size: the number of features occurring in at least
+// ceil(rows / merge_every) rows, capped at kMaxHotFloats / outputs.
+inline constexpr int64_t kMaxHotFloats = int64_t{1} << 18;  // 1 MiB of floats per thread
+int64_t auto_hot_count(const std::vector<int64_t>& counts, int64_t rows, int64_t merge_every, int outputs);
+
+struct HogwildHotOptions {
+  int threads = 1;
+  int64_t hot_features = -1;  // H; -1: auto_hot_count
+  int64_t merge_every = 1024;  // M, examples of a thread's stream between its merges
+};
+
+class HogwildHot : public ModelStrategy {
+ public:
+  // lr is read from *lr on every epoch. Throws InvalidArgument for a model that is not sparse,
+  // threads < 1, merge_every < 1 or hot_features < -1.
+  HogwildHot(TrainableModel& model, const float* lr, const HogwildHotOptions& options);
+  ~HogwildHot() override;
+  const char* name() const override { return "hogwild-hot"; }
+  int threads() const override { return options_.threads; }
+  std::string describe() const override;
+  LossAcc run_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress) override;
+  Metrics epoch_metrics() override;
+
+  const std::vector<int32_t>& hot_features() const { return hot_; }
+
+ private:
+  struct ThreadState;
+  LossAcc run_stream(ThreadState& st, std::span<const int64_t> stream, int64_t batch, float lr,
+                     const ProgressFn* progress, int64_t scale);
+  void scores(const ThreadState& st, const float* shared, const int32_t* loc, const SparseRow& row, float* out) const;
+  void update(ThreadState& st, float* shared, const int32_t* loc, const SparseRow& row, const float* dscore,
+              float scale) const;
+  void pull(ThreadState& st);   // local = base = shared (hot coordinates), under the mutex
+  void merge(ThreadState& st);  // the merge rule above, under the mutex
+
+  const float* lr_;
+  HogwildHotOptions options_;
+  std::vector<int32_t> hot_;   // hot features, most frequent first; slot h = hot_[h]
+  // Per nonzero of the training set (parallel to its col_idx): the feature's slot in the hot
+  // copy, or ~feature when it is cold. Read sequentially with the row, no lookup per feature.
+  std::vector<int32_t> loc_;
+  ThreadPool pool_;
+  std::mutex merge_mu_;
+  std::vector<std::unique_ptr<ThreadState>> states_;
+  int64_t merges_ = 0;  // merges in the last epoch (epoch_metrics)
+};
+
+}  // namespace dtrain
