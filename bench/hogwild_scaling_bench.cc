@@ -33,7 +33,7 @@ namespace {
 
 struct Options {
   std::string data = "news20", model = "softmax", methods = "hogwild,hogwild-lock,hogwild-hot", threads = "1,2";
-  bool normalize = false;
+  bool normalize = false, average = true;
   float lr = 0.5f;
   int64_t epochs = 10, reps = 5, batch = 1, hot_features = -1, merge_every = 1024;
 };
@@ -58,6 +58,11 @@ Options parse(int argc, char** argv) {
     else if (a == "--methods") o.methods = value();
     else if (a == "--threads") o.threads = value();
     else if (a == "--normalize") o.normalize = true;
+    else if (a == "--hot-merge") {
+      const std::string v = value();
+      if (v != "average" && v != "sum") throw std::runtime_error("--hot-merge takes average or sum, not '" + v + "'");
+      o.average = v == "average";
+    }
     else if (a == "--lr") o.lr = std::stof(value());
     else if (a == "--epochs") o.epochs = std::stoll(value());
     else if (a == "--reps") o.reps = std::stoll(value());
@@ -95,7 +100,7 @@ std::unique_ptr<dtrain::ModelStrategy> make(const std::string& method, int threa
   if (method == "hogwild") return std::make_unique<dtrain::Hogwild>(model, lr, threads, dtrain::Hogwild::Mode::kLockFree);
   if (method == "hogwild-lock") return std::make_unique<dtrain::Hogwild>(model, lr, threads, dtrain::Hogwild::Mode::kLocked);
   if (method == "hogwild-hot")
-    return std::make_unique<dtrain::HogwildHot>(model, lr, dtrain::HogwildHotOptions{threads, o.hot_features, o.merge_every});
+    return std::make_unique<dtrain::HogwildHot>(model, lr, dtrain::HogwildHotOptions{threads, o.hot_features, o.merge_every, o.average});
   throw std::runtime_error("unknown method '" + method + "' (hogwild, hogwild-lock, hogwild-hot)");
 }
 

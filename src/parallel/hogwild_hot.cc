@@ -125,9 +125,9 @@ void add_row(float* w, int k, float sx, const float* dscore, float scale, float 
   }
 }
 
-// One coordinate of the merge rule (see the header).
-inline void sync(float& shared, float& local, float& base) {
-  const float v = shared == base ? local : shared + (local - base);
+// One coordinate of the merge rule (see the header); weight is 1 (sum) or 1/T (average).
+inline void sync(float& shared, float& local, float& base, float weight) {
+  const float v = shared == base && weight == 1.0f ? local : shared + weight * (local - base);
   shared = v;
   local = v;
   base = v;
@@ -167,12 +167,14 @@ void HogwildHot::merge(ThreadState& st) {
   const SparseLinear& m = *model_.sparse();
   const int k = m.outputs();
   float* shared = model_.params().data();
+  // With one thread there is nothing to average: its value is the value (weight 1).
+  const float weight = options_.average ? 1.0f / static_cast<float>(options_.threads) : 1.0f;
   std::lock_guard<std::mutex> lock(merge_mu_);
   for (size_t h = 0; h <= hot_.size(); ++h) {
     float* s = shared + (h < hot_.size() ? int64_t{hot_[h]} * k : m.bias_offset());
     float* l = st.local + h * static_cast<size_t>(k);
     float* b = st.base + h * static_cast<size_t>(k);
-    for (int c = 0; c < k; ++c) sync(s[c], l[c], b[c]);
+    for (int c = 0; c < k; ++c) sync(s[c], l[c], b[c], weight);
   }
   ++st.merges;
 }

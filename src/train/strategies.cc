@@ -34,7 +34,7 @@ void only_for(const TrainConfig& f, std::initializer_list<const char*> strategie
 
 void check_strategy_flags(const TrainConfig& f) {
   only_for(f, {"ddp"}, {"bucket-mb", "no-overlap"});
-  only_for(f, {"hogwild-hot"}, {"hot-features", "merge-every"});
+  only_for(f, {"hogwild-hot"}, {"hot-features", "merge-every", "hot-merge"});
   only_for(f, {"localsgd"}, {"sync-every", "post-local"});
   only_for(f, {"ps"}, {"servers", "sync", "staleness"});
   only_for(f, {"gossip"}, {"topology"});
@@ -197,6 +197,7 @@ const std::vector<StrategyEntry>& strategies() {
          o.threads = ctx.config.threads;
          o.hot_features = ctx.config.hot_features;
          o.merge_every = ctx.config.merge_every;
+         o.average = ctx.config.hot_merge == "average";
          set_model_strategy<HogwildHot>(job, *job.model, &job.lr, o);
        },
        {}},
