@@ -58,5 +58,7 @@ H="--model logreg --data a9a --batch 1 --lr 0.01 --epochs 5"
 step "hogwild a9a 1 thread"  $B train $H --strategy hogwild --threads 1 --json "$OUT/hog1.json"
 step "hogwild a9a 2 threads" $B train $H --strategy hogwild --threads 2 --json "$OUT/hog2.json"
 step "locked a9a 2 threads"  $B train $H --strategy hogwild-lock --threads 2 --json "$OUT/lock2.json"
+# --- HOGWILD! scaling (issue 14 part 5): plain, locked, hogwild-hot at 1 and 2 threads, news20 + a9a.
+step "hogwild scaling (bench/hogwild_scaling.sh)" bench/hogwild_scaling.sh
 echo "== done $(uptime)" | tee -a "$OUT/log.txt"
 echo "results in $OUT"
