@@ -67,8 +67,11 @@ HogwildHot::HogwildHot(TrainableModel& model, const float* lr, const HogwildHotO
   const int64_t h = options.hot_features >= 0 ? options.hot_features
                                               : auto_hot_count(counts, ds.rows, options.merge_every, m.outputs());
   hot_ = most_frequent_features(counts, h);
+  // Slots in feature order, so that a merge walks the shared buffer forwards.
+  slot_feature_ = hot_;
+  std::sort(slot_feature_.begin(), slot_feature_.end());
   std::vector<int32_t> slot(static_cast<size_t>(m.features()), -1);
-  for (size_t s = 0; s < hot_.size(); ++s) slot[static_cast<size_t>(hot_[s])] = static_cast<int32_t>(s);
+  for (size_t s = 0; s < slot_feature_.size(); ++s) slot[static_cast<size_t>(slot_feature_[s])] = static_cast<int32_t>(s);
   loc_.resize(ds.col_idx.size());
   for (size_t n = 0; n < ds.col_idx.size(); ++n) {
     const int32_t j = ds.col_idx[n];
@@ -125,12 +128,26 @@ void add_row(float* w, int k, float sx, const float* dscore, float scale, float 
   }
 }
 
-// One coordinate of the merge rule (see the header); weight is 1 (sum) or 1/T (average).
-inline void sync(float& shared, float& local, float& base, float weight) {
-  const float v = shared == base && weight == 1.0f ? local : shared + weight * (local - base);
-  shared = v;
-  local = v;
-  base = v;
+// The merge rule (see the header) on one row of k coordinates; weight is 1 (sum, or one
+// thread) or 1/T (average). With weight 1 an unchanged shared value takes the local value as
+// is. Restrict-qualified and branch-free so that the compiler vectorises it.
+void merge_row(float* __restrict shared, float* __restrict local, float* __restrict base, int k, float weight) {
+  if (weight == 1.0f) {
+    for (int c = 0; c < k; ++c) {
+      const float s = shared[c], l = local[c], b = base[c];
+      const float v = s == b ? l : s + (l - b);
+      shared[c] = v;
+      local[c] = v;
+      base[c] = v;
+    }
+  } else {
+    for (int c = 0; c < k; ++c) {
+      const float v = shared[c] + weight * (local[c] - base[c]);
+      shared[c] = v;
+      local[c] = v;
+      base[c] = v;
+    }
+  }
 }
 }  // namespace
 
@@ -157,7 +174,7 @@ void HogwildHot::pull(ThreadState& st) {
   const float* shared = model_.params().data();
   std::lock_guard<std::mutex> lock(merge_mu_);
   for (size_t h = 0; h <= hot_.size(); ++h) {
-    const float* src = shared + (h < hot_.size() ? int64_t{hot_[h]} * k : m.bias_offset());
+    const float* src = shared + (h < hot_.size() ? int64_t{slot_feature_[h]} * k : m.bias_offset());
     std::copy(src, src + k, st.local + h * static_cast<size_t>(k));
     std::copy(src, src + k, st.base + h * static_cast<size_t>(k));
   }
@@ -171,10 +188,8 @@ void HogwildHot::merge(ThreadState& st) {
   const float weight = options_.average ? 1.0f / static_cast<float>(options_.threads) : 1.0f;
   std::lock_guard<std::mutex> lock(merge_mu_);
   for (size_t h = 0; h <= hot_.size(); ++h) {
-    float* s = shared + (h < hot_.size() ? int64_t{hot_[h]} * k : m.bias_offset());
-    float* l = st.local + h * static_cast<size_t>(k);
-    float* b = st.base + h * static_cast<size_t>(k);
-    for (int c = 0; c < k; ++c) sync(s[c], l[c], b[c], weight);
+    float* s = shared + (h < hot_.size() ? int64_t{slot_feature_[h]} * k : m.bias_offset());
+    merge_row(s, st.local + h * static_cast<size_t>(k), st.base + h * static_cast<size_t>(k), k, weight);
   }
   ++st.merges;
 }

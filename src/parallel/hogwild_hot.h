@@ -17,8 +17,8 @@
 //   hot when it occurs in at least rows / M rows, i.e. each thread is expected to write it at
 //   least once per merge window, so a private copy costs at most what it saves; capped so a
 //   thread's copy stays within kMaxHotFloats.
-//   Per thread t. local_t holds the hot coordinates (H*K weights then K biases, on cache
-//   lines of their own) and base_t the shared values local_t was last synchronised with.
+//   Per thread t. local_t holds the hot coordinates (H*K weights in feature order, then K
+//   biases, on cache lines of their own) and base_t the shared values local_t was last synchronised with.
 //   Each minibatch (B = 1 is the paper's setting) is scored and updated exactly as in
 //   HOGWILD! (score all B at the current parameters, then apply B updates of -lr/B), except
 //   that a hot coordinate is read from and written to local_t, and only a cold one to the
@@ -110,7 +110,8 @@ class HogwildHot : public ModelStrategy {
 
   const float* lr_;
   HogwildHotOptions options_;
-  std::vector<int32_t> hot_;   // hot features, most frequent first; slot h = hot_[h]
+  std::vector<int32_t> hot_;           // hot features, most frequent first
+  std::vector<int32_t> slot_feature_;  // the same in feature order: slot h holds feature slot_feature_[h]
   // Per nonzero of the training set (parallel to its col_idx): the feature's slot in the hot
   // copy, or ~feature when it is cold. Read sequentially with the row, no lookup per feature.
   std::vector<int32_t> loc_;
