@@ -223,7 +223,8 @@ LossAcc HogwildHot::run_stream(ThreadState& st, std::span<const int64_t> stream,
     }
     acc.examples += len;
     since_merge += len;
-    if (since_merge >= options_.merge_every) {
+    // One thread has nobody to merge with: its copy goes back once, at the end of the stream.
+    if (since_merge >= options_.merge_every && options_.threads > 1) {
       merge(st);
       since_merge = 0;
     }

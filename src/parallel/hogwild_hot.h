@@ -27,7 +27,8 @@
 //   precomputed per nonzero of the training set, and the row is selected without a branch.
 //   At the start of each epoch every thread's local and base are set from the shared model.
 //   Merge. After every M examples of its stream, and at its end, thread t takes the merge
-//   mutex and for every hot coordinate i sets
+//   mutex (with T = 1 there is nobody to merge with: only at the end) and for every hot
+//   coordinate i sets
 //       shared_i = shared_i + w * (local_i - base_i);   local_i = base_i = shared_i;
 //   i.e. it adds (a share of) the change it made since its last merge to the shared value and
 //   takes up the changes the other threads merged meanwhile. Two rules:
