@@ -33,7 +33,7 @@ std::vector<int32_t> most_frequent_features(const std::vector<int64_t>& counts, 
 
 int64_t auto_hot_count(const std::vector<int64_t>& counts, int64_t rows, int64_t merge_every, int outputs) {
   DT_CHECK(merge_every >= 1 && outputs >= 1, InvalidArgument, "auto_hot_count needs merge_every >= 1 and outputs >= 1");
-  const int64_t threshold = std::max<int64_t>(1, (rows + merge_every - 1) / merge_every);
+  const int64_t threshold = std::max<int64_t>(1, (kHotWritesPerWindow * rows + merge_every - 1) / merge_every);
   const auto n = static_cast<int64_t>(std::count_if(counts.begin(), counts.end(), [&](int64_t c) { return c >= threshold; }));
   return std::min(n, kMaxHotFloats / outputs);
 }

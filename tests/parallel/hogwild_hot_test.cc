@@ -97,11 +97,14 @@ TEST(HogwildHot, CountsAndMostFrequentFeatures) {
   EXPECT_EQ(most_frequent_features(counts, 100), (std::vector<int32_t>{2, 4, 0, 3}));  // never-seen ones left out
   EXPECT_TRUE(most_frequent_features(counts, 0).empty());
   EXPECT_THROW(most_frequent_features(counts, -1), InvalidArgument);
-  // Threshold ceil(rows / M): M = 2 -> 2 rows (features 2, 4); M = 3 -> 1 row (4 features).
-  EXPECT_EQ(auto_hot_count(counts, 3, 2, 1), 2);
-  EXPECT_EQ(auto_hot_count(counts, 3, 3, 1), 4);
+  // Threshold ceil(4 * rows / M): M = 8 -> 2 rows (features 2, 4); M = 12 -> 1 row (4
+  // features); M = 4 -> 3 rows (feature 2); M = 1 -> 12 rows (none).
+  EXPECT_EQ(auto_hot_count(counts, 3, 8, 1), 2);
+  EXPECT_EQ(auto_hot_count(counts, 3, 12, 1), 4);
   EXPECT_EQ(auto_hot_count(counts, 3, 1000, 1), 4);
-  EXPECT_EQ(auto_hot_count(std::vector<int64_t>(size_t{1} << 20, 5), 5, 1, 2), kMaxHotFloats / 2);  // the cap
+  EXPECT_EQ(auto_hot_count(counts, 3, 4, 1), 1);
+  EXPECT_EQ(auto_hot_count(counts, 3, 1, 1), 0);
+  EXPECT_EQ(auto_hot_count(std::vector<int64_t>(size_t{1} << 20, 5), 5, 4, 2), kMaxHotFloats / 2);  // the cap
 }
 
 TEST(HogwildHot, StrategyKeepsTheMostFrequentFeatures) {
@@ -123,9 +126,11 @@ TEST(HogwildHot, StrategyKeepsTheMostFrequentFeatures) {
   EXPECT_TRUE(std::is_sorted(s.hot_features().begin(), s.hot_features().end(), [&](int32_t a, int32_t b) {
     return count[static_cast<size_t>(a)] > count[static_cast<size_t>(b)];
   }));
-  // Auto with M = 64: every feature in >= ceil(3000/64) = 47 rows.
-  HogwildHot a(*model, &lr, HogwildHotOptions{2, -1, 64, true});
-  EXPECT_EQ(static_cast<int64_t>(a.hot_features().size()), std::count_if(count.begin(), count.end(), [](int64_t c) { return c >= 47; }));
+  // Auto with M = 256: every feature in >= ceil(4 * 3000 / 256) = 47 rows.
+  HogwildHot a(*model, &lr, HogwildHotOptions{2, -1, 256, true});
+  const auto expected = std::count_if(count.begin(), count.end(), [](int64_t c) { return c >= 47; });
+  EXPECT_GT(expected, 40);
+  EXPECT_EQ(static_cast<int64_t>(a.hot_features().size()), expected);
 }
 
 TEST(HogwildHot, OneThreadIsSerialSgdBitForBit) {
