@@ -85,8 +85,8 @@ HogwildHot::~HogwildHot() = default;
 
 std::string HogwildHot::describe() const {
   std::ostringstream os;
-  os << ModelStrategy::describe() << ", " << hot_.size() << " hot features per thread, merged every "
-     << options_.merge_every << " examples";
+  os << ModelStrategy::describe() << ", " << hot_.size() << " hot features per thread, "
+     << (options_.average ? "averaged" : "summed") << " every " << options_.merge_every << " examples";
   return os.str();
 }
 
