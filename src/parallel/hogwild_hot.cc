@@ -54,7 +54,12 @@ struct HogwildHot::ThreadState {
 };
 
 HogwildHot::HogwildHot(TrainableModel& model, const float* lr, const HogwildHotOptions& options)
-    : ModelStrategy(model, nullptr), lr_(lr), options_(options), pool_(std::max(1, options.threads)) {
+    : ModelStrategy(model, nullptr),
+      lr_(lr),
+      options_(options),
+      lin_(model.sparse()),
+      k_(lin_ ? lin_->outputs() : 1),
+      pool_(std::max(1, options.threads)) {
   DT_CHECK(model.sparse() != nullptr, InvalidArgument,
            "--strategy hogwild-hot trains the sparse linear models (logreg, svm, softmax), not " << model.describe());
   DT_CHECK(options.threads >= 1, InvalidArgument, "--threads must be >= 1, got " << options.threads);
@@ -108,7 +113,7 @@ inline const float* row_of(int32_t loc, const float* local, const float* shared,
 
 void HogwildHot::scores(const ThreadState& st, const float* shared, const int32_t* loc, const SparseRow& row,
                         float* out) const {
-  const int k = model_.sparse()->outputs();
+  const int k = k_;
   const float* bias = st.local + hot_.size() * static_cast<size_t>(k);
   for (int c = 0; c < k; ++c) out[c] = bias[c];
   for (int64_t n = 0; n < row.nnz; ++n) {
@@ -153,9 +158,8 @@ void merge_row(float* __restrict shared, float* __restrict local, float* __restr
 
 void HogwildHot::update(ThreadState& st, float* shared, const int32_t* loc, const SparseRow& row, const float* dscore,
                         float scale) const {
-  const SparseLinear& m = *model_.sparse();
-  const int k = m.outputs();
-  const float l2 = m.l2();
+  const int k = k_;
+  const float l2 = lin_->l2();
   for (int64_t n = 0; n < row.nnz; ++n) {
     const float sx = scale * row.val[n];
     add_row<RelaxedAccess>(const_cast<float*>(row_of(loc[n], st.local, shared, k)), k, sx, dscore, scale, l2);

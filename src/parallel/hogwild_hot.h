@@ -114,6 +114,8 @@ class HogwildHot : public ModelStrategy {
 
   const float* lr_;
   HogwildHotOptions options_;
+  const SparseLinear* lin_;  // the model's (looked up once: sparse() is virtual)
+  int k_;                    // its outputs K
   std::vector<int32_t> hot_;           // hot features, most frequent first
   std::vector<int32_t> slot_feature_;  // the same in feature order: slot h holds feature slot_feature_[h]
   // Per nonzero of the training set (parallel to its col_idx): the feature's slot in the hot
