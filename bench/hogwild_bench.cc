@@ -1,17 +1,19 @@
 // HOGWILD! micro-benchmark: examples/s of one epoch of per-example sparse SGD on a synthetic
 // LIBSVM-like problem (100k rows, 20k features, 20 nonzeros per row), for the lock-free
-// scheme and the locking baseline at 1, 2 and 4 threads. Real-data numbers are in
-// docs/ACCURACY.md (`dtrain train --strategy hogwild ...`).
+// scheme, the locking baseline and hogwild-hot at 1, 2 and 4 threads. Real-data numbers are in
+// docs/ACCURACY.md (bench/hogwild_scaling.sh).
 //
 //   build-train/bin/hogwild_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "data/rng.h"
 #include "data/sampler.h"
 #include "parallel/hogwild.h"
+#include "parallel/hogwild_hot.h"
 
 namespace {
 
@@ -45,11 +47,21 @@ const dtrain::data::Dataset& problem() {
   return ds;
 }
 
-void run(benchmark::State& state, dtrain::Hogwild::Mode mode) {
+// mode: a Hogwild mode, or nullopt for hogwild-hot with its defaults.
+void run(benchmark::State& state, std::optional<dtrain::Hogwild::Mode> mode) {
   const auto& ds = problem();
   auto model = dtrain::make_sparse_model(dtrain::SparseLoss::kLogistic, ds);
   float lr = 0.05f;
-  dtrain::Hogwild hw(*model, &lr, static_cast<int>(state.range(0)), mode);
+  const int threads = static_cast<int>(state.range(0));
+  std::unique_ptr<dtrain::ModelStrategy> strategy;
+  if (mode) {
+    strategy = std::make_unique<dtrain::Hogwild>(*model, &lr, threads, *mode);
+  } else {
+    dtrain::HogwildHotOptions o;
+    o.threads = threads;
+    strategy = std::make_unique<dtrain::HogwildHot>(*model, &lr, o);
+  }
+  dtrain::ModelStrategy& hw = *strategy;
   int64_t epoch = 0;
   double loss = 0;
   for (auto _ : state) {
@@ -65,9 +77,11 @@ void run(benchmark::State& state, dtrain::Hogwild::Mode mode) {
 
 void BM_HogwildLockFree(benchmark::State& s) { run(s, dtrain::Hogwild::Mode::kLockFree); }
 void BM_HogwildLocked(benchmark::State& s) { run(s, dtrain::Hogwild::Mode::kLocked); }
+void BM_HogwildHot(benchmark::State& s) { run(s, std::nullopt); }
 
 BENCHMARK(BM_HogwildLockFree)->Arg(1)->Arg(2)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_HogwildLocked)->Arg(1)->Arg(2)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_HogwildHot)->Arg(1)->Arg(2)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

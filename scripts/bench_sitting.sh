@@ -86,10 +86,14 @@ if has hogwild; then
   N="--model softmax --data news20 --normalize --batch 1 --lr 0.5 --epochs 10"
   step "hogwild news20 1 thread" $B train $N --strategy hogwild --threads 1 --json "$OUT/hog-news20-t1.json"
   step "hogwild news20 2 threads" $B train $N --strategy hogwild --threads 2 --json "$OUT/hog-news20-hogwild-t2.json"
+  step "hogwild-hot news20 2 threads" $B train $N --strategy hogwild-hot --threads 2 --json "$OUT/hog-news20-hogwild-hot-t2.json"
   H="--model logreg --data a9a --batch 1 --lr 0.01 --epochs 5"
   step "hogwild a9a 1 thread" $B train $H --strategy hogwild --threads 1 --json "$OUT/hog-a9a-t1.json"
   step "hogwild a9a 2 threads" $B train $H --strategy hogwild --threads 2 --json "$OUT/hog-a9a-hogwild-t2.json"
+  step "hogwild-hot a9a 2 threads" $B train $H --strategy hogwild-hot --threads 2 --json "$OUT/hog-a9a-hogwild-hot-t2.json"
   step "locked a9a 2 threads" $B train $H --strategy hogwild-lock --threads 2 --json "$OUT/hog-a9a-lock-t2.json"
+  # Many epochs per run, interleaved, with the cores each run got (bench/hogwild_scaling.sh).
+  step_to hogwild-scaling.txt "hogwild scaling: plain, locked, hot at 1 and 2 threads" env REPS=${REPS:-3} bench/hogwild_scaling.sh
 fi
 echo "== done $(uptime)" | tee -a "$OUT/log.txt"
 /usr/bin/python3 scripts/sitting_table.py "$OUT"

@@ -100,6 +100,15 @@ const std::vector<FlagSpec>& table() {
       {"trace", "FILE", "write a Chrome trace-event timeline (open in Perfetto)", [](TrainConfig& f, const std::string& v) { f.trace = v; }},
       {"target-accuracy", "A", "report the first epoch (fedavg: round) with test accuracy >= A",
        [](TrainConfig& f, const std::string& v) { f.target_accuracy = to_float("target-accuracy", v, 0, 1); }},
+      {"hot-features", "H", "hogwild-hot: the H most frequent features kept per thread (default auto: those in >= 4 rows/M rows)",
+       [](TrainConfig& f, const std::string& v) { f.hot_features = to_int("hot-features", v, 0, 1 << 30); }},
+      {"merge-every", "M", "hogwild-hot: examples of a thread between merges of its hot copy (default 1024)",
+       [](TrainConfig& f, const std::string& v) { f.merge_every = to_int("merge-every", v, 1, 1 << 30); }},
+      {"hot-merge", "RULE", "hogwild-hot: average (default; stable for any M and T) | sum (every update counts; needs a small M)",
+       [](TrainConfig& f, const std::string& v) {
+         DT_CHECK(v == "average" || v == "sum", InvalidArgument, "--hot-merge '" << v << "' is unknown; use average or sum");
+         f.hot_merge = v;
+       }},
       {"sync-every", "H", "localsgd: local steps between model averages (default 8)",
        [](TrainConfig& f, const std::string& v) { f.sync_every = to_int("sync-every", v, 1, 1 << 30); }},
       {"post-local", "E", "localsgd: run ordinary ddp for the first E epochs (post-local SGD)",

@@ -63,6 +63,7 @@ class SparseLinear {
   SparseLoss loss() const { return loss_; }
   int64_t features() const { return features_; }
   int outputs() const { return k_; }
+  float l2() const { return l2_; }
   int num_classes() const { return classes_; }
   int64_t num_params() const { return (features_ + 1) * k_; }
   int64_t bias_offset() const { return features_ * k_; }

@@ -58,6 +58,10 @@ struct TrainConfig {
   bool baseline = false;
   std::string trace;
   double target_accuracy = 0;
+  // hogwild-hot
+  int64_t hot_features = -1;  // -1: auto
+  int64_t merge_every = 1024;
+  std::string hot_merge = "average";  // average | sum
   // localsgd
   int64_t sync_every = 8;
   int64_t post_local = 0;

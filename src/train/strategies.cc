@@ -12,6 +12,7 @@
 #include "parallel/gossip.h"
 #include "parallel/gpt_strategy.h"
 #include "parallel/hogwild.h"
+#include "parallel/hogwild_hot.h"
 #include "parallel/local_sgd.h"
 #include "parallel/param_server.h"
 #include "parallel/search.h"
@@ -33,6 +34,7 @@ void only_for(const TrainConfig& f, std::initializer_list<const char*> strategie
 
 void check_strategy_flags(const TrainConfig& f) {
   only_for(f, {"ddp"}, {"bucket-mb", "no-overlap"});
+  only_for(f, {"hogwild-hot"}, {"hot-features", "merge-every", "hot-merge"});
   only_for(f, {"localsgd"}, {"sync-every", "post-local"});
   only_for(f, {"ps"}, {"servers", "sync", "staleness"});
   only_for(f, {"gossip"}, {"topology"});
@@ -186,6 +188,17 @@ const std::vector<StrategyEntry>& strategies() {
        plain_sgd_only,
        [](TrainJob& job, const StrategyContext& ctx) {
          set_model_strategy<Hogwild>(job, *job.model, &job.lr, ctx.config.threads, Hogwild::Mode::kLocked);
+       },
+       {}},
+      {"hogwild-hot", "HOGWILD! with the --hot-features H most frequent features private per thread, merged every --merge-every M examples (sparse models)",
+       Models::kDataset, false, plain_sgd_only,
+       [](TrainJob& job, const StrategyContext& ctx) {
+         HogwildHotOptions o;
+         o.threads = ctx.config.threads;
+         o.hot_features = ctx.config.hot_features;
+         o.merge_every = ctx.config.merge_every;
+         o.average = ctx.config.hot_merge == "average";
+         set_model_strategy<HogwildHot>(job, *job.model, &job.lr, o);
        },
        {}},
       {"ddp", "synchronous all-reduce SGD over -n N ranks, gradient buckets overlapped with backward (default for -n > 1); --zero 1|2 reduce-scatters the buckets and shards the optimizer",

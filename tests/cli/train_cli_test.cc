@@ -94,4 +94,21 @@ TEST_F(TrainCli, SmallRunWritesJsonAndResumes) {
   expect_usage_error(common + " --resume", "--resume needs --checkpoint DIR");
 }
 
+TEST_F(TrainCli, HogwildHotTrainsAndOwnsItsFlags) {
+  {
+    std::ofstream svm(file("hot.svm"));
+    for (int i = 0; i < 400; ++i) svm << (i % 2 ? "+1" : "-1") << " " << (i % 2 ? 1 : 2) << ":1 " << 3 + i % 5 << ":0.5\n";
+  }
+  const std::string common = "--model logreg --data libsvm:" + file("hot.svm") + " --batch 1 --lr 0.5 --quiet";
+  Result r = run(common + " --strategy hogwild-hot --threads 2 --hot-features 3 --merge-every 16 --epochs 2 --json " +
+                 file("hot.json"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(file("hot.json")));
+  EXPECT_EQ(j["strategy"], "hogwild-hot");
+  EXPECT_GT(j["test_accuracy"].get<double>(), 0.95);
+  expect_usage_error(common + " --strategy hogwild --hot-features 10", "--hot-features applies to --strategy hogwild-hot");
+  expect_usage_error(common + " --strategy hogwild-hot --merge-every 0", "--merge-every must be between 1");
+  expect_usage_error(common + " --strategy hogwild-hot --optimizer adam", "use --optimizer sgd");
+}
+
 }  // namespace

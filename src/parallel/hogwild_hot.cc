@@ -1,0 +1,272 @@
+#include "parallel/hogwild_hot.h"
+
+#include <algorithm>
+#include <numeric>
+#include <sstream>
+
+#include "base/error.h"
+
+namespace dtrain {
+
+std::vector<int64_t> feature_row_counts(const SparseRows& ds) {
+  DT_CHECK(ds.is_sparse(), InvalidArgument, "feature counts need sparse rows; " << ds.source << " is dense");
+  std::vector<int64_t> counts(static_cast<size_t>(ds.cols), 0);
+  // Column indices are strictly increasing within a row, so each occurrence is a distinct row.
+  for (int64_t n = 0; n < ds.row_ptr[ds.rows]; ++n) ++counts[static_cast<size_t>(ds.col_idx[n])];
+  return counts;
+}
+
+std::vector<int32_t> most_frequent_features(const std::vector<int64_t>& counts, int64_t count) {
+  DT_CHECK(count >= 0, InvalidArgument, "the number of hot features must be >= 0, got " << count);
+  std::vector<int32_t> ids;
+  for (size_t j = 0; j < counts.size(); ++j)
+    if (counts[j] > 0) ids.push_back(static_cast<int32_t>(j));
+  const auto take = static_cast<size_t>(std::min<int64_t>(count, static_cast<int64_t>(ids.size())));
+  auto more_frequent = [&](int32_t a, int32_t b) {
+    const int64_t ca = counts[static_cast<size_t>(a)], cb = counts[static_cast<size_t>(b)];
+    return ca != cb ? ca > cb : a < b;
+  };
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(take), ids.end(), more_frequent);
+  ids.resize(take);
+  return ids;
+}
+
+int64_t auto_hot_count(const std::vector<int64_t>& counts, int64_t rows, int64_t merge_every, int outputs) {
+  DT_CHECK(merge_every >= 1 && outputs >= 1, InvalidArgument, "auto_hot_count needs merge_every >= 1 and outputs >= 1");
+  const int64_t threshold = std::max<int64_t>(1, (kHotWritesPerWindow * rows + merge_every - 1) / merge_every);
+  const auto n = static_cast<int64_t>(std::count_if(counts.begin(), counts.end(), [&](int64_t c) { return c >= threshold; }));
+  return std::min(n, kMaxHotFloats / outputs);
+}
+
+// A thread's hot copy and its base, each on cache lines no other allocation shares: the
+// buffers are over-allocated by 32 floats and used from the first 64-byte boundary.
+struct HogwildHot::ThreadState {
+  explicit ThreadState(size_t n) : local_buf(n + 32), base_buf(n + 32), local(aligned(local_buf)), base(aligned(base_buf)) {}
+  static float* aligned(std::vector<float>& v) {
+    auto p = reinterpret_cast<uintptr_t>(v.data());
+    return reinterpret_cast<float*>((p + 63) & ~uintptr_t{63});
+  }
+  std::vector<float> local_buf, base_buf;
+  float* local;  // H*K hot weights (slot-major: slot h at h*K), then the K biases
+  float* base;
+  std::vector<float> scores, dscores;
+  int64_t merges = 0;
+};
+
+HogwildHot::HogwildHot(TrainableModel& model, const float* lr, const HogwildHotOptions& options)
+    : ModelStrategy(model, nullptr),
+      lr_(lr),
+      options_(options),
+      lin_(model.sparse()),
+      k_(lin_ ? lin_->outputs() : 1),
+      pool_(std::max(1, options.threads)) {
+  DT_CHECK(model.sparse() != nullptr, InvalidArgument,
+           "--strategy hogwild-hot trains the sparse linear models (logreg, svm, softmax), not " << model.describe());
+  DT_CHECK(options.threads >= 1, InvalidArgument, "--threads must be >= 1, got " << options.threads);
+  DT_CHECK(options.merge_every >= 1, InvalidArgument, "--merge-every must be >= 1, got " << options.merge_every);
+  DT_CHECK(options.hot_features >= -1, InvalidArgument,
+           "--hot-features must be >= 0 (or -1 for auto), got " << options.hot_features);
+  const SparseLinear& m = *model.sparse();
+  const data::Dataset& ds = model.train_set();
+  const std::vector<int64_t> counts = feature_row_counts(ds);
+  const int64_t h = options.hot_features >= 0 ? options.hot_features
+                                              : auto_hot_count(counts, ds.rows, options.merge_every, m.outputs());
+  hot_ = most_frequent_features(counts, h);
+  // Slots in feature order, so that a merge walks the shared buffer forwards.
+  slot_feature_ = hot_;
+  std::sort(slot_feature_.begin(), slot_feature_.end());
+  std::vector<int32_t> slot(static_cast<size_t>(m.features()), -1);
+  for (size_t s = 0; s < slot_feature_.size(); ++s) slot[static_cast<size_t>(slot_feature_[s])] = static_cast<int32_t>(s);
+  loc_.resize(ds.col_idx.size());
+  for (size_t n = 0; n < ds.col_idx.size(); ++n) {
+    const int32_t j = ds.col_idx[n];
+    loc_[n] = slot[static_cast<size_t>(j)] >= 0 ? slot[static_cast<size_t>(j)] : ~j;
+  }
+  const size_t hot_floats = (hot_.size() + 1) * static_cast<size_t>(m.outputs());
+  for (int t = 0; t < options.threads; ++t) states_.push_back(std::make_unique<ThreadState>(hot_floats));
+}
+
+HogwildHot::~HogwildHot() = default;
+
+std::string HogwildHot::describe() const {
+  std::ostringstream os;
+  os << ModelStrategy::describe() << ", " << hot_.size() << " hot features per thread, "
+     << (options_.average ? "averaged" : "summed") << " every " << options_.merge_every << " examples";
+  return os.str();
+}
+
+Metrics HogwildHot::epoch_metrics() { return {{"hot_features", static_cast<double>(hot_.size())}, {"merges", static_cast<double>(merges_)}}; }
+
+// The kernels of SparseLinear (scores, update) with each nonzero's row taken from the
+// thread's hot copy or the shared buffer, as loc says (slot >= 0, or ~feature). The arithmetic
+// and its order per coordinate are SparseLinear's, which is what makes T = 1 bit-identical to
+// serial SGD. The row is picked without a branch (hot and cold nonzeros alternate at random,
+// which a branch predictor cannot follow), so both go through RelaxedAccess: on the private
+// copy that costs nothing (a relaxed load or store is a plain move on x86 and ARM).
+namespace {
+inline const float* row_of(int32_t loc, const float* local, const float* shared, int k) {
+  const bool hot = loc >= 0;
+  const int64_t r = hot ? loc : ~loc;
+  return (hot ? local : shared) + r * k;
+}
+}  // namespace
+
+void HogwildHot::scores(const ThreadState& st, const float* shared, const int32_t* loc, const SparseRow& row,
+                        float* out) const {
+  const int k = k_;
+  const float* bias = st.local + hot_.size() * static_cast<size_t>(k);
+  for (int c = 0; c < k; ++c) out[c] = bias[c];
+  for (int64_t n = 0; n < row.nnz; ++n) {
+    const float x = row.val[n];
+    const float* w = row_of(loc[n], st.local, shared, k);
+    for (int c = 0; c < k; ++c) out[c] += x * RelaxedAccess::load(w + c);
+  }
+}
+
+namespace {
+template <class Access>
+void add_row(float* w, int k, float sx, const float* dscore, float scale, float l2) {
+  if (l2 == 0.0f) {
+    for (int c = 0; c < k; ++c) Access::add(w + c, sx * dscore[c]);
+  } else {
+    for (int c = 0; c < k; ++c) Access::add(w + c, sx * dscore[c] + scale * l2 * Access::load(w + c));
+  }
+}
+
+// The merge rule (see the header) on one row of k coordinates; weight is 1 (sum, or one
+// thread) or 1/T (average). With weight 1 an unchanged shared value takes the local value as
+// is. Restrict-qualified and branch-free so that the compiler vectorises it.
+void merge_row(float* __restrict shared, float* __restrict local, float* __restrict base, int k, float weight) {
+  if (weight == 1.0f) {
+    for (int c = 0; c < k; ++c) {
+      const float s = shared[c], l = local[c], b = base[c];
+      const float v = s == b ? l : s + (l - b);
+      shared[c] = v;
+      local[c] = v;
+      base[c] = v;
+    }
+  } else {
+    for (int c = 0; c < k; ++c) {
+      const float v = shared[c] + weight * (local[c] - base[c]);
+      shared[c] = v;
+      local[c] = v;
+      base[c] = v;
+    }
+  }
+}
+}  // namespace
+
+void HogwildHot::update(ThreadState& st, float* shared, const int32_t* loc, const SparseRow& row, const float* dscore,
+                        float scale) const {
+  const int k = k_;
+  const float l2 = lin_->l2();
+  for (int64_t n = 0; n < row.nnz; ++n) {
+    const float sx = scale * row.val[n];
+    add_row<RelaxedAccess>(const_cast<float*>(row_of(loc[n], st.local, shared, k)), k, sx, dscore, scale, l2);
+  }
+  float* bias = st.local + hot_.size() * static_cast<size_t>(k);
+  for (int c = 0; c < k; ++c) bias[c] += scale * dscore[c];
+}
+
+// Both walk the hot coordinates slot by slot; shared rows are at feature * K, biases at the
+// end of the buffer. Only these functions touch the shared hot coordinates, always under the
+// mutex (pull runs on the driver thread before the epoch's threads start; the lock is for
+// symmetry and costs nothing there).
+void HogwildHot::pull(ThreadState& st) {
+  const SparseLinear& m = *model_.sparse();
+  const int k = m.outputs();
+  const float* shared = model_.params().data();
+  std::lock_guard<std::mutex> lock(merge_mu_);
+  for (size_t h = 0; h <= hot_.size(); ++h) {
+    const float* src = shared + (h < hot_.size() ? int64_t{slot_feature_[h]} * k : m.bias_offset());
+    std::copy(src, src + k, st.local + h * static_cast<size_t>(k));
+    std::copy(src, src + k, st.base + h * static_cast<size_t>(k));
+  }
+}
+
+void HogwildHot::merge(ThreadState& st) {
+  const SparseLinear& m = *model_.sparse();
+  const int k = m.outputs();
+  float* shared = model_.params().data();
+  // With one thread there is nothing to average: its value is the value (weight 1).
+  const float weight = options_.average ? 1.0f / static_cast<float>(options_.threads) : 1.0f;
+  std::lock_guard<std::mutex> lock(merge_mu_);
+  for (size_t h = 0; h <= hot_.size(); ++h) {
+    float* s = shared + (h < hot_.size() ? int64_t{slot_feature_[h]} * k : m.bias_offset());
+    merge_row(s, st.local + h * static_cast<size_t>(k), st.base + h * static_cast<size_t>(k), k, weight);
+  }
+  ++st.merges;
+}
+
+// One thread's stream: HOGWILD!'s minibatch loop (parallel/hogwild.cc) on the split model,
+// with a merge after every merge_every examples and at the end.
+LossAcc HogwildHot::run_stream(ThreadState& st, std::span<const int64_t> stream, int64_t batch, float lr,
+                               const ProgressFn* progress, int64_t scale) {
+  const SparseLinear& m = *model_.sparse();
+  const data::Dataset& ds = model_.train_set();
+  float* shared = model_.params().data();
+  const int k = m.outputs();
+  st.scores.resize(static_cast<size_t>(k));
+  st.dscores.resize(static_cast<size_t>(k * batch));
+  LossAcc acc;
+  int64_t since_merge = 0;
+  const auto n = static_cast<int64_t>(stream.size());
+  for (int64_t first = 0; first < n; first += batch) {
+    const int64_t len = std::min(batch, n - first);
+    const float step = -lr / static_cast<float>(len);
+    for (int64_t i = 0; i < len; ++i) {
+      const int64_t e = stream[static_cast<size_t>(first + i)];
+      const int label = ds.labels[static_cast<size_t>(e)];
+      scores(st, shared, loc_.data() + ds.row_ptr[static_cast<size_t>(e)], ds.sparse_row(e), st.scores.data());
+      acc.correct += m.predict_from_scores(st.scores.data()) == label;
+      acc.loss += m.loss_and_dscore(st.scores.data(), label, st.dscores.data() + i * k);
+    }
+    for (int64_t i = 0; i < len; ++i) {
+      const int64_t e = stream[static_cast<size_t>(first + i)];
+      update(st, shared, loc_.data() + ds.row_ptr[static_cast<size_t>(e)], ds.sparse_row(e), st.dscores.data() + i * k, step);
+    }
+    acc.examples += len;
+    since_merge += len;
+    // One thread has nobody to merge with: its copy goes back once, at the end of the stream.
+    if (since_merge >= options_.merge_every && options_.threads > 1) {
+      merge(st);
+      since_merge = 0;
+    }
+    if (progress && (first / batch) % 64 == 63) (*progress)(acc.examples * scale, acc.loss / static_cast<double>(acc.examples));
+  }
+  merge(st);
+  return acc;
+}
+
+LossAcc HogwildHot::run_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress) {
+  DT_CHECK(batch >= 1, InvalidArgument, "--batch must be >= 1, got " << batch);
+  const float lr = *lr_;
+  const int threads = options_.threads;
+  const auto n = static_cast<int64_t>(order.size());
+  std::vector<LossAcc> parts(static_cast<size_t>(threads));
+  // Every thread starts the epoch from the same model (before any of them merges).
+  for (auto& st : states_) {
+    pull(*st);
+    st->merges = 0;
+  }
+  // As in Hogwild::run_epoch: contiguous streams, one per pool thread; stream 0 reports.
+  pool_.parallel_for(0, threads, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t t = lo; t < hi; ++t) {
+      auto stream = order.subspan(static_cast<size_t>(n * t / threads), static_cast<size_t>(n * (t + 1) / threads - n * t / threads));
+      const ProgressFn* report = (t == 0 && progress) ? &progress : nullptr;
+      parts[static_cast<size_t>(t)] = run_stream(*states_[static_cast<size_t>(t)], stream, batch, lr, report, threads);
+    }
+  });
+  LossAcc total;
+  merges_ = 0;
+  for (size_t t = 0; t < parts.size(); ++t) {
+    total.loss += parts[t].loss;
+    total.correct += parts[t].correct;
+    total.examples += parts[t].examples;
+    merges_ += states_[t]->merges;
+  }
+  if (total.examples) total.loss /= static_cast<double>(total.examples);
+  return total;
+}
+
+}  // namespace dtrain

@@ -1,0 +1,130 @@
+// parallel/hogwild_hot.h — HOGWILD! with the hot features kept per thread ("hogwild-hot"):
+// lock-free shared updates for the rarely written coordinates, private copies merged every M
+// examples for the few coordinates every thread writes all the time.
+//
+// Why. Plain HOGWILD! (parallel/hogwild.h) lets every thread write one shared model. On
+// news20 the 1,000 most frequent of 60k features carry 40% of all occurrences (one is in half
+// of the documents), and the biases are written by every example, so two cores write the same
+// cache lines on almost every example: each write invalidates the other core's copy and each
+// read fetches it back. That coherence traffic, not arithmetic, held 2 threads to ~1.1x of one
+// while private copies of the model ran 1.8x (docs/ACCURACY.md). The HOGWILD! analysis assumes
+// conflicts are rare; they are rare for the cold features only.
+//
+// Algorithm.
+//   Hot set. Count for each feature the training rows it occurs in (its document frequency);
+//   the H most frequent are hot (ties: lower index first), and so are the K biases. Every
+//   other feature is cold. H is given, or chosen automatically (auto_hot_count): a feature is
+//   hot when it occurs in at least 4 * rows / M rows, i.e. each thread is expected to write it
+//   at least 4 times per merge window; a merge writes its row once, so the private copy costs
+//   at most a quarter of the shared writes it replaces (with 1x instead of 4x, news20 kept
+//   11,467 features hot and the merges took ~13% of a thread's time); capped so a thread's
+//   copy stays within kMaxHotFloats.
+//   Per thread t. local_t holds the hot coordinates (H*K weights in feature order, then K
+//   biases, on cache lines of their own) and base_t the shared values local_t was last synchronised with.
+//   Each minibatch (B = 1 is the paper's setting) is scored and updated exactly as in
+//   HOGWILD! (score all B at the current parameters, then apply B updates of -lr/B), except
+//   that a hot coordinate is read from and written to local_t, and only a cold one to the
+//   shared buffer (relaxed atomics: a concurrent update of the same cold coordinate can be
+//   lost, HOGWILD!'s benign race). Each nonzero's place (hot slot or cold feature) is
+//   precomputed per nonzero of the training set, and the row is selected without a branch.
+//   At the start of each epoch every thread's local and base are set from the shared model.
+//   Merge. After every M examples of its stream, and at its end, thread t takes the merge
+//   mutex (with T = 1 there is nobody to merge with: only at the end) and for every hot
+//   coordinate i sets
+//       shared_i = shared_i + w * (local_i - base_i);   local_i = base_i = shared_i;
+//   i.e. it adds (a share of) the change it made since its last merge to the shared value and
+//   takes up the changes the other threads merged meanwhile. Two rules:
+//     average (w = 1/T, the default)  local-SGD model averaging of the hot coordinates;
+//     sum     (w = 1)                 every example's hot update counts once, as in HOGWILD!.
+//   Why average is the default: a thread sees the others' hot updates up to about T*M examples
+//   late, and the hottest coordinates (biases, a word in half the documents) settle within far
+//   fewer examples than that. Then every thread moves a coordinate by about the same correction
+//   in a window and the sum applies it T times: the error is multiplied by about (1 - T) per
+//   window, which oscillates for T = 2 and diverges for T > 2 (measured: news20, M = 1024,
+//   4 threads, sum: accuracy 0.47; average 0.82). Averaging applies the common correction once
+//   and is stable for any M and T; its cost is that hot coordinates move at about lr/T between
+//   merges where their updates do not overlap, and hot coordinates are by construction the
+//   best-estimated ones. sum is right for windows short against that settling time.
+//   With T = 1 both rules leave the shared value = local_i exactly (no arithmetic), so the run
+//   is plain serial SGD bit for bit (the same kernel order as SparseLinear::sgd_example).
+//   (Under sum the same holds whenever no other thread changed the value: shared_i == base_i.)
+//   Cyclades-style conflict-free scheduling (Pan et al. 2016) was not chosen: two random
+//   news20 documents share a feature with probability 0.69, so the conflict graph of any batch
+//   of more than a few examples is one connected component and nothing runs in parallel.
+// Memory model: the shared buffer's hot coordinates are touched during an epoch only by merges,
+// which hold the mutex; cold coordinates only through RelaxedAccess. So no access is a data
+// race in the C++ sense (TSan-clean), as with plain HOGWILD!. Between epochs every thread has
+// merged, so params() holds the whole model (evaluation, checkpoints).
+//
+// Only sparse linear models (logreg, svm, softmax) with plain SGD (optional lazy L2).
+// Thread-safety: one driver thread; the strategy runs its own T threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "parallel/model_strategy.h"
+
+namespace dtrain {
+
+// For every feature of ds, the number of rows it occurs in.
+std::vector<int64_t> feature_row_counts(const SparseRows& ds);
+// The `count` features with the largest counts, most frequent first, ties by lower index;
+// features that never occur are never chosen (so fewer than `count` may come back).
+// Throws InvalidArgument when count < 0.
+std::vector<int32_t> most_frequent_features(const std::vector<int64_t>& counts, int64_t count);
+// The automatic hot-set size: the number of features occurring in at least
+// ceil(kHotWritesPerWindow * rows / merge_every) rows, capped at kMaxHotFloats / outputs.
+inline constexpr int64_t kMaxHotFloats = int64_t{1} << 18;  // 1 MiB of floats per thread
+inline constexpr int64_t kHotWritesPerWindow = 4;
+int64_t auto_hot_count(const std::vector<int64_t>& counts, int64_t rows, int64_t merge_every, int outputs);
+
+struct HogwildHotOptions {
+  int threads = 1;
+  int64_t hot_features = -1;  // H; -1: auto_hot_count
+  int64_t merge_every = 1024;  // M, examples of a thread's stream between its merges
+  bool average = true;         // merge adds (local - base) / T; false: (local - base) (sum)
+};
+
+class HogwildHot : public ModelStrategy {
+ public:
+  // lr is read from *lr on every epoch. Throws InvalidArgument for a model that is not sparse,
+  // threads < 1, merge_every < 1 or hot_features < -1.
+  HogwildHot(TrainableModel& model, const float* lr, const HogwildHotOptions& options);
+  ~HogwildHot() override;
+  const char* name() const override { return "hogwild-hot"; }
+  int threads() const override { return options_.threads; }
+  std::string describe() const override;
+  LossAcc run_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress) override;
+  Metrics epoch_metrics() override;
+
+  const std::vector<int32_t>& hot_features() const { return hot_; }
+
+ private:
+  struct ThreadState;
+  LossAcc run_stream(ThreadState& st, std::span<const int64_t> stream, int64_t batch, float lr,
+                     const ProgressFn* progress, int64_t scale);
+  void scores(const ThreadState& st, const float* shared, const int32_t* loc, const SparseRow& row, float* out) const;
+  void update(ThreadState& st, float* shared, const int32_t* loc, const SparseRow& row, const float* dscore,
+              float scale) const;
+  void pull(ThreadState& st);   // local = base = shared (hot coordinates), under the mutex
+  void merge(ThreadState& st);  // the merge rule above, under the mutex
+
+  const float* lr_;
+  HogwildHotOptions options_;
+  const SparseLinear* lin_;  // the model's (looked up once: sparse() is virtual)
+  int k_;                    // its outputs K
+  std::vector<int32_t> hot_;           // hot features, most frequent first
+  std::vector<int32_t> slot_feature_;  // the same in feature order: slot h holds feature slot_feature_[h]
+  // Per nonzero of the training set (parallel to its col_idx): the feature's slot in the hot
+  // copy, or ~feature when it is cold. Read sequentially with the row, no lookup per feature.
+  std::vector<int32_t> loc_;
+  ThreadPool pool_;
+  std::mutex merge_mu_;
+  std::vector<std::unique_ptr<ThreadState>> states_;
+  int64_t merges_ = 0;  // merges in the last epoch (epoch_metrics)
+};
+
+}  // namespace dtrain
