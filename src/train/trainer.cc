@@ -1,5 +1,7 @@
 #include "train/trainer.h"
 
+#include <unistd.h>
+
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -132,10 +134,17 @@ void Trainer::save(int64_t rounds_done, const std::vector<EpochRow>& rows) const
   for (auto& [name, bytes] : state) ck.put("s." + name, bytes);
   make_dirs(opt_.checkpoint_dir);
   const std::string path = checkpoint_path();
-  // Keep the previous generation: a rank may die after some ranks saved this round.
-  if (distributed() && data::file_exists(path) && std::rename(path.c_str(), prev_path(path).c_str()) != 0) {
-    int err = errno;
-    DT_THROW(IoError, "cannot keep the previous checkpoint '" << path << "': " << errno_string(err));
+  // Keep the previous generation: a rank may die after some ranks saved this round. The
+  // previous file becomes a second name (a hard link) of the current one, and ck.save then
+  // replaces the current name atomically, so at every instant `path` holds a whole checkpoint
+  // (a rename to the previous name first left a window, between it and the save, with none:
+  // a rank killed there could not resume).
+  if (distributed() && data::file_exists(path)) {
+    const std::string prev = prev_path(path);
+    if ((::unlink(prev.c_str()) != 0 && errno != ENOENT) || ::link(path.c_str(), prev.c_str()) != 0) {
+      int err = errno;
+      DT_THROW(IoError, "cannot keep the previous checkpoint '" << path << "' as '" << prev << "': " << errno_string(err));
+    }
   }
   ck.save(path);
 }
