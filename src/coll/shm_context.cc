@@ -30,6 +30,9 @@ struct ShmContext::Header {
   alignas(64) std::atomic<uint64_t> arrived{0};
   std::atomic<uint32_t> doorbell{0};  // futex word: bumped on every arrival
   std::atomic<uint32_t> sleepers{0};  // ranks sleeping on this doorbell
+  // A digest of fp[k] on the arrival counter's cache line: a waiter compares calls with the
+  // line it has just read, and reads the full records (another line) only on a mismatch.
+  uint64_t fp_digest[2] = {0, 0};
   alignas(64) Fingerprint fp[2];
   // The call this rank is in, on any path (a seqlock: odd while being written), so a waiter
   // can tell a peer that is late from a peer that is in another call (publish_call).
@@ -160,9 +163,29 @@ void ShmContext::check_peer_call(int q, const Fingerprint& mine) {
   DT_THROW(Desync, report_desync(comm_, mine, q, theirs));
 }
 
+namespace {
+uint64_t digest(const Fingerprint& f) {
+  // Every field same_call compares, mixed (splitmix64 steps); equal calls give equal digests.
+  uint64_t x = f.seq * 0x9E3779B97F4A7C15ull;
+  auto mix = [&](uint64_t v) {
+    x ^= v + 0x9E3779B97F4A7C15ull + (x << 6) + (x >> 2);
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    x ^= x >> 31;
+  };
+  mix(f.count);
+  mix((static_cast<uint64_t>(static_cast<uint32_t>(f.root)) << 24) | (uint64_t{f.op} << 16) | (uint64_t{f.dtype} << 8) |
+      f.redop);
+  return x;
+}
+}  // namespace
+
 void ShmContext::arrive(uint64_t phase, const Fingerprint* fp) {
   Header* h = header(rank_);
-  if (fp) h->fp[phase & 1] = *fp;
+  if (fp) {
+    h->fp[phase & 1] = *fp;
+    h->fp_digest[phase & 1] = digest(*fp);
+  }
   tsan_release(tsan_key(h->id, 0));  // see base/tsan.h
   h->arrived.store(phase, std::memory_order_release);
   h->doorbell.fetch_add(1, std::memory_order_seq_cst);
@@ -230,9 +253,11 @@ void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const std::f
     if (q != rank_) tsan_acquire(tsan_key(header(q)->id, 0));  // pairs with arrive(); base/tsan.h
   // Everyone arrived: at this phase, in the same call? (A rank in another call would read
   // this phase's slots as something else.)
-  if (fp)
+  if (fp) {
+    const uint64_t mine = header(rank_)->fp_digest[phase & 1];
     for (int q = 0; q < size_; ++q)
-      if (!same_call(header(q)->fp[phase & 1], *fp)) throw_desync(phase);
+      if (header(q)->fp_digest[phase & 1] != mine && !same_call(header(q)->fp[phase & 1], *fp)) throw_desync(phase);
+  }
 }
 
 bool ShmContext::same_call(const Fingerprint& a, const Fingerprint& b) {
@@ -280,11 +305,18 @@ void ShmContext::allreduce_small(void* buf, size_t count, DType t, ReduceOp op, 
   publish_call(fp);
   copy_bytes(my_slot(phase), buf, bytes);
   arrive(phase, &fp);
+  // The error text's lambda captures one reference, so std::function keeps it inline (no
+  // allocation per call: a capture of three references did allocate).
+  const struct {
+    const Fingerprint& fp;
+    DType t;
+    size_t count;
+  } call{fp, t, count};
   wait_all(
       phase, deadline,
-      [&] {
+      [&call] {
         std::ostringstream what;
-        what << "allreduce #" << fp.seq << " (shm_direct, " << dtype_name(t) << " x " << count << ")";
+        what << "allreduce #" << call.fp.seq << " (shm_direct, " << dtype_name(call.t) << " x " << call.count << ")";
         return what.str();
       },
       0, &fp);
