@@ -54,7 +54,7 @@ int bench_collectives(const Args& args) {
   bool in_place = f.get_bool("inplace", "in-place all-reduce");
   bool deterministic = f.get_bool("deterministic", "rank-ordered reduction (bit-identical across algorithms)");
   std::string segment_text = f.get_string("segment", "0", "pipelining segment in bytes, K/M suffixes (0 = default 1 MiB)");
-  bool shm_context = f.get_bool("shm-context", "pass a ShmContext on shm (one-phase small all-reduce, flag-synchronised shm_direct)");
+  bool shm_context = f.get_bool("shm-context", "pass a separately built ShmContext on shm (the default path already uses the communicator's own; DTRAIN_SHM_CONTEXT=0 turns that off)");
   bool threads = f.get_bool("threads", "run the ranks as threads of this process instead of processes");
   std::string json = f.get_string("json", "", "write the rows as JSON to FILE");
   double timeout = f.get_double("timeout", 300, 0.1, 1e6, "seconds any blocking call may wait");
