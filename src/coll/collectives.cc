@@ -41,12 +41,7 @@ namespace {
 // Its errors read as the message path's: a dead rank is "rank q is gone" (the transport's
 // liveness check), a mismatched call a Desync naming the ranks that differ from the majority,
 // a missing rank a Timeout naming it.
-ShmContext* communicator_shm_context(Communicator& comm) {
-  if (ShmContext* built = comm.shm_context()) return built;
-  if (comm.size() < 2 || std::string(comm.transport().kind()) != "shm") return nullptr;
-  if (!comm.coll_config().shm_context) return nullptr;
-  return comm.attachment<ShmContext>(kShmContextKey, [&] { return std::make_shared<ShmContext>(comm); }).get();
-}
+ShmContext* communicator_shm_context(Communicator& comm) { return comm.shm_context(); }
 
 template <class O>
 O with_shm_context(Communicator& comm, const O& in) {
