@@ -154,12 +154,16 @@ bool ShmContext::current_call(int q, Fingerprint* out) const {
   return h->current_version.load(std::memory_order_relaxed) == v1;
 }
 
-void ShmContext::check_peer_call(int q, const Fingerprint& mine) {
+void ShmContext::check_peer_call(int q, const Fingerprint& mine, uint64_t phase) {
   // A peer that has not arrived is either late or elsewhere: in another call with this number,
-  // or already past it (it skipped this one).
+  // or already past it (it skipped this one). "Past it" needs a second look: the peer may
+  // have arrived, finished this call and entered the next one since we last read its arrival
+  // counter. It publishes its next call only after that arrival, so once we have read the
+  // next call (an acquire), a fresh read of the counter shows the arrival if it happened.
   Fingerprint theirs;
   if (!current_call(q, &theirs)) return;
   if (theirs.seq < mine.seq || (theirs.seq == mine.seq && same_call(theirs, mine))) return;
+  if (header(q)->arrived.load(std::memory_order_acquire) >= phase) return;
   DT_THROW(Desync, report_desync(comm_, mine, q, theirs));
 }
 
@@ -235,7 +239,7 @@ void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const std::f
       std::string gone = comm_.transport().peer_gone(q);
       if (gone.empty() && pids_[q] != ::getpid() && ::kill(static_cast<pid_t>(pids_[q]), 0) != 0 && errno == ESRCH)
         gone = "rank " + std::to_string(q) + " (pid " + std::to_string(pids_[q]) + ") exited";
-      if (fp) check_peer_call(q, *fp);
+      if (fp) check_peer_call(q, *fp, phase);
       if (!gone.empty())
         throw PeerFailure("rank " + std::to_string(rank_) + ": " + what() + " failed: rank " + std::to_string(q) +
                               " is gone [" + gone + "]",

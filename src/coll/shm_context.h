@@ -83,7 +83,7 @@ class ShmContext {
   Header* header(int rank) const;
   static bool same_call(const Fingerprint& a, const Fingerprint& b);
   bool current_call(int q, Fingerprint* out) const;
-  void check_peer_call(int q, const Fingerprint& mine);
+  void check_peer_call(int q, const Fingerprint& mine, uint64_t phase);
   [[noreturn]] void throw_desync(uint64_t phase);
   char* slot(int rank, uint64_t phase) const;
 
