@@ -198,6 +198,19 @@ void ShmContext::arrive(uint64_t phase, const Fingerprint* fp) {
 
 void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const std::function<std::string()>& what,
                           size_t busy_bytes, const Fingerprint* fp) {
+  for (int q = 0; q < size_; ++q)
+    if (q != rank_) wait_for(q, phase, deadline, what, busy_bytes, fp);
+  // Everyone arrived: at this phase, in the same call? (A rank in another call would read
+  // this phase's slots as something else.)
+  if (fp) {
+    const uint64_t mine = header(rank_)->fp_digest[phase & 1];
+    for (int q = 0; q < size_; ++q)
+      if (header(q)->fp_digest[phase & 1] != mine && !same_call(header(q)->fp[phase & 1], *fp)) throw_desync(phase);
+  }
+}
+
+void ShmContext::wait_for(int q, uint64_t phase, const Deadline& deadline, const std::function<std::string()>& what,
+                          size_t busy_bytes, const Fingerprint* fp) {
   // Three stages, each bounded, until the peer arrives:
   // - spin (pause loop) for kSpinNs while ranks fit the cores: the peer is running and
   //   about to arrive, and a sleeping rank costs a wake-up (tens of us on a VM, where waking
@@ -214,10 +227,8 @@ void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const std::f
   constexpr int64_t kSpinNs = 50000;
   const bool oversubscribed = spin_ranks_per_core_ > 1;
   const int64_t busy_ns = static_cast<int64_t>(std::min<size_t>(busy_bytes / 4, 2000000));
-  for (int q = 0; q < size_; ++q) {
-    if (q == rank_) continue;
-    Header* h = header(q);
-    if (h->arrived.load(std::memory_order_acquire) >= phase) continue;
+  Header* h = header(q);
+  if (h->arrived.load(std::memory_order_acquire) < phase) {
     const int64_t until = now_ns() + (oversubscribed ? yield_ns_ : kSpinNs) + busy_ns;
     for (int i = 0; h->arrived.load(std::memory_order_acquire) < phase; ++i) {
       if (oversubscribed) {
@@ -253,15 +264,7 @@ void ShmContext::wait_all(uint64_t phase, const Deadline& deadline, const std::f
       }
     }
   }
-  for (int q = 0; q < size_; ++q)
-    if (q != rank_) tsan_acquire(tsan_key(header(q)->id, 0));  // pairs with arrive(); base/tsan.h
-  // Everyone arrived: at this phase, in the same call? (A rank in another call would read
-  // this phase's slots as something else.)
-  if (fp) {
-    const uint64_t mine = header(rank_)->fp_digest[phase & 1];
-    for (int q = 0; q < size_; ++q)
-      if (header(q)->fp_digest[phase & 1] != mine && !same_call(header(q)->fp[phase & 1], *fp)) throw_desync(phase);
-  }
+  tsan_acquire(tsan_key(h->id, 0));  // pairs with arrive(); base/tsan.h
 }
 
 bool ShmContext::same_call(const Fingerprint& a, const Fingerprint& b) {
@@ -272,8 +275,16 @@ bool ShmContext::same_call(const Fingerprint& a, const Fingerprint& b) {
 void ShmContext::throw_desync(uint64_t phase) {
   // Every rank sees every rank's call, so each names the same culprits: the ranks whose call
   // differs from what most ranks called (all of them when no call has a majority).
+  // A record from another call number is stale (a pipelined path arrives at its chunk
+  // phases without one): the call the peer has published as its current one names it better.
+  std::vector<Fingerprint> records(static_cast<size_t>(size_));
   std::vector<const Fingerprint*> calls(static_cast<size_t>(size_));
-  for (int q = 0; q < size_; ++q) calls[q] = &header(q)->fp[phase & 1];
+  for (int q = 0; q < size_; ++q) {
+    records[q] = header(q)->fp[phase & 1];
+    Fingerprint now;
+    if (q != rank_ && records[q].seq != header(rank_)->fp[phase & 1].seq && current_call(q, &now)) records[q] = now;
+    calls[q] = &records[q];
+  }
   int common = 0, common_votes = 0;
   for (int q = 0; q < size_; ++q) {
     int votes = 0;

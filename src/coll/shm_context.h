@@ -10,8 +10,12 @@
 //   unless DTRAIN_SHM_CONTEXT=0), which every collective uses; a caller may also build one and
 //   pass it in the options (CollOptions::shm); it must outlive the calls that use it.
 // - A segment holds an arrival counter (own cache line), two fingerprint records and two
-//   data slots of slot_bytes, used alternately: call k writes slot k%2 only after every rank
-//   has arrived at call k-1, so nobody still reads it.
+//   data slots of slot_bytes, used alternately: phase k writes slot k%2 only after every rank
+//   has arrived at phase k-1, so nobody still reads it.
+// - Full phases (arrive + wait_all) keep that rule by themselves. A pipelined path (reserve
+//   phases with next_phases, arrive at each without waiting for all, wait_for one peer) keeps
+//   it by writing only the slot of its first phase and ending with a full phase whose number
+//   has that slot's parity (so its fingerprint record was last compared two full phases ago).
 // - arrive(k) publishes "I reached phase k" and rings the rank's doorbell (a futex word);
 //   wait_all(k, deadline) spins for ~10 us when ranks fit the cores, then sleeps on each
 //   missing peer's doorbell until every rank has arrived, throwing Timeout naming the ranks
@@ -50,11 +54,19 @@ class ShmContext {
   ShmContext& operator=(const ShmContext&) = delete;
 
   Communicator& comm() { return comm_; }
+  // More ranks than cores: waits yield and sleep rather than spin.
+  bool oversubscribed() const { return spin_ranks_per_core_ > 1; }
   size_t slot_bytes() const { return slot_bytes_; }
   bool serves(const Communicator& c) const { return &c == &comm_; }
 
   // Next phase number (same on every rank as long as all use the context in the same order).
   uint64_t next_phase() { return ++phase_; }
+  // Reserves m consecutive phase numbers and returns the first (the pipelined paths).
+  uint64_t next_phases(uint64_t m) {
+    const uint64_t first = phase_ + 1;
+    phase_ += m;
+    return first;
+  }
   char* my_slot(uint64_t phase) { return slot(rank_, phase); }
   const char* slot_of(int rank, uint64_t phase) { return slot(rank, phase); }
   // fp (when given) is the call this phase belongs to: waiters compare it (Desync on mismatch).
@@ -66,6 +78,11 @@ class ShmContext {
   // fp (when given): every rank's phase must carry the same call, and a peer found (while
   // waiting) in another call with this number, or past it, is a Desync naming both calls.
   void wait_all(uint64_t phase, const Deadline& deadline, const std::function<std::string()>& what,
+                size_t busy_bytes = 0, const Fingerprint* fp = nullptr);
+  // Waits for peer q alone to reach phase (a pipelined path's per-chunk handshake): the same
+  // spin/yield/sleep stages, liveness verdict and deadline as wait_all; fp (when given) turns
+  // a peer found in another call into a Desync. Compares no fingerprint records.
+  void wait_for(int q, uint64_t phase, const Deadline& deadline, const std::function<std::string()>& what,
                 size_t busy_bytes = 0, const Fingerprint* fp = nullptr);
   // Publishes the call this rank has entered (every collective that was given this context
   // does, on either path), for check_peer_call on the waiting ranks.

@@ -233,6 +233,7 @@ void allgather_shm_direct(Call& c, char* buf, const char* mine, const Blocks& b,
   const size_t es = c.elem();
   char* my_block = buf + b.off[me] * es;
   if (p == 1 || b.total() == 0) return copy_bytes_if_apart(my_block, mine, b.len(me) * es);
+  if (ctx && b.total() * es <= c.comm().coll_config().shm_slots_bytes) return allgather_slots(c, buf, mine, b, *ctx);
   Phases phases(c, ctx);
   std::vector<Peer> peers;
   if (!phases.share(mine, peers)) {
@@ -258,6 +259,7 @@ void allgather_shm_direct(Call& c, char* buf, const char* mine, const Blocks& b,
 void broadcast_shm_direct(Call& c, char* buf, size_t n, int root, ShmContext* ctx) {
   const int p = c.size(), me = c.rank();
   if (p == 1 || n == 0) return;
+  if (ctx && n * c.elem() <= c.comm().coll_config().shm_slots_bytes) return broadcast_slots(c, buf, n, root, *ctx);
   Phases phases(c, ctx);
   std::vector<Peer> peers;
   if (!phases.share(buf, peers)) return broadcast_binomial(c, buf, n, root, kPhase);
@@ -284,6 +286,10 @@ void broadcast_shm_direct(Call& c, char* buf, size_t n, int root, ShmContext* ct
 bool reduce_scatter_shm_direct(Call& c, const char* send, char* out, const Blocks& b, ShmContext* ctx) {
   const int me = c.rank();
   if (b.total() == 0) return true;
+  if (ctx && b.total() * c.elem() <= c.comm().coll_config().shm_slots_bytes) {
+    reduce_scatter_slots(c, send, out, b, *ctx);
+    return true;
+  }
   Phases phases(c, ctx);
   std::vector<Peer> peers;
   if (!phases.share(send, peers)) return false;

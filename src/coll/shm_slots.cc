@@ -1,0 +1,130 @@
+// Collectives through the shared-memory context's slots (coll/shm_context.h): broadcast,
+// all-gather and reduce-scatter for the sizes where the cost is in the synchronisation, not
+// in the copies.
+//
+// The cross-memory algorithms of shm_direct.cc copy once, but pay for it: a phase to swap
+// buffer addresses, a closing phase so no buffer changes while it is read, a system call per
+// read that pins the owner's pages (and, for broadcast, a binomial tree of rounds so no
+// buffer has two readers under its page-table lock). With 8 ranks on 2 cores every phase is
+// a trip through the scheduler for every rank; that, not bandwidth, is what 64 KiB-1 MiB
+// cost there (64 KiB broadcast over 4 phases: 0.27x OpenMPI's bandwidth). The slots are
+// mapped by everyone already, so data can go through them with plain copies:
+//
+// - All-gather: each rank copies (a piece of) its block into its slot, one full phase (which
+//   also checks every rank's call), and everyone copies every block out. Blocks larger than
+//   a slot go in pieces, one phase each.
+// - Reduce-scatter: each rank copies piece k of every block into its slot (block q at place
+//   q), one full phase, and rank r reduces piece k of block r from all slots in rank order
+//   (bit-identical to the other algorithms' deterministic mode).
+// - Broadcast, pipelined with per-chunk handshakes instead of phases for everyone: the
+//   root's slot is a ring of chunk-sized regions; the root writes chunk k into region
+//   k % R once every reader has finished chunk k - R, and arrives at phase base + k; a
+//   reader waits for the root alone to reach base + k, copies chunk k out, and arrives at
+//   base + k itself. While one reader copies chunk k the root writes chunk k + 1, so two
+//   ranks overlap their copies. One full phase closes the call (the fingerprint check, and
+//   the point after which the slot may be written again): its number has the parity of
+//   base, so the fingerprint record it writes was last compared two full phases back, which
+//   every rank has passed (shm_context.h).
+//
+// Each function needs the context (the caller checks); a rank that died or sits in another
+// call is found by the context's waits, as on every shared-memory path.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "coll/algorithms.h"
+#include "coll/bytes.h"
+#include "coll/reduce_kernels.h"
+#include "coll/shm_context.h"
+
+namespace dtrain::algo {
+namespace {
+
+struct Waits {
+  Call& c;
+  ShmContext& ctx;
+  Deadline deadline;
+  std::function<std::string()> what;
+  Waits(Call& call, ShmContext& context)
+      : c(call), ctx(context), deadline(Deadline::after(call.remaining())), what([&call] { return call.describe(); }) {}
+  // One full phase: arrive, wait for everyone, compare the calls.
+  void all(uint64_t phase, size_t busy_bytes) {
+    ctx.arrive(phase, &c.fingerprint());
+    ctx.wait_all(phase, deadline, what, busy_bytes, &c.fingerprint());
+  }
+};
+
+}  // namespace
+
+void allgather_slots(Call& c, char* buf, const char* mine, const Blocks& b, ShmContext& ctx) {
+  const int p = c.size(), me = c.rank();
+  const size_t es = c.elem(), piece = ctx.slot_bytes();
+  size_t longest = 0;
+  for (int q = 0; q < p; ++q) longest = std::max(longest, b.len(q) * es);
+  Waits waits(c, ctx);
+  for (size_t at = 0; at < longest; at += piece) {
+    const uint64_t phase = ctx.next_phase();
+    const size_t own = b.len(me) * es > at ? std::min(piece, b.len(me) * es - at) : 0;
+    copy_bytes(ctx.my_slot(phase), mine + at, own);
+    waits.all(phase, own);
+    for (int k = 1; k < p; ++k) {
+      const int q = (me + k) % p;
+      const size_t len = b.len(q) * es > at ? std::min(piece, b.len(q) * es - at) : 0;
+      copy_bytes(buf + b.off[q] * es + at, ctx.slot_of(q, phase), len);
+    }
+  }
+  copy_bytes_if_apart(buf + b.off[me] * es, mine, b.len(me) * es);
+}
+
+void reduce_scatter_slots(Call& c, const char* send, char* out, const Blocks& b, ShmContext& ctx) {
+  const int p = c.size(), me = c.rank();
+  const size_t es = c.elem();
+  const size_t piece = std::max<size_t>(1, ctx.slot_bytes() / es / static_cast<size_t>(p));  // elements per block
+  size_t longest = 0;
+  for (int q = 0; q < p; ++q) longest = std::max(longest, b.len(q));
+  Waits waits(c, ctx);
+  std::vector<const void*> in_rank_order(static_cast<size_t>(p));
+  for (size_t at = 0; at < longest; at += piece) {
+    const uint64_t phase = ctx.next_phase();
+    char* slot = ctx.my_slot(phase);
+    for (int q = 0; q < p; ++q) {
+      const size_t len = b.len(q) > at ? std::min(piece, b.len(q) - at) : 0;
+      copy_bytes(slot + q * piece * es, send + (b.off[q] + at) * es, len * es);
+    }
+    waits.all(phase, piece * es * p);
+    const size_t mine = b.len(me) > at ? std::min(piece, b.len(me) - at) : 0;
+    for (int q = 0; q < p; ++q) in_rank_order[q] = ctx.slot_of(q, phase) + me * piece * es;
+    if (mine) reduce_ordered(c.dtype(), c.redop(), out + at * es, in_rank_order.data(), p, mine);
+  }
+}
+
+void broadcast_slots(Call& c, char* buf, size_t n, int root, ShmContext& ctx) {
+  const int p = c.size(), me = c.rank();
+  const size_t bytes = n * c.elem();
+  // Small chunks overlap the two copies best while every rank has a core; with more ranks
+  // than cores each handshake may wait for a time slice, so fewer, larger chunks.
+  const size_t chunk = std::min(ctx.slot_bytes(), ctx.oversubscribed() ? ctx.slot_bytes() / 2 : size_t{16} << 10);
+  const size_t regions = ctx.slot_bytes() / chunk;
+  const uint64_t chunks = (bytes + chunk - 1) / chunk;
+  const uint64_t last = chunks + (chunks & 1);  // the closing phase, base + last: base's parity
+  Waits waits(c, ctx);
+  const uint64_t base = ctx.next_phases(last + 1);
+  char* ring = const_cast<char*>(ctx.slot_of(root, base));
+  for (uint64_t k = 0; k < chunks; ++k) {
+    const size_t at = k * chunk, len = std::min(chunk, bytes - at);
+    char* region = ring + (k % regions) * chunk;
+    if (me == root) {
+      if (k >= regions)
+        for (int q = 0; q < p; ++q)
+          if (q != root) ctx.wait_for(q, base + k - regions, waits.deadline, waits.what, 0, &c.fingerprint());
+      copy_bytes(region, buf + at, len);
+    } else {
+      ctx.wait_for(root, base + k, waits.deadline, waits.what, len, &c.fingerprint());
+      copy_bytes(buf + at, region, len);
+    }
+    ctx.arrive(base + k);
+  }
+  waits.all(base + last, 0);
+}
+
+}  // namespace dtrain::algo

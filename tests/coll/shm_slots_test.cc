@@ -1,0 +1,152 @@
+// Broadcast, all-gather and reduce-scatter through the shared-memory context's slots
+// (coll/shm_slots.cc): sizes that span many chunks and pieces, slots of several sizes, uneven
+// blocks, every root; a rank in another call and a dead root are named, as on every path.
+#include <gtest/gtest.h>
+
+#include <mutex>
+
+#include "base/error.h"
+#include "coll/collectives.h"
+#include "coll/shm_context.h"
+#include "coll_test_util.h"
+#include "support/world.h"
+
+namespace dtrain {
+namespace {
+
+testing::WorldOptions slots_always() {
+  testing::WorldOptions o;
+  o.coll.shm_slots_bytes = size_t{1} << 30;  // every size through the slots
+  return o;
+}
+
+TEST(ShmSlots, BroadcastEveryRootAcrossManyChunks) {
+  for (int p : {2, 3, 6}) {
+    testing::run_world(p, slots_always(), [&](Communicator& c) {
+      for (size_t slot : {size_t{256}, size_t{4096}, size_t{64} << 10}) {
+        ShmContext ctx(c, slot);
+        // 1 element, a chunk's worth +1, and many times the slot (the ring wraps; the root
+        // waits for the readers before reusing a region).
+        for (size_t n : {size_t{1}, slot / 4 + 1, 9 * slot / 4 + 3, size_t{100003}}) {
+          for (int root = 0; root < p; ++root) {
+            const DType t = DType::kFloat32;
+            auto buf = c.rank() == root ? testing::input(t, root, n) : std::vector<char>(n * 4, 0);
+            BroadcastOptions o;
+            o.algorithm = Algorithm::kShmDirect;
+            o.shm = &ctx;
+            broadcast(c, buf.data(), n, t, root, o);
+            ASSERT_EQ(testing::compare(buf, testing::input(t, root, n), t), "")
+                << "p=" << p << " slot=" << slot << " n=" << n << " root=" << root;
+          }
+        }
+      }
+    });
+  }
+}
+
+TEST(ShmSlots, AllgathervUnevenBlocksLargerThanTheSlot) {
+  for (int p : {2, 3, 5}) {
+    testing::run_world(p, slots_always(), [&](Communicator& c) {
+      ShmContext ctx(c, 512);
+      const DType t = DType::kInt32;
+      std::vector<size_t> counts;
+      for (int r = 0; r < p; ++r) counts.push_back(static_cast<size_t>(r * 300 + (r % 2 ? 0 : 7)));  // rank 0: 7
+      size_t total = 0;
+      std::vector<char> want;
+      for (int r = 0; r < p; ++r) {
+        auto part = testing::input(t, r, counts[r]);
+        want.insert(want.end(), part.begin(), part.end());
+        total += counts[r];
+      }
+      std::vector<char> all(total * 4, 0);
+      auto mine = testing::input(t, c.rank(), counts[c.rank()]);
+      AllgatherOptions o;
+      o.algorithm = Algorithm::kShmDirect;
+      o.shm = &ctx;
+      allgatherv(c, mine.data(), all.data(), counts, t, o);
+      ASSERT_EQ(testing::compare(all, want, t), "") << "p=" << p;
+    });
+  }
+}
+
+TEST(ShmSlots, ReduceScatterInPiecesIsRankOrdered) {
+  const ReduceOp ops[] = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kProd};
+  for (int p : {2, 4, 7}) {
+    testing::run_world(p, slots_always(), [&](Communicator& c) {
+      ShmContext ctx(c, 1024);
+      for (DType t : {DType::kFloat32, DType::kFloat64, DType::kInt64}) {
+        for (ReduceOp op : ops) {
+          for (size_t n : {size_t{1}, size_t{33}, size_t{5000}}) {
+            auto in = testing::input(t, c.rank(), n * p, op);
+            std::vector<char> out(n * dtype_size(t));
+            ReduceScatterOptions o;
+            o.algorithm = Algorithm::kShmDirect;
+            o.shm = &ctx;
+            reduce_scatter(c, in.data(), out.data(), n, t, op, o);
+            ASSERT_EQ(testing::compare(out, testing::expected_reduce(t, p, n, op, c.rank() * n), t), "")
+                << "p=" << p << " n=" << n << " " << dtype_name(t) << " " << reduce_op_name(op);
+          }
+        }
+      }
+    });
+  }
+}
+
+// A reader whose count differs runs a different number of chunks: the closing phase finds it,
+// and every rank names the call each side made.
+TEST(ShmSlots, BroadcastOfAnotherSizeIsADesyncNamingBothCalls) {
+  const int p = 3;
+  std::mutex mu;
+  std::vector<std::string> errors(p);
+  testing::WorldOptions o = slots_always();
+  o.timeout_s = 20;
+  testing::run_world(p, o, [&](Communicator& c) {
+    std::vector<float> buf(c.rank() == 2 ? 3000 : 1000, 1.0f);
+    try {
+      BroadcastOptions bo;
+      bo.algorithm = Algorithm::kShmDirect;  // with the communicator's own context
+      broadcast(c, buf.data(), buf.size(), DType::kFloat32, 0, bo);
+    } catch (const Desync& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      errors[c.rank()] = e.what();
+    }
+  });
+  for (int r = 0; r < p; ++r) {
+    EXPECT_NE(errors[r].find("float32 x 3000"), std::string::npos) << r << ": " << errors[r];
+    EXPECT_NE(errors[r].find("float32 x 1000"), std::string::npos) << r << ": " << errors[r];
+  }
+}
+
+// Readers wait for the root alone between chunks: a root that is gone is named by that wait.
+TEST(ShmSlots, GoneRootIsNamedByTheReaders) {
+  const int p = 3, root = 1;
+  std::mutex mu;
+  std::vector<int> peers(p, -1);
+  std::vector<std::string> errors(p);
+  testing::run_world(p, slots_always(), [&](Communicator& c) {
+    std::vector<float> buf(50000, 1.0f);
+    BroadcastOptions bo;
+    bo.algorithm = Algorithm::kShmDirect;
+    try {
+      broadcast(c, buf.data(), buf.size(), DType::kFloat32, root, bo);
+      if (c.rank() == root) {
+        c.transport().close();
+        return;
+      }
+      broadcast(c, buf.data(), buf.size(), DType::kFloat32, root, bo);
+    } catch (const PeerFailure& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      peers[c.rank()] = e.peer();
+      errors[c.rank()] = e.what();
+    }
+  });
+  for (int r = 0; r < p; ++r) {
+    if (r == root) continue;
+    EXPECT_EQ(peers[r], root) << r << ": " << errors[r];
+    EXPECT_NE(errors[r].find("rank 1 is gone"), std::string::npos) << errors[r];
+    EXPECT_NE(errors[r].find("broadcast"), std::string::npos) << errors[r];
+  }
+}
+
+}  // namespace
+}  // namespace dtrain
