@@ -16,7 +16,9 @@
 // - Reduce-scatter: each rank copies piece k of every block into its slot (block q at place
 //   q), one full phase, and rank r reduces piece k of block r from all slots in rank order
 //   (bit-identical to the other algorithms' deterministic mode).
-// - Broadcast, pipelined with per-chunk handshakes instead of phases for everyone: the
+// - Broadcast with more ranks than cores: the root copies (a slot's worth) into its slot, one
+//   full phase, everyone copies it out.
+// - Broadcast otherwise, pipelined with per-chunk handshakes instead of phases for everyone: the
 //   root's slot is a ring of chunk-sized regions; the root writes chunk k into region
 //   k % R once every reader has finished chunk k - R, and arrives at phase base + k; a
 //   reader waits for the root alone to reach base + k, copies chunk k out, and arrives at
@@ -101,13 +103,23 @@ void reduce_scatter_slots(Call& c, const char* send, char* out, const Blocks& b,
 void broadcast_slots(Call& c, char* buf, size_t n, int root, ShmContext& ctx) {
   const int p = c.size(), me = c.rank();
   const size_t bytes = n * c.elem();
-  // Small chunks overlap the two copies best while every rank has a core; with more ranks
-  // than cores each handshake may wait for a time slice, so fewer, larger chunks.
-  const size_t chunk = std::min(ctx.slot_bytes(), ctx.oversubscribed() ? ctx.slot_bytes() / 2 : size_t{16} << 10);
+  Waits waits(c, ctx);
+  if (ctx.oversubscribed()) {
+    // More ranks than cores: every handshake may cost a time slice, so no pipeline: one full
+    // phase per slot's worth (the root's copy in, then everyone's copy out).
+    for (size_t at = 0; at < bytes; at += ctx.slot_bytes()) {
+      const size_t len = std::min(ctx.slot_bytes(), bytes - at);
+      const uint64_t phase = ctx.next_phase();
+      if (me == root) copy_bytes(ctx.my_slot(phase), buf + at, len);
+      waits.all(phase, me == root ? 0 : len);
+      if (me != root) copy_bytes(buf + at, ctx.slot_of(root, phase), len);
+    }
+    return;
+  }
+  const size_t chunk = std::min(ctx.slot_bytes(), size_t{16} << 10);
   const size_t regions = ctx.slot_bytes() / chunk;
   const uint64_t chunks = (bytes + chunk - 1) / chunk;
   const uint64_t last = chunks + (chunks & 1);  // the closing phase, base + last: base's parity
-  Waits waits(c, ctx);
   const uint64_t base = ctx.next_phases(last + 1);
   char* ring = const_cast<char*>(ctx.slot_of(root, base));
   for (uint64_t k = 0; k < chunks; ++k) {
