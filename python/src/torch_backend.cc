@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "coll/collectives.h"
 #include "coll/config.h"
@@ -35,17 +36,27 @@ class TorchStore : public Store {
     return std::string(v.begin(), v.end());
   }
   int64_t add(const std::string& key, int64_t delta) override { return s_->add(key, delta); }
+  // Polls check() rather than calling torch's wait(keys, timeout): in torch 1.13 a TCPStore
+  // wait that times out leaves its reply in flight on the client's socket, and the next
+  // request reads it as its own answer (a check "ready" that is not, then a "Socket Timeout"
+  // or a garbled value): the intermittent init_process_group failures under load. check() is
+  // one request and one reply, never left half-done.
   void wait(const std::vector<std::string>& keys, double t = kDefaultTimeout) override {
     const double to = resolve(t);
-    const auto ms = std::chrono::milliseconds(static_cast<int64_t>((to < 0 ? 365 * 86400.0 : std::max(to, 0.001)) * 1000));
-    try {
-      s_->wait(keys, ms);
-    } catch (const std::exception& e) {
-      std::vector<std::string> missing;
-      for (const auto& k : keys)
-        if (!s_->check({k})) missing.push_back(k);
-      if (missing.empty()) DT_THROW(IoError, "torch store: wait failed: " << e.what());
-      throw Timeout(missing_keys_message(missing, to));
+    const Deadline deadline = Deadline::after(to < 0 ? -1 : std::max(to, 0.001));
+    int64_t pause_us = 50;
+    while (!s_->check(keys)) {
+      if (deadline.expired()) {
+        std::vector<std::string> missing;
+        for (const auto& k : keys)
+          if (!s_->check({k})) missing.push_back(k);
+        if (missing.empty()) return;
+        throw Timeout(missing_keys_message(missing, to));
+      }
+      // Back off from 50 us to 5 ms: setup waits are short, and a long one costs the store
+      // one small request per 5 ms.
+      std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
+      pause_us = std::min<int64_t>(pause_us * 2, 5000);
     }
   }
   bool check(const std::vector<std::string>& keys) override { return s_->check(keys); }

@@ -11,6 +11,7 @@ process with its exit code and output; a worker reports results as JSON lines st
 """
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -85,10 +86,23 @@ def run_ranks(n, script, args=(), how="file", timeout=120, env=None):
             try:
                 out, err = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
+                # Ask every rank still running for its threads' stacks (worker_common.py
+                # registers SIGUSR1 with faulthandler), then end them all.
                 for q in procs:
-                    q.kill()
-                out, err = p.communicate()
-                raise AssertionError(f"rank {r} of {script} still running after {timeout} s:\n{err[-3000:]}")
+                    if q.poll() is None:
+                        q.send_signal(signal.SIGUSR1)
+                stacks = []
+                for k, q in enumerate(procs[r:], start=r):
+                    try:
+                        _, e = q.communicate(timeout=5)
+                    except subprocess.TimeoutExpired:
+                        q.kill()
+                        _, e = q.communicate()
+                    stacks.append(f"--- rank {k} stderr:\n{e[-3000:]}")
+                for q in procs:
+                    if q.poll() is None:
+                        q.kill()
+                raise AssertionError(f"rank {r} of {script} still running after {timeout} s:\n" + "\n".join(stacks))
             ranks.append(Rank(r, p.returncode, out, err))
         return ranks
 

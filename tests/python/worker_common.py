@@ -5,10 +5,16 @@ salt), so each check compares dtrain's result with gloo's on the same inputs *an
 reference computed locally from all ranks' inputs.
 """
 import datetime
+import faulthandler
 import functools
 import json
 import os
+import signal
 import sys
+
+# The harness (launch.py) sends SIGUSR1 to a rank that outlives its time: every thread's
+# Python stack goes to stderr, so a hang is reported with where each rank waited.
+faulthandler.register(signal.SIGUSR1, all_threads=True)
 
 import torch
 import torch.distributed as dist
