@@ -72,9 +72,10 @@ if has train; then
     "$CB --benchmark_filter='$(printf $F 128)' --benchmark_min_time=3 & $CB --benchmark_filter='$(printf $F 128)' --benchmark_min_time=3; wait"
 fi
 if has main; then
-  # The README's main job as scripts/main.sh runs it (one rank per core), with --baseline.
-  n=$(nproc); ((n < 2)) && n=2; ((n > 8)) && n=8
-  step "main job: dtrain train -n $n --baseline" $B train -n $n --baseline --quiet --json "$OUT/main.json"
+  # The README's main job as scripts/main.sh runs it (its defaults), with --baseline.
+  source scripts/main_defaults.sh
+  main_defaults
+  step "main job: dtrain train ${main_args[*]} --baseline" $B train "${main_args[@]}" --baseline --quiet --json "$OUT/main.json"
   /usr/bin/python3 - "$OUT" <<'EOF'
 import json, sys
 j = json.load(open(sys.argv[1] + "/main.json"))
