@@ -126,6 +126,42 @@ void Completer::loop() {
   }
 }
 
+void LazyFuture::finish(std::exception_ptr error) {
+  c10::intrusive_ptr<c10::ivalue::Future> fut;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+    error_ = error;
+    fut = fut_;
+  }
+  if (!fut) return;
+  // Callbacks run on the completer: a hook that waits on a later collective of this group
+  // (PowerSGD does) must not block the thread that runs collectives.
+  std::function<void()> complete;
+  if (error)
+    complete = [fut, error] { fut->setError(error); };
+  else
+    complete = [fut, outputs = outputs_] { fut->markCompleted(c10::IValue(outputs)); };
+  if (auto completer = completer_.lock())
+    completer->post(std::move(complete));
+  else
+    complete();
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> LazyFuture::get() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!fut_) {
+    fut_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+    if (done_) {  // nobody else holds it yet, so no callback runs here
+      if (error_)
+        fut_->setError(error_);
+      else
+        fut_->markCompleted(c10::IValue(outputs_));
+    }
+  }
+  return fut_;
+}
+
 int WorkDtrain::sourceRank() const {
   // The Work is done only after the receive's request completed (its queue entry waited on
   // it), so the source is there once wait() returned.
@@ -187,10 +223,10 @@ std::string ProcessGroupDtrain::prefix(const char* call) const {
 c10::intrusive_ptr<c10d::Work> ProcessGroupDtrain::submit(ProgressQueue& q, c10d::OpType type, const char* call,
                                                           std::vector<at::Tensor> outputs,
                                                           std::function<void(Communicator&)> body) {
-  auto fut = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+  auto fut = std::make_shared<LazyFuture>(outputs, completer_);
   std::string pre = prefix(call);
   ++sequence_;
-  dtrain::Work w = q.submit(call, [body = std::move(body), fut, outputs, pre, done = completer_](Communicator& c) {
+  dtrain::Work w = q.submit(call, [body = std::move(body), fut, pre](Communicator& c) {
     try {
       try {
         body(c);
@@ -198,13 +234,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDtrain::submit(ProgressQueue& q, c10d
         rethrow_with_prefix(pre);
       }
     } catch (...) {
-      auto ep = std::current_exception();
-      done->post([fut, ep] { fut->setError(ep); });
+      fut->finish(std::current_exception());
       throw;
     }
-    // Callbacks run on the completer: a hook that waits on a later collective of this group
-    // (PowerSGD does) must not block the thread that runs it.
-    done->post([fut, outputs] { fut->markCompleted(c10::IValue(outputs)); });
+    fut->finish(nullptr);
   });
   return c10::make_intrusive<WorkDtrain>(getRank(), type, std::move(w), fut, std::move(outputs));
 }

@@ -8,7 +8,9 @@
 //   sequence numbers, and concurrent groups never mix messages. global_ranks maps group ranks
 //   to ranks in the job (errors name both); empty for the default group.
 // - Collectives are queued on the group's ProgressQueue (coll/work.h) in call order and run on
-//   its thread, never on the caller's; every call returns at once with a WorkDtrain whose
+//   its thread while the caller goes on (a wait() on the very next item while that thread is
+//   idle runs it on the waiting thread instead: coll/work.h's steal on wait, which is what a
+//   synchronous torch call does); every call returns at once with a WorkDtrain whose
 //   wait() re-throws the collective's error and whose getFuture() completes with the output
 //   tensors (callbacks run on the group's Completer threads, so a hook that waits on a later
 //   collective — PowerSGD does — blocks neither the progress thread nor other completions).
@@ -62,9 +64,34 @@ using PGBase = c10d::Backend;
 using PGBase = c10d::ProcessGroup;
 #endif
 
+class Completer;
+
+// The future of one WorkDtrain, made only when someone asks for it (getFuture: DDP's reducer,
+// communication hooks, torch.futures). A synchronous call never asks, so its completion needs
+// no hop to the Completer's thread (a wake-up that competes with the caller for its core).
+// finish() and get() meet under the mutex: a future that exists when the work finishes is
+// completed on the Completer; one made after is completed at once, before anyone else has it.
+class LazyFuture {
+ public:
+  LazyFuture(std::vector<at::Tensor> outputs, std::shared_ptr<Completer> completer)
+      : outputs_(std::move(outputs)), completer_(std::move(completer)) {}
+  void finish(std::exception_ptr error);  // the work's end, on whichever thread ran it
+  c10::intrusive_ptr<c10::ivalue::Future> get();
+
+ private:
+  std::mutex mu_;
+  bool done_ = false;
+  std::exception_ptr error_;
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> fut_;  // null until asked for
+  // Weak: a Work that Python keeps after its group is gone must not keep (and at its end join)
+  // the Completer's threads. finish() runs before the group's destructor drops the Completer.
+  std::weak_ptr<Completer> completer_;
+};
+
 class WorkDtrain : public c10d::Work {
  public:
-  WorkDtrain(int rank, c10d::OpType type, dtrain::Work work, c10::intrusive_ptr<c10::ivalue::Future> fut,
+  WorkDtrain(int rank, c10d::OpType type, dtrain::Work work, std::shared_ptr<LazyFuture> fut,
              std::vector<at::Tensor> outputs)
       : c10d::Work(rank, type), work_(std::move(work)), fut_(std::move(fut)), outputs_(std::move(outputs)) {}
   bool isCompleted() override { return work_.done(); }
@@ -72,7 +99,7 @@ class WorkDtrain : public c10d::Work {
   std::exception_ptr exception() const override { return work_.error(); }
   std::vector<at::Tensor> result() override { return outputs_; }
   bool wait(std::chrono::milliseconds timeout) override;
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return fut_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return fut_->get(); }
   // Receives: the sender's group rank once the receive completed, -1 before (as gloo).
   int sourceRank() const override;
   void set_receive(Request r) { recv_ = std::move(r); }
@@ -80,7 +107,7 @@ class WorkDtrain : public c10d::Work {
  private:
   dtrain::Work work_;
   Request recv_;  // receives only
-  c10::intrusive_ptr<c10::ivalue::Future> fut_;
+  std::shared_ptr<LazyFuture> fut_;
   std::vector<at::Tensor> outputs_;
 };
 

@@ -9,6 +9,17 @@ namespace dtrain {
 
 void Work::wait(double timeout_s) {
   DT_CHECK(state_, InvalidArgument, "wait on an empty Work");
+  // Steal on wait (see the contract): the next item, with nothing running, runs here.
+  if (auto core = state_->queue.lock()) {
+    std::unique_lock<std::mutex> lock(core->mu);
+    if (!core->busy && !core->items.empty() && core->items.front().first == state_) {
+      Item item = std::move(core->items.front());
+      core->items.pop_front();
+      core->busy = true;
+      lock.unlock();
+      run(*core, item);
+    }
+  }
   std::unique_lock<std::mutex> lock(state_->mu);
   auto ready = [&] { return state_->done; };
   // By default wait twice the communicator's timeout plus 2 s: the collective inside times out
@@ -36,51 +47,66 @@ std::exception_ptr Work::error() const {
   return state_->error;
 }
 
-ProgressQueue::ProgressQueue(Communicator& comm) : comm_(comm), thread_([this] { loop(); }) {}
+void Work::run(Core& core, Item& item) {
+  std::exception_ptr error;
+  try {
+    item.second(core.comm);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  {
+    std::lock_guard<std::mutex> lock(item.first->mu);
+    item.first->done = true;
+    item.first->error = error;
+  }
+  item.first->cv.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(core.mu);
+    core.busy = false;
+  }
+  core.cv.notify_all();  // the thread may take the next item (or a destructor may be waiting)
+}
+
+ProgressQueue::ProgressQueue(Communicator& comm)
+    : core_(std::make_shared<Work::Core>(comm)), thread_([this] { loop(); }) {}
 
 ProgressQueue::~ProgressQueue() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    std::lock_guard<std::mutex> lock(core_->mu);
+    core_->stop = true;
   }
-  cv_.notify_all();
+  core_->cv.notify_all();
   thread_.join();
 }
 
 Work ProgressQueue::submit(std::string name, std::function<void(Communicator&)> fn) {
   auto state = std::make_shared<Work::State>();
   state->name = std::move(name);
-  state->default_timeout_s = comm_.timeout();
+  state->default_timeout_s = core_->comm.timeout();
+  state->queue = core_;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.emplace_back(state, std::move(fn));
+    std::lock_guard<std::mutex> lock(core_->mu);
+    core_->items.emplace_back(state, std::move(fn));
   }
-  cv_.notify_one();
+  core_->cv.notify_all();
   return Work(state);
 }
 
 void ProgressQueue::loop() {
+  Work::Core& core = *core_;
   for (;;) {
-    std::pair<std::shared_ptr<Work::State>, std::function<void(Communicator&)>> item;
+    Work::Item item;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stop_ and drained
-      item = std::move(queue_.front());
-      queue_.pop_front();
+      std::unique_lock<std::mutex> lock(core.mu);
+      // Drained and stopping: done. A waiter's stolen item still running: wait for it too,
+      // so the destructor returns only when nothing runs.
+      core.cv.wait(lock, [&] { return (core.stop && core.items.empty() && !core.busy) || (!core.busy && !core.items.empty()); });
+      if (core.items.empty()) return;
+      item = std::move(core.items.front());
+      core.items.pop_front();
+      core.busy = true;
     }
-    std::exception_ptr error;
-    try {
-      item.second(comm_);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    {
-      std::lock_guard<std::mutex> lock(item.first->mu);
-      item.first->done = true;
-      item.first->error = error;
-    }
-    item.first->cv.notify_all();
+    Work::run(core, item);
   }
 }
 

@@ -150,6 +150,48 @@ TEST(AsyncTest, WorkRunsInOrderAndOverlapsTheCaller) {
   });
 }
 
+// Steal on wait (coll/work.h): a wait on the next item while the thread is idle runs it on the
+// waiter. Whoever runs each item, they run one at a time in submission order, on every rank
+// alike; items nobody waits for still run (on the thread), and errors reach the waiter.
+TEST(AsyncTest, StealOnWaitKeepsTheOrder) {
+  testing::run_world(3, TransportKind::kShm, [&](Communicator& c) {
+    constexpr int kItems = 120;
+    std::mutex mu;
+    std::vector<int> order;
+    std::vector<int64_t> sums(kItems, 0);
+    int running = 0, overlaps = 0;
+    {
+      ProgressQueue q(c);
+      std::vector<Work> works;
+      for (int i = 0; i < kItems; ++i) {
+        works.push_back(q.submit("item", [&, i](Communicator& comm) {
+          {
+            std::lock_guard<std::mutex> lock(mu);
+            overlaps += running++ > 0;
+            order.push_back(i);
+          }
+          int64_t v = comm.rank() + i;
+          allreduce(comm, &v, 1, DType::kInt64, ReduceOp::kSum);
+          sums[i] = v;
+          std::lock_guard<std::mutex> lock(mu);
+          --running;
+        }));
+        if (i % 3 == 0) works.back().wait(30);  // right after submitting: the steal case
+        if (i % 7 == 0 && i >= 2) works[i - 2].wait(30);  // an earlier one, maybe still queued
+      }
+      Work failing = q.submit("failing", [](Communicator&) { DT_THROW(InvalidArgument, "from the item"); });
+      EXPECT_THROW(failing.wait(30), InvalidArgument);
+      // The rest are never waited for: the destructor runs them before it returns.
+    }
+    ASSERT_EQ(order.size(), static_cast<size_t>(kItems));
+    for (int i = 0; i < kItems; ++i) {
+      EXPECT_EQ(order[i], i);
+      EXPECT_EQ(sums[i], 3 * i + 0 + 1 + 2) << i;
+    }
+    EXPECT_EQ(overlaps, 0);
+  });
+}
+
 TEST(AsyncTest, ErrorsSurfaceThroughWork) {
   testing::run_world(3, TransportKind::kShm, [&](Communicator& c) {
     if (c.rank() == 1) {
