@@ -9,8 +9,12 @@ namespace dtrain {
 
 void Work::wait(double timeout_s) {
   DT_CHECK(state_, InvalidArgument, "wait on an empty Work");
-  // Steal on wait (see the contract): the next item, with nothing running, runs here.
-  if (auto core = state_->queue.lock()) {
+  // Steal on wait (see the contract): the next item, with nothing running, runs here when it
+  // is bounded and this wait would outlast the communicator's timeout anyway.
+  const bool long_wait = timeout_s == kDefaultTimeout || timeout_s < 0 ||
+                         (state_->default_timeout_s >= 0 && timeout_s >= state_->default_timeout_s);
+  auto core = state_->bounded && long_wait ? state_->queue.lock() : nullptr;
+  if (core) {
     std::unique_lock<std::mutex> lock(core->mu);
     if (!core->busy && !core->items.empty() && core->items.front().first == state_) {
       Item item = std::move(core->items.front());
@@ -79,9 +83,10 @@ ProgressQueue::~ProgressQueue() {
   thread_.join();
 }
 
-Work ProgressQueue::submit(std::string name, std::function<void(Communicator&)> fn) {
+Work ProgressQueue::submit(std::string name, std::function<void(Communicator&)> fn, bool bounded) {
   auto state = std::make_shared<Work::State>();
   state->name = std::move(name);
+  state->bounded = bounded;
   state->default_timeout_s = core_->comm.timeout();
   state->queue = core_;
   {
@@ -111,18 +116,18 @@ void ProgressQueue::loop() {
 }
 
 Work allreduce_async(ProgressQueue& q, void* buf, size_t count, DType t, ReduceOp op, const AllreduceOptions& opts) {
-  return q.submit("allreduce", [=](Communicator& c) { allreduce(c, buf, count, t, op, opts); });
+  return q.submit("allreduce", [=](Communicator& c) { allreduce(c, buf, count, t, op, opts); }, true);
 }
 Work broadcast_async(ProgressQueue& q, void* buf, size_t count, DType t, int root, const BroadcastOptions& opts) {
-  return q.submit("broadcast", [=](Communicator& c) { broadcast(c, buf, count, t, root, opts); });
+  return q.submit("broadcast", [=](Communicator& c) { broadcast(c, buf, count, t, root, opts); }, true);
 }
 Work allgather_async(ProgressQueue& q, const void* send, void* recv, size_t count, DType t,
                      const AllgatherOptions& opts) {
-  return q.submit("allgather", [=](Communicator& c) { allgather(c, send, recv, count, t, opts); });
+  return q.submit("allgather", [=](Communicator& c) { allgather(c, send, recv, count, t, opts); }, true);
 }
 Work reduce_scatter_async(ProgressQueue& q, const void* send, void* recv, size_t count, DType t, ReduceOp op,
                           const ReduceScatterOptions& opts) {
-  return q.submit("reduce_scatter", [=](Communicator& c) { reduce_scatter(c, send, recv, count, t, op, opts); });
+  return q.submit("reduce_scatter", [=](Communicator& c) { reduce_scatter(c, send, recv, count, t, op, opts); }, true);
 }
 
 }  // namespace dtrain

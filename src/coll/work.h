@@ -7,12 +7,15 @@
 //   joins. Do not issue blocking collectives on the same communicator while work is queued
 //   (their order relative to the queue would differ between ranks).
 // - submit(name, fn) returns a Work at once. Work::wait(timeout) blocks until the collective
-//   finished and re-throws its error. A wait on work that is next in line while the thread is
-//   idle runs it on the waiting thread instead ("steal on wait"): the order is the same (it
-//   is the next item), and the waiter, blocked anyway, saves the two thread hand-offs (the
-//   progress thread's wake-up, then the waiter's), which cost tens of microseconds on a VM —
-//   more than a small collective. Work nobody waits for runs on the progress thread, while the
-//   caller computes. a wait that runs out throws Timeout naming the work
+//   finished and re-throws its error. Work submitted as `bounded` (a collective, which its
+//   own timeout ends: the typed helpers below) may be run by its waiter ("steal on wait"):
+//   a wait on it while it is next in line and the thread is idle runs it on the waiting
+//   thread. The order is the same (it is the next item), and the waiter, blocked anyway,
+//   saves the two thread hand-offs (the progress thread's wake-up, then the waiter's), which
+//   cost tens of microseconds on a VM — more than a small collective. Only a wait that would
+//   outlast the communicator's timeout steals (the default, kForever, or at least that long),
+//   so a shorter wait still ends on time. Work nobody waits for runs on the progress thread,
+//   while the caller computes. a wait that runs out throws Timeout naming the work
 //   (the collective keeps running). The timeout defaults to twice the communicator's plus 2 s
 //   (kDefaultTimeout, base/clock.h), so the collective's own timeout and diagnosis come first; pass kForever to wait without bound. done() never blocks; error() is the
 //   stored exception (or null). A failed collective does not stop later ones from being attempted; they usually
@@ -55,6 +58,7 @@ class Work {
     bool done = false;
     std::exception_ptr error;
     std::weak_ptr<Core> queue;  // for steal on wait; gone once the queue is
+    bool bounded = false;       // submitted as bounded: its waiter may run it
   };
   using Item = std::pair<std::shared_ptr<State>, std::function<void(Communicator&)>>;
   // The queue's state, shared with its Works so a waiter can take its item.
@@ -80,7 +84,8 @@ class ProgressQueue {
   ProgressQueue& operator=(const ProgressQueue&) = delete;
 
   Communicator& comm() { return core_->comm; }
-  Work submit(std::string name, std::function<void(Communicator&)> fn);
+  // bounded: fn ends within the communicator's timeout (a collective), so a waiter may run it.
+  Work submit(std::string name, std::function<void(Communicator&)> fn, bool bounded = false);
 
  private:
   void loop();

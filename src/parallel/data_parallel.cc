@@ -78,7 +78,7 @@ void DataParallel::submit_bucket(int b) {
       const double t0 = now_seconds();
       z->reduce(index, grad);
       if (inst) inst->comm(1, name, t0, now_seconds(), bytes, "");
-    }));
+    }, /*bounded=*/true));  // collectives: a waiter may run them (coll/work.h)
     return;
   }
   const bool det = o_.deterministic;
@@ -96,7 +96,7 @@ void DataParallel::submit_bucket(int b) {
       const size_t bytes = count * dtype_size(t);
       inst->comm(1, name, t0, now_seconds(), static_cast<int64_t>(bytes), coll_args(a, bytes));
     }
-  }));
+  }, /*bounded=*/true));
 }
 
 LossAcc DataParallel::step(std::span<const int64_t> global_batch) {

@@ -175,11 +175,11 @@ TEST(AsyncTest, StealOnWaitKeepsTheOrder) {
           sums[i] = v;
           std::lock_guard<std::mutex> lock(mu);
           --running;
-        }));
+        }, /*bounded=*/true));
         if (i % 3 == 0) works.back().wait(30);  // right after submitting: the steal case
         if (i % 7 == 0 && i >= 2) works[i - 2].wait(30);  // an earlier one, maybe still queued
       }
-      Work failing = q.submit("failing", [](Communicator&) { DT_THROW(InvalidArgument, "from the item"); });
+      Work failing = q.submit("failing", [](Communicator&) { DT_THROW(InvalidArgument, "from the item"); }, true);
       EXPECT_THROW(failing.wait(30), InvalidArgument);
       // The rest are never waited for: the destructor runs them before it returns.
     }
