@@ -5,7 +5,9 @@
 # object every --json run records). Each run is short (a few seconds); the whole script takes
 # a few minutes. Usage: scripts/validate_planner.sh [BUILD_DIR] [RANKS...]; ONLY=regex runs the
 # matching rows only. Rows are appended to $OUT/table.tsv (name, ranks, predicted ms, measured ms,
-# error %, predicted MB, measured training-heap MB, error %).
+# error %, predicted MB, measured training-heap MB, error %). The measured step is the run's steady
+# step (plan/plan_measure.h steady_step_s: the GPT's median round after the first, the MLP's
+# epoch rate); the GPT's mean including the first step's warm-up is in each JSON beside it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}

@@ -115,5 +115,20 @@ TEST(PlanMeasure, TrainArgsRunExactlyTheLayout) {
     EXPECT_NE(s.find(want), std::string::npos) << want << " in " << s;
 }
 
+TEST(PlanMeasure, SteadyStepIsTheMedianRoundAfterTheFirst) {
+  // Rounds of a GPT run at batch 12: a cold first round, then 0.1, 0.3, 0.12 s per item x 12.
+  nlohmann::json run = {{"examples_per_second", 5.0},
+                        {"epoch_rows", {{{"examples_per_second", 1.0}}, {{"examples_per_second", 10.0}},
+                                        {{"examples_per_second", 1.0 / 0.3}}, {{"examples_per_second", 1.0 / 0.12}}}}};
+  EXPECT_NEAR(steady_step_s(run, 12), 0.12 * 12, 1e-12);
+  // Two later rounds: their mean.
+  run["epoch_rows"].erase(3);
+  EXPECT_NEAR(steady_step_s(run, 12), (0.1 + 0.3) / 2 * 12, 1e-12);
+  // One round (an MLP epoch): the whole run's rate.
+  nlohmann::json epoch = {{"examples_per_second", 64000.0}, {"epoch_rows", {{{"examples_per_second", 50.0}}}}};
+  EXPECT_NEAR(steady_step_s(epoch, 64), 1e-3, 1e-15);
+  EXPECT_EQ(steady_step_s(nlohmann::json::object(), 64), 0);
+}
+
 }  // namespace
 }  // namespace dtrain::plan
