@@ -1,6 +1,7 @@
 #include "plan/cluster.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -29,6 +30,65 @@ double Cluster::compute_slowdown(int r) const {
   }
   if (r <= cores_per_node) return 1.0;
   return static_cast<double>(r) / cores_per_node * oversub_penalty;
+}
+
+std::vector<std::pair<double, double>> implied_betas(const LinkSizes& t, const CostParams& c, bool p2p) {
+  std::vector<std::pair<double, double>> out;
+  const double p = std::max(2, t.p), frac = (p - 1) / p;
+  for (const auto& [n, T] : p2p ? t.exchange : t.allreduce) {
+    if (n <= 0) continue;
+    const double beta = p2p ? (T - c.alpha_s) / n : (T - 2 * (p - 1) * c.alpha_s - frac * n * c.gamma_s_per_byte) / (2 * frac * n);
+    out.push_back({n, std::max(beta, 1e-12)});
+  }
+  return out;
+}
+
+double beta_at(const std::vector<std::pair<double, double>>& b, double bytes, double fallback) {
+  if (b.empty()) return fallback;
+  if (bytes <= b.front().first) return b.front().second;
+  for (size_t i = 1; i < b.size(); ++i)
+    if (bytes <= b[i].first) {
+      const double x = std::log(bytes / b[i - 1].first) / std::log(b[i].first / b[i - 1].first);
+      return b[i - 1].second + x * (b[i].second - b[i - 1].second);
+    }
+  return b.back().second;
+}
+
+CostParams Cluster::link_at(bool inter_node, double bytes, bool p2p) const {
+  CostParams c = inter_node ? inter : intra;
+  c.beta_s_per_byte = beta_at(implied_betas(inter_node ? inter_sizes : intra_sizes, c, p2p), bytes, c.beta_s_per_byte);
+  return c;
+}
+
+namespace {
+
+std::vector<std::pair<double, double>> points(const nlohmann::json& j, const char* key, const std::string& where) {
+  std::vector<std::pair<double, double>> out;
+  if (!j.contains(key)) return out;
+  DT_CHECK(j[key].is_array(), InvalidArgument, where << "." << key << " must be [[bytes, seconds], ...]");
+  for (const auto& pt : j[key]) {
+    DT_CHECK(pt.is_array() && pt.size() == 2 && pt[0].is_number() && pt[1].is_number() && pt[0].get<double>() > 0 &&
+                 pt[1].get<double>() > 0 && (out.empty() || pt[0].get<double>() > out.back().first),
+             InvalidArgument, where << "." << key << ": each point is [bytes > 0, seconds > 0], bytes increasing");
+    out.push_back({pt[0].get<double>(), pt[1].get<double>()});
+  }
+  return out;
+}
+
+}  // namespace
+
+LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where) {
+  DT_CHECK(j.is_object(), InvalidArgument, where << " must be an object {\"p\", \"allreduce\", \"exchange\"}");
+  LinkSizes t;
+  t.p = j.value("p", 2);
+  DT_CHECK(t.p >= 2, InvalidArgument, where << ".p must be >= 2 (ranks the all-reduce points were measured with)");
+  t.allreduce = points(j, "allreduce", where);
+  t.exchange = points(j, "exchange", where);
+  return t;
+}
+
+nlohmann::json link_sizes_json(const LinkSizes& t) {
+  return {{"p", t.p}, {"allreduce", t.allreduce}, {"exchange", t.exchange}};
 }
 
 namespace {
@@ -79,6 +139,8 @@ Cluster cluster_from_json(const nlohmann::json& j, const std::string& where) {
   c.intra = link(j, "intra", where);
   c.inter = j.contains("inter") ? link(j, "inter", where) : c.intra;
   if (j.contains("units")) c.units = units_from_json(j["units"], where + ".units");
+  if (j.contains("intra_by_size")) c.intra_sizes = link_sizes_from_json(j["intra_by_size"], where + ".intra_by_size");
+  if (j.contains("inter_by_size")) c.inter_sizes = link_sizes_from_json(j["inter_by_size"], where + ".inter_by_size");
   c.source = where;
   return c;
 }
@@ -102,6 +164,8 @@ nlohmann::json cluster_to_json(const Cluster& c) {
           {"oversub_penalty", c.oversub_penalty}, {"memory_gb", c.memory_gb}, {"intra", link_json(c.intra)},
           {"inter", link_json(c.inter)}};
   if (!c.units.empty()) j["units"] = units_json({}, c.units);
+  if (!c.intra_sizes.allreduce.empty() || !c.intra_sizes.exchange.empty()) j["intra_by_size"] = link_sizes_json(c.intra_sizes);
+  if (!c.inter_sizes.allreduce.empty() || !c.inter_sizes.exchange.empty()) j["inter_by_size"] = link_sizes_json(c.inter_sizes);
   return j;
 }
 
@@ -123,6 +187,11 @@ Cluster this_machine(const std::string& path) {
   DT_CHECK(version <= kCalibrationVersion, InvalidArgument,
            path << ": calibration file version " << version << " is newer than this dtrain reads (" << kCalibrationVersion
                 << "); run `dtrain bench calibrate` with this binary or point DTRAIN_CALIBRATION elsewhere");
+  if (j.is_object() && j.contains("links_by_size") && j["links_by_size"].is_object()) {
+    const auto& l = j["links_by_size"];
+    if (l.contains("intra")) c.intra_sizes = link_sizes_from_json(l["intra"], path + ".links_by_size.intra");
+    if (l.contains("inter")) c.inter_sizes = link_sizes_from_json(l["inter"], path + ".links_by_size.inter");
+  }
   if (!j.is_object() || !j.contains("compute") || !j["compute"].is_object()) return c;
   const auto& k = j["compute"];
   std::string w = path + ".compute";

@@ -16,6 +16,14 @@
 //   only) is read without them and `source` says to calibrate again; a version above 3 is
 //   InvalidArgument (written by a newer dtrain).
 // - A cluster file may carry "units" in the same format (calibrate_units.h units_json).
+// - Links by size: `dtrain bench calibrate` also times, at p ranks, the all-reduce the
+//   executors call and a two-way exchange with one peer at 16 KiB .. 16 MiB (the calibration
+//   file's "links_by_size": {"intra"|"inter": {"p", "allreduce": [[bytes, s]], "exchange":
+//   [[bytes, s]]}}; a cluster file may carry "intra_by_size" / "inter_by_size" alike).
+//   link_at(inter, bytes, p2p) is that link's CostParams with beta replaced by the beta the
+//   nearest measured sizes imply (the ring formula solved for beta at each all-reduce point;
+//   (T - alpha) / bytes for an exchange), interpolated in log(bytes) and held flat beyond the
+//   ends; without a table it is the link's own (the 16 MiB beta).
 // - cluster_to_json writes the same format load_cluster reads.
 // Thread-safety: plain values; this_machine reads files.
 #pragma once
@@ -37,6 +45,19 @@ namespace dtrain::plan {
 // 2: collectives + GEMM/element-wise/optimizer rates; 3: + unit timings ("compute"."units").
 constexpr int kCalibrationVersion = 3;
 
+struct LinkSizes {
+  int p = 2;  // ranks the all-reduce points were measured with
+  std::vector<std::pair<double, double>> allreduce, exchange;  // (bytes, seconds), bytes increasing
+};
+LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where);
+nlohmann::json link_sizes_json(const LinkSizes& t);
+// The beta (s/byte) each measured point implies: all-reduce points through the ring formula
+// at t.p ranks with `base`'s alpha and gamma, exchange points as (T - alpha) / bytes; clamped
+// to >= 1e-12. Empty when the table is.
+std::vector<std::pair<double, double>> implied_betas(const LinkSizes& t, const CostParams& base, bool p2p);
+// Interpolates (bytes, beta) points in log(bytes); flat beyond the ends; `fallback` if empty.
+double beta_at(const std::vector<std::pair<double, double>>& betas, double bytes, double fallback);
+
 struct Cluster {
   std::string name = "this-machine";
   int nodes = 1;
@@ -53,6 +74,7 @@ struct Cluster {
   std::vector<std::pair<double, double>> slowdown;
   double memory_gb = 8;
   CostParams intra, inter;
+  LinkSizes intra_sizes, inter_sizes;  // empty: cost every size from intra/inter's beta
   // Calibrated forward/backward cost lines of the executors' units, by kind (calibrate_units.h);
   // a kind missing here is costed from gemm_flops and elementwise_bps.
   std::map<std::string, UnitCost> units;
@@ -62,6 +84,8 @@ struct Cluster {
   int ranks_on_node(int n) const;
   // How much slower compute runs on a node holding r ranks (>= 1).
   double compute_slowdown(int ranks_on_node) const;
+  // The link's alpha-beta-gamma for a transfer of `bytes` (see LinkSizes above).
+  CostParams link_at(bool inter_node, double bytes, bool p2p) const;
 };
 
 Cluster load_cluster(const std::string& path);

@@ -76,17 +76,22 @@ struct Group {
   int size = 1, stride = 1;
 };
 
+// Each transfer is costed with its link's beta at its own size (Cluster::link_at: the
+// calibrated all-reduce and exchange figures by size), not one large-buffer beta.
 double allreduce_s(const Cluster& c, Group g, double bytes) {
   if (g.size <= 1 || bytes <= 0) return 0;
   int rpn = c.ranks_per_node > 0 ? c.ranks_per_node : g.size * g.stride;
   int per_node = std::clamp(rpn / g.stride, 1, g.size);
-  if (per_node >= g.size) return best_allreduce_s(g.size, bytes, c.intra);
-  return hierarchical_allreduce_s(g.size / per_node, per_node, bytes, c.intra, c.inter);
+  if (per_node >= g.size) return best_allreduce_s(g.size, bytes, c.link_at(false, bytes, false));
+  return hierarchical_allreduce_s(g.size / per_node, per_node, bytes, c.link_at(false, bytes, false),
+                                  c.link_at(true, bytes / per_node, false));
 }
 
-const CostParams& link_of(const Cluster& c, Group g) {
+// The link a group's transfer of `bytes` uses: inside a node or between nodes; p2p for
+// point-to-point sends (the exchange figures), else the collective ones.
+CostParams link_of(const Cluster& c, Group g, double bytes, bool p2p) {
   int rpn = c.ranks_per_node > 0 ? c.ranks_per_node : g.size * g.stride;
-  return g.size * g.stride <= rpn ? c.intra : c.inter;
+  return c.link_at(g.size * g.stride > rpn, bytes, p2p);
 }
 
 // One unit's forward and backward seconds over `items`, before any oversubscription slowdown:
@@ -236,7 +241,8 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       // Every worker pushes its gradient and pulls the parameters; a server serves its 1/S of
       // the parameters to all W workers, one after another.
       double per_server = bytes / l.servers;
-      p.comm_s = workers * 2 * (c.intra.alpha_s + per_server * c.intra.beta_s_per_byte) * comm_slow;
+      const CostParams lk = c.link_at(false, per_server, true);
+      p.comm_s = workers * 2 * (lk.alpha_s + per_server * lk.beta_s_per_byte) * comm_slow;
       p.dp_bytes = 2 * bytes;
     } else if (s == "localsgd" || s == "fedavg") {
       // Parameters averaged every sync_every steps (fedavg: every round of local steps).
@@ -244,7 +250,8 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       p.dp_bytes = zero_traffic_elems(0, P, workers) * kF / std::max(1, l.sync_every);
     } else if (s == "gossip" && workers > 1) {
       // Ring gossip: parameters to both neighbours and averaged with theirs.
-      p.comm_s = (2 * (c.intra.alpha_s + bytes * c.intra.beta_s_per_byte) + 3 * bytes / c.elementwise_bps) * comm_slow;
+      const CostParams lk = c.link_at(false, bytes, true);
+      p.comm_s = (2 * (lk.alpha_s + bytes * lk.beta_s_per_byte) + 3 * bytes / c.elementwise_bps) * comm_slow;
       p.dp_bytes = 2 * bytes;
     }
     p.step_s = p.compute_s + p.comm_s + p.optimizer_s;
@@ -300,7 +307,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       if (x.block) p.tp_bytes += 4 * 2 * (l.tp - 1.0) / l.tp * act_bytes * l.micro;
     }
   }
-  const CostParams& pl = link_of(c, ppg);
+  const CostParams pl = link_of(c, ppg, act_bytes, true);
   auto cost = [&](int stage, const PipeInstr& in) -> double {
     const Piece& pc = pieces[sched.piece(stage, in.chunk)];
     switch (in.op) {
@@ -338,9 +345,9 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     for (double left = bytes; left > 0; left -= cap) {
       double b = std::min(left, cap);
       if (l.zero == 0) t += allreduce_s(c, dpg, b);
-      else t += ring_reduce_scatter_s(l.dp, b, link_of(c, dpg)) + ring_allgather_s(l.dp, b, link_of(c, dpg));
+      else t += ring_reduce_scatter_s(l.dp, b, link_of(c, dpg, b, false)) + ring_allgather_s(l.dp, b, link_of(c, dpg, b, false));
     }
-    if (l.zero >= 3) t += ring_allgather_s(l.dp, bytes, link_of(c, dpg)) * l.micro;  // gathers in forward
+    if (l.zero >= 3) t += ring_allgather_s(l.dp, bytes, link_of(c, dpg, bytes, false)) * l.micro;  // gathers in forward
     p.comm_s = t * comm_slow;
     p.dp_bytes = zero_traffic_elems(l.zero, stage_params, l.dp) * kF;
   }

@@ -58,6 +58,29 @@ TEST(Simulator, DdpBucketsOverlapWithBackward) {
   EXPECT_DOUBLE_EQ(a.dp_bytes, 2 * m.params() * 4 * 3 / 4);
 }
 
+TEST(Simulator, TransfersAreCostedAtTheirOwnSize) {
+  Cluster c = ideal();
+  c.intra.gamma_s_per_byte = 1e-10;
+  // Two measured all-reduce points at p = 2 that imply beta 0.25 ns/B at 1 MiB and 1 ns/B at
+  // 16 MiB (ring at p = 2: T = 2 alpha + n beta + n/2 gamma), and exchanges at 0.5 / 2 ns/B.
+  const double a = c.intra.alpha_s, g = c.intra.gamma_s_per_byte, s1 = 1 << 20, s16 = 16 << 20;
+  c.intra_sizes.allreduce = {{s1, 2 * a + s1 * 0.25e-9 + s1 / 2 * g}, {s16, 2 * a + s16 * 1e-9 + s16 / 2 * g}};
+  c.intra_sizes.exchange = {{s1, a + s1 * 0.5e-9}, {s16, a + s16 * 2e-9}};
+  EXPECT_NEAR(c.link_at(false, s1, false).beta_s_per_byte, 0.25e-9, 1e-18);
+  EXPECT_NEAR(c.link_at(false, s16, false).beta_s_per_byte, 1e-9, 1e-18);
+  EXPECT_NEAR(c.link_at(false, 4.0 * (1 << 20), false).beta_s_per_byte, 0.625e-9, 1e-18);  // halfway in log(bytes)
+  EXPECT_NEAR(c.link_at(false, 1024, false).beta_s_per_byte, 0.25e-9, 1e-18);              // flat below the first
+  EXPECT_NEAR(c.link_at(false, 1e9, true).beta_s_per_byte, 2e-9, 1e-18);                   // and above the last
+  EXPECT_NEAR(c.link_at(false, s1, true).beta_s_per_byte, 0.5e-9, 1e-18);
+  EXPECT_DOUBLE_EQ(c.link_at(true, s1, false).beta_s_per_byte, c.inter.beta_s_per_byte);  // no inter table
+  // The ddp all-reduce of the MLP (one ~1 MB bucket) uses the 1 MiB figure.
+  ModelSpec m = ModelSpec::parse("mlp:784-256-128-10");
+  Prediction p = simulate(m, {.strategy = "ddp", .dp = 2, .bucket_mb = 16}, c, 64);
+  const double bytes = m.params() * 4;
+  EXPECT_NEAR(p.comm_s, best_allreduce_s(2, bytes, c.link_at(false, bytes, false)), 1e-12);
+  EXPECT_LT(c.link_at(false, bytes, false).beta_s_per_byte, 0.26e-9);
+}
+
 TEST(Simulator, OversubscribedRanksShareTheCores) {
   ModelSpec m = ModelSpec::parse("mlp:784-256-10");
   Cluster c = ideal(2);
