@@ -12,7 +12,11 @@
 // its size (plan/cluster.h LinkSizes), not from the 16 MiB beta, which is 2-4x too slow for
 // the ~1 MB, cache-resident buffers the models move here. They go to the file's
 // "links_by_size" section ({"intra": ..., "inter": ...}, keyed by link, not transport name, so
-// coll's parser still finds the top-level "shm" and "tcp" first). The result goes to FILE (default $DTRAIN_CALIBRATION
+// coll's parser still finds the top-level "shm" and "tcp" first). With the compute side, rank 0
+// also times the shm all-reduce at 4 and 8 ranks (as threads of this process, the same
+// sizes): "allreduce_by_ranks", which carries what ranks beyond the cores cost a collective
+// (a waiting rank must be scheduled again at every step of the algorithm), something the
+// 2-rank figures scaled by the formula do not show. The result goes to FILE (default $DTRAIN_CALIBRATION
 // or ~/.cache/dtrain/calibration.json), keeping the entry of a transport not measured; later
 // runs and `dtrain plan collective` read it.
 // Then (unless --no-compute) rank 0 measures the compute side for the planner
@@ -38,6 +42,7 @@
 #include "coll/cost_model.h"
 #include "coll/reduce_kernels.h"
 #include "plan/calibrate_compute.h"
+#include "plan/coll_bench.h"
 #include "plan/cluster.h"
 
 #include <nlohmann/json.hpp>
@@ -66,6 +71,16 @@ struct Calibrated {
   CostParams cp;
   nlohmann::json by_size;  // plan::LinkSizes as JSON: {"p": ranks, "allreduce": [[bytes, s]], "exchange": [[bytes, s]]}
 };
+
+// The median of `batches` timings of fn (each time_collective over seconds / batches): a
+// typical call on a shared machine, where one batch can be 10x the others.
+template <class Fn>
+double median_collective(Communicator& c, double seconds, int batches, Fn&& fn) {
+  std::vector<double> t;
+  for (int i = 0; i < batches; ++i) t.push_back(time_collective(c, seconds / batches, fn));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
 
 Calibrated calibrate(Communicator& c, double seconds) {
   const int p = c.size();
@@ -96,8 +111,8 @@ Calibrated calibrate(Communicator& c, double seconds) {
   std::vector<float> rx(big);
   for (size_t bytes = 16u << 10; bytes <= big * 4; bytes *= 4) {
     const size_t count = bytes / 4;
-    double t_ar = time_collective(c, seconds / 4, [&] { allreduce(c, a.data(), count, DType::kFloat32, ReduceOp::kSum); });
-    double t_x = time_collective(c, seconds / 4, [&] {
+    double t_ar = median_collective(c, seconds / 2, 5, [&] { allreduce(c, a.data(), count, DType::kFloat32, ReduceOp::kSum); });
+    double t_x = median_collective(c, seconds / 2, 5, [&] {
       if (peer == c.rank()) return;
       Request r = c.irecv(peer, rx.data(), bytes, 0x7ca1);
       Request s = c.isend(peer, b.data(), bytes, 0x7ca1);
@@ -148,6 +163,21 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
   for (const auto& [kind, m] : measured) {
     (kind == "shm" ? shm : tcp) = m.cp;
     by_size[kind == "shm" ? "intra" : "inter"] = m.by_size;
+  }
+  if (compute_seconds > 0 && by_size.contains("intra")) {
+    CollBenchConfig cfg;
+    cfg.seconds = 0.08;
+    cfg.print = false;
+    for (size_t bytes = 16u << 10; bytes <= (4u << 20); bytes *= 4) cfg.sizes.push_back(bytes);
+    nlohmann::json& by_ranks = by_size["intra"]["allreduce_by_ranks"] = nlohmann::json::object();
+    for (int p : {4, 8}) {
+      nlohmann::json pts = nlohmann::json::array();
+      for (const CollBenchRow& r : bench_collectives_threads(p, TransportKind::kShm, cfg)) {
+        pts.push_back({static_cast<double>(r.size_bytes), r.time_us * 1e-6});
+        std::printf("shm all-reduce, %d ranks (threads), %8zu B: %8.1f us\n", p, r.size_bytes, r.time_us);
+      }
+      by_ranks[std::to_string(p)] = pts;
+    }
   }
   for (size_t slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1))
     ::mkdir(path.substr(0, slash).c_str(), 0755);

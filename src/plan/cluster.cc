@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -17,7 +18,7 @@ int Cluster::ranks_on_node(int n) const {
 
 // Time sharing: r ranks on c cores get c/r of a core each, and lose a little more to context
 // switches and cache interference (the penalty, measured by calibrate).
-double Cluster::compute_slowdown(int r) const {
+double Cluster::compute_slowdown(double r) const {
   if (slowdown.size() >= 2) {
     const double x = r;
     if (x <= slowdown.front().first) return slowdown.front().second;
@@ -29,7 +30,7 @@ double Cluster::compute_slowdown(int r) const {
     return slowdown.back().second * x / slowdown.back().first;
   }
   if (r <= cores_per_node) return 1.0;
-  return static_cast<double>(r) / cores_per_node * oversub_penalty;
+  return r / cores_per_node * oversub_penalty;
 }
 
 std::vector<std::pair<double, double>> implied_betas(const LinkSizes& t, const CostParams& c, bool p2p) {
@@ -52,6 +53,21 @@ double beta_at(const std::vector<std::pair<double, double>>& b, double bytes, do
       return b[i - 1].second + x * (b[i].second - b[i - 1].second);
     }
   return b.back().second;
+}
+
+double Cluster::measured_allreduce_s(int p, double bytes) const {
+  const std::vector<std::pair<double, double>>* t = nullptr;
+  if (auto it = intra_sizes.allreduce_by_ranks.find(p); it != intra_sizes.allreduce_by_ranks.end()) t = &it->second;
+  else if (p == intra_sizes.p && !intra_sizes.allreduce.empty()) t = &intra_sizes.allreduce;
+  if (!t || t->empty()) return -1;
+  const auto& v = *t;
+  if (bytes <= v.front().first) return v.front().second;
+  for (size_t i = 1; i < v.size(); ++i)
+    if (bytes <= v[i].first) {
+      const double x = std::log(bytes / v[i - 1].first) / std::log(v[i].first / v[i - 1].first);
+      return std::exp(std::log(v[i - 1].second) + x * std::log(v[i].second / v[i - 1].second));
+    }
+  return v.back().second * bytes / v.back().first;
 }
 
 CostParams Cluster::link_at(bool inter_node, double bytes, bool p2p) const {
@@ -84,11 +100,21 @@ LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where
   DT_CHECK(t.p >= 2, InvalidArgument, where << ".p must be >= 2 (ranks the all-reduce points were measured with)");
   t.allreduce = points(j, "allreduce", where);
   t.exchange = points(j, "exchange", where);
+  if (j.contains("allreduce_by_ranks")) {
+    DT_CHECK(j["allreduce_by_ranks"].is_object(), InvalidArgument, where << ".allreduce_by_ranks must be {\"ranks\": [[bytes, s]]}");
+    for (const auto& [k, v] : j["allreduce_by_ranks"].items()) {
+      const int p = std::atoi(k.c_str());
+      DT_CHECK(p >= 2, InvalidArgument, where << ".allreduce_by_ranks: key '" << k << "' is not a rank count >= 2");
+      t.allreduce_by_ranks[p] = points(j["allreduce_by_ranks"], k.c_str(), where + ".allreduce_by_ranks");
+    }
+  }
   return t;
 }
 
 nlohmann::json link_sizes_json(const LinkSizes& t) {
-  return {{"p", t.p}, {"allreduce", t.allreduce}, {"exchange", t.exchange}};
+  nlohmann::json j = {{"p", t.p}, {"allreduce", t.allreduce}, {"exchange", t.exchange}};
+  for (const auto& [p, v] : t.allreduce_by_ranks) j["allreduce_by_ranks"][std::to_string(p)] = v;
+  return j;
 }
 
 namespace {

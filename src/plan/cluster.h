@@ -23,7 +23,9 @@
 //   link_at(inter, bytes, p2p) is that link's CostParams with beta replaced by the beta the
 //   nearest measured sizes imply (the ring formula solved for beta at each all-reduce point;
 //   (T - alpha) / bytes for an exchange), interpolated in log(bytes) and held flat beyond the
-//   ends; without a table it is the link's own (the 16 MiB beta).
+//   ends; without a table it is the link's own (the 16 MiB beta). measured_allreduce_s gives the
+//   time itself where the calibration measured that many ranks ("allreduce_by_ranks": {"4":
+//   [[bytes, s]], "8": ...}: what ranks beyond the cores cost, which no formula here has).
 // - cluster_to_json writes the same format load_cluster reads.
 // Thread-safety: plain values; this_machine reads files.
 #pragma once
@@ -48,6 +50,8 @@ constexpr int kCalibrationVersion = 3;
 struct LinkSizes {
   int p = 2;  // ranks the all-reduce points were measured with
   std::vector<std::pair<double, double>> allreduce, exchange;  // (bytes, seconds), bytes increasing
+  // All-reduce (bytes, seconds) measured at other rank counts (the ranks may outnumber the cores).
+  std::map<int, std::vector<std::pair<double, double>>> allreduce_by_ranks;
 };
 LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where);
 nlohmann::json link_sizes_json(const LinkSizes& t);
@@ -82,8 +86,14 @@ struct Cluster {
 
   // Ranks on one node for a job of n ranks.
   int ranks_on_node(int n) const;
-  // How much slower compute runs on a node holding r ranks (>= 1).
-  double compute_slowdown(int ranks_on_node) const;
+  // How much slower compute runs on a node where r ranks compute at once (r >= 1, may be
+  // fractional: the average number computing over a step).
+  double compute_slowdown(double ranks_on_node) const;
+  // The measured seconds of an all-reduce of `bytes` among p ranks inside a node, when the
+  // calibration timed p ranks (allreduce_by_ranks, or the 2-rank points): log-log
+  // interpolation, the smallest size's time below it, linear in bytes beyond the largest;
+  // -1 when p was not measured.
+  double measured_allreduce_s(int p, double bytes) const;
   // The link's alpha-beta-gamma for a transfer of `bytes` (see LinkSizes above).
   CostParams link_at(bool inter_node, double bytes, bool p2p) const;
 };

@@ -78,13 +78,23 @@ struct Group {
 
 // Each transfer is costed with its link's beta at its own size (Cluster::link_at: the
 // calibrated all-reduce and exchange figures by size), not one large-buffer beta.
-double allreduce_s(const Cluster& c, Group g, double bytes) {
+// node_ranks: the job's ranks on the node; those beyond the ranks a figure was measured with
+// slow it by the slowdown curve's ratio.
+double allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks) {
   if (g.size <= 1 || bytes <= 0) return 0;
+  auto beyond = [&](int measured) {
+    return std::max(1.0, c.compute_slowdown(node_ranks) / c.compute_slowdown(std::min(measured, node_ranks)));
+  };
   int rpn = c.ranks_per_node > 0 ? c.ranks_per_node : g.size * g.stride;
   int per_node = std::clamp(rpn / g.stride, 1, g.size);
-  if (per_node >= g.size) return best_allreduce_s(g.size, bytes, c.link_at(false, bytes, false));
+  if (per_node >= g.size) {
+    // Measured at this many ranks: the time itself, oversubscription included.
+    const double t = c.measured_allreduce_s(g.size, bytes);
+    if (t >= 0) return t * beyond(g.size);
+    return best_allreduce_s(g.size, bytes, c.link_at(false, bytes, false)) * beyond(2);
+  }
   return hierarchical_allreduce_s(g.size / per_node, per_node, bytes, c.link_at(false, bytes, false),
-                                  c.link_at(true, bytes / per_node, false));
+                                  c.link_at(true, bytes / per_node, false)) * beyond(2);
 }
 
 // The link a group's transfer of `bytes` uses: inside a node or between nodes; p2p for
@@ -146,10 +156,18 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
   DT_CHECK(!m.gpt || m.heads % l.tp == 0, InvalidArgument, "tp " << l.tp << " must divide heads " << m.heads);
   DT_CHECK(l.zero < 3 || (l.tp == 1 && l.pp == 1), InvalidArgument, "ZeRO-3 needs tp = pp = 1");
   const int n = l.ranks();
-  const double slow = c.compute_slowdown(c.ranks_on_node(n));
+  // Oversubscription slows the ranks that COMPUTE AT THE SAME TIME: a rank waiting in the
+  // transport sleeps (futex) and leaves its core to the others. Data-parallel workers all
+  // compute at once; a ps server waits while its workers compute; a pipeline's stages
+  // compute only part of the step (below: the slowdown at the average number of computing
+  // ranks, solved by iterating the schedule simulation).
+  const int computing = s == "ps" ? std::max(1, n - l.servers) : n;
+  const double slow = c.compute_slowdown(c.ranks_on_node(computing));
   // Links were calibrated with two ranks on the node, so their alpha/beta already carry the
   // two-rank contention: communication slows only by what more ranks add beyond that.
-  const double comm_slow = std::max(1.0, slow / c.compute_slowdown(std::min(2, c.ranks_on_node(n))));
+  const double two = c.compute_slowdown(std::min(2, c.ranks_on_node(n)));
+  const double comm_slow = std::max(1.0, c.compute_slowdown(c.ranks_on_node(n)) / two);
+  const int node_n = c.ranks_on_node(n);
   const double opt_states = m.gpt ? 2 : 1;  // AdamW m, v; SGD momentum
   Prediction p;
 
@@ -226,7 +244,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
         int b = buckets.on_ready(units[k]);
         if (b < 0) continue;
         double len = static_cast<double>(buckets.buckets()[b].len) * kF;
-        comm_end = std::max(comm_end, t) + allreduce_s(c, all, len) * comm_slow;
+        comm_end = std::max(comm_end, t) + allreduce_s(c, all, len, node_n);
       }
       p.comm_s = std::max(0.0, comm_end - t);
       p.dp_bytes = zero_traffic_elems(0, P, workers) * kF;
@@ -243,10 +261,13 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       double per_server = bytes / l.servers;
       const CostParams lk = c.link_at(false, per_server, true);
       p.comm_s = workers * 2 * (lk.alpha_s + per_server * lk.beta_s_per_byte) * comm_slow;
+      // Workers run no optimizer: the server sums W pushes (12 bytes touched per element) and
+      // steps its slice while they wait, alone on the node.
+      p.optimizer_s = (P * c.sgd_ns_per_param * 1e-9 + workers * P * 12 / c.elementwise_bps) / l.servers;
       p.dp_bytes = 2 * bytes;
     } else if (s == "localsgd" || s == "fedavg") {
       // Parameters averaged every sync_every steps (fedavg: every round of local steps).
-      p.comm_s = allreduce_s(c, all, bytes) * comm_slow / std::max(1, l.sync_every);
+      p.comm_s = allreduce_s(c, all, bytes, node_n) / std::max(1, l.sync_every);
       p.dp_bytes = zero_traffic_elems(0, P, workers) * kF / std::max(1, l.sync_every);
     } else if (s == "gossip" && workers > 1) {
       // Ring gossip: parameters to both neighbours and averaged with theirs.
@@ -268,9 +289,10 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
   std::vector<int> cut = balance(m.units, l.pp * V);
   Group tpg{l.tp, 1}, ppg{l.pp, l.tp}, dpg{l.dp, l.tp * l.pp};
   const double act_bytes = items * m.context * m.width * kF;
-  const double tp_ar = allreduce_s(c, tpg, act_bytes) * comm_slow;
+  const double tp_ar = allreduce_s(c, tpg, act_bytes, node_n);
+  // f, b: forward and backward compute before any slowdown; fc, bc: the tp all-reduces in them.
   struct Piece {
-    double f = 0, b = 0, params = 0, act = 0, out = 0, transient = 0;
+    double f = 0, b = 0, fc = 0, bc = 0, params = 0, act = 0, out = 0, transient = 0;
   };
   // dtrain's ZeRO-3 (parallel/zero3.h) re-runs each unit's forward in backward, keeping unit
   // inputs only: activation recompute, whatever --recompute says.
@@ -281,8 +303,10 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     for (int u = cut[k]; u < cut[k + 1]; ++u) {
       const Unit& x = m.units[u];
       Pass ps = unit_pass(c, x, items, l.tp);
-      pc.f += ps.f * slow + (x.block ? 2 * tp_ar : 0);
-      pc.b += (ps.b + (recompute && x.block ? ps.f : 0)) * slow + (x.block ? 2 * tp_ar : 0);
+      pc.f += ps.f;
+      pc.b += ps.b + (recompute && x.block ? ps.f : 0);
+      pc.fc += x.block ? 2 * tp_ar : 0;
+      pc.bc += x.block ? 2 * tp_ar : 0;
       pc.params += x.block ? x.params / l.tp : x.params;
       // Kept activations: calibrated heap bytes per item (a block's scaled by the closed
       // form's tp share), or the closed form; with recompute a block keeps its input only.
@@ -308,18 +332,31 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     }
   }
   const CostParams pl = link_of(c, ppg, act_bytes, true);
+  // The stages' slowdown: each stage computes busy/makespan of the step, so on average
+  // n x utilisation ranks compute at once; the slowdown of that many is applied and the
+  // schedule re-simulated (a fixed point: a few rounds settle it; pp = 1 stays at every rank).
+  double stage_slow = slow, send_slow = comm_slow;
   auto cost = [&](int stage, const PipeInstr& in) -> double {
     const Piece& pc = pieces[sched.piece(stage, in.chunk)];
     switch (in.op) {
-      case PipeOp::kForward: return pc.f;
-      case PipeOp::kBackward: return pc.b;
+      case PipeOp::kForward: return pc.f * stage_slow + pc.fc;
+      case PipeOp::kBackward: return pc.b * stage_slow + pc.bc;
       case PipeOp::kSendAct:
-      case PipeOp::kSendGrad: return (pl.alpha_s + act_bytes * pl.beta_s_per_byte) * comm_slow;
+      case PipeOp::kSendGrad: return (pl.alpha_s + act_bytes * pl.beta_s_per_byte) * send_slow;
       default: return 0;
     }
   };
   SimResult r = simulate(sched, cost);
   DT_CHECK(r.ok, Error, "pipeline simulation failed: " << r.error);
+  for (int round = 0; round < 4 && l.pp > 1 && r.makespan > 0; ++round) {
+    double busy = 0;
+    for (double b : r.busy) busy += b;
+    const double active = std::max(1.0, c.ranks_on_node(n) * busy / (l.pp * r.makespan));
+    stage_slow = c.compute_slowdown(active);
+    send_slow = std::max(1.0, stage_slow / two);
+    r = simulate(sched, cost);
+    DT_CHECK(r.ok, Error, "pipeline simulation failed: " << r.error);
+  }
   double busiest = *std::max_element(r.busy.begin(), r.busy.end());
   p.compute_s = busiest;
   p.bubble_s = r.makespan - busiest;
@@ -344,7 +381,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     double bytes = stage_params * kF, cap = std::max(l.bucket_mb, 0.0625) * (1 << 20), t = 0;
     for (double left = bytes; left > 0; left -= cap) {
       double b = std::min(left, cap);
-      if (l.zero == 0) t += allreduce_s(c, dpg, b);
+      if (l.zero == 0) t += allreduce_s(c, dpg, b, node_n) / comm_slow;  // slowed once, below
       else t += ring_reduce_scatter_s(l.dp, b, link_of(c, dpg, b, false)) + ring_allgather_s(l.dp, b, link_of(c, dpg, b, false));
     }
     if (l.zero >= 3) t += ring_allgather_s(l.dp, bytes, link_of(c, dpg, bytes, false)) * l.micro;  // gathers in forward

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "base/error.h"
 #include "nn/transformer.h"
 #include "parallel/pipeline_schedule.h"
@@ -73,12 +75,24 @@ TEST(Simulator, TransfersAreCostedAtTheirOwnSize) {
   EXPECT_NEAR(c.link_at(false, 1e9, true).beta_s_per_byte, 2e-9, 1e-18);                   // and above the last
   EXPECT_NEAR(c.link_at(false, s1, true).beta_s_per_byte, 0.5e-9, 1e-18);
   EXPECT_DOUBLE_EQ(c.link_at(true, s1, false).beta_s_per_byte, c.inter.beta_s_per_byte);  // no inter table
-  // The ddp all-reduce of the MLP (one ~1 MB bucket) uses the 1 MiB figure.
+  // An all-reduce at the measured rank count takes the measured time: log-log between
+  // points, the first point's time below it, linear in bytes beyond the last.
+  EXPECT_NEAR(c.measured_allreduce_s(2, s1), c.intra_sizes.allreduce[0].second, 1e-15);
+  const double t1 = c.intra_sizes.allreduce[0].second, t16 = c.intra_sizes.allreduce[1].second;
+  EXPECT_NEAR(c.measured_allreduce_s(2, 4.0 * (1 << 20)), std::sqrt(t1 * t16), 1e-12);
+  EXPECT_NEAR(c.measured_allreduce_s(2, 2.0 * s16), 2 * t16, 1e-12);
+  EXPECT_EQ(c.measured_allreduce_s(4, s1), -1);
+  c.intra_sizes.allreduce_by_ranks[4] = {{s1, 1e-3}};
+  EXPECT_NEAR(c.measured_allreduce_s(4, s1 / 2), 1e-3, 1e-15);
+  // The MLP's one ~0.94 MB bucket: the measured 2-rank time (below the first point: its time).
   ModelSpec m = ModelSpec::parse("mlp:784-256-128-10");
   Prediction p = simulate(m, {.strategy = "ddp", .dp = 2, .bucket_mb = 16}, c, 64);
+  EXPECT_NEAR(p.comm_s, t1, 1e-12);
+  // 4 ranks: the 4-rank figure; 3 ranks (not measured): the formula at the sized beta.
+  EXPECT_NEAR(simulate(m, {.strategy = "ddp", .dp = 4, .bucket_mb = 16}, c, 64).comm_s, 1e-3, 1e-12);
   const double bytes = m.params() * 4;
-  EXPECT_NEAR(p.comm_s, best_allreduce_s(2, bytes, c.link_at(false, bytes, false)), 1e-12);
-  EXPECT_LT(c.link_at(false, bytes, false).beta_s_per_byte, 0.26e-9);
+  EXPECT_NEAR(simulate(m, {.strategy = "ddp", .dp = 3, .bucket_mb = 16}, c, 63).comm_s,
+              best_allreduce_s(3, bytes, c.link_at(false, bytes, false)), 1e-12);
 }
 
 TEST(Simulator, OversubscribedRanksShareTheCores) {
@@ -89,6 +103,27 @@ TEST(Simulator, OversubscribedRanksShareTheCores) {
   Prediction four = simulate(m, {.strategy = "localsgd", .dp = 4}, c, 64);
   // Half the items per rank, but each rank gets half a core: the same compute time.
   EXPECT_NEAR(four.compute_s, two.compute_s, 1e-12);
+}
+
+TEST(Simulator, OnlyRanksComputingAtOnceShareTheCores) {
+  ModelSpec m = ModelSpec::parse(kGpt);
+  Cluster fast = ideal(64), one = ideal(1);
+  one.slowdown = {{1, 1.0}, {2, 2.0}};  // two computing ranks on one core: each at half speed
+  // One micro-batch through two stages: never more than one stage computes, so nothing slows.
+  Layout seq{.strategy = "pp", .pp = 2, .micro = 1, .schedule = "gpipe"};
+  EXPECT_NEAR(simulate(m, seq, one, 8).step_s, simulate(m, seq, fast, 8).step_s, 1e-12);
+  // ZeRO data parallelism: both ranks compute all the time, twice as long on one core.
+  Layout dp{.strategy = "zero", .dp = 2, .zero = 1};
+  EXPECT_NEAR(simulate(m, dp, one, 8).compute_s, 2 * simulate(m, dp, fast, 8).compute_s, 1e-12);
+  // Many micro-batches keep both stages busy most of the step: close to the full slowdown.
+  Layout full{.strategy = "pp", .pp = 2, .micro = 16, .schedule = "1f1b"};
+  const double r = simulate(m, full, one, 64).compute_s / simulate(m, full, fast, 64).compute_s;
+  EXPECT_GT(r, 1.6);
+  EXPECT_LT(r, 2.0);
+  // A parameter server's idle server does not slow its one worker.
+  ModelSpec mlp = ModelSpec::parse("mlp:784-256-10");
+  Layout ps{.strategy = "ps", .dp = 2};
+  EXPECT_NEAR(simulate(mlp, ps, one, 64).compute_s, simulate(mlp, ps, fast, 64).compute_s, 1e-12);
 }
 
 TEST(Simulator, PipelineBubbleFollowsTheSchedule) {
