@@ -21,9 +21,12 @@
 //   784-256-128-10's three layers at 16, 64 and 128 examples, and the GPT's embedding, block
 //   and head at widths 64 and 128 (heads 4 and 8, context 64) and 2, 6 and 12 sequences.
 //   extra points come from `--models` (any mlp:/gpt: spec, at the same item counts).
-// - fit_units(points) groups the points by kind and fits each direction; memory per item is
-//   the least-squares slope through the origin of the heap bytes (base/heap_stats.h) the
-//   forward graph keeps (act) and of the high-water mark over forward + backward (peak).
+// - fit_units(points) groups the points by kind and fits each direction; memory is the
+//   least-squares slope through the origin of the heap bytes (base/heap_stats.h) the forward
+//   graph keeps (act) and of the high-water mark over forward + backward (peak), against
+//   items (per item) and against items x mem_elems of the point's unit (per element: the
+//   default points mix widths 64 and 128, whose bytes per item differ 2x; per element of the
+//   closed form they agree within 1%, so the per-item slope under-counted width 128 by 25%).
 // - units_json / units_from_json move the points and the fits to and from the calibration
 //   file's "units" section (each fit's coefficients, and every point so a fit can be redone).
 //   A malformed section is InvalidArgument naming the field.
@@ -48,6 +51,13 @@ struct UnitCost {
   // Memory per item (0: not measured): what the forward graph keeps for backward, and the
   // heap's high-water mark over forward + backward (activations + their gradients).
   double act_b_per_item = 0, peak_b_per_item = 0;
+  // The same per element of the unit's memory basis (simulator.h mem_elems: its closed-form
+  // activations + output per item), so one fit serves every width: 0 in files before it.
+  double act_b_per_elem = 0, peak_b_per_elem = 0;
+  // Heap bytes per item of unit u: the per-element fit when there is one, else per item.
+  double act_b(double mem_elems) const { return act_b_per_elem > 0 ? act_b_per_elem * mem_elems : act_b_per_item; }
+  double peak_b(double mem_elems) const { return peak_b_per_elem > 0 ? peak_b_per_elem * mem_elems : peak_b_per_item; }
+  bool has_memory() const { return peak_b_per_item > 0 || peak_b_per_elem > 0; }
 };
 
 struct UnitPass {

@@ -192,10 +192,10 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     double transient = 0;
     for (const auto& u : m.units) {
       auto it = c.units.find(u.kind);
-      if (it != c.units.end() && it->second.peak_b_per_item > 0) {
+      if (it != c.units.end() && it->second.has_memory()) {
         // The graph keeps every node's gradient until it is destroyed: a unit's footprint at
         // the end of backward is its whole high-water mark, not its forward share.
-        p.activations_b += it->second.peak_b_per_item * items;
+        p.activations_b += it->second.peak_b(mem_elems(u)) * items;
       } else {
         p.activations_b += kF * u.act_elems * items;
       }
@@ -311,19 +311,20 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       // Kept activations: calibrated heap bytes per item (a block's scaled by the closed
       // form's tp share), or the closed form; with recompute a block keeps its input only.
       auto it = c.units.find(x.kind);
-      const bool measured = it != c.units.end() && it->second.peak_b_per_item > 0;
+      const bool measured = it != c.units.end() && it->second.has_memory();
+      const double me = mem_elems(x);
       const double closed = x.block ? block_activation_elems(m.context, 1, m.width, m.heads, l.tp, recompute) : x.act_elems;
       if (measured && x.block && recompute) {
         // Inputs kept; in backward one unit at a time is re-run and holds its high-water mark.
         pc.act += kF * items * closed;
-        pc.transient = std::max(pc.transient, it->second.peak_b_per_item * items);
+        pc.transient = std::max(pc.transient, it->second.peak_b(me) * items);
       } else if (measured) {
         // The tensor-parallel block keeps nearly all it keeps unsplit (the f/g copies and the
         // replicated LayerNorm and residual tensors): no tp share is taken off.
-        pc.act += it->second.act_b_per_item * items;
+        pc.act += it->second.act_b(me) * items;
         // Gradients of the activations stay until the graph goes: the live micro-batch in
         // backward holds the whole high-water mark.
-        pc.transient += (it->second.peak_b_per_item - it->second.act_b_per_item) * items;
+        pc.transient += (it->second.peak_b(me) - it->second.act_b(me)) * items;
       } else {
         pc.act += kF * items * closed;
       }

@@ -57,6 +57,32 @@ TEST(CalibrateUnits, FitsGroupByKindAndRoundTripThroughJson) {
   EXPECT_THROW(units_from_json(nlohmann::json::array(), "test"), InvalidArgument);
 }
 
+TEST(CalibrateUnits, MemoryIsFittedPerElementAcrossWidths) {
+  // Blocks of widths 64 and 128 keeping exactly 5 bytes per element of their memory basis
+  // (mem_elems: closed-form activations + output), high-water 8: the per-element fit recovers
+  // 5 and 8 for both widths, where one bytes-per-item slope cannot fit both.
+  const char* narrow = "gpt:layers=1,heads=4,width=64,context=64";
+  const char* wide = "gpt:layers=1,heads=8,width=128,context=64";
+  std::vector<UnitPoint> pts;
+  for (const char* spec : {narrow, wide})
+    for (int64_t items : {2, 6, 12}) {
+      const double e = static_cast<double>(items) * mem_elems(ModelSpec::parse(spec).units[1]);
+      pts.push_back({"gpt_block", spec, 1, items, 1, 1e-6, 1e-6, 5 * e, 8 * e});
+    }
+  UnitCost c = fit_units(pts)["gpt_block"];
+  EXPECT_NEAR(c.act_b_per_elem, 5, 1e-9);
+  EXPECT_NEAR(c.peak_b_per_elem, 8, 1e-9);
+  const double wide_elems = mem_elems(ModelSpec::parse(wide).units[1]);
+  EXPECT_NEAR(c.act_b(wide_elems), 5 * wide_elems, 1e-6);
+  EXPECT_LT(c.act_b_per_item, 5 * wide_elems);  // the per-item slope under-counts the wide block
+  auto back = units_from_json(units_json(pts, {{"gpt_block", c}}), "test");
+  EXPECT_NEAR(back["gpt_block"].peak_b_per_elem, 8, 1e-9);
+  // A file without the per-element figures falls back to per item.
+  UnitCost old;
+  old.act_b_per_item = 7;
+  EXPECT_DOUBLE_EQ(old.act_b(wide_elems), 7);
+}
+
 std::string write_tmp(const nlohmann::json& j) {
   char name[] = "/tmp/dtrain_calib_XXXXXX";
   int fd = mkstemp(name);
