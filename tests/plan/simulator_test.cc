@@ -165,6 +165,26 @@ TEST(Simulator, ZeroShardsStateAndTensorParallelSplitsBlocks) {
   EXPECT_LT(t.activations_b, simulate(m, {.strategy = "single"}, c, 16).activations_b);
 }
 
+TEST(Simulator, TensorParallelAndZeroMemoryTerms) {
+  ModelSpec m = ModelSpec::parse(kGpt);
+  Cluster c = ideal();
+  UnitCost block;
+  block.act_b_per_elem = 4, block.peak_b_per_elem = 6;
+  c.units["gpt_block"] = block;
+  // Blocks keep 0.7 + 0.3/t of their tp-1 heap; the embedding and head (closed form) do not
+  // change with t, so the difference between two degrees is the blocks' share.
+  Prediction t1 = simulate(m, {.strategy = "tp", .tp = 1}, c, 8), t2 = simulate(m, {.strategy = "tp", .tp = 2}, c, 8),
+             t4 = simulate(m, {.strategy = "tp", .tp = 4}, c, 8);
+  const double blocks = 4 * 8 * 6 * mem_elems(m.units[1]);  // 4 blocks x 8 items x peak bytes
+  EXPECT_NEAR(t1.activations_b - t2.activations_b, blocks * (1 - 0.85), 1e-6);
+  EXPECT_NEAR(t1.activations_b - t4.activations_b, blocks * (1 - 0.775), 1e-6);
+  // ZeRO 1-2's buffers: shard gradient and parameters (P/N each) + the padded bucket and its slice.
+  Prediction z = simulate(m, {.strategy = "zero", .dp = 4, .zero = 1, .bucket_mb = 1e-3}, c, 8);
+  const double P = m.params() * 4, bucket = 0.0625 * (1 << 20);
+  EXPECT_NEAR(z.buffers_b, 2 * P / 4 + bucket * 1.25, 1e-6);
+  EXPECT_DOUBLE_EQ(simulate(m, {.strategy = "zero", .dp = 4, .zero = 0}, c, 8).buffers_b, 0);
+}
+
 TEST(Simulator, RefusesLayoutsTheExecutorsRefuse) {
   ModelSpec gpt = ModelSpec::parse(kGpt), mlp = ModelSpec::parse("mlp:784-10");
   Cluster c = ideal();
