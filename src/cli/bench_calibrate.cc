@@ -203,12 +203,35 @@ int bench_calibrate(const Args& args) {
   double timeout = f.get_double("timeout", 120, 0.1, 1e6, "seconds any blocking call may wait");
   bool no_compute = f.get_bool("no-compute", "skip the compute rates (GEMM, element-wise, optimizer, oversubscription)");
   std::string models = f.get_string("models", "", "more model specs whose units to time, separated by ';' (gpt specs hold commas)");
+  bool slowdown_only = f.get_bool("slowdown-only",
+                                  "only re-measure the oversubscription curve and the speed probe into the file's compute "
+                                  "section (a few seconds; beside a run on a machine whose background load moves)");
   const double compute_seconds = no_compute ? 0 : std::max(1.0, 4 * seconds);
   if (f.help_requested()) {
     std::printf("%s", f.help_text("[-n 2] [--transport shm,tcp] [--out FILE]").c_str());
     return 0;
   }
   f.finish();
+  if (slowdown_only) {
+    std::ifstream in(out);
+    DT_CHECK(in.good(), IoError, "--slowdown-only updates an existing calibration file; " << out << " cannot be read");
+    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    DT_CHECK(j.is_object() && j.contains("compute") && j["compute"].is_object(), InvalidArgument,
+             out << " has no compute section: run `dtrain bench calibrate` first");
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    double pass_s = 0;
+    auto curve = plan::measure_slowdown(seconds, cores, &pass_s);
+    j["compute"]["slowdown"] = curve;
+    j["compute"]["probe_now_pass_s"] = pass_s;
+    j["compute"]["oversub_penalty"] = std::max(1.0, curve.back().second / (curve.back().first / cores));
+    std::ofstream o(out);
+    o << j.dump(2) << "\n";
+    std::printf("slowdown:");
+    for (const auto& [k, v] : curve) std::printf(" %g ranks %.2fx", k, v);
+    std::printf("; block pass %.1f us (at calibration %.1f us) -> %s\n", pass_s * 1e6,
+                j["compute"].value("probe_pass_s", 0.0) * 1e6, out.c_str());
+    return 0;
+  }
   std::vector<std::string> extra;
   for (size_t pos = 0; pos < models.size();) {
     size_t semi = models.find(';', pos);

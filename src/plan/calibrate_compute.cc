@@ -74,6 +74,25 @@ double run_processes(const UnitPoint& p, int procs, int passes) {
   return now() - t0;
 }
 
+std::vector<std::pair<double, double>> measure_slowdown(double seconds, int cores, double* pass_s) {
+  set_blas_threads(1);
+  // Oversubscription with real processes: a GPT block (width 128, 4 sequences) in each.
+  const UnitPoint blk{"gpt_block", "gpt:layers=1,heads=8,width=128,context=64", 1, 4, 0, 0, 0};
+  UnitPass bp = time_unit(blk, seconds / 4, 0);
+  const int passes = std::max(3, static_cast<int>(seconds / std::max(bp.fwd_s + bp.bwd_s, 1e-6)));
+  // The slowdown curve: k processes of the same work each, k = 1, cores, 2 x cores; the
+  // wall time over one process's is how much slower each rank runs with k on the node
+  // (2 vCPUs that are one core's hyperthreads already slow down at k = cores).
+  const double one = run_processes(blk, 1, passes);
+  if (pass_s) *pass_s = one / passes;
+  std::vector<std::pair<double, double>> curve{{1, 1.0}};
+  for (int k : {cores, 2 * cores}) {
+    if (k <= 1) continue;
+    curve.push_back({static_cast<double>(k), std::max(1.0, run_processes(blk, k, passes) / one)});
+  }
+  return curve;
+}
+
 ComputeRates measure_compute(double seconds, const std::vector<std::string>& extra_specs) {
   ComputeRates r;
   r.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -116,19 +135,7 @@ ComputeRates measure_compute(double seconds, const std::vector<std::string>& ext
   measure_units(r.unit_points, 4 * per * static_cast<double>(shapes.size()));
   r.units = fit_units(r.unit_points);
 
-  // Oversubscription with real processes: a GPT block (width 128, 4 sequences) in each.
-  const UnitPoint blk{"gpt_block", "gpt:layers=1,heads=8,width=128,context=64", 1, 4, 0, 0, 0};
-  UnitPass bp = time_unit(blk, per / 4, 0);
-  const int passes = std::max(3, static_cast<int>(per / std::max(bp.fwd_s + bp.bwd_s, 1e-6)));
-  // The slowdown curve: k processes of the same work each, k = 1, cores, 2 x cores; the
-  // wall time over one process's is how much slower each rank runs with k on the node
-  // (2 vCPUs that are one core's hyperthreads already slow down at k = cores).
-  const double one = run_processes(blk, 1, passes);
-  r.slowdown = {{1, 1.0}};
-  for (int k : {r.cores, 2 * r.cores}) {
-    if (k <= 1) continue;
-    r.slowdown.push_back({static_cast<double>(k), std::max(1.0, run_processes(blk, k, passes) / one)});
-  }
+  r.slowdown = measure_slowdown(per, r.cores, &r.probe_pass_s);
   r.oversub_penalty = std::max(1.0, r.slowdown.back().second / (r.slowdown.back().first / r.cores));
   return r;
 }
@@ -145,6 +152,7 @@ nlohmann::json compute_json(const ComputeRates& r) {
           {"sgd_ns_per_param", r.sgd_ns_per_param},
           {"oversub_penalty", r.oversub_penalty},
           {"slowdown", r.slowdown},
+          {"probe_pass_s", r.probe_pass_s},
           {"units", units_json(r.unit_points, r.units)}};
 }
 

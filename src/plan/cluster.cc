@@ -239,6 +239,19 @@ Cluster this_machine(const std::string& path) {
   if (version >= 3 && k.contains("units")) {
     c.units = units_from_json(k["units"], w + ".units");
     c.source = "calibrated(" + path + ")";
+    // The speed probe re-measured beside a run (bench calibrate --slowdown-only): compute is
+    // scaled by how much slower (or faster) the same pass runs now than at calibration.
+    const double ref = k.value("probe_pass_s", 0.0), now = k.value("probe_now_pass_s", 0.0);
+    if (ref > 0 && now > 0) {
+      const double speed = std::clamp(now / ref, 0.25, 4.0);
+      for (auto& [kind, u] : c.units)
+        for (UnitFit* f : {&u.fwd, &u.bwd}) f->fixed_s *= speed, f->s_per_work *= speed;
+      c.gemm_flops /= speed, c.elementwise_bps /= speed;
+      c.optimizer_ns_per_param *= speed, c.sgd_ns_per_param *= speed;
+      std::ostringstream o;
+      o << c.source << ", compute x" << speed << " (speed re-probed)";
+      c.source = o.str();
+    }
   } else {
     c.source = "calibrated v" + std::to_string(version) + "(" + path +
                ", GEMM rates only: run `dtrain bench calibrate` again for unit timings)";

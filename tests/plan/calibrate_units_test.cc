@@ -112,6 +112,26 @@ TEST(CalibrateUnits, CalibrationFileVersions) {
   for (const auto& f : {v3, v2, v9}) std::remove(f.c_str());
 }
 
+TEST(CalibrateUnits, SpeedProbeScalesCompute) {
+  // A probe re-measured beside a run at 1.5x the calibration's pass scales compute by 1.5.
+  nlohmann::json j = calibration(3, true);
+  j["compute"]["probe_pass_s"] = 2e-3;
+  j["compute"]["probe_now_pass_s"] = 3e-3;
+  std::string f = write_tmp(j);
+  Cluster c = this_machine(f);
+  EXPECT_NEAR(c.units["mlp_layer"].fwd.fixed_s, 1.5e-6, 1e-15);
+  EXPECT_NEAR(c.units["mlp_layer"].bwd.s_per_work, 3e-12, 1e-21);
+  EXPECT_NEAR(c.gemm_flops, 20e9 / 1.5, 1);
+  EXPECT_NEAR(c.optimizer_ns_per_param, 4.5, 1e-12);
+  EXPECT_NE(c.source.find("re-probed"), std::string::npos) << c.source;
+  std::remove(f.c_str());
+  // Without a re-probe (or without the reference) nothing changes.
+  j["compute"].erase("probe_now_pass_s");
+  f = write_tmp(j);
+  EXPECT_NEAR(this_machine(f).units["mlp_layer"].fwd.fixed_s, 1e-6, 1e-15);
+  std::remove(f.c_str());
+}
+
 TEST(CalibrateUnits, SimulatorUsesTheCalibratedLines) {
   ModelSpec m = ModelSpec::parse("mlp:100-10");
   Cluster c;
