@@ -137,7 +137,7 @@ UnitFit fit_of(const nlohmann::json& j, const std::string& where) {
 // Least squares for t = a + b x; a negative intercept refits through the origin, a negative
 // slope falls back to the mean (a constant cost): both coefficients stay >= 0, so a fit never
 // predicts a negative time when it extrapolates.
-UnitFit fit_line(const std::vector<std::pair<double, double>>& xy) {
+UnitFit fit_line(const std::vector<std::pair<double, double>>& xy, double max_fixed_share) {
   DT_CHECK(!xy.empty(), InvalidArgument, "fit_line needs at least one point");
   const double n = static_cast<double>(xy.size());
   double sx = 0, sy = 0, sxx = 0, sxy = 0;
@@ -152,6 +152,14 @@ UnitFit fit_line(const std::vector<std::pair<double, double>>& xy) {
   }
   if (f.s_per_work < 0) return {sy / n, 0};
   if (f.fixed_s < 0) return {0, sxx > 0 ? sxy / sxx : 0};
+  // The intercept capped at a share of the smallest point's time, the slope refitted for it.
+  const auto smallest = *std::min_element(xy.begin(), xy.end());
+  const double cap = max_fixed_share * smallest.second;
+  if (xy.size() >= 2 && den > 0 && smallest.first > 0 && f.fixed_s > cap) {
+    double sxr = 0;
+    for (auto [x, y] : xy) sxr += x * (y - cap);
+    return {cap, std::max(0.0, sxr / sxx)};
+  }
   return f;
 }
 
@@ -162,7 +170,7 @@ std::map<std::string, UnitCost> fit_units(const std::vector<UnitPoint>& points) 
     by[p.kind].second.push_back({p.work, p.bwd_s});
   }
   std::map<std::string, UnitCost> out;
-  for (const auto& [kind, xy] : by) out[kind] = {fit_line(xy.first), fit_line(xy.second)};
+  for (const auto& [kind, xy] : by) out[kind] = {fit_line(xy.first, kMaxFixedShare), fit_line(xy.second, kMaxFixedShare)};
   // Bytes per item: the least-squares slope through the origin (memory has no fixed part
   // worth keeping: the weights are counted apart).
   // Per item, and per element of the unit's memory basis (items x mem_elems).

@@ -10,7 +10,7 @@
 // - UnitFit is t = fixed_s + work x s_per_work, a least-squares line through the measured
 //   points with both coefficients >= 0 (fit_line: when the unconstrained line has a negative
 //   intercept it is refitted through the origin; a negative slope gives the mean as a
-//   constant). UnitCost holds one line for forward and one for backward.
+//   constant; fit_units caps the intercept at kMaxFixedShare of the smallest point). UnitCost holds one line for forward and one for backward.
 // - measure_units(points, seconds) runs each point (kind, spec, items) on the calling thread
 //   with one BLAS thread: builds the unit (nn/mlp.h's MLP of one layer, nn/transformer.h's
 //   GptStage of one unit), and times a forward (graph built as the executors build it) and
@@ -74,7 +74,14 @@ struct UnitPoint {
   double act_b = 0, peak_b = 0;  // heap bytes: kept by forward; high-water over forward + backward
 };
 
-UnitFit fit_line(const std::vector<std::pair<double, double>>& xy);
+// max_fixed_share: the intercept may be at most this share of the time of the point with the
+// least work (when that work is > 0); a larger one is capped there and the slope refitted
+// (least squares through (0, cap)). fit_units uses kMaxFixedShare: on this shared machine the
+// medians of a loaded minute gave the GPT block intercepts of 0.2-1.6 ms against passes of
+// 0.3-1 ms at 2 sequences (quiet calibrations: 26-86 us), which then charged every small
+// pipeline micro-batch that noise (pipelines were over-predicted by 50-160%).
+constexpr double kMaxFixedShare = 0.2;
+UnitFit fit_line(const std::vector<std::pair<double, double>>& xy, double max_fixed_share = 1e300);
 std::map<std::string, UnitCost> fit_units(const std::vector<UnitPoint>& points);
 
 std::vector<UnitPoint> default_unit_points();

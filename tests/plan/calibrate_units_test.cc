@@ -37,6 +37,17 @@ TEST(CalibrateUnits, FitKeepsCoefficientsNonNegative) {
   EXPECT_THROW(fit_line({}), InvalidArgument);
 }
 
+TEST(CalibrateUnits, FitCapsANoisyIntercept) {
+  // Two points whose line has an intercept of 0.9 (noise at the small point): capped at 0.2 x
+  // the smallest point's time (1.0), slope through (0, 0.2) by least squares.
+  UnitFit f = fit_line({{1, 1.0}, {10, 1.9}}, 0.2);
+  EXPECT_DOUBLE_EQ(f.fixed_s, 0.2);
+  EXPECT_NEAR(f.s_per_work, (1 * 0.8 + 10 * 1.7) / 101.0, 1e-12);
+  // A small intercept is kept; without a cap the least-squares line.
+  EXPECT_NEAR(fit_line({{1, 1.1}, {10, 10.1}}, 0.2).fixed_s, 0.1, 1e-12);
+  EXPECT_NEAR(fit_line({{1, 1.0}, {10, 1.9}}).fixed_s, 0.9, 1e-12);
+}
+
 TEST(CalibrateUnits, FitsGroupByKindAndRoundTripThroughJson) {
   std::vector<UnitPoint> pts{{"mlp_layer", "mlp:4-2", 0, 1, 100, 1e-6, 2e-6},
                              {"mlp_layer", "mlp:4-2", 0, 2, 200, 2e-6, 4e-6},
