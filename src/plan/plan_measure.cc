@@ -35,7 +35,7 @@ std::vector<std::string> train_args(const std::string& model, const Layout& l, i
     if (s == "ps") a.insert(a.end(), {"--servers", std::to_string(l.servers)});
     if (s == "localsgd") a.insert(a.end(), {"--sync-every", std::to_string(l.sync_every)});
   }
-  if (l.dp > 1 && (s == "ddp" || s == "zero" || s == "hybrid")) {
+  if (l.dp > 1 && s == "ddp" && !gpt) {  // the GPT's strategies take no --bucket-mb
     std::ostringstream b;
     b << l.bucket_mb;
     a.insert(a.end(), {"--bucket-mb", b.str()});

@@ -62,7 +62,7 @@ std::string Layout::describe() const {
   if (pp > 1) o << " " << schedule << (virtual_stages > 1 ? "x" + std::to_string(virtual_stages) : "") << " m" << micro;
   else if (micro > 1) o << " m" << micro;
   if (recompute) o << " recompute";
-  if (dp > 1 && (strategy == "ddp" || strategy == "zero" || strategy == "hybrid")) o << " bucket" << bucket_mb << "M";
+  if (dp > 1 && strategy == "ddp") o << " bucket" << bucket_mb << "M";
   return o.str();
 }
 
@@ -385,14 +385,14 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
   if (l.zero >= 3) p.weights_b += stage_params * kF / m.units.size() * 2;  // one gathered unit (+ prefetch)
   if ((l.zero == 1 || l.zero == 2) && l.dp > 1) {
     // parallel/zero.cc's own buffers: the shard's gradient and parameters (P/N each), and the
-    // largest bucket's padded reduce-scatter copy with its receive slice.
-    const double bucket = std::min(std::max(l.bucket_mb, 0.0625) * (1 << 20), stage_params * kF);
-    p.buffers_b = 2 * stage_params * kF / l.dp + bucket * (1 + 1.0 / l.dp);
+    // padded reduce-scatter copy of the one bucket (the whole gradient) with its receive slice.
+    p.buffers_b = 2 * stage_params * kF / l.dp + stage_params * kF * (1 + 1.0 / l.dp);
   }
   p.optimizer_s = stage_params / (l.zero >= 1 ? l.dp : 1) * c.optimizer_ns_per_param * 1e-9 * slow;
-  // Data-parallel sync after the pipeline, in buckets.
+  // Data-parallel sync after the pipeline: one bucket, the stage's whole gradient
+  // (parallel/model_parallel.cc builds its ZeroOptimizer without buckets).
   if (l.dp > 1) {
-    double bytes = stage_params * kF, cap = std::max(l.bucket_mb, 0.0625) * (1 << 20), t = 0;
+    double bytes = stage_params * kF, cap = bytes, t = 0;
     for (double left = bytes; left > 0; left -= cap) {
       double b = std::min(left, cap);
       if (l.zero == 0) t += allreduce_s(c, dpg, b, node_n) / comm_slow;  // slowed once, below
