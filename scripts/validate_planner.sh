@@ -35,7 +35,7 @@ run() {  # name ranks args...
   local j=$OUT/$name-n$n.json
   # REPROBE=1: re-measure the oversubscription curve (a few seconds) right before each run, so
   # the prediction sees the background load the run will see (the machine is shared).
-  if [ "${REPROBE:-0}" = 1 ]; then "$BIN" bench calibrate --slowdown-only --seconds 0.3 >>"$OUT/reprobe.log" 2>&1; fi
+  if [ "${REPROBE:-0}" = 1 ]; then "$BIN" bench calibrate --slowdown-only >>"$OUT/reprobe.log" 2>&1; fi
   if ! "$BIN" train -n "$n" --quiet --json "$j" "$@" >"$OUT/$name-n$n.log" 2>&1; then
     printf "%-34s %3s  FAILED (see %s)\n" "$name" "$n" "$OUT/$name-n$n.log"
     return

@@ -220,7 +220,7 @@ int bench_calibrate(const Args& args) {
              out << " has no compute section: run `dtrain bench calibrate` first");
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     double pass_s = 0;
-    auto curve = plan::measure_slowdown(seconds, cores, &pass_s);
+    auto curve = plan::measure_slowdown(cores, &pass_s);
     j["compute"]["slowdown"] = curve;
     j["compute"]["probe_now_pass_s"] = pass_s;
     j["compute"]["oversub_penalty"] = std::max(1.0, curve.back().second / (curve.back().first / cores));

@@ -74,20 +74,23 @@ double run_processes(const UnitPoint& p, int procs, int passes) {
   return now() - t0;
 }
 
-std::vector<std::pair<double, double>> measure_slowdown(double seconds, int cores, double* pass_s) {
+constexpr int kProbePasses = 12;
+
+std::vector<std::pair<double, double>> measure_slowdown(int cores, double* pass_s) {
   set_blas_threads(1);
   // Oversubscription with real processes: a GPT block (width 128, 4 sequences) in each.
   const UnitPoint blk{"gpt_block", "gpt:layers=1,heads=8,width=128,context=64", 1, 4, 0, 0, 0};
-  UnitPass bp = time_unit(blk, seconds / 4, 0);
-  const int passes = std::max(3, static_cast<int>(seconds / std::max(bp.fwd_s + bp.bwd_s, 1e-6)));
   // The slowdown curve: k processes of the same work each, k = 1, cores, 2 x cores; the
   // wall time over one process's is how much slower each rank runs with k on the node
   // (2 vCPUs that are one core's hyperthreads already slow down at k = cores).
   // Three rounds, each timing 1, cores and 2 x cores processes back to back, and the median
   // round's ratio per k: one spike of the background load (another job's burst) otherwise
   // sets the whole curve (seen here: 2.47x / 5.38x one minute, 1.1x / 2.2x the next).
-  const int rounds = passes >= 6 ? 3 : 1;
-  const int per_round = std::max(3, passes / rounds);
+  // A fixed number of passes per process (not `seconds`' worth): the probe's per-pass time
+  // carries the process's start-up, so only equal pass counts compare between the full
+  // calibration and a --slowdown-only re-probe (different counts made a quiet re-probe read
+  // 1.5-2.7x slower than the calibration).
+  const int rounds = 3, per_round = kProbePasses;
   std::vector<int> ks;
   for (int k : {cores, 2 * cores})
     if (k > 1) ks.push_back(k);
@@ -150,7 +153,7 @@ ComputeRates measure_compute(double seconds, const std::vector<std::string>& ext
   measure_units(r.unit_points, 4 * per * static_cast<double>(shapes.size()));
   r.units = fit_units(r.unit_points);
 
-  r.slowdown = measure_slowdown(per, r.cores, &r.probe_pass_s);
+  r.slowdown = measure_slowdown(r.cores, &r.probe_pass_s);
   r.oversub_penalty = std::max(1.0, r.slowdown.back().second / (r.slowdown.back().first / r.cores));
   return r;
 }

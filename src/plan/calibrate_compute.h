@@ -41,10 +41,12 @@ struct ComputeRates {
 };
 
 ComputeRates measure_compute(double seconds, const std::vector<std::string>& extra_specs = {});
-// The oversubscription curve alone (1, cores, 2 x cores processes; about `seconds` of work
-// per process count): what `dtrain bench calibrate --slowdown-only` refreshes beside a run.
-// pass_s (optional): one process's seconds per GPT-block pass, the machine's present speed.
-std::vector<std::pair<double, double>> measure_slowdown(double seconds, int cores, double* pass_s = nullptr);
+// The oversubscription curve alone (three rounds of 1, cores, 2 x cores processes, each
+// running a fixed 12 passes of a 4-block GPT stack; the median round per k): what `dtrain
+// bench calibrate --slowdown-only` refreshes beside a run. pass_s (optional): one process's
+// seconds per pass, start-up included, the machine's present speed (comparable between calls
+// because the pass count is fixed).
+std::vector<std::pair<double, double>> measure_slowdown(int cores, double* pass_s = nullptr);
 // Wall seconds for `procs` forked processes each running `passes` forward+backward passes of
 // `p` concurrently (throws Error when a process cannot be started or fails).
 double run_processes(const UnitPoint& p, int procs, int passes);

@@ -62,7 +62,7 @@ std::string Layout::describe() const {
   if (pp > 1) o << " " << schedule << (virtual_stages > 1 ? "x" + std::to_string(virtual_stages) : "") << " m" << micro;
   else if (micro > 1) o << " m" << micro;
   if (recompute) o << " recompute";
-  if (dp > 1 && strategy == "ddp") o << " bucket" << bucket_mb << "M";
+  if (dp > 1 && strategy == "ddp" && bucket_mb > 0) o << " bucket" << bucket_mb << "M";
   return o.str();
 }
 
