@@ -11,7 +11,9 @@
 // - this_machine(path) describes the machine it runs on: cores from the OS, links from the
 //   calibration the collectives use (coll/cost_model.h), compute rates from the "compute"
 //   section of the same calibration file when `dtrain bench calibrate` wrote one, else
-//   conservative defaults measured on the project's 2-vCPU VM (source says which). The file's
+//   conservative defaults measured on the project's 2-vCPU VM (source says which). A speed
+//   probe re-measured beside a run ("probe_now_pass_s") scales compute by now / at calibration
+//   only where the file sets "scale_by_probe": true (off by default: biased here). The file's
 //   "version": 3 carries the unit timings ("compute"."units"); a version 2 file (GEMM rates
 //   only) is read without them and `source` says to calibrate again; a version above 3 is
 //   InvalidArgument (written by a newer dtrain).

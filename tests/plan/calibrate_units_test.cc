@@ -128,7 +128,12 @@ TEST(CalibrateUnits, SpeedProbeScalesCompute) {
   nlohmann::json j = calibration(3, true);
   j["compute"]["probe_pass_s"] = 2e-3;
   j["compute"]["probe_now_pass_s"] = 3e-3;
+  j["compute"]["scale_by_probe"] = false;  // recorded, not applied, unless the file asks
   std::string f = write_tmp(j);
+  EXPECT_NEAR(this_machine(f).units["mlp_layer"].fwd.fixed_s, 1e-6, 1e-15);
+  std::remove(f.c_str());
+  j["compute"]["scale_by_probe"] = true;
+  f = write_tmp(j);
   Cluster c = this_machine(f);
   EXPECT_NEAR(c.units["mlp_layer"].fwd.fixed_s, 1.5e-6, 1e-15);
   EXPECT_NEAR(c.units["mlp_layer"].bwd.s_per_work, 3e-12, 1e-21);
