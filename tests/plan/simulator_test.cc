@@ -184,6 +184,11 @@ TEST(Simulator, TensorParallelAndZeroMemoryTerms) {
   const double P = m.params() * 4;
   EXPECT_NEAR(z.buffers_b, 2 * P / 4 + P * 1.25, 1e-6);
   EXPECT_DOUBLE_EQ(simulate(m, {.strategy = "zero", .dp = 4, .zero = 0}, c, 8).buffers_b, 0);
+  // gossip on a ring of 4: gradient, mean, replica and two inboxes, a receive buffer beyond
+  // two ranks, and the measured 512 KiB.
+  ModelSpec mlp = ModelSpec::parse("mlp:784-256-10");
+  EXPECT_NEAR(simulate(mlp, {.strategy = "gossip", .dp = 4}, ideal(), 64).buffers_b,
+              (3 + 2 + 1) * mlp.params() * 4 + 512.0 * 1024, 1e-6);
 }
 
 TEST(Simulator, RefusesLayoutsTheExecutorsRefuse) {
