@@ -4,8 +4,11 @@
 # the planner's predicted step time and memory beside the measured ones (the "prediction"
 # object every --json run records). Each run is short (a few seconds); the whole script takes
 # a few minutes. Usage: scripts/validate_planner.sh [BUILD_DIR] [RANKS...]; ONLY=regex runs the
-# matching rows only. Rows are appended to $OUT/table.tsv (name, ranks, predicted ms, measured ms,
-# error %, predicted MB, measured training-heap MB, error %).
+# matching rows only; REPROBE=1 re-measures the slowdown curve before each row. Rows are
+# appended to $OUT/table.tsv (name, ranks, predicted ms, measured ms,
+# error %, predicted MB, measured training-heap MB, error %). The measured step is the run's steady
+# step (plan/plan_measure.h steady_step_s: the GPT's median round after the first, the MLP's
+# epoch rate); the GPT's mean including the first step's warm-up is in each JSON beside it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -30,6 +33,9 @@ run() {  # name ranks args...
   shift 2
   if [ -n "${ONLY:-}" ] && ! [[ $name =~ $ONLY ]]; then return; fi
   local j=$OUT/$name-n$n.json
+  # REPROBE=1: re-measure the oversubscription curve (a few seconds) right before each run, so
+  # the prediction sees the background load the run will see (the machine is shared).
+  if [ "${REPROBE:-0}" = 1 ]; then "$BIN" bench calibrate --slowdown-only >>"$OUT/reprobe.log" 2>&1; fi
   if ! "$BIN" train -n "$n" --quiet --json "$j" "$@" >"$OUT/$name-n$n.log" 2>&1; then
     printf "%-34s %3s  FAILED (see %s)\n" "$name" "$n" "$OUT/$name-n$n.log"
     return

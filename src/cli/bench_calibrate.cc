@@ -6,7 +6,17 @@
 // 16 MiB); alpha from an 8-byte ring all-reduce (2(p-1) messages: alpha = T / 2(p-1)); beta
 // from a 16 MiB ring all-reduce, solving the ring formula
 //   T = 2(p-1) alpha + 2(p-1)/p n beta + (p-1)/p n gamma
-// for beta. Times are max over ranks. The result goes to FILE (default $DTRAIN_CALIBRATION
+// for beta. Times are max over ranks. Then, per size (16 KiB .. 16 MiB), the all-reduce the
+// executors call (auto algorithm) and a two-way exchange with one peer (isend + irecv, what
+// ps, gossip and the pipeline's sends do): the planner costs a transfer from the figure of
+// its size (plan/cluster.h LinkSizes), not from the 16 MiB beta, which is 2-4x too slow for
+// the ~1 MB, cache-resident buffers the models move here. They go to the file's
+// "links_by_size" section ({"intra": ..., "inter": ...}, keyed by link, not transport name, so
+// coll's parser still finds the top-level "shm" and "tcp" first). With the compute side, rank 0
+// also times the shm all-reduce at 4 and 8 ranks (as threads of this process, the same
+// sizes): "allreduce_by_ranks", which carries what ranks beyond the cores cost a collective
+// (a waiting rank must be scheduled again at every step of the algorithm), something the
+// 2-rank figures scaled by the formula do not show. The result goes to FILE (default $DTRAIN_CALIBRATION
 // or ~/.cache/dtrain/calibration.json), keeping the entry of a transport not measured; later
 // runs and `dtrain plan collective` read it.
 // Then (unless --no-compute) rank 0 measures the compute side for the planner
@@ -32,6 +42,7 @@
 #include "coll/cost_model.h"
 #include "coll/reduce_kernels.h"
 #include "plan/calibrate_compute.h"
+#include "plan/coll_bench.h"
 #include "plan/cluster.h"
 
 #include <nlohmann/json.hpp>
@@ -56,7 +67,22 @@ double time_collective(Communicator& c, double seconds, Fn&& fn) {
   return per;
 }
 
-CostParams calibrate(Communicator& c, double seconds) {
+struct Calibrated {
+  CostParams cp;
+  nlohmann::json by_size;  // plan::LinkSizes as JSON: {"p": ranks, "allreduce": [[bytes, s]], "exchange": [[bytes, s]]}
+};
+
+// The median of `batches` timings of fn (each time_collective over seconds / batches): a
+// typical call on a shared machine, where one batch can be 10x the others.
+template <class Fn>
+double median_collective(Communicator& c, double seconds, int batches, Fn&& fn) {
+  std::vector<double> t;
+  for (int i = 0; i < batches; ++i) t.push_back(time_collective(c, seconds / batches, fn));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+Calibrated calibrate(Communicator& c, double seconds) {
   const int p = c.size();
   CostParams cp;
   const size_t big = 4u << 20;  // elements: 16 MiB of float32
@@ -80,20 +106,37 @@ CostParams calibrate(Communicator& c, double seconds) {
   double beta = (t_big - 2.0 * (p - 1) * cp.alpha_s - frac * n * gamma) / (2.0 * frac * n);
   cp.beta_s_per_byte = std::max(beta, 1e-12);
   cp.source = "measured";
+  Calibrated out{cp, {{"p", p}, {"allreduce", nlohmann::json::array()}, {"exchange", nlohmann::json::array()}}};
+  const int peer = (c.rank() ^ 1) < p ? (c.rank() ^ 1) : c.rank();
+  std::vector<float> rx(big);
+  for (size_t bytes = 16u << 10; bytes <= big * 4; bytes *= 4) {
+    const size_t count = bytes / 4;
+    double t_ar = median_collective(c, seconds / 2, 5, [&] { allreduce(c, a.data(), count, DType::kFloat32, ReduceOp::kSum); });
+    double t_x = median_collective(c, seconds / 2, 5, [&] {
+      if (peer == c.rank()) return;
+      Request r = c.irecv(peer, rx.data(), bytes, 0x7ca1);
+      Request s = c.isend(peer, b.data(), bytes, 0x7ca1);
+      s.wait();
+      r.wait();
+    });
+    out.by_size["allreduce"].push_back({static_cast<double>(bytes), t_ar});
+    out.by_size["exchange"].push_back({static_cast<double>(bytes), t_x});
+    if (c.rank() == 0) std::printf("      %8zu B: all-reduce %8.1f us, exchange %8.1f us\n", bytes, t_ar * 1e6, t_x * 1e6);
+  }
   if (c.rank() == 0) {
     std::printf("%-5s p=%d  alpha %.2f us   beta %.3f GB/s   gamma %.3f GB/s   (ring 8 B: %.1f us, 16 MiB: %.1f us)\n",
                 c.transport().kind(), p, cp.alpha_s * 1e6, 1e-9 / cp.beta_s_per_byte, 1e-9 / cp.gamma_s_per_byte,
                 t_small * 1e6, t_big * 1e6);
     std::fflush(stdout);
   }
-  return cp;
+  return out;
 }
 
-void write_calibration(const std::string& path, const std::vector<std::pair<std::string, CostParams>>& measured,
+void write_calibration(const std::string& path, const std::vector<std::pair<std::string, Calibrated>>& measured,
                        double compute_seconds, const std::vector<std::string>& models) {
   CostParams shm = default_cost_params("shm"), tcp = default_cost_params("tcp");
   std::ifstream in(path);
-  nlohmann::json compute;
+  nlohmann::json compute, by_size = nlohmann::json::object();
   if (in) {
     std::stringstream ss;
     ss << in.rdbuf();
@@ -102,6 +145,7 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
     try {
       auto old = nlohmann::json::parse(ss.str());
       if (old.contains("compute")) compute = old["compute"];
+      if (old.contains("links_by_size")) by_size = old["links_by_size"];
     } catch (const nlohmann::json::exception&) {
     }
   }
@@ -116,7 +160,25 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
       std::printf("unit %-14s forward %.1f us + %.3f ns/kwork, backward %.1f us + %.3f ns/kwork\n", kind.c_str(),
                   u.fwd.fixed_s * 1e6, u.fwd.s_per_work * 1e12, u.bwd.fixed_s * 1e6, u.bwd.s_per_work * 1e12);
   }
-  for (const auto& [kind, cp] : measured) (kind == "shm" ? shm : tcp) = cp;
+  for (const auto& [kind, m] : measured) {
+    (kind == "shm" ? shm : tcp) = m.cp;
+    by_size[kind == "shm" ? "intra" : "inter"] = m.by_size;
+  }
+  if (compute_seconds > 0 && by_size.contains("intra")) {
+    CollBenchConfig cfg;
+    cfg.seconds = 0.08;
+    cfg.print = false;
+    for (size_t bytes = 16u << 10; bytes <= (4u << 20); bytes *= 4) cfg.sizes.push_back(bytes);
+    nlohmann::json& by_ranks = by_size["intra"]["allreduce_by_ranks"] = nlohmann::json::object();
+    for (int p : {4, 8}) {
+      nlohmann::json pts = nlohmann::json::array();
+      for (const CollBenchRow& r : bench_collectives_threads(p, TransportKind::kShm, cfg)) {
+        pts.push_back({static_cast<double>(r.size_bytes), r.time_us * 1e-6});
+        std::printf("shm all-reduce, %d ranks (threads), %8zu B: %8.1f us\n", p, r.size_bytes, r.time_us);
+      }
+      by_ranks[std::to_string(p)] = pts;
+    }
+  }
   for (size_t slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1))
     ::mkdir(path.substr(0, slash).c_str(), 0755);
   std::ofstream out(path);
@@ -124,6 +186,7 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
   nlohmann::json j = nlohmann::json::parse(format_calibration(shm, tcp));
   j["version"] = plan::kCalibrationVersion;
   if (!compute.is_null()) j["compute"] = compute;
+  if (!by_size.empty()) j["links_by_size"] = by_size;
   out << j.dump(2) << "\n";
   std::printf("wrote %s\n", path.c_str());
 }
@@ -140,12 +203,35 @@ int bench_calibrate(const Args& args) {
   double timeout = f.get_double("timeout", 120, 0.1, 1e6, "seconds any blocking call may wait");
   bool no_compute = f.get_bool("no-compute", "skip the compute rates (GEMM, element-wise, optimizer, oversubscription)");
   std::string models = f.get_string("models", "", "more model specs whose units to time, separated by ';' (gpt specs hold commas)");
+  bool slowdown_only = f.get_bool("slowdown-only",
+                                  "only re-measure the oversubscription curve and the speed probe into the file's compute "
+                                  "section (a few seconds; beside a run on a machine whose background load moves)");
   const double compute_seconds = no_compute ? 0 : std::max(1.0, 4 * seconds);
   if (f.help_requested()) {
     std::printf("%s", f.help_text("[-n 2] [--transport shm,tcp] [--out FILE]").c_str());
     return 0;
   }
   f.finish();
+  if (slowdown_only) {
+    std::ifstream in(out);
+    DT_CHECK(in.good(), IoError, "--slowdown-only updates an existing calibration file; " << out << " cannot be read");
+    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    DT_CHECK(j.is_object() && j.contains("compute") && j["compute"].is_object(), InvalidArgument,
+             out << " has no compute section: run `dtrain bench calibrate` first");
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    double pass_s = 0;
+    auto curve = plan::measure_slowdown(cores, &pass_s);
+    j["compute"]["slowdown"] = curve;
+    j["compute"]["probe_now_pass_s"] = pass_s;
+    j["compute"]["oversub_penalty"] = std::max(1.0, curve.back().second / (curve.back().first / cores));
+    std::ofstream o(out);
+    o << j.dump(2) << "\n";
+    std::printf("slowdown:");
+    for (const auto& [k, v] : curve) std::printf(" %g ranks %.2fx", k, v);
+    std::printf("; block pass %.1f us (at calibration %.1f us) -> %s\n", pass_s * 1e6,
+                j["compute"].value("probe_pass_s", 0.0) * 1e6, out.c_str());
+    return 0;
+  }
   std::vector<std::string> extra;
   for (size_t pos = 0; pos < models.size();) {
     size_t semi = models.find(';', pos);
@@ -163,7 +249,7 @@ int bench_calibrate(const Args& args) {
     pos = comma + 1;
   }
   DT_CHECK(!out.empty(), InvalidArgument, "--out: no calibration path (set HOME or DTRAIN_CALIBRATION)");
-  std::vector<std::pair<std::string, CostParams>> measured;
+  std::vector<std::pair<std::string, Calibrated>> measured;
   if (threads) {
     for (TransportKind kind : kinds) {
       auto store = std::make_shared<MemoryStore>(timeout);
@@ -173,13 +259,13 @@ int bench_calibrate(const Args& args) {
       t.fabric.token = "calibrate";
       std::mutex mu;
       std::exception_ptr first;
-      CostParams result;
+      Calibrated result;
       std::vector<std::thread> ts;
       for (int r = 0; r < n; ++r)
         ts.emplace_back([&, r] {
           try {
             Communicator c(store, r, n, t, "calibrate");
-            CostParams cp = calibrate(c, seconds);
+            Calibrated cp = calibrate(c, seconds);
             if (r == 0) result = cp;
           } catch (...) {
             std::lock_guard<std::mutex> lock(mu);

@@ -108,12 +108,14 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
          {"compute_ms", p.compute_s * 1e3}, {"comm_ms", p.comm_s * 1e3}, {"bubble_ms", p.bubble_s * 1e3},
          {"optimizer_ms", p.optimizer_s * 1e3}, {"memory_mb", p.memory_b() / 1e6},
          {"activations_mb", p.activations_b / 1e6}};
-    // Measured step: a global minibatch's time. Dataset models: batch / examples per second
-    // (ps workers and fedavg's fresh local optimizers count no steps on rank 0); the GPT:
-    // training seconds / steps.
+    // Measured step: a global minibatch's steady time (plan_measure.h steady_step_s: the median
+    // round after the first for the GPT's rounds of steps, batch / examples per second for the
+    // MLP's epoch; ps workers and fedavg's fresh local optimizers count no steps on rank 0, so
+    // examples are what counts). The mean over the run, warm-up included, is kept beside it.
     int64_t steps = measured.value("steps", int64_t{0});
-    double secs = measured.value("train_seconds", 0.0), eps = measured.value("examples_per_second", 0.0);
-    double step = !m.gpt && eps > 0 ? static_cast<double>(f.batch) / eps : steps > 0 && secs > 0 ? secs / steps : 0;
+    double secs = measured.value("train_seconds", 0.0);
+    double step = plan::steady_step_s(measured, f.batch);
+    if (m.gpt && steps > 0 && secs > 0) j["measured_mean_step_ms"] = secs / static_cast<double>(steps) * 1e3;
     if (step > 0) {
       j["measured_step_ms"] = step * 1e3;
       j["step_error"] = p.step_s / step - 1;

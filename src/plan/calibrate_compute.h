@@ -35,11 +35,18 @@ struct ComputeRates {
   double oversub_penalty = 1;
   int cores = 1;
   std::vector<std::pair<double, double>> slowdown;  // (processes on the node, wall / one process's)
+  double probe_pass_s = 0;  // one process's GPT-block pass in the slowdown measurement (the speed probe)
   std::vector<UnitPoint> unit_points;
   std::map<std::string, UnitCost> units;
 };
 
 ComputeRates measure_compute(double seconds, const std::vector<std::string>& extra_specs = {});
+// The oversubscription curve alone (three rounds of 1, cores, 2 x cores processes, each
+// running a fixed 12 passes of a 4-block GPT stack; the median round per k): what `dtrain
+// bench calibrate --slowdown-only` refreshes beside a run. pass_s (optional): one process's
+// seconds per pass, start-up included, the machine's present speed (comparable between calls
+// because the pass count is fixed).
+std::vector<std::pair<double, double>> measure_slowdown(int cores, double* pass_s = nullptr);
 // Wall seconds for `procs` forked processes each running `passes` forward+backward passes of
 // `p` concurrently (throws Error when a process cannot be started or fails).
 double run_processes(const UnitPoint& p, int procs, int passes);

@@ -137,7 +137,7 @@ UnitFit fit_of(const nlohmann::json& j, const std::string& where) {
 // Least squares for t = a + b x; a negative intercept refits through the origin, a negative
 // slope falls back to the mean (a constant cost): both coefficients stay >= 0, so a fit never
 // predicts a negative time when it extrapolates.
-UnitFit fit_line(const std::vector<std::pair<double, double>>& xy) {
+UnitFit fit_line(const std::vector<std::pair<double, double>>& xy, double max_fixed_share) {
   DT_CHECK(!xy.empty(), InvalidArgument, "fit_line needs at least one point");
   const double n = static_cast<double>(xy.size());
   double sx = 0, sy = 0, sxx = 0, sxy = 0;
@@ -152,6 +152,14 @@ UnitFit fit_line(const std::vector<std::pair<double, double>>& xy) {
   }
   if (f.s_per_work < 0) return {sy / n, 0};
   if (f.fixed_s < 0) return {0, sxx > 0 ? sxy / sxx : 0};
+  // The intercept capped at a share of the smallest point's time, the slope refitted for it.
+  const auto smallest = *std::min_element(xy.begin(), xy.end());
+  const double cap = max_fixed_share * smallest.second;
+  if (xy.size() >= 2 && den > 0 && smallest.first > 0 && f.fixed_s > cap) {
+    double sxr = 0;
+    for (auto [x, y] : xy) sxr += x * (y - cap);
+    return {cap, std::max(0.0, sxr / sxx)};
+  }
   return f;
 }
 
@@ -162,19 +170,25 @@ std::map<std::string, UnitCost> fit_units(const std::vector<UnitPoint>& points) 
     by[p.kind].second.push_back({p.work, p.bwd_s});
   }
   std::map<std::string, UnitCost> out;
-  for (const auto& [kind, xy] : by) out[kind] = {fit_line(xy.first), fit_line(xy.second)};
+  for (const auto& [kind, xy] : by) out[kind] = {fit_line(xy.first, kMaxFixedShare), fit_line(xy.second, kMaxFixedShare)};
   // Bytes per item: the least-squares slope through the origin (memory has no fixed part
   // worth keeping: the weights are counted apart).
-  std::map<std::string, std::array<double, 3>> mem;  // sum items^2, sum items*act, sum items*peak
+  // Per item, and per element of the unit's memory basis (items x mem_elems).
+  std::map<std::string, std::array<double, 6>> mem;  // sums x^2, x act, x peak for x = items, then x = elements
+  ModelSpec cache;
   for (const auto& p : points) {
     auto& m = mem[p.kind];
-    const double n = static_cast<double>(p.items);
+    const double n = static_cast<double>(p.items), e = n * mem_elems(unit_of(p.spec, p.unit, &cache));
     m[0] += n * n, m[1] += n * p.act_b, m[2] += n * p.peak_b;
+    m[3] += e * e, m[4] += e * p.act_b, m[5] += e * p.peak_b;
   }
   for (auto& [kind, m] : mem) {
     if (m[0] <= 0) continue;
     out[kind].act_b_per_item = std::max(0.0, m[1] / m[0]);
     out[kind].peak_b_per_item = std::max(out[kind].act_b_per_item, m[2] / m[0]);
+    if (m[3] <= 0) continue;
+    out[kind].act_b_per_elem = std::max(0.0, m[4] / m[3]);
+    out[kind].peak_b_per_elem = std::max(out[kind].act_b_per_elem, m[5] / m[3]);
   }
   return out;
 }
@@ -207,7 +221,8 @@ nlohmann::json units_json(const std::vector<UnitPoint>& points, const std::map<s
   auto fj = [](const UnitFit& f) { return nlohmann::json{{"fixed_us", f.fixed_s * 1e6}, {"ns_per_kwork", f.s_per_work * 1e12}}; };
   for (const auto& [kind, c] : fits)
     j["fits"][kind] = {{"forward", fj(c.fwd)}, {"backward", fj(c.bwd)}, {"act_bytes_per_item", c.act_b_per_item},
-                       {"peak_bytes_per_item", c.peak_b_per_item}};
+                       {"peak_bytes_per_item", c.peak_b_per_item}, {"act_bytes_per_elem", c.act_b_per_elem},
+                       {"peak_bytes_per_elem", c.peak_b_per_elem}};
   for (const auto& p : points)
     j["points"].push_back({{"kind", p.kind}, {"spec", p.spec}, {"unit", p.unit}, {"items", p.items}, {"work", p.work},
                            {"forward_us", p.fwd_s * 1e6}, {"backward_us", p.bwd_s * 1e6},
@@ -225,7 +240,9 @@ std::map<std::string, UnitCost> units_from_json(const nlohmann::json& j, const s
              w << ": needs \"forward\" and \"backward\"");
     out[kind] = {fit_of(c["forward"], w + ".forward"), fit_of(c["backward"], w + ".backward")};
     for (auto [key, dst] : {std::pair<const char*, double*>{"act_bytes_per_item", &out[kind].act_b_per_item},
-                            {"peak_bytes_per_item", &out[kind].peak_b_per_item}}) {
+                            {"peak_bytes_per_item", &out[kind].peak_b_per_item},
+                            {"act_bytes_per_elem", &out[kind].act_b_per_elem},
+                            {"peak_bytes_per_elem", &out[kind].peak_b_per_elem}}) {
       if (!c.contains(key)) continue;
       DT_CHECK(c[key].is_number() && c[key].get<double>() >= 0, InvalidArgument, w << "." << key << " must be a number >= 0");
       *dst = c[key].get<double>();

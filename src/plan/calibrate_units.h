@@ -10,7 +10,7 @@
 // - UnitFit is t = fixed_s + work x s_per_work, a least-squares line through the measured
 //   points with both coefficients >= 0 (fit_line: when the unconstrained line has a negative
 //   intercept it is refitted through the origin; a negative slope gives the mean as a
-//   constant). UnitCost holds one line for forward and one for backward.
+//   constant; fit_units caps the intercept at kMaxFixedShare of the smallest point). UnitCost holds one line for forward and one for backward.
 // - measure_units(points, seconds) runs each point (kind, spec, items) on the calling thread
 //   with one BLAS thread: builds the unit (nn/mlp.h's MLP of one layer, nn/transformer.h's
 //   GptStage of one unit), and times a forward (graph built as the executors build it) and
@@ -21,9 +21,12 @@
 //   784-256-128-10's three layers at 16, 64 and 128 examples, and the GPT's embedding, block
 //   and head at widths 64 and 128 (heads 4 and 8, context 64) and 2, 6 and 12 sequences.
 //   extra points come from `--models` (any mlp:/gpt: spec, at the same item counts).
-// - fit_units(points) groups the points by kind and fits each direction; memory per item is
-//   the least-squares slope through the origin of the heap bytes (base/heap_stats.h) the
-//   forward graph keeps (act) and of the high-water mark over forward + backward (peak).
+// - fit_units(points) groups the points by kind and fits each direction; memory is the
+//   least-squares slope through the origin of the heap bytes (base/heap_stats.h) the forward
+//   graph keeps (act) and of the high-water mark over forward + backward (peak), against
+//   items (per item) and against items x mem_elems of the point's unit (per element: the
+//   default points mix widths 64 and 128, whose bytes per item differ 2x; per element of the
+//   closed form they agree within 1%, so the per-item slope under-counted width 128 by 25%).
 // - units_json / units_from_json move the points and the fits to and from the calibration
 //   file's "units" section (each fit's coefficients, and every point so a fit can be redone).
 //   A malformed section is InvalidArgument naming the field.
@@ -48,6 +51,13 @@ struct UnitCost {
   // Memory per item (0: not measured): what the forward graph keeps for backward, and the
   // heap's high-water mark over forward + backward (activations + their gradients).
   double act_b_per_item = 0, peak_b_per_item = 0;
+  // The same per element of the unit's memory basis (simulator.h mem_elems: its closed-form
+  // activations + output per item), so one fit serves every width: 0 in files before it.
+  double act_b_per_elem = 0, peak_b_per_elem = 0;
+  // Heap bytes per item of unit u: the per-element fit when there is one, else per item.
+  double act_b(double mem_elems) const { return act_b_per_elem > 0 ? act_b_per_elem * mem_elems : act_b_per_item; }
+  double peak_b(double mem_elems) const { return peak_b_per_elem > 0 ? peak_b_per_elem * mem_elems : peak_b_per_item; }
+  bool has_memory() const { return peak_b_per_item > 0 || peak_b_per_elem > 0; }
 };
 
 struct UnitPass {
@@ -64,7 +74,14 @@ struct UnitPoint {
   double act_b = 0, peak_b = 0;  // heap bytes: kept by forward; high-water over forward + backward
 };
 
-UnitFit fit_line(const std::vector<std::pair<double, double>>& xy);
+// max_fixed_share: the intercept may be at most this share of the time of the point with the
+// least work (when that work is > 0); a larger one is capped there and the slope refitted
+// (least squares through (0, cap)). fit_units uses kMaxFixedShare: on this shared machine the
+// medians of a loaded minute gave the GPT block intercepts of 0.2-1.6 ms against passes of
+// 0.3-1 ms at 2 sequences (quiet calibrations: 26-86 us), which then charged every small
+// pipeline micro-batch that noise (pipelines were over-predicted by 50-160%).
+constexpr double kMaxFixedShare = 0.2;
+UnitFit fit_line(const std::vector<std::pair<double, double>>& xy, double max_fixed_share = 1e300);
 std::map<std::string, UnitCost> fit_units(const std::vector<UnitPoint>& points);
 
 std::vector<UnitPoint> default_unit_points();

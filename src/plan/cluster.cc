@@ -1,6 +1,8 @@
 #include "plan/cluster.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -16,7 +18,7 @@ int Cluster::ranks_on_node(int n) const {
 
 // Time sharing: r ranks on c cores get c/r of a core each, and lose a little more to context
 // switches and cache interference (the penalty, measured by calibrate).
-double Cluster::compute_slowdown(int r) const {
+double Cluster::compute_slowdown(double r) const {
   if (slowdown.size() >= 2) {
     const double x = r;
     if (x <= slowdown.front().first) return slowdown.front().second;
@@ -28,7 +30,91 @@ double Cluster::compute_slowdown(int r) const {
     return slowdown.back().second * x / slowdown.back().first;
   }
   if (r <= cores_per_node) return 1.0;
-  return static_cast<double>(r) / cores_per_node * oversub_penalty;
+  return r / cores_per_node * oversub_penalty;
+}
+
+std::vector<std::pair<double, double>> implied_betas(const LinkSizes& t, const CostParams& c, bool p2p) {
+  std::vector<std::pair<double, double>> out;
+  const double p = std::max(2, t.p), frac = (p - 1) / p;
+  for (const auto& [n, T] : p2p ? t.exchange : t.allreduce) {
+    if (n <= 0) continue;
+    const double beta = p2p ? (T - c.alpha_s) / n : (T - 2 * (p - 1) * c.alpha_s - frac * n * c.gamma_s_per_byte) / (2 * frac * n);
+    out.push_back({n, std::max(beta, 1e-12)});
+  }
+  return out;
+}
+
+double beta_at(const std::vector<std::pair<double, double>>& b, double bytes, double fallback) {
+  if (b.empty()) return fallback;
+  if (bytes <= b.front().first) return b.front().second;
+  for (size_t i = 1; i < b.size(); ++i)
+    if (bytes <= b[i].first) {
+      const double x = std::log(bytes / b[i - 1].first) / std::log(b[i].first / b[i - 1].first);
+      return b[i - 1].second + x * (b[i].second - b[i - 1].second);
+    }
+  return b.back().second;
+}
+
+double Cluster::measured_allreduce_s(int p, double bytes) const {
+  const std::vector<std::pair<double, double>>* t = nullptr;
+  if (auto it = intra_sizes.allreduce_by_ranks.find(p); it != intra_sizes.allreduce_by_ranks.end()) t = &it->second;
+  else if (p == intra_sizes.p && !intra_sizes.allreduce.empty()) t = &intra_sizes.allreduce;
+  if (!t || t->empty()) return -1;
+  const auto& v = *t;
+  if (bytes <= v.front().first) return v.front().second;
+  for (size_t i = 1; i < v.size(); ++i)
+    if (bytes <= v[i].first) {
+      const double x = std::log(bytes / v[i - 1].first) / std::log(v[i].first / v[i - 1].first);
+      return std::exp(std::log(v[i - 1].second) + x * std::log(v[i].second / v[i - 1].second));
+    }
+  return v.back().second * bytes / v.back().first;
+}
+
+CostParams Cluster::link_at(bool inter_node, double bytes, bool p2p) const {
+  CostParams c = inter_node ? inter : intra;
+  c.beta_s_per_byte = beta_at(implied_betas(inter_node ? inter_sizes : intra_sizes, c, p2p), bytes, c.beta_s_per_byte);
+  return c;
+}
+
+namespace {
+
+std::vector<std::pair<double, double>> points(const nlohmann::json& j, const char* key, const std::string& where) {
+  std::vector<std::pair<double, double>> out;
+  if (!j.contains(key)) return out;
+  DT_CHECK(j[key].is_array(), InvalidArgument, where << "." << key << " must be [[bytes, seconds], ...]");
+  for (const auto& pt : j[key]) {
+    DT_CHECK(pt.is_array() && pt.size() == 2 && pt[0].is_number() && pt[1].is_number() && pt[0].get<double>() > 0 &&
+                 pt[1].get<double>() > 0 && (out.empty() || pt[0].get<double>() > out.back().first),
+             InvalidArgument, where << "." << key << ": each point is [bytes > 0, seconds > 0], bytes increasing");
+    out.push_back({pt[0].get<double>(), pt[1].get<double>()});
+  }
+  return out;
+}
+
+}  // namespace
+
+LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where) {
+  DT_CHECK(j.is_object(), InvalidArgument, where << " must be an object {\"p\", \"allreduce\", \"exchange\"}");
+  LinkSizes t;
+  t.p = j.value("p", 2);
+  DT_CHECK(t.p >= 2, InvalidArgument, where << ".p must be >= 2 (ranks the all-reduce points were measured with)");
+  t.allreduce = points(j, "allreduce", where);
+  t.exchange = points(j, "exchange", where);
+  if (j.contains("allreduce_by_ranks")) {
+    DT_CHECK(j["allreduce_by_ranks"].is_object(), InvalidArgument, where << ".allreduce_by_ranks must be {\"ranks\": [[bytes, s]]}");
+    for (const auto& [k, v] : j["allreduce_by_ranks"].items()) {
+      const int p = std::atoi(k.c_str());
+      DT_CHECK(p >= 2, InvalidArgument, where << ".allreduce_by_ranks: key '" << k << "' is not a rank count >= 2");
+      t.allreduce_by_ranks[p] = points(j["allreduce_by_ranks"], k.c_str(), where + ".allreduce_by_ranks");
+    }
+  }
+  return t;
+}
+
+nlohmann::json link_sizes_json(const LinkSizes& t) {
+  nlohmann::json j = {{"p", t.p}, {"allreduce", t.allreduce}, {"exchange", t.exchange}};
+  for (const auto& [p, v] : t.allreduce_by_ranks) j["allreduce_by_ranks"][std::to_string(p)] = v;
+  return j;
 }
 
 namespace {
@@ -79,6 +165,8 @@ Cluster cluster_from_json(const nlohmann::json& j, const std::string& where) {
   c.intra = link(j, "intra", where);
   c.inter = j.contains("inter") ? link(j, "inter", where) : c.intra;
   if (j.contains("units")) c.units = units_from_json(j["units"], where + ".units");
+  if (j.contains("intra_by_size")) c.intra_sizes = link_sizes_from_json(j["intra_by_size"], where + ".intra_by_size");
+  if (j.contains("inter_by_size")) c.inter_sizes = link_sizes_from_json(j["inter_by_size"], where + ".inter_by_size");
   c.source = where;
   return c;
 }
@@ -102,6 +190,8 @@ nlohmann::json cluster_to_json(const Cluster& c) {
           {"oversub_penalty", c.oversub_penalty}, {"memory_gb", c.memory_gb}, {"intra", link_json(c.intra)},
           {"inter", link_json(c.inter)}};
   if (!c.units.empty()) j["units"] = units_json({}, c.units);
+  if (!c.intra_sizes.allreduce.empty() || !c.intra_sizes.exchange.empty()) j["intra_by_size"] = link_sizes_json(c.intra_sizes);
+  if (!c.inter_sizes.allreduce.empty() || !c.inter_sizes.exchange.empty()) j["inter_by_size"] = link_sizes_json(c.inter_sizes);
   return j;
 }
 
@@ -123,6 +213,11 @@ Cluster this_machine(const std::string& path) {
   DT_CHECK(version <= kCalibrationVersion, InvalidArgument,
            path << ": calibration file version " << version << " is newer than this dtrain reads (" << kCalibrationVersion
                 << "); run `dtrain bench calibrate` with this binary or point DTRAIN_CALIBRATION elsewhere");
+  if (j.is_object() && j.contains("links_by_size") && j["links_by_size"].is_object()) {
+    const auto& l = j["links_by_size"];
+    if (l.contains("intra")) c.intra_sizes = link_sizes_from_json(l["intra"], path + ".links_by_size.intra");
+    if (l.contains("inter")) c.inter_sizes = link_sizes_from_json(l["inter"], path + ".links_by_size.inter");
+  }
   if (!j.is_object() || !j.contains("compute") || !j["compute"].is_object()) return c;
   const auto& k = j["compute"];
   std::string w = path + ".compute";
@@ -144,6 +239,22 @@ Cluster this_machine(const std::string& path) {
   if (version >= 3 && k.contains("units")) {
     c.units = units_from_json(k["units"], w + ".units");
     c.source = "calibrated(" + path + ")";
+    // The speed probe re-measured beside a run (bench calibrate --slowdown-only) scales compute
+    // by how much slower (or faster) the same pass runs now than at calibration -- only when
+    // the file asks for it ("scale_by_probe": true): on this machine the re-probe read 1.5-2x
+    // the calibration's pass in every row of a run whose GPT steps matched the unscaled lines
+    // (a bias between the probe inside `bench calibrate` and alone, not yet found).
+    const double ref = k.value("probe_pass_s", 0.0), now = k.value("probe_now_pass_s", 0.0);
+    if (ref > 0 && now > 0 && k.value("scale_by_probe", false)) {
+      const double speed = std::clamp(now / ref, 0.25, 4.0);
+      for (auto& [kind, u] : c.units)
+        for (UnitFit* f : {&u.fwd, &u.bwd}) f->fixed_s *= speed, f->s_per_work *= speed;
+      c.gemm_flops /= speed, c.elementwise_bps /= speed;
+      c.optimizer_ns_per_param *= speed, c.sgd_ns_per_param *= speed;
+      std::ostringstream o;
+      o << c.source << ", compute x" << speed << " (speed re-probed)";
+      c.source = o.str();
+    }
   } else {
     c.source = "calibrated v" + std::to_string(version) + "(" + path +
                ", GEMM rates only: run `dtrain bench calibrate` again for unit timings)";

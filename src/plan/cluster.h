@@ -11,11 +11,23 @@
 // - this_machine(path) describes the machine it runs on: cores from the OS, links from the
 //   calibration the collectives use (coll/cost_model.h), compute rates from the "compute"
 //   section of the same calibration file when `dtrain bench calibrate` wrote one, else
-//   conservative defaults measured on the project's 2-vCPU VM (source says which). The file's
+//   conservative defaults measured on the project's 2-vCPU VM (source says which). A speed
+//   probe re-measured beside a run ("probe_now_pass_s") scales compute by now / at calibration
+//   only where the file sets "scale_by_probe": true (off by default: biased here). The file's
 //   "version": 3 carries the unit timings ("compute"."units"); a version 2 file (GEMM rates
 //   only) is read without them and `source` says to calibrate again; a version above 3 is
 //   InvalidArgument (written by a newer dtrain).
 // - A cluster file may carry "units" in the same format (calibrate_units.h units_json).
+// - Links by size: `dtrain bench calibrate` also times, at p ranks, the all-reduce the
+//   executors call and a two-way exchange with one peer at 16 KiB .. 16 MiB (the calibration
+//   file's "links_by_size": {"intra"|"inter": {"p", "allreduce": [[bytes, s]], "exchange":
+//   [[bytes, s]]}}; a cluster file may carry "intra_by_size" / "inter_by_size" alike).
+//   link_at(inter, bytes, p2p) is that link's CostParams with beta replaced by the beta the
+//   nearest measured sizes imply (the ring formula solved for beta at each all-reduce point;
+//   (T - alpha) / bytes for an exchange), interpolated in log(bytes) and held flat beyond the
+//   ends; without a table it is the link's own (the 16 MiB beta). measured_allreduce_s gives the
+//   time itself where the calibration measured that many ranks ("allreduce_by_ranks": {"4":
+//   [[bytes, s]], "8": ...}: what ranks beyond the cores cost, which no formula here has).
 // - cluster_to_json writes the same format load_cluster reads.
 // Thread-safety: plain values; this_machine reads files.
 #pragma once
@@ -37,6 +49,21 @@ namespace dtrain::plan {
 // 2: collectives + GEMM/element-wise/optimizer rates; 3: + unit timings ("compute"."units").
 constexpr int kCalibrationVersion = 3;
 
+struct LinkSizes {
+  int p = 2;  // ranks the all-reduce points were measured with
+  std::vector<std::pair<double, double>> allreduce, exchange;  // (bytes, seconds), bytes increasing
+  // All-reduce (bytes, seconds) measured at other rank counts (the ranks may outnumber the cores).
+  std::map<int, std::vector<std::pair<double, double>>> allreduce_by_ranks;
+};
+LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where);
+nlohmann::json link_sizes_json(const LinkSizes& t);
+// The beta (s/byte) each measured point implies: all-reduce points through the ring formula
+// at t.p ranks with `base`'s alpha and gamma, exchange points as (T - alpha) / bytes; clamped
+// to >= 1e-12. Empty when the table is.
+std::vector<std::pair<double, double>> implied_betas(const LinkSizes& t, const CostParams& base, bool p2p);
+// Interpolates (bytes, beta) points in log(bytes); flat beyond the ends; `fallback` if empty.
+double beta_at(const std::vector<std::pair<double, double>>& betas, double bytes, double fallback);
+
 struct Cluster {
   std::string name = "this-machine";
   int nodes = 1;
@@ -53,6 +80,7 @@ struct Cluster {
   std::vector<std::pair<double, double>> slowdown;
   double memory_gb = 8;
   CostParams intra, inter;
+  LinkSizes intra_sizes, inter_sizes;  // empty: cost every size from intra/inter's beta
   // Calibrated forward/backward cost lines of the executors' units, by kind (calibrate_units.h);
   // a kind missing here is costed from gemm_flops and elementwise_bps.
   std::map<std::string, UnitCost> units;
@@ -60,8 +88,16 @@ struct Cluster {
 
   // Ranks on one node for a job of n ranks.
   int ranks_on_node(int n) const;
-  // How much slower compute runs on a node holding r ranks (>= 1).
-  double compute_slowdown(int ranks_on_node) const;
+  // How much slower compute runs on a node where r ranks compute at once (r >= 1, may be
+  // fractional: the average number computing over a step).
+  double compute_slowdown(double ranks_on_node) const;
+  // The measured seconds of an all-reduce of `bytes` among p ranks inside a node, when the
+  // calibration timed p ranks (allreduce_by_ranks, or the 2-rank points): log-log
+  // interpolation, the smallest size's time below it, linear in bytes beyond the largest;
+  // -1 when p was not measured.
+  double measured_allreduce_s(int p, double bytes) const;
+  // The link's alpha-beta-gamma for a transfer of `bytes` (see LinkSizes above).
+  CostParams link_at(bool inter_node, double bytes, bool p2p) const;
 };
 
 Cluster load_cluster(const std::string& path);

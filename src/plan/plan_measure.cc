@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -34,12 +35,30 @@ std::vector<std::string> train_args(const std::string& model, const Layout& l, i
     if (s == "ps") a.insert(a.end(), {"--servers", std::to_string(l.servers)});
     if (s == "localsgd") a.insert(a.end(), {"--sync-every", std::to_string(l.sync_every)});
   }
-  if (l.dp > 1 && (s == "ddp" || s == "zero" || s == "hybrid")) {
+  if (l.dp > 1 && s == "ddp" && !gpt) {  // the GPT's strategies take no --bucket-mb
     std::ostringstream b;
     b << l.bucket_mb;
     a.insert(a.end(), {"--bucket-mb", b.str()});
   }
   return a;
+}
+
+double steady_step_s(const nlohmann::json& run, int64_t batch) {
+  std::vector<double> per_round;  // seconds per item of each round
+  if (run.contains("epoch_rows") && run["epoch_rows"].is_array())
+    for (const auto& row : run["epoch_rows"]) {
+      const double eps = row.value("examples_per_second", 0.0);
+      if (eps > 0) per_round.push_back(1 / eps);
+    }
+  if (per_round.size() >= 2) {
+    std::vector<double> later(per_round.begin() + 1, per_round.end());
+    std::sort(later.begin(), later.end());
+    const size_t k = later.size();
+    const double mid = k % 2 ? later[k / 2] : (later[k / 2 - 1] + later[k / 2]) / 2;
+    return mid * static_cast<double>(batch);
+  }
+  const double eps = run.value("examples_per_second", 0.0);
+  return eps > 0 ? static_cast<double>(batch) / eps : 0;
 }
 
 namespace {
@@ -81,7 +100,9 @@ Measured measure_layout(const std::string& model, const Layout& l, int64_t batch
   m.steps = j.value("steps", int64_t{0});
   m.train_seconds = j.value("train_seconds", 0.0);
   DT_CHECK(m.steps > 0, Error, "measured run reported no steps: " << cmd);
-  m.step_s = m.train_seconds / m.steps;
+  m.mean_step_s = m.train_seconds / m.steps;
+  m.step_s = steady_step_s(j, batch);
+  if (m.step_s <= 0) m.step_s = m.mean_step_s;
   return m;
 }
 

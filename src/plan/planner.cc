@@ -37,7 +37,8 @@ std::string fmt(const char* f, double v) {
 }  // namespace
 
 // Enumeration: the GPT's mesh factorisations first (tp outermost, then pp), and inside each
-// the knobs that change its cost: ZeRO stage, micro-batches, schedule, recompute, buckets.
+// the knobs that change its cost: ZeRO stage, micro-batches, schedule, recompute (and, for the
+// MLP's ddp, buckets).
 std::vector<Layout> enumerate_layouts(const ModelSpec& m, int ranks, int64_t batch, const PlanOptions& o) {
   DT_CHECK(ranks >= 1, InvalidArgument, "--ranks must be >= 1, got " << ranks);
   DT_CHECK(batch >= 1, InvalidArgument, "--batch must be >= 1, got " << batch);
@@ -72,15 +73,15 @@ std::vector<Layout> enumerate_layouts(const ModelSpec& m, int ranks, int64_t bat
           if (pp == 1 && micro > 1) break;
           for (const auto& [sch, v] : scheds) {
             if (v > 1 && (micro % pp || pp * v > units)) continue;
-            for (int rc = 0; rc <= 1; ++rc)
-              for (double b : buckets) {
-                if (dp == 1 && b != buckets[0]) break;
-                Layout l{.dp = dp, .tp = tp, .pp = pp, .zero = zero, .micro = micro, .schedule = sch,
-                         .virtual_stages = v, .recompute = rc == 1, .bucket_mb = b};
-                l.strategy = gpt_strategy_name(l);
-                if (!o.strategy.empty() && o.strategy != l.strategy) continue;
-                out.push_back(l);
-              }
+            for (int rc = 0; rc <= 1; ++rc) {
+              // No bucket sizes: the GPT's data-parallel sync is one bucket, the stage's whole
+              // gradient (parallel/model_parallel.cc; dtrain train refuses --bucket-mb for it).
+              Layout l{.dp = dp, .tp = tp, .pp = pp, .zero = zero, .micro = micro, .schedule = sch,
+                       .virtual_stages = v, .recompute = rc == 1, .bucket_mb = 0};
+              l.strategy = gpt_strategy_name(l);
+              if (!o.strategy.empty() && o.strategy != l.strategy) continue;
+              out.push_back(l);
+            }
           }
         }
       }

@@ -5,7 +5,8 @@
 //   for the model on `ranks` ranks: the GPT: every dp x tp x pp = ranks with tp | heads and
 //   pp*v <= units, ZeRO 0-2 (3 when tp = pp = 1), micro-batches (powers of two with
 //   dp x m | batch, m <= max_micro), schedules gpipe / 1f1b / interleaved (v = 2, 4, m % pp = 0),
-//   recompute off/on, bucket sizes; the MLP: ddp with bucket sizes and ZeRO 0-2. A strategy
+//   recompute off/on (no bucket sizes: the GPT's data-parallel sync is one bucket); the MLP: ddp
+//   with bucket sizes and ZeRO 0-2. A strategy
 //   filter keeps only that strategy (for the MLP it also admits ps, localsgd, gossip, fedavg).
 // - plan(model, ranks, cluster, batch, opts) simulates each layout (simulator.h), drops those
 //   whose predicted peak memory exceeds memory_gb (the cluster's when 0), sorts by predicted

@@ -62,7 +62,7 @@ std::string Layout::describe() const {
   if (pp > 1) o << " " << schedule << (virtual_stages > 1 ? "x" + std::to_string(virtual_stages) : "") << " m" << micro;
   else if (micro > 1) o << " m" << micro;
   if (recompute) o << " recompute";
-  if (dp > 1 && (strategy == "ddp" || strategy == "zero" || strategy == "hybrid")) o << " bucket" << bucket_mb << "M";
+  if (dp > 1 && strategy == "ddp" && bucket_mb > 0) o << " bucket" << bucket_mb << "M";
   return o.str();
 }
 
@@ -76,17 +76,32 @@ struct Group {
   int size = 1, stride = 1;
 };
 
-double allreduce_s(const Cluster& c, Group g, double bytes) {
+// Each transfer is costed with its link's beta at its own size (Cluster::link_at: the
+// calibrated all-reduce and exchange figures by size), not one large-buffer beta.
+// node_ranks: the job's ranks on the node; those beyond the ranks a figure was measured with
+// slow it by the slowdown curve's ratio.
+double allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks) {
   if (g.size <= 1 || bytes <= 0) return 0;
+  auto beyond = [&](int measured) {
+    return std::max(1.0, c.compute_slowdown(node_ranks) / c.compute_slowdown(std::min(measured, node_ranks)));
+  };
   int rpn = c.ranks_per_node > 0 ? c.ranks_per_node : g.size * g.stride;
   int per_node = std::clamp(rpn / g.stride, 1, g.size);
-  if (per_node >= g.size) return best_allreduce_s(g.size, bytes, c.intra);
-  return hierarchical_allreduce_s(g.size / per_node, per_node, bytes, c.intra, c.inter);
+  if (per_node >= g.size) {
+    // Measured at this many ranks: the time itself, oversubscription included.
+    const double t = c.measured_allreduce_s(g.size, bytes);
+    if (t >= 0) return t * beyond(g.size);
+    return best_allreduce_s(g.size, bytes, c.link_at(false, bytes, false)) * beyond(2);
+  }
+  return hierarchical_allreduce_s(g.size / per_node, per_node, bytes, c.link_at(false, bytes, false),
+                                  c.link_at(true, bytes / per_node, false)) * beyond(2);
 }
 
-const CostParams& link_of(const Cluster& c, Group g) {
+// The link a group's transfer of `bytes` uses: inside a node or between nodes; p2p for
+// point-to-point sends (the exchange figures), else the collective ones.
+CostParams link_of(const Cluster& c, Group g, double bytes, bool p2p) {
   int rpn = c.ranks_per_node > 0 ? c.ranks_per_node : g.size * g.stride;
-  return g.size * g.stride <= rpn ? c.intra : c.inter;
+  return c.link_at(g.size * g.stride > rpn, bytes, p2p);
 }
 
 // One unit's forward and backward seconds over `items`, before any oversubscription slowdown:
@@ -141,10 +156,18 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
   DT_CHECK(!m.gpt || m.heads % l.tp == 0, InvalidArgument, "tp " << l.tp << " must divide heads " << m.heads);
   DT_CHECK(l.zero < 3 || (l.tp == 1 && l.pp == 1), InvalidArgument, "ZeRO-3 needs tp = pp = 1");
   const int n = l.ranks();
-  const double slow = c.compute_slowdown(c.ranks_on_node(n));
+  // Oversubscription slows the ranks that COMPUTE AT THE SAME TIME: a rank waiting in the
+  // transport sleeps (futex) and leaves its core to the others. Data-parallel workers all
+  // compute at once; a ps server waits while its workers compute; a pipeline's stages
+  // compute only part of the step (below: the slowdown at the average number of computing
+  // ranks, solved by iterating the schedule simulation).
+  const int computing = s == "ps" ? std::max(1, n - l.servers) : n;
+  const double slow = c.compute_slowdown(c.ranks_on_node(computing));
   // Links were calibrated with two ranks on the node, so their alpha/beta already carry the
   // two-rank contention: communication slows only by what more ranks add beyond that.
-  const double comm_slow = std::max(1.0, slow / c.compute_slowdown(std::min(2, c.ranks_on_node(n))));
+  const double two = c.compute_slowdown(std::min(2, c.ranks_on_node(n)));
+  const double comm_slow = std::max(1.0, c.compute_slowdown(c.ranks_on_node(n)) / two);
+  const int node_n = c.ranks_on_node(n);
   const double opt_states = m.gpt ? 2 : 1;  // AdamW m, v; SGD momentum
   Prediction p;
 
@@ -169,10 +192,10 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     double transient = 0;
     for (const auto& u : m.units) {
       auto it = c.units.find(u.kind);
-      if (it != c.units.end() && it->second.peak_b_per_item > 0) {
+      if (it != c.units.end() && it->second.has_memory()) {
         // The graph keeps every node's gradient until it is destroyed: a unit's footprint at
         // the end of backward is its whole high-water mark, not its forward share.
-        p.activations_b += it->second.peak_b_per_item * items;
+        p.activations_b += it->second.peak_b(mem_elems(u)) * items;
       } else {
         p.activations_b += kF * u.act_elems * items;
       }
@@ -195,6 +218,9 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     // +1.4 copies from 2 to 4 ranks, flat from 4 to 8).
     if (workers > 2 && s != "ps" && s != "single") copies += 1;
     p.buffers_b = copies * bytes;
+    // gossip's heap holds 0.50 MB more than its copies at 2, 4 and 8 ranks alike (measured,
+    // not traced; the size of a 512 KiB staging buffer for its model-sized isend/irecv).
+    if (s == "gossip" && workers > 1) p.buffers_b += 512.0 * 1024;
     if (s == "ps") {
       // The reported memory is the busiest rank's: a worker's gradient and replies, or a
       // server's slice of weights, gradient and momentum plus a push and a reply buffer per
@@ -221,7 +247,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
         int b = buckets.on_ready(units[k]);
         if (b < 0) continue;
         double len = static_cast<double>(buckets.buckets()[b].len) * kF;
-        comm_end = std::max(comm_end, t) + allreduce_s(c, all, len) * comm_slow;
+        comm_end = std::max(comm_end, t) + allreduce_s(c, all, len, node_n);
       }
       p.comm_s = std::max(0.0, comm_end - t);
       p.dp_bytes = zero_traffic_elems(0, P, workers) * kF;
@@ -233,18 +259,25 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
         p.optimizer_s /= workers;
       }
     } else if (s == "ps") {
-      // Every worker pushes its gradient and pulls the parameters; a server serves its 1/S of
-      // the parameters to all W workers, one after another.
+      // Every worker pushes its gradient and pulls the parameters: the server posts all W
+      // receives (and later all W sends) at once and each pair's copies run on the worker's
+      // side as well, so the W transfers overlap; measured at W = 1 and 3 the push + pull took
+      // about one exchange each way either way (W serial exchanges over-predicted W = 3 by 2.5x).
       double per_server = bytes / l.servers;
-      p.comm_s = workers * 2 * (c.intra.alpha_s + per_server * c.intra.beta_s_per_byte) * comm_slow;
+      const CostParams lk = c.link_at(false, per_server, true);
+      p.comm_s = 2 * (lk.alpha_s + per_server * lk.beta_s_per_byte) * comm_slow;
+      // Workers run no optimizer: the server sums W pushes (12 bytes touched per element) and
+      // steps its slice while they wait, alone on the node.
+      p.optimizer_s = (P * c.sgd_ns_per_param * 1e-9 + workers * P * 12 / c.elementwise_bps) / l.servers;
       p.dp_bytes = 2 * bytes;
     } else if (s == "localsgd" || s == "fedavg") {
       // Parameters averaged every sync_every steps (fedavg: every round of local steps).
-      p.comm_s = allreduce_s(c, all, bytes) * comm_slow / std::max(1, l.sync_every);
+      p.comm_s = allreduce_s(c, all, bytes, node_n) / std::max(1, l.sync_every);
       p.dp_bytes = zero_traffic_elems(0, P, workers) * kF / std::max(1, l.sync_every);
     } else if (s == "gossip" && workers > 1) {
       // Ring gossip: parameters to both neighbours and averaged with theirs.
-      p.comm_s = (2 * (c.intra.alpha_s + bytes * c.intra.beta_s_per_byte) + 3 * bytes / c.elementwise_bps) * comm_slow;
+      const CostParams lk = c.link_at(false, bytes, true);
+      p.comm_s = (2 * (lk.alpha_s + bytes * lk.beta_s_per_byte) + 3 * bytes / c.elementwise_bps) * comm_slow;
       p.dp_bytes = 2 * bytes;
     }
     p.step_s = p.compute_s + p.comm_s + p.optimizer_s;
@@ -261,9 +294,10 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
   std::vector<int> cut = balance(m.units, l.pp * V);
   Group tpg{l.tp, 1}, ppg{l.pp, l.tp}, dpg{l.dp, l.tp * l.pp};
   const double act_bytes = items * m.context * m.width * kF;
-  const double tp_ar = allreduce_s(c, tpg, act_bytes) * comm_slow;
+  const double tp_ar = allreduce_s(c, tpg, act_bytes, node_n);
+  // f, b: forward and backward compute before any slowdown; fc, bc: the tp all-reduces in them.
   struct Piece {
-    double f = 0, b = 0, params = 0, act = 0, out = 0, transient = 0;
+    double f = 0, b = 0, fc = 0, bc = 0, params = 0, act = 0, out = 0, transient = 0;
   };
   // dtrain's ZeRO-3 (parallel/zero3.h) re-runs each unit's forward in backward, keeping unit
   // inputs only: activation recompute, whatever --recompute says.
@@ -274,25 +308,33 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     for (int u = cut[k]; u < cut[k + 1]; ++u) {
       const Unit& x = m.units[u];
       Pass ps = unit_pass(c, x, items, l.tp);
-      pc.f += ps.f * slow + (x.block ? 2 * tp_ar : 0);
-      pc.b += (ps.b + (recompute && x.block ? ps.f : 0)) * slow + (x.block ? 2 * tp_ar : 0);
+      pc.f += ps.f;
+      pc.b += ps.b + (recompute && x.block ? ps.f : 0);
+      pc.fc += x.block ? 2 * tp_ar : 0;
+      pc.bc += x.block ? 2 * tp_ar : 0;
       pc.params += x.block ? x.params / l.tp : x.params;
       // Kept activations: calibrated heap bytes per item (a block's scaled by the closed
       // form's tp share), or the closed form; with recompute a block keeps its input only.
       auto it = c.units.find(x.kind);
-      const bool measured = it != c.units.end() && it->second.peak_b_per_item > 0;
+      const bool measured = it != c.units.end() && it->second.has_memory();
+      const double me = mem_elems(x);
       const double closed = x.block ? block_activation_elems(m.context, 1, m.width, m.heads, l.tp, recompute) : x.act_elems;
       if (measured && x.block && recompute) {
         // Inputs kept; in backward one unit at a time is re-run and holds its high-water mark.
         pc.act += kF * items * closed;
-        pc.transient = std::max(pc.transient, it->second.peak_b_per_item * items);
+        pc.transient = std::max(pc.transient, it->second.peak_b(me) * items);
       } else if (measured) {
-        // The tensor-parallel block keeps nearly all it keeps unsplit (the f/g copies and the
-        // replicated LayerNorm and residual tensors): no tp share is taken off.
-        pc.act += it->second.act_b_per_item * items;
+        // A tensor-parallel block keeps most of what it keeps unsplit (the f/g copies, the
+        // replicated LayerNorm and residual tensors and their gradients): measured here, the
+        // 6x128 GPT's activations at tp 2 and 4 are 0.885 and 0.73 of tp 1's, i.e. about
+        // kTpWhole = 0.7 stays whole and 0.3 is split (the closed form's 4sbh : (12sbh + as^2b)/t
+        // would split 0.8 and predict 0.6 and 0.4).
+        constexpr double kTpWhole = 0.7;
+        const double share = x.block ? kTpWhole + (1 - kTpWhole) / l.tp : 1.0;
+        pc.act += it->second.act_b(me) * items * share;
         // Gradients of the activations stay until the graph goes: the live micro-batch in
         // backward holds the whole high-water mark.
-        pc.transient += (it->second.peak_b_per_item - it->second.act_b_per_item) * items;
+        pc.transient += (it->second.peak_b(me) - it->second.act_b(me)) * items * share;
       } else {
         pc.act += kF * items * closed;
       }
@@ -300,19 +342,32 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       if (x.block) p.tp_bytes += 4 * 2 * (l.tp - 1.0) / l.tp * act_bytes * l.micro;
     }
   }
-  const CostParams& pl = link_of(c, ppg);
+  const CostParams pl = link_of(c, ppg, act_bytes, true);
+  // The stages' slowdown: each stage computes busy/makespan of the step, so on average
+  // n x utilisation ranks compute at once; the slowdown of that many is applied and the
+  // schedule re-simulated (a fixed point: a few rounds settle it; pp = 1 stays at every rank).
+  double stage_slow = slow, send_slow = comm_slow;
   auto cost = [&](int stage, const PipeInstr& in) -> double {
     const Piece& pc = pieces[sched.piece(stage, in.chunk)];
     switch (in.op) {
-      case PipeOp::kForward: return pc.f;
-      case PipeOp::kBackward: return pc.b;
+      case PipeOp::kForward: return pc.f * stage_slow + pc.fc;
+      case PipeOp::kBackward: return pc.b * stage_slow + pc.bc;
       case PipeOp::kSendAct:
-      case PipeOp::kSendGrad: return (pl.alpha_s + act_bytes * pl.beta_s_per_byte) * comm_slow;
+      case PipeOp::kSendGrad: return (pl.alpha_s + act_bytes * pl.beta_s_per_byte) * send_slow;
       default: return 0;
     }
   };
   SimResult r = simulate(sched, cost);
   DT_CHECK(r.ok, Error, "pipeline simulation failed: " << r.error);
+  for (int round = 0; round < 4 && l.pp > 1 && r.makespan > 0; ++round) {
+    double busy = 0;
+    for (double b : r.busy) busy += b;
+    const double active = std::max(1.0, c.ranks_on_node(n) * busy / (l.pp * r.makespan));
+    stage_slow = c.compute_slowdown(active);
+    send_slow = std::max(1.0, stage_slow / two);
+    r = simulate(sched, cost);
+    DT_CHECK(r.ok, Error, "pipeline simulation failed: " << r.error);
+  }
   double busiest = *std::max_element(r.busy.begin(), r.busy.end());
   p.compute_s = busiest;
   p.bubble_s = r.makespan - busiest;
@@ -331,16 +386,22 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
   auto z = zero_bytes(l.zero, stage_params, l.dp, kF, kF, opt_states * kF);
   p.weights_b = z.weights, p.grads_b = z.grads, p.optimizer_b = z.optimizer, p.activations_b = stage_act;
   if (l.zero >= 3) p.weights_b += stage_params * kF / m.units.size() * 2;  // one gathered unit (+ prefetch)
+  if ((l.zero == 1 || l.zero == 2) && l.dp > 1) {
+    // parallel/zero.cc's own buffers: the shard's gradient and parameters (P/N each), and the
+    // padded reduce-scatter copy of the one bucket (the whole gradient) with its receive slice.
+    p.buffers_b = 2 * stage_params * kF / l.dp + stage_params * kF * (1 + 1.0 / l.dp);
+  }
   p.optimizer_s = stage_params / (l.zero >= 1 ? l.dp : 1) * c.optimizer_ns_per_param * 1e-9 * slow;
-  // Data-parallel sync after the pipeline, in buckets.
+  // Data-parallel sync after the pipeline: one bucket, the stage's whole gradient
+  // (parallel/model_parallel.cc builds its ZeroOptimizer without buckets).
   if (l.dp > 1) {
-    double bytes = stage_params * kF, cap = std::max(l.bucket_mb, 0.0625) * (1 << 20), t = 0;
+    double bytes = stage_params * kF, cap = bytes, t = 0;
     for (double left = bytes; left > 0; left -= cap) {
       double b = std::min(left, cap);
-      if (l.zero == 0) t += allreduce_s(c, dpg, b);
-      else t += ring_reduce_scatter_s(l.dp, b, link_of(c, dpg)) + ring_allgather_s(l.dp, b, link_of(c, dpg));
+      if (l.zero == 0) t += allreduce_s(c, dpg, b, node_n) / comm_slow;  // slowed once, below
+      else t += ring_reduce_scatter_s(l.dp, b, link_of(c, dpg, b, false)) + ring_allgather_s(l.dp, b, link_of(c, dpg, b, false));
     }
-    if (l.zero >= 3) t += ring_allgather_s(l.dp, bytes, link_of(c, dpg)) * l.micro;  // gathers in forward
+    if (l.zero >= 3) t += ring_allgather_s(l.dp, bytes, link_of(c, dpg, bytes, false)) * l.micro;  // gathers in forward
     p.comm_s = t * comm_slow;
     p.dp_bytes = zero_traffic_elems(l.zero, stage_params, l.dp) * kF;
   }

@@ -54,6 +54,8 @@ struct Unit {
 
 // What a unit's calibrated cost line is a function of, per item: fwd_flops + out_elems.
 inline double unit_work(const Unit& u) { return u.fwd_flops + u.out_elems; }
+// What a unit's calibrated heap bytes are proportional to, per item: act_elems + out_elems.
+inline double mem_elems(const Unit& u) { return u.act_elems + u.out_elems; }
 
 struct ModelSpec {
   std::string spec;

@@ -90,6 +90,18 @@ TEST(BenchCalibrateCli, WritesAFileThePlannerReads) {
     EXPECT_GE(j[kind]["alpha_us"].get<double>(), 0);
   }
   EXPECT_EQ(plan_main({"collective", "--op", "allreduce", "-n", "8", "--size", "64M", "--calibration", path}), 0);
+  // The planner's sized links: the 2-rank all-reduce and exchange by size, and 4 and 8 ranks.
+  const auto& intra = j["links_by_size"]["intra"];
+  EXPECT_EQ(intra["allreduce"].size(), intra["exchange"].size());
+  EXPECT_GE(intra["allreduce"].size(), 4u) << intra.dump();
+  EXPECT_TRUE(intra["allreduce_by_ranks"].contains("4")) << intra.dump();
+  EXPECT_GT(j["compute"]["probe_pass_s"].get<double>(), 0);
+  // --slowdown-only refreshes the curve and records the probe, nothing else.
+  EXPECT_EQ(bench_calibrate({"--slowdown-only", "--out", path}), 0);
+  auto k = read_json(path);
+  EXPECT_GT(k["compute"]["probe_now_pass_s"].get<double>(), 0);
+  EXPECT_EQ(k["shm"], j["shm"]);
+  EXPECT_EQ(k["links_by_size"], j["links_by_size"]);
   std::remove(path.c_str());
 }
 

@@ -37,6 +37,17 @@ TEST(CalibrateUnits, FitKeepsCoefficientsNonNegative) {
   EXPECT_THROW(fit_line({}), InvalidArgument);
 }
 
+TEST(CalibrateUnits, FitCapsANoisyIntercept) {
+  // Two points whose line has an intercept of 0.9 (noise at the small point): capped at 0.2 x
+  // the smallest point's time (1.0), slope through (0, 0.2) by least squares.
+  UnitFit f = fit_line({{1, 1.0}, {10, 1.9}}, 0.2);
+  EXPECT_DOUBLE_EQ(f.fixed_s, 0.2);
+  EXPECT_NEAR(f.s_per_work, (1 * 0.8 + 10 * 1.7) / 101.0, 1e-12);
+  // A small intercept is kept; without a cap the least-squares line.
+  EXPECT_NEAR(fit_line({{1, 1.1}, {10, 10.1}}, 0.2).fixed_s, 0.1, 1e-12);
+  EXPECT_NEAR(fit_line({{1, 1.0}, {10, 1.9}}).fixed_s, 0.9, 1e-12);
+}
+
 TEST(CalibrateUnits, FitsGroupByKindAndRoundTripThroughJson) {
   std::vector<UnitPoint> pts{{"mlp_layer", "mlp:4-2", 0, 1, 100, 1e-6, 2e-6},
                              {"mlp_layer", "mlp:4-2", 0, 2, 200, 2e-6, 4e-6},
@@ -55,6 +66,32 @@ TEST(CalibrateUnits, FitsGroupByKindAndRoundTripThroughJson) {
   j["fits"]["gpt_head"]["forward"]["fixed_us"] = -1;
   EXPECT_THROW(units_from_json(j, "test"), InvalidArgument);
   EXPECT_THROW(units_from_json(nlohmann::json::array(), "test"), InvalidArgument);
+}
+
+TEST(CalibrateUnits, MemoryIsFittedPerElementAcrossWidths) {
+  // Blocks of widths 64 and 128 keeping exactly 5 bytes per element of their memory basis
+  // (mem_elems: closed-form activations + output), high-water 8: the per-element fit recovers
+  // 5 and 8 for both widths, where one bytes-per-item slope cannot fit both.
+  const char* narrow = "gpt:layers=1,heads=4,width=64,context=64";
+  const char* wide = "gpt:layers=1,heads=8,width=128,context=64";
+  std::vector<UnitPoint> pts;
+  for (const char* spec : {narrow, wide})
+    for (int64_t items : {2, 6, 12}) {
+      const double e = static_cast<double>(items) * mem_elems(ModelSpec::parse(spec).units[1]);
+      pts.push_back({"gpt_block", spec, 1, items, 1, 1e-6, 1e-6, 5 * e, 8 * e});
+    }
+  UnitCost c = fit_units(pts)["gpt_block"];
+  EXPECT_NEAR(c.act_b_per_elem, 5, 1e-9);
+  EXPECT_NEAR(c.peak_b_per_elem, 8, 1e-9);
+  const double wide_elems = mem_elems(ModelSpec::parse(wide).units[1]);
+  EXPECT_NEAR(c.act_b(wide_elems), 5 * wide_elems, 1e-6);
+  EXPECT_LT(c.act_b_per_item, 5 * wide_elems);  // the per-item slope under-counts the wide block
+  auto back = units_from_json(units_json(pts, {{"gpt_block", c}}), "test");
+  EXPECT_NEAR(back["gpt_block"].peak_b_per_elem, 8, 1e-9);
+  // A file without the per-element figures falls back to per item.
+  UnitCost old;
+  old.act_b_per_item = 7;
+  EXPECT_DOUBLE_EQ(old.act_b(wide_elems), 7);
 }
 
 std::string write_tmp(const nlohmann::json& j) {
@@ -84,6 +121,31 @@ TEST(CalibrateUnits, CalibrationFileVersions) {
   EXPECT_NE(c2.source.find("calibrate"), std::string::npos) << c2.source;
   EXPECT_THROW(this_machine(v9), InvalidArgument);  // newer than this binary
   for (const auto& f : {v3, v2, v9}) std::remove(f.c_str());
+}
+
+TEST(CalibrateUnits, SpeedProbeScalesCompute) {
+  // A probe re-measured beside a run at 1.5x the calibration's pass scales compute by 1.5.
+  nlohmann::json j = calibration(3, true);
+  j["compute"]["probe_pass_s"] = 2e-3;
+  j["compute"]["probe_now_pass_s"] = 3e-3;
+  j["compute"]["scale_by_probe"] = false;  // recorded, not applied, unless the file asks
+  std::string f = write_tmp(j);
+  EXPECT_NEAR(this_machine(f).units["mlp_layer"].fwd.fixed_s, 1e-6, 1e-15);
+  std::remove(f.c_str());
+  j["compute"]["scale_by_probe"] = true;
+  f = write_tmp(j);
+  Cluster c = this_machine(f);
+  EXPECT_NEAR(c.units["mlp_layer"].fwd.fixed_s, 1.5e-6, 1e-15);
+  EXPECT_NEAR(c.units["mlp_layer"].bwd.s_per_work, 3e-12, 1e-21);
+  EXPECT_NEAR(c.gemm_flops, 20e9 / 1.5, 1);
+  EXPECT_NEAR(c.optimizer_ns_per_param, 4.5, 1e-12);
+  EXPECT_NE(c.source.find("re-probed"), std::string::npos) << c.source;
+  std::remove(f.c_str());
+  // Without a re-probe (or without the reference) nothing changes.
+  j["compute"].erase("probe_now_pass_s");
+  f = write_tmp(j);
+  EXPECT_NEAR(this_machine(f).units["mlp_layer"].fwd.fixed_s, 1e-6, 1e-15);
+  std::remove(f.c_str());
 }
 
 TEST(CalibrateUnits, SimulatorUsesTheCalibratedLines) {

@@ -105,14 +105,34 @@ TEST(Cluster, ShippedExamplesLoad) {
 
 TEST(PlanMeasure, TrainArgsRunExactlyTheLayout) {
   Layout l{.strategy = "hybrid", .dp = 2, .tp = 1, .pp = 2, .zero = 1, .micro = 4, .schedule = "interleaved",
-           .virtual_stages = 2, .recompute = true, .bucket_mb = 4};
+           .virtual_stages = 2, .recompute = true};
   auto a = train_args(kGpt, l, 48, "text:x.txt", 5);
   std::string s;
   for (const auto& x : a) s += x + " ";
   for (const char* want : {"--strategy hybrid", "-n 4", "--dp 2 --tp 1 --pp 2", "--zero 1", "--microbatches 4",
-                           "--schedule interleaved", "--virtual-stages 2", "--recompute", "--bucket-mb 4",
+                           "--schedule interleaved", "--virtual-stages 2", "--recompute",
                            "--steps 5", "--data text:x.txt", "--batch 48"})
     EXPECT_NE(s.find(want), std::string::npos) << want << " in " << s;
+  // dtrain train refuses --bucket-mb for the GPT's strategies; the MLP's ddp takes it.
+  EXPECT_EQ(s.find("--bucket-mb"), std::string::npos) << s;
+  std::string d;
+  for (const auto& x : train_args("mlp:784-10", {.strategy = "ddp", .dp = 2, .bucket_mb = 4}, 64, "", 0)) d += x + " ";
+  EXPECT_NE(d.find("--bucket-mb 4"), std::string::npos) << d;
+}
+
+TEST(PlanMeasure, SteadyStepIsTheMedianRoundAfterTheFirst) {
+  // Rounds of a GPT run at batch 12: a cold first round, then 0.1, 0.3, 0.12 s per item x 12.
+  nlohmann::json run = {{"examples_per_second", 5.0},
+                        {"epoch_rows", {{{"examples_per_second", 1.0}}, {{"examples_per_second", 10.0}},
+                                        {{"examples_per_second", 1.0 / 0.3}}, {{"examples_per_second", 1.0 / 0.12}}}}};
+  EXPECT_NEAR(steady_step_s(run, 12), 0.12 * 12, 1e-12);
+  // Two later rounds: their mean.
+  run["epoch_rows"].erase(3);
+  EXPECT_NEAR(steady_step_s(run, 12), (0.1 + 0.3) / 2 * 12, 1e-12);
+  // One round (an MLP epoch): the whole run's rate.
+  nlohmann::json epoch = {{"examples_per_second", 64000.0}, {"epoch_rows", {{{"examples_per_second", 50.0}}}}};
+  EXPECT_NEAR(steady_step_s(epoch, 64), 1e-3, 1e-15);
+  EXPECT_EQ(steady_step_s(nlohmann::json::object(), 64), 0);
 }
 
 }  // namespace

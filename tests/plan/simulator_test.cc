@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "base/error.h"
 #include "nn/transformer.h"
 #include "parallel/pipeline_schedule.h"
@@ -58,6 +60,41 @@ TEST(Simulator, DdpBucketsOverlapWithBackward) {
   EXPECT_DOUBLE_EQ(a.dp_bytes, 2 * m.params() * 4 * 3 / 4);
 }
 
+TEST(Simulator, TransfersAreCostedAtTheirOwnSize) {
+  Cluster c = ideal();
+  c.intra.gamma_s_per_byte = 1e-10;
+  // Two measured all-reduce points at p = 2 that imply beta 0.25 ns/B at 1 MiB and 1 ns/B at
+  // 16 MiB (ring at p = 2: T = 2 alpha + n beta + n/2 gamma), and exchanges at 0.5 / 2 ns/B.
+  const double a = c.intra.alpha_s, g = c.intra.gamma_s_per_byte, s1 = 1 << 20, s16 = 16 << 20;
+  c.intra_sizes.allreduce = {{s1, 2 * a + s1 * 0.25e-9 + s1 / 2 * g}, {s16, 2 * a + s16 * 1e-9 + s16 / 2 * g}};
+  c.intra_sizes.exchange = {{s1, a + s1 * 0.5e-9}, {s16, a + s16 * 2e-9}};
+  EXPECT_NEAR(c.link_at(false, s1, false).beta_s_per_byte, 0.25e-9, 1e-18);
+  EXPECT_NEAR(c.link_at(false, s16, false).beta_s_per_byte, 1e-9, 1e-18);
+  EXPECT_NEAR(c.link_at(false, 4.0 * (1 << 20), false).beta_s_per_byte, 0.625e-9, 1e-18);  // halfway in log(bytes)
+  EXPECT_NEAR(c.link_at(false, 1024, false).beta_s_per_byte, 0.25e-9, 1e-18);              // flat below the first
+  EXPECT_NEAR(c.link_at(false, 1e9, true).beta_s_per_byte, 2e-9, 1e-18);                   // and above the last
+  EXPECT_NEAR(c.link_at(false, s1, true).beta_s_per_byte, 0.5e-9, 1e-18);
+  EXPECT_DOUBLE_EQ(c.link_at(true, s1, false).beta_s_per_byte, c.inter.beta_s_per_byte);  // no inter table
+  // An all-reduce at the measured rank count takes the measured time: log-log between
+  // points, the first point's time below it, linear in bytes beyond the last.
+  EXPECT_NEAR(c.measured_allreduce_s(2, s1), c.intra_sizes.allreduce[0].second, 1e-15);
+  const double t1 = c.intra_sizes.allreduce[0].second, t16 = c.intra_sizes.allreduce[1].second;
+  EXPECT_NEAR(c.measured_allreduce_s(2, 4.0 * (1 << 20)), std::sqrt(t1 * t16), 1e-12);
+  EXPECT_NEAR(c.measured_allreduce_s(2, 2.0 * s16), 2 * t16, 1e-12);
+  EXPECT_EQ(c.measured_allreduce_s(4, s1), -1);
+  c.intra_sizes.allreduce_by_ranks[4] = {{s1, 1e-3}};
+  EXPECT_NEAR(c.measured_allreduce_s(4, s1 / 2), 1e-3, 1e-15);
+  // The MLP's one ~0.94 MB bucket: the measured 2-rank time (below the first point: its time).
+  ModelSpec m = ModelSpec::parse("mlp:784-256-128-10");
+  Prediction p = simulate(m, {.strategy = "ddp", .dp = 2, .bucket_mb = 16}, c, 64);
+  EXPECT_NEAR(p.comm_s, t1, 1e-12);
+  // 4 ranks: the 4-rank figure; 3 ranks (not measured): the formula at the sized beta.
+  EXPECT_NEAR(simulate(m, {.strategy = "ddp", .dp = 4, .bucket_mb = 16}, c, 64).comm_s, 1e-3, 1e-12);
+  const double bytes = m.params() * 4;
+  EXPECT_NEAR(simulate(m, {.strategy = "ddp", .dp = 3, .bucket_mb = 16}, c, 63).comm_s,
+              best_allreduce_s(3, bytes, c.link_at(false, bytes, false)), 1e-12);
+}
+
 TEST(Simulator, OversubscribedRanksShareTheCores) {
   ModelSpec m = ModelSpec::parse("mlp:784-256-10");
   Cluster c = ideal(2);
@@ -66,6 +103,27 @@ TEST(Simulator, OversubscribedRanksShareTheCores) {
   Prediction four = simulate(m, {.strategy = "localsgd", .dp = 4}, c, 64);
   // Half the items per rank, but each rank gets half a core: the same compute time.
   EXPECT_NEAR(four.compute_s, two.compute_s, 1e-12);
+}
+
+TEST(Simulator, OnlyRanksComputingAtOnceShareTheCores) {
+  ModelSpec m = ModelSpec::parse(kGpt);
+  Cluster fast = ideal(64), one = ideal(1);
+  one.slowdown = {{1, 1.0}, {2, 2.0}};  // two computing ranks on one core: each at half speed
+  // One micro-batch through two stages: never more than one stage computes, so nothing slows.
+  Layout seq{.strategy = "pp", .pp = 2, .micro = 1, .schedule = "gpipe"};
+  EXPECT_NEAR(simulate(m, seq, one, 8).step_s, simulate(m, seq, fast, 8).step_s, 1e-12);
+  // ZeRO data parallelism: both ranks compute all the time, twice as long on one core.
+  Layout dp{.strategy = "zero", .dp = 2, .zero = 1};
+  EXPECT_NEAR(simulate(m, dp, one, 8).compute_s, 2 * simulate(m, dp, fast, 8).compute_s, 1e-12);
+  // Many micro-batches keep both stages busy most of the step: close to the full slowdown.
+  Layout full{.strategy = "pp", .pp = 2, .micro = 16, .schedule = "1f1b"};
+  const double r = simulate(m, full, one, 64).compute_s / simulate(m, full, fast, 64).compute_s;
+  EXPECT_GT(r, 1.6);
+  EXPECT_LT(r, 2.0);
+  // A parameter server's idle server does not slow its one worker.
+  ModelSpec mlp = ModelSpec::parse("mlp:784-256-10");
+  Layout ps{.strategy = "ps", .dp = 2};
+  EXPECT_NEAR(simulate(mlp, ps, one, 64).compute_s, simulate(mlp, ps, fast, 64).compute_s, 1e-12);
 }
 
 TEST(Simulator, PipelineBubbleFollowsTheSchedule) {
@@ -105,6 +163,32 @@ TEST(Simulator, ZeroShardsStateAndTensorParallelSplitsBlocks) {
   EXPECT_LT(t.weights_b, z0.weights_b);
   EXPECT_GT(t.tp_bytes, 0);
   EXPECT_LT(t.activations_b, simulate(m, {.strategy = "single"}, c, 16).activations_b);
+}
+
+TEST(Simulator, TensorParallelAndZeroMemoryTerms) {
+  ModelSpec m = ModelSpec::parse(kGpt);
+  Cluster c = ideal();
+  UnitCost block;
+  block.act_b_per_elem = 4, block.peak_b_per_elem = 6;
+  c.units["gpt_block"] = block;
+  // Blocks keep 0.7 + 0.3/t of their tp-1 heap; the embedding and head (closed form) do not
+  // change with t, so the difference between two degrees is the blocks' share.
+  Prediction t1 = simulate(m, {.strategy = "tp", .tp = 1}, c, 8), t2 = simulate(m, {.strategy = "tp", .tp = 2}, c, 8),
+             t4 = simulate(m, {.strategy = "tp", .tp = 4}, c, 8);
+  const double blocks = 4 * 8 * 6 * mem_elems(m.units[1]);  // 4 blocks x 8 items x peak bytes
+  EXPECT_NEAR(t1.activations_b - t2.activations_b, blocks * (1 - 0.85), 1e-6);
+  EXPECT_NEAR(t1.activations_b - t4.activations_b, blocks * (1 - 0.775), 1e-6);
+  // ZeRO 1-2's buffers: shard gradient and parameters (P/N each) + the padded copy of the one
+  // bucket (the whole gradient) and its slice.
+  Prediction z = simulate(m, {.strategy = "zero", .dp = 4, .zero = 1}, c, 8);
+  const double P = m.params() * 4;
+  EXPECT_NEAR(z.buffers_b, 2 * P / 4 + P * 1.25, 1e-6);
+  EXPECT_DOUBLE_EQ(simulate(m, {.strategy = "zero", .dp = 4, .zero = 0}, c, 8).buffers_b, 0);
+  // gossip on a ring of 4: gradient, mean, replica and two inboxes, a receive buffer beyond
+  // two ranks, and the measured 512 KiB.
+  ModelSpec mlp = ModelSpec::parse("mlp:784-256-10");
+  EXPECT_NEAR(simulate(mlp, {.strategy = "gossip", .dp = 4}, ideal(), 64).buffers_b,
+              (3 + 2 + 1) * mlp.params() * 4 + 512.0 * 1024, 1e-6);
 }
 
 TEST(Simulator, RefusesLayoutsTheExecutorsRefuse) {
