@@ -238,7 +238,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDtrain::submit(ProgressQueue& q, c10d
       throw;
     }
     fut->finish(nullptr);
-  });
+  }, /*bounded=*/true);  // every body ends within the group's timeout
   return c10::make_intrusive<WorkDtrain>(getRank(), type, std::move(w), fut, std::move(outputs));
 }
 
