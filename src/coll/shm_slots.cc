@@ -67,7 +67,7 @@ void allgather_slots(Call& c, char* buf, const char* mine, const Blocks& b, ShmC
   for (size_t at = 0; at < longest; at += piece) {
     const uint64_t phase = ctx.next_phase();
     const size_t own = b.len(me) * es > at ? std::min(piece, b.len(me) * es - at) : 0;
-    copy_bytes(ctx.my_slot(phase), mine + at, own);
+    if (own) copy_bytes(ctx.my_slot(phase), mine + at, own);  // an empty block's `mine` may be null
     waits.all(phase, own);
     for (int k = 1; k < p; ++k) {
       const int q = (me + k) % p;
