@@ -58,6 +58,8 @@ const std::vector<SettingInfo> kTable = {
      "world (CollConfig)"},
     {"DTRAIN_SHM_YIELD_US", T::kMicroseconds, "100",
      "shared-memory collectives, ranks outnumbering cores: yield budget before sleeping", "world (CollConfig)"},
+    {"DTRAIN_SHM_SLOT_BYTES", T::kBytes, "64K",
+     "size of each of a rank's two slots in a communicator's shared-memory context", "world (CollConfig)"},
     {"DTRAIN_SHM_SLOTS_BYTES", T::kBytes, "256K",
      "shared-memory broadcast, all-gather and reduce-scatter up to this size go through the context's slots (0: never)",
      "world (CollConfig)"},

@@ -28,7 +28,7 @@ Communicator::Communicator(std::shared_ptr<Store> store, int rank, int size, con
   // transport, not at the first collective: a rank that skips a collective or dies later meets
   // the fingerprint exchange and the liveness checks, never a half-built context.
   if (size_ > 1 && coll_.shm_context && std::string(transport_->kind()) == "shm")
-    shm_context_ = attachment<ShmContext>(kShmContextKey, [&] { return std::make_shared<ShmContext>(*this); }).get();
+    shm_context_ = attachment<ShmContext>(kShmContextKey, [&] { return std::make_shared<ShmContext>(*this, coll_.shm_slot_bytes); }).get();
 }
 
 std::shared_ptr<Communicator> Communicator::from_env(const Settings& settings) {

@@ -6,7 +6,7 @@
 //   and its yield budget, the cost-model calibration file, the forced algorithms and the host
 //   identity of the hierarchical all-reduce. A default-constructed one is an unset environment.
 // - coll_config_from(settings) fills one from a settings snapshot (DTRAIN_SEGMENT_BYTES,
-//   DTRAIN_COLL_CHECK, DTRAIN_SHM_CONTEXT, DTRAIN_SHM_YIELD_US, DTRAIN_SHM_SLOTS_BYTES,
+//   DTRAIN_COLL_CHECK, DTRAIN_SHM_CONTEXT, DTRAIN_SHM_YIELD_US, DTRAIN_SHM_SLOT_BYTES, DTRAIN_SHM_SLOTS_BYTES,
 //   DTRAIN_CALIBRATION,
 //   DTRAIN_ALGO, DTRAIN_<OP>_ALGO, DTRAIN_HOST_ID); Communicator::from_env passes it in, and
 //   split() hands the parent's to its children. A malformed value is an InvalidArgument naming
@@ -35,6 +35,7 @@ struct CollConfig {
   bool check = true;
   bool shm_context = true;  // DTRAIN_SHM_CONTEXT
   double shm_yield_us = 100;
+  size_t shm_slot_bytes = size_t{64} << 10;    // DTRAIN_SHM_SLOT_BYTES: the context's slot size
   size_t shm_slots_bytes = size_t{256} << 10;  // DTRAIN_SHM_SLOTS_BYTES (coll/shm_slots.cc)
   std::string calibration_path;  // "" = the built-in cost parameters
   std::string host_id;           // "" = the host name

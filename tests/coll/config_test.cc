@@ -5,12 +5,14 @@
 
 #include <future>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "base/settings.h"
 #include "coll/collectives.h"
 #include "coll/config.h"
 #include "coll/cost_model.h"
+#include "coll/shm_context.h"
 #include "coll/work.h"
 #include "support/world.h"
 
@@ -27,6 +29,8 @@ TEST(CollConfig, DefaultsAreAnUnsetEnvironment) {
   EXPECT_EQ(from.check, fresh.check);
   EXPECT_EQ(from.shm_context, fresh.shm_context);
   EXPECT_EQ(from.shm_yield_us, fresh.shm_yield_us);
+  EXPECT_EQ(from.shm_slot_bytes, fresh.shm_slot_bytes);
+  EXPECT_EQ(from.shm_slots_bytes, fresh.shm_slots_bytes);
   for (size_t i = 0; i < from.forced.size(); ++i) EXPECT_EQ(from.forced[i].name, "");
 }
 
@@ -35,6 +39,8 @@ TEST(CollConfig, ReadsEveryCollectivesSetting) {
                                {"DTRAIN_COLL_CHECK", "0"},
                                {"DTRAIN_SHM_CONTEXT", "0"},
                                {"DTRAIN_SHM_YIELD_US", "7"},
+                               {"DTRAIN_SHM_SLOT_BYTES", "16K"},
+                               {"DTRAIN_SHM_SLOTS_BYTES", "0"},
                                {"DTRAIN_CALIBRATION", "/nowhere/cal.json"},
                                {"DTRAIN_HOST_ID", "node-a"},
                                {"DTRAIN_ALGO", "ring"},
@@ -44,6 +50,8 @@ TEST(CollConfig, ReadsEveryCollectivesSetting) {
   EXPECT_FALSE(c.check);
   EXPECT_FALSE(c.shm_context);  // on by default; 0 turns the shared-memory paths off
   EXPECT_EQ(c.shm_yield_us, 7);
+  EXPECT_EQ(c.shm_slot_bytes, 16u << 10);
+  EXPECT_EQ(c.shm_slots_bytes, 0u);
   EXPECT_EQ(c.calibration_path, "/nowhere/cal.json");
   EXPECT_EQ(c.host_id, "node-a");
   EXPECT_EQ(c.forced_algorithm(CollOp::kBroadcast).name, "tree");
@@ -84,6 +92,19 @@ TEST(CollConfig, TheCommunicatorsForcedAlgorithmWinsOverTheCostModelAndReachesSp
     AllreduceOptions tree;
     tree.algorithm = Algorithm::kTree;
     EXPECT_EQ(allreduce(*sub, x.data(), x.size(), DType::kFloat32, ReduceOp::kSum, tree), Algorithm::kTree);
+  });
+}
+
+// The communicator builds its shared-memory context with the configured slot size.
+TEST(CollConfig, TheContextsSlotSizeComesFromTheConfig) {
+  WorldOptions o;
+  o.coll.shm_slot_bytes = 4096;
+  run_world(2, o, [](Communicator& c) {
+    ASSERT_NE(c.shm_context(), nullptr);
+    EXPECT_EQ(c.shm_context()->slot_bytes(), 4096u);
+    std::vector<float> x(3000, 1.0f);  // 12 KB: three slots' worth through the slot paths
+    broadcast(c, x.data(), x.size(), DType::kFloat32, 1, BroadcastOptions{});
+    EXPECT_EQ(x[2999], 1.0f);
   });
 }
 
