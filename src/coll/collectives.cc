@@ -43,12 +43,10 @@ constexpr size_t kSmallAllreduceBytes = size_t{64} << 10;
 // Its errors read as the message path's: a dead rank is "rank q is gone" (the transport's
 // liveness check), a mismatched call a Desync naming the ranks that differ from the majority,
 // a missing rank a Timeout naming it.
-ShmContext* communicator_shm_context(Communicator& comm) { return comm.shm_context(); }
-
 template <class O>
 O with_shm_context(Communicator& comm, const O& in) {
   O o = in;
-  if (!o.shm) o.shm = communicator_shm_context(comm);
+  if (!o.shm) o.shm = comm.shm_context();
   return o;
 }
 }  // namespace

@@ -68,7 +68,7 @@ void Work::run(Core& core, Item& item) {
     std::lock_guard<std::mutex> lock(core.mu);
     core.busy = false;
   }
-  core.cv.notify_all();  // the thread may take the next item (or a destructor may be waiting)
+  core.cv.notify_one();  // the thread (the only one waiting on it) may take the next item or stop
 }
 
 ProgressQueue::ProgressQueue(Communicator& comm)
@@ -93,7 +93,7 @@ Work ProgressQueue::submit(std::string name, std::function<void(Communicator&)> 
     std::lock_guard<std::mutex> lock(core_->mu);
     core_->items.emplace_back(state, std::move(fn));
   }
-  core_->cv.notify_all();
+  core_->cv.notify_one();
   return Work(state);
 }
 
@@ -105,7 +105,7 @@ void ProgressQueue::loop() {
       std::unique_lock<std::mutex> lock(core.mu);
       // Drained and stopping: done. A waiter's stolen item still running: wait for it too,
       // so the destructor returns only when nothing runs.
-      core.cv.wait(lock, [&] { return (core.stop && core.items.empty() && !core.busy) || (!core.busy && !core.items.empty()); });
+      core.cv.wait(lock, [&] { return !core.busy && (core.stop || !core.items.empty()); });
       if (core.items.empty()) return;
       item = std::move(core.items.front());
       core.items.pop_front();

@@ -15,7 +15,7 @@
 //   cost tens of microseconds on a VM — more than a small collective. Only a wait that would
 //   outlast the communicator's timeout steals (the default, kForever, or at least that long),
 //   so a shorter wait still ends on time. Work nobody waits for runs on the progress thread,
-//   while the caller computes. a wait that runs out throws Timeout naming the work
+//   while the caller computes. A wait that runs out throws Timeout naming the work
 //   (the collective keeps running). The timeout defaults to twice the communicator's plus 2 s
 //   (kDefaultTimeout, base/clock.h), so the collective's own timeout and diagnosis come first; pass kForever to wait without bound. done() never blocks; error() is the
 //   stored exception (or null). A failed collective does not stop later ones from being attempted; they usually
