@@ -352,9 +352,24 @@ void Call::wait(Request& r) { r.wait(remaining()); }
 
 void Call::wait_all(std::vector<Request>& rs) { Transport::wait_all(rs, remaining()); }
 
+BufferPool& scratch_pool(Communicator& comm) {
+  return *comm.attachment<BufferPool>("coll/scratch_pool",
+                                      [] { return std::make_shared<BufferPool>(kScratchPoolBytes); });
+}
+
 char* Call::scratch(size_t bytes) {
-  if (scratch_.size() < bytes) scratch_.resize(bytes);
-  return scratch_.data();
+  if (!scratch_ || scratch_bytes_ < bytes) {
+    auto grown = std::make_unique<BufferPool::Lease>(scratch_pool(comm_), bytes);
+    if (scratch_ && scratch_bytes_) std::memcpy(grown->data(), scratch_->data(), scratch_bytes_);
+    scratch_ = std::move(grown);  // the old buffer goes back to the pool
+    scratch_bytes_ = bytes;
+  }
+  return scratch_->data();
+}
+
+char* Call::temp(size_t bytes) {
+  temps_.push_back(std::make_unique<BufferPool::Lease>(scratch_pool(comm_), bytes));
+  return temps_.back()->data();
 }
 
 namespace {

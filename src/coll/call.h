@@ -36,9 +36,11 @@
 
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "base/buffer_pool.h"
 #include "base/clock.h"
 #include "coll/communicator.h"
 #include "coll/types.h"
@@ -103,8 +105,13 @@ class Call {
   // Waits with the call's deadline.
   void wait(Request& r);
   void wait_all(std::vector<Request>& rs);
-  // Scratch of at least `bytes`, owned by the call (reused across primitives).
+  // Scratch of at least `bytes`, owned by the call (reused across primitives; growing keeps
+  // the contents). Leased from the communicator's scratch pool (scratch_pool()), so a call
+  // finds the pages of an earlier call's scratch already mapped: no page faults, no zero fill.
   char* scratch(size_t bytes);
+  // A further working buffer of `bytes`, uninitialised, leased from the same pool and held
+  // until the call ends (the collectives' copies of an input, a non-root's accumulator).
+  char* temp(size_t bytes);
 
  private:
   // The engine behind the primitives: receive (copy or reduce) and/or send, segment by segment.
@@ -133,8 +140,15 @@ class Call {
   bool fp_checked_ = false;
   bool checking_ = true;  // this rank compares fingerprints (CollOptions::check, DTRAIN_COLL_CHECK)
   std::exception_ptr setup_error_;  // posting the fingerprint failed (e.g. a dead neighbour)
-  std::vector<char> scratch_;
+  std::unique_ptr<BufferPool::Lease> scratch_;
+  size_t scratch_bytes_ = 0;
+  std::vector<std::unique_ptr<BufferPool::Lease>> temps_;
 };
+
+// The pool behind Call::scratch and Call::temp: one per communicator, keeping up to
+// kScratchPoolBytes of released buffers warm (a larger buffer is freed when released).
+inline constexpr size_t kScratchPoolBytes = size_t{64} << 20;
+BufferPool& scratch_pool(Communicator& comm);
 
 // A desync found outside a Call (coll/shm_context.h sees every rank's call in shared memory):
 // records it in the store as a Call records one, so the ranks that learn of it second-hand name

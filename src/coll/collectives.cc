@@ -150,14 +150,7 @@ Algorithm reduce(Communicator& comm, const void* send, void* recv, size_t count,
   Call call(comm, CollOp::kReduce, opts, a, t, count, root, op);
   call.run([&] {
     // The root reduces into its output; the others need a scratch accumulator.
-    std::vector<char> acc_storage;
-    char* acc;
-    if (comm.rank() == root) {
-      acc = static_cast<char*>(recv);
-    } else {
-      acc_storage.resize(bytes);
-      acc = acc_storage.data();
-    }
+    char* acc = comm.rank() == root ? static_cast<char*>(recv) : call.temp(bytes);
     copy_if_needed(acc, send, bytes);
     if (a == Algorithm::kNaive || opts.deterministic)
       algo::reduce_naive(call, acc, count, root, 0);
@@ -208,23 +201,31 @@ Algorithm reduce_scatter(Communicator& comm, const void* send, void* recv, size_
   call.run([&] {
     algo::Blocks blocks(total, p);
     if (a == Algorithm::kShmDirect && !opts.deterministic) {
-      // Reads block r of every rank's input in place; no working copy.
-      std::vector<char> result(count * es);
-      if (algo::reduce_scatter_shm_direct(call, static_cast<const char*>(send), result.data(), blocks, opts.shm)) {
-        if (op == ReduceOp::kAvg) finish_avg(t, result.data(), count, p);
-        if (count) std::memcpy(recv, result.data(), count * es);
+      // Reads block r of every rank's input in place; no working copy. The result goes
+      // straight into recv when recv lies apart from the input or is exactly this rank's own
+      // block of it (read only by this rank, element by element before it is written: the
+      // ordered kernels accumulate before they store); any other overlap would write what
+      // the peers still read until the closing phase, so it goes through a working buffer.
+      const char* in = static_cast<const char*>(send);
+      char* out = static_cast<char*>(recv);
+      const bool own_block = out == in + blocks.off[comm.rank()] * es;
+      const bool overlaps = !own_block && out < in + total * es && in < out + count * es;
+      char* result = overlaps ? call.temp(count * es) : out;
+      if (algo::reduce_scatter_shm_direct(call, in, result, blocks, opts.shm)) {
+        if (op == ReduceOp::kAvg) finish_avg(t, result, count, p);
+        if (overlaps && count) std::memcpy(recv, result, count * es);
         return;
       }
     }
-    std::vector<char> work(total * es);  // the algorithms clobber blocks they do not own
-    copy_if_needed(work.data(), send, total * es);
+    char* work = call.temp(total * es);  // the algorithms clobber blocks they do not own
+    copy_if_needed(work, send, total * es);
     if (opts.deterministic || a == Algorithm::kNaive)
-      algo::reduce_scatter_direct(call, work.data(), blocks, 0);
+      algo::reduce_scatter_direct(call, work, blocks, 0);
     else if (a == Algorithm::kHalvingDoubling)
-      algo::reduce_scatter_halving(call, work.data(), blocks, 0);
+      algo::reduce_scatter_halving(call, work, blocks, 0);
     else
-      algo::reduce_scatter_ring(call, work.data(), blocks, 0);
-    char* mine = work.data() + blocks.off[comm.rank()] * es;
+      algo::reduce_scatter_ring(call, work, blocks, 0);
+    char* mine = work + blocks.off[comm.rank()] * es;
     if (op == ReduceOp::kAvg) finish_avg(t, mine, count, p);
     if (count) std::memmove(recv, mine, count * es);
   });
@@ -240,11 +241,12 @@ Algorithm gather(Communicator& comm, const void* send, void* recv, size_t count,
   call.run([&] {
     // In place on the root (send == its block of recv) is fine: both paths copy via memcpy of
     // equal ranges or read the send block before writing it.
-    std::vector<char> mine(static_cast<const char*>(send), static_cast<const char*>(send) + count * es);
+    char* mine = call.temp(count * es);
+    if (count) std::memcpy(mine, send, count * es);
     if (a == Algorithm::kNaive)
-      algo::gather_naive(call, mine.data(), static_cast<char*>(recv), count, root);
+      algo::gather_naive(call, mine, static_cast<char*>(recv), count, root);
     else
-      algo::gather_binomial(call, mine.data(), static_cast<char*>(recv), count, root);
+      algo::gather_binomial(call, mine, static_cast<char*>(recv), count, root);
   });
   return a;
 }
@@ -256,12 +258,12 @@ Algorithm scatter(Communicator& comm, const void* send, void* recv, size_t count
   Algorithm a = resolve_algorithm(CollOp::kScatter, opts.algorithm, comm, count * es * comm.size(), opts);
   Call call(comm, CollOp::kScatter, opts, a, t, count, root);
   call.run([&] {
-    std::vector<char> mine(count * es);
+    char* mine = call.temp(count * es);
     if (a == Algorithm::kNaive)
-      algo::scatter_naive(call, static_cast<const char*>(send), mine.data(), count, root);
+      algo::scatter_naive(call, static_cast<const char*>(send), mine, count, root);
     else
-      algo::scatter_binomial(call, static_cast<const char*>(send), mine.data(), count, root);
-    copy_if_needed(recv, mine.data(), count * es);
+      algo::scatter_binomial(call, static_cast<const char*>(send), mine, count, root);
+    copy_if_needed(recv, mine, count * es);
   });
   return a;
 }
@@ -272,11 +274,11 @@ Algorithm alltoall(Communicator& comm, const void* send, void* recv, size_t coun
   Algorithm a = resolve_algorithm(CollOp::kAlltoall, opts.algorithm, comm, total, opts);
   Call call(comm, CollOp::kAlltoall, opts, a, t, count);
   call.run([&] {
-    std::vector<char> in_copy;
     const char* in = static_cast<const char*>(send);
-    if (send == recv) {
-      in_copy.assign(in, in + total);
-      in = in_copy.data();
+    if (send == recv && total) {
+      char* copy = call.temp(total);
+      std::memcpy(copy, in, total);
+      in = copy;
     }
     if (a == Algorithm::kNaive)
       algo::alltoall_naive(call, in, static_cast<char*>(recv), count);

@@ -93,6 +93,37 @@ TEST(ShmSlots, ReduceScatterInPiecesIsRankOrdered) {
   }
 }
 
+// Beyond the slots (shm_slots_bytes 0): the cross-memory path reduces straight into recv when
+// it lies apart from the input or is the rank's own block of it, and through a working buffer
+// when recv overlaps the input elsewhere (here: shifted by one element, so it overlaps a block
+// the next rank reads). Repeated, so later calls get the pool's used buffers (Call::scratch,
+// Call::temp) with the previous call's contents in them.
+TEST(ShmDirect, ReduceScatterInPlaceAndApartReusesWarmScratch) {
+  testing::WorldOptions w;
+  w.coll.shm_slots_bytes = 0;
+  for (int p : {2, 3}) {
+    testing::run_world(p, w, [&](Communicator& c) {
+      const DType t = DType::kFloat32;
+      const size_t n = (size_t{300} << 10) + 7;  // > one 256 KiB piece per block
+      for (int round = 0; round < 3; ++round) {
+        for (int where : {0, 1, 2}) {  // apart, own block, overlapping the next block
+          const ReduceOp op = round == 1 ? ReduceOp::kMax : ReduceOp::kSum;
+          auto in = testing::input(t, c.rank(), n * p, op);
+          in.resize(in.size() + 4);  // room for the shifted recv of the last rank
+          std::vector<char> out(n * 4, 0x5a);
+          char* recv = where == 0 ? out.data() : in.data() + (c.rank() * n + (where == 2)) * 4;
+          ReduceScatterOptions o;
+          o.algorithm = Algorithm::kShmDirect;
+          reduce_scatter(c, in.data(), recv, n, t, op, o);
+          std::vector<char> got(recv, recv + n * 4);
+          ASSERT_EQ(testing::compare(got, testing::expected_reduce(t, p, n, op, c.rank() * n), t), "")
+              << "p=" << p << " round=" << round << " recv=" << where;
+        }
+      }
+    });
+  }
+}
+
 // A reader whose count differs runs a different number of chunks: the closing phase finds it,
 // and every rank names the call each side made.
 TEST(ShmSlots, BroadcastOfAnotherSizeIsADesyncNamingBothCalls) {
