@@ -24,7 +24,9 @@
 // - allreduce_small(): the all-reduce of a buffer that fits a slot in ONE phase: write data +
 //   fingerprint, arrive, wait, check every rank's fingerprint (Desync naming the ranks whose
 //   call differs from the majority's, and what each called),
-//   reduce all slots in rank order (bit-identical everywhere, deterministic).
+//   reduce all slots in rank order (bit-identical everywhere, deterministic). Up to
+//   kInlineBytes the data goes on the arrival counter's cache line instead of the slot (same
+//   parity rule), so a waiter gets a peer's arrival and data in one transfer.
 // Thread-safety: one collective at a time per context, like the communicator.
 #pragma once
 
@@ -48,6 +50,7 @@ inline constexpr const char* kShmContextKey = "coll/shm_context";
 
 class ShmContext {
  public:
+  static constexpr size_t kInlineBytes = 16;
   explicit ShmContext(Communicator& comm, size_t slot_bytes = 64 << 10);
   ~ShmContext();
   ShmContext(const ShmContext&) = delete;
@@ -103,6 +106,8 @@ class ShmContext {
   void check_peer_call(int q, const Fingerprint& mine, uint64_t phase);
   [[noreturn]] void throw_desync(uint64_t phase);
   char* slot(int rank, uint64_t phase) const;
+  // allreduce_small's data area: the header's inline bytes up to kInlineBytes, else the slot.
+  char* small_area(int rank, uint64_t phase, size_t bytes) const;
 
   Communicator& comm_;
   int rank_, size_;
