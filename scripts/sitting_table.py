@@ -10,7 +10,9 @@ Reads what the sitting left in OUT_DIR:
   train-*.json         dtrain train --json summaries (examples_per_second)
   torch-*.csv          ../shared/peers/py/ddp_mlp.py rows: TRAIN,...,<samples_per_s>
   ceiling-*.txt        compute_bench MlpTrainStep output (items_per_second)
-  hog-*.json           HOGWILD! runs (dtrain train --json)
+  hog-*.json           HOGWILD! runs (dtrain train --json): short single runs, for reference
+  hogwild-scaling.txt  bench/hogwild_scaling.sh: many epochs per run, median of the reps (the
+                       HOGWILD! target rows: 2 threads against serial SGD, with both accuracies)
 A missing file makes its rows say "not measured"; nothing is guessed.
 Conventions as nccl-tests: busbw for bandwidth, time for 8-byte calls; dtrain and OpenMPI use
 the same size meaning per op (all-gather: the whole output; reduce-scatter: the whole input).
@@ -148,16 +150,46 @@ compare("ddp 4 ranks on 2 cores vs 2 ranks (examples/s)", ddp4, ddp2, "ex/s", ">
 main_n, main_1 = examples("train-main.json"), examples("train-main-baseline.json")
 compare("main job (scripts/main.sh defaults) vs its 1-rank baseline", main_n, main_1, "ex/s", ">= 1.5x", 1.5,
         peer_name="1 rank")
-# 5. HOGWILD! (the scaling variant against one thread; plain HOGWILD! for reference).
+# 5. HOGWILD! The target: 2 threads >= 1.5x serial SGD on news20 at equal accuracy, from the
+# scaling bench (epochs long enough to time, median of the reps); each method's row is against
+# serial SGD (plain HOGWILD! at 1 thread), its accuracy beside the serial one. The short
+# single runs (a few tenths of a second) follow as references.
+def scaling_rows():
+    """dataset -> method -> threads -> (median examples/s, test accuracy)."""
+    out, dataset = {}, None
+    try:
+        with open(path("hogwild-scaling.txt")) as f:
+            for line in f:
+                m = re.match(r"hogwild_scaling_bench: (\w+)", line)
+                if m:
+                    dataset = m.group(1)
+                cells = [c.strip() for c in line.strip().strip("|").split("|")]
+                if dataset and len(cells) >= 8 and cells[1].isdigit():
+                    out.setdefault(dataset, {}).setdefault(cells[0], {})[int(cells[1])] = (float(cells[2]), float(cells[7]))
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+scaling = scaling_rows()
+for dataset, label, need in (("news20", "news20 softmax", 1.5), ("a9a", "a9a logreg", 0.0)):
+    runs = scaling.get(dataset, {})
+    serial = runs.get("hogwild", {}).get(1)
+    for mode in ("hogwild", "hogwild-hot", "hogwild-lock"):
+        two = runs.get(mode, {}).get(2)
+        case = f"{mode} 2 threads vs serial SGD, {label} (scaling bench, median"
+        case += f"; test acc {two[1]:.4f} vs {serial[1]:.4f})" if two and serial else ")"
+        compare(case, two and two[0], serial and serial[0], "ex/s",
+                ">= 1.5x at equal accuracy" if need and mode != "hogwild-lock" else "(reference)",
+                need if mode != "hogwild-lock" else 0.0, peer_name="1 thread")
 for name, label in (("hog-news20", "news20 softmax"), ("hog-a9a", "a9a logreg")):
     t1 = examples(f"{name}-t1.json")
     for mode in ("hogwild-hot", "hogwild"):
         t2 = examples(f"{name}-{mode}-t2.json")
         if t2 is None and mode != "hogwild":
             continue
-        need = 1.5 if (mode != "hogwild" and name == "hog-news20") else 0.0
-        compare(f"{mode} 2 threads vs 1 thread, {label}", t2, t1, "ex/s",
-                ">= 1.5x" if need else "(reference)", need, peer_name="1 thread")
+        compare(f"{mode} 2 threads vs 1 thread, {label} (one short run)", t2, t1, "ex/s", "(reference)", 0.0,
+                peer_name="1 thread")
 
 lines = ["| case | dtrain | peer | ratio | target | met |", "| --- | --- | --- | --- | --- | --- |"]
 lines += ["| " + " | ".join(r) + " |" for r in rows]
