@@ -16,7 +16,12 @@
 // also times the shm all-reduce at 4 and 8 ranks (as threads of this process, the same
 // sizes): "allreduce_by_ranks", which carries what ranks beyond the cores cost a collective
 // (a waiting rank must be scheduled again at every step of the algorithm), something the
-// 2-rank figures scaled by the formula do not show. The result goes to FILE (default $DTRAIN_CALIBRATION
+// 2-rank figures scaled by the formula do not show. Measured as the job's ranks are: with
+// processes (the launcher, once the 2-rank job has written the file, runs
+// `dtrain bench collectives -n 4` and `-n 8` and adds their rows; "allreduce_by_ranks_with":
+// "processes"); with --threads, as threads. The two differ by 3-6x at 256 KiB-4 MiB here
+// (threads copy with memcpy; processes read each other through process_vm_readv, which pins
+// pages, and wait on the scheduler), and the executors run processes. The result goes to FILE (default $DTRAIN_CALIBRATION
 // or ~/.cache/dtrain/calibration.json), keeping the entry of a transport not measured; later
 // runs and `dtrain plan collective` read it.
 // Then (unless --no-compute) rank 0 measures the compute side for the planner
@@ -132,8 +137,11 @@ Calibrated calibrate(Communicator& c, double seconds) {
   return out;
 }
 
+constexpr const char* kByRanksSizes = "16K,64K,256K,1M,4M,16M";
+constexpr double kByRanksSeconds = 0.08;
+
 void write_calibration(const std::string& path, const std::vector<std::pair<std::string, Calibrated>>& measured,
-                       double compute_seconds, const std::vector<std::string>& models) {
+                       double compute_seconds, const std::vector<std::string>& models, bool by_ranks_threads) {
   CostParams shm = default_cost_params("shm"), tcp = default_cost_params("tcp");
   std::ifstream in(path);
   nlohmann::json compute, by_size = nlohmann::json::object();
@@ -164,11 +172,12 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
     (kind == "shm" ? shm : tcp) = m.cp;
     by_size[kind == "shm" ? "intra" : "inter"] = m.by_size;
   }
-  if (compute_seconds > 0 && by_size.contains("intra")) {
+  if (compute_seconds > 0 && by_size.contains("intra") && by_ranks_threads) {
     CollBenchConfig cfg;
-    cfg.seconds = 0.08;
+    cfg.seconds = kByRanksSeconds;
     cfg.print = false;
-    for (size_t bytes = 16u << 10; bytes <= (4u << 20); bytes *= 4) cfg.sizes.push_back(bytes);
+    cfg.sizes = parse_size_range(kByRanksSizes, 4);
+    by_size["intra"]["allreduce_by_ranks_with"] = "threads";
     nlohmann::json& by_ranks = by_size["intra"]["allreduce_by_ranks"] = nlohmann::json::object();
     for (int p : {4, 8}) {
       nlohmann::json pts = nlohmann::json::array();
@@ -189,6 +198,50 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
   if (!by_size.empty()) j["links_by_size"] = by_size;
   out << j.dump(2) << "\n";
   std::printf("wrote %s\n", path.c_str());
+}
+
+// The launcher's part after the 2-rank job wrote `path`: the shm all-reduce at 4 and 8 ranks,
+// each a job of its own (`dtrain bench collectives -n P`, rows to a temporary JSON file),
+// into the file's links_by_size.intra.allreduce_by_ranks.
+int add_allreduce_by_ranks(const std::string& path, double timeout) {
+  std::ifstream in(path);
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  DT_CHECK(j.is_object() && j.contains("links_by_size") && j["links_by_size"].contains("intra"), IoError,
+           "bench calibrate: " << path << " has no intra-host link figures to add the 4- and 8-rank all-reduce to");
+  nlohmann::json by_ranks = nlohmann::json::object();
+  for (int p : {4, 8}) {
+    const std::string rows = path + ".ranks" + std::to_string(p) + ".json";
+    launch::LaunchOptions o;
+    o.nproc = p;
+    o.timeout_s = timeout;
+    o.tag_output = false;
+    const int rc = launch::relaunch_command(
+        o, {"bench", "collectives"},
+        {"-n", std::to_string(p), "--op", "allreduce", "--transport", "shm", "--sizes", kByRanksSizes, "--seconds",
+         std::to_string(kByRanksSeconds), "--timeout", std::to_string(timeout), "--json", rows});
+    if (rc != 0) {
+      std::remove(rows.c_str());
+      return rc;
+    }
+    std::ifstream r(rows);
+    nlohmann::json got = nlohmann::json::parse(r, nullptr, false);
+    std::remove(rows.c_str());
+    DT_CHECK(got.is_array() && !got.empty(), IoError, "bench calibrate: the " << p << "-rank all-reduce wrote no rows");
+    nlohmann::json pts = nlohmann::json::array();
+    for (const auto& row : got) {
+      pts.push_back({row["size_bytes"].get<double>(), row["time_us"].get<double>() * 1e-6});
+      std::printf("shm all-reduce, %d ranks (processes), %8.0f B: %8.1f us\n", p, row["size_bytes"].get<double>(),
+                  row["time_us"].get<double>());
+    }
+    by_ranks[std::to_string(p)] = pts;
+  }
+  j["links_by_size"]["intra"]["allreduce_by_ranks"] = by_ranks;
+  j["links_by_size"]["intra"]["allreduce_by_ranks_with"] = "processes";
+  std::ofstream out(path);
+  DT_CHECK(out.good(), IoError, "cannot write calibration file " << path);
+  out << j.dump(2) << "\n";
+  std::printf("added the 4- and 8-rank all-reduce (processes) to %s\n", path.c_str());
+  return 0;
 }
 
 }  // namespace
@@ -276,7 +329,7 @@ int bench_calibrate(const Args& args) {
       if (first) std::rethrow_exception(first);
       measured.emplace_back(transport_kind_name(kind), result);
     }
-    write_calibration(out, measured, compute_seconds, extra);
+    write_calibration(out, measured, compute_seconds, extra, /*by_ranks_threads=*/true);
     return 0;
   }
   if (!launch::inside_launched_rank()) {
@@ -284,7 +337,10 @@ int bench_calibrate(const Args& args) {
     o.nproc = n;
     o.timeout_s = timeout;
     o.tag_output = false;
-    return launch::relaunch_command(o, {"bench", "calibrate"}, args);
+    const int rc = launch::relaunch_command(o, {"bench", "calibrate"}, args);
+    const bool shm = std::find(kinds.begin(), kinds.end(), TransportKind::kShm) != kinds.end();
+    if (rc != 0 || compute_seconds <= 0 || !shm) return rc;
+    return add_allreduce_by_ranks(out, timeout);
   }
   WorldInfo info = world_from_env();
   std::shared_ptr<void> keepalive;
@@ -297,7 +353,7 @@ int bench_calibrate(const Args& args) {
     measured.emplace_back(transport_kind_name(kind), calibrate(c, seconds));
     c.barrier();
   }
-  if (info.rank == 0) write_calibration(out, measured, compute_seconds, extra);
+  if (info.rank == 0) write_calibration(out, measured, compute_seconds, extra, /*by_ranks_threads=*/false);
   return 0;
 }
 
