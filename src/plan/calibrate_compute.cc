@@ -88,6 +88,7 @@ double run_processes(const UnitPoint& p, int procs, int passes) {
 constexpr int kProbePasses = 12;
 
 std::vector<std::pair<double, double>> measure_slowdown(int cores, double* pass_s) {
+  keep_heap_warm();  // the forked processes inherit it (plan/calibrate_units.h)
   set_blas_threads(1);
   // Oversubscription with real processes: a GPT block (width 128, 4 sequences) in each.
   const UnitPoint blk{"gpt_block", "gpt:layers=1,heads=8,width=128,context=64", 1, 4, 0, 0, 0};

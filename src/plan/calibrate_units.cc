@@ -6,6 +6,8 @@
 #include <cmath>
 #include <numeric>
 
+#include <malloc.h>
+
 #include "autograd/graph.h"
 #include "base/error.h"
 #include "base/heap_stats.h"
@@ -205,7 +207,13 @@ std::vector<UnitPoint> unit_points_for(const std::string& spec) {
   return points_of(spec, m.gpt ? std::vector<int64_t>{2, 6, 12} : std::vector<int64_t>{16, 64, 128});
 }
 
+void keep_heap_warm() {
+  ::mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest dynamic threshold
+}
+
 void measure_units(std::vector<UnitPoint>& points, double seconds) {
+  keep_heap_warm();
   set_blas_threads(1);
   const double per = seconds / std::max<size_t>(1, points.size());
   ModelSpec cache;
