@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <map>
+#include <numeric>
 #include <thread>
 
 #include <sched.h>
@@ -9,7 +12,9 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "parallel/share_grad.h"
 #include "plan/simulator.h"
+#include "tensor/denormals.h"
 
 #include "optim/optimizer.h"
 #include "tensor/blas.h"
@@ -123,6 +128,42 @@ std::vector<std::pair<double, double>> measure_slowdown(int cores, double* pass_
   return curve;
 }
 
+std::vector<UnitPoint> mlp_step_points(const std::string& spec, const std::map<std::string, UnitCost>& fits,
+                                       double seconds) {
+  const ModelSpec m = ModelSpec::parse(spec);
+  auto layer = fits.find("mlp_layer");
+  if (m.gpt || m.units.empty() || layer == fits.end()) return {};
+  keep_heap_warm();
+  set_blas_threads(1);
+  FlushDenormals ftz;  // as the executors run
+  // A synthetic dense dataset of the model's shape: the step's cost does not depend on values.
+  data::Dataset ds;
+  ds.source = "calibration";
+  ds.cols = static_cast<int64_t>(m.units.front().act_elems - m.units.front().out_elems);
+  ds.num_classes = static_cast<int>(m.units.back().out_elems);
+  ds.rows = 256;
+  for (int64_t i = 0; i < ds.rows; ++i) ds.labels.push_back(static_cast<int32_t>(i % ds.num_classes));
+  ds.dense.resize(static_cast<size_t>(ds.rows * ds.cols));
+  for (size_t i = 0; i < ds.dense.size(); ++i) ds.dense[i] = 0.5f + 0.5f * std::sin(0.37f * static_cast<float>(i));
+  auto model = make_mlp_model(spec.substr(4), ds, 1);
+  ShareGradient share(*model, ShareOptions{});
+  std::vector<UnitPoint> out;
+  for (int64_t items : {16, 64, 128}) {
+    std::vector<int64_t> batch(static_cast<size_t>(items));
+    std::iota(batch.begin(), batch.end(), int64_t{0});
+    const double step = best_of(seconds, [&] { share.compute(model->params(), batch, 0, 1, [](GradRange) {}); });
+    double layers = 0;
+    for (const auto& u : m.units) {
+      const double w = static_cast<double>(items) * unit_work(u);
+      layers += layer->second.fwd.at(w) + layer->second.bwd.at(w);
+    }
+    UnitPoint p{"mlp_step", spec, 0, items, static_cast<double>(items) * mlp_step_work(m), 0, 0};
+    p.fwd_s = std::max(0.0, step - layers);
+    out.push_back(p);
+  }
+  return out;
+}
+
 ComputeRates measure_compute(double seconds, const std::vector<std::string>& extra_specs) {
   ComputeRates r;
   r.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -163,6 +204,12 @@ ComputeRates measure_compute(double seconds, const std::vector<std::string>& ext
   for (const auto& spec : extra_specs)
     for (auto& p : unit_points_for(spec)) r.unit_points.push_back(p);
   measure_units(r.unit_points, 4 * per * static_cast<double>(shapes.size()));
+  r.units = fit_units(r.unit_points);
+  std::vector<std::string> mlps;
+  for (const auto& p : r.unit_points)
+    if (p.kind == "mlp_layer" && std::find(mlps.begin(), mlps.end(), p.spec) == mlps.end()) mlps.push_back(p.spec);
+  for (const auto& spec : mlps)
+    for (auto& p : mlp_step_points(spec, r.units, per)) r.unit_points.push_back(p);
   r.units = fit_units(r.unit_points);
 
   r.slowdown = measure_slowdown(r.cores, &r.probe_pass_s);

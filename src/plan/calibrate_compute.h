@@ -9,6 +9,12 @@
 //     one optimizer step (sgd with momentum, adamw) over 1M parameters -> ns per parameter;
 //     the executors' units (calibrate_units.h): forward/backward of an MLP layer and of the
 //     GPT's embedding, block and head at a few shapes, fitted per kind (plus `extra_specs`);
+//     the MLP executors' whole step (parallel/share_grad.h ShareGradient::compute, the call
+//     ddp/localsgd/gossip/fedavg/ps make, on a synthetic dataset of the model's shape) at
+//     16, 64 and 128 items, less the fitted layer lines: what the step costs around its
+//     layers (gathering the batch, the loss, scaling and handing off the gradient), kind
+//     "mlp_step", a line in items x mlp_step_work (simulator.h); the layer lines alone
+//     predicted a 1-rank ddp step of the MLP 784-256-128-10 20-25% short;
 //     oversubscription: 1, cores and 2 x cores forked PROCESSES each running a fixed number of
 //     GPT-block passes; slowdown = wall time / one process's (the curve the simulator
 //     interpolates), and penalty = slowdown at 2 x cores / 2 (>= 1: worse than fair sharing).
@@ -18,6 +24,7 @@
 // Thread-safety: starts and joins its own threads; call from one thread.
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,6 +48,10 @@ struct ComputeRates {
 };
 
 ComputeRates measure_compute(double seconds, const std::vector<std::string>& extra_specs = {});
+// The "mlp_step" points of one MLP spec (see above) against the fitted layer lines in `fits`;
+// none for a GPT spec or without an mlp_layer line. About `seconds` per point.
+std::vector<UnitPoint> mlp_step_points(const std::string& spec, const std::map<std::string, UnitCost>& fits,
+                                       double seconds);
 // The oversubscription curve alone (three rounds of 1, cores, 2 x cores processes, each
 // running a fixed 12 passes of a 4-block GPT stack; the median round per k): what `dtrain
 // bench calibrate --slowdown-only` refreshes beside a run. pass_s (optional): one process's

@@ -185,6 +185,12 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       bwd_total += bwd[i];
     }
     p.compute_s = fwd + bwd_total;
+    // The step around the units (mlp_step_work), when calibrated.
+    if (auto it = c.units.find("mlp_step"); it != c.units.end()) {
+      const double around = it->second.fwd.at(items * mlp_step_work(m)) * slow;
+      p.compute_s += around;
+      fwd += around;  // before backward: the batch and the loss come first
+    }
     double P = m.params(), bytes = P * kF;
     p.weights_b = bytes, p.grads_b = bytes, p.optimizer_b = opt_states * bytes;
     // Activations: each unit's calibrated high-water heap bytes per item when the cluster has

@@ -66,6 +66,14 @@ struct ModelSpec {
   static ModelSpec parse(const std::string& spec);
 };
 
+// The MLP executors' step beyond its units (the batch gathered from the dataset, the loss and
+// its gradient, the gradient's scaling and hand-off: parallel/share_grad.h), per item: what
+// its calibrated line ("mlp_step", calibrate_compute.h) is a function of: the input width
+// plus the classes.
+inline double mlp_step_work(const ModelSpec& m) {
+  return m.units.empty() ? 0 : m.units.front().act_elems - m.units.front().out_elems + m.units.back().out_elems;
+}
+
 struct Layout {
   std::string strategy = "ddp";
   int dp = 1, tp = 1, pp = 1;
