@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 
 #include "base/error.h"
 #include "plan/calibrate_compute.h"
@@ -160,6 +161,33 @@ TEST(CalibrateUnits, SimulatorUsesTheCalibratedLines) {
   // The cluster file format carries them too.
   Cluster back = cluster_from_json(cluster_to_json(c), "roundtrip");
   EXPECT_NEAR(back.units["mlp_layer"].bwd.fixed_s, 3e-5, 1e-15);
+}
+
+// The MLP's step around its layers: measured as the executors' whole step less the layer
+// lines (so with zero layer lines, the whole step), a line in items x (inputs + classes), and
+// added by the simulator to every MLP strategy's compute (not to the GPT's).
+TEST(CalibrateUnits, MlpStepIsTheStepAroundTheLayers) {
+  std::map<std::string, UnitCost> zero_layers{{"mlp_layer", {{0, 0}, {0, 0}}}};
+  std::vector<UnitPoint> pts = mlp_step_points("mlp:8-4-3", zero_layers, 0.02);
+  ASSERT_EQ(pts.size(), 3u);
+  for (const auto& p : pts) {
+    EXPECT_EQ(p.kind, "mlp_step");
+    EXPECT_GT(p.fwd_s, 0) << p.items;
+    EXPECT_DOUBLE_EQ(p.work, static_cast<double>(p.items) * (8 + 3));
+  }
+  // Layer lines that cost more than the whole step leave nothing (never a negative time).
+  std::map<std::string, UnitCost> huge{{"mlp_layer", {{1.0, 0}, {1.0, 0}}}};
+  for (const auto& p : mlp_step_points("mlp:8-4-3", huge, 0.01)) EXPECT_EQ(p.fwd_s, 0);
+  EXPECT_TRUE(mlp_step_points("gpt:layers=1,heads=2,width=16,context=8", zero_layers, 0.01).empty());
+
+  ModelSpec m = ModelSpec::parse("mlp:100-10");
+  Cluster c;
+  c.cores_per_node = 8;
+  c.sgd_ns_per_param = 0;
+  c.units["mlp_layer"] = {{1e-5, 1e-9}, {3e-5, 2e-9}};
+  const double without = simulate(m, {.strategy = "single"}, c, 50).compute_s;
+  c.units["mlp_step"] = {{2e-6, 1e-9}, {0, 0}};
+  EXPECT_NEAR(simulate(m, {.strategy = "single"}, c, 50).compute_s - without, 2e-6 + 50 * (100 + 10) * 1e-9, 1e-15);
 }
 
 TEST(CalibrateUnits, MeasuresTheRealUnits) {
