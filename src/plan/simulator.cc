@@ -246,16 +246,22 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
         off -= static_cast<int64_t>(m.units[i].params);
         units.push_back({off, static_cast<int64_t>(m.units[i].params)});
       }
+      // With ZeRO 1-2 (parallel/zero.h) each bucket is reduce-scattered instead (about half an
+      // all-reduce: the ring's first half, shm_direct's reads without its writes), and after
+      // the step every bucket's parameter slices are all-gathered on the training thread (the
+      // other half), which nothing hides: the next forward needs them.
       GradBuckets buckets(units, static_cast<size_t>(l.bucket_mb * (1 << 20)), 4);
-      double t = fwd, comm_end = t;
+      double t = fwd, comm_end = t, gather = 0;
       for (size_t k = 0; k < units.size(); ++k) {
         t += bwd[m.units.size() - 1 - k];
         int b = buckets.on_ready(units[k]);
         if (b < 0) continue;
         double len = static_cast<double>(buckets.buckets()[b].len) * kF;
-        comm_end = std::max(comm_end, t) + allreduce_s(c, all, len, node_n);
+        const double ar = allreduce_s(c, all, len, node_n);
+        comm_end = std::max(comm_end, t) + (l.zero > 0 ? ar / 2 : ar);
+        if (l.zero > 0) gather += ar / 2;
       }
-      p.comm_s = std::max(0.0, comm_end - t);
+      p.comm_s = std::max(0.0, comm_end - t) + gather;
       p.dp_bytes = zero_traffic_elems(0, P, workers) * kF;
       if (l.zero > 0) {
         // ddp's ZeRO (parallel/zero.h) shards the optimizer state; backward still fills the
