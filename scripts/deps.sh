@@ -4,9 +4,12 @@
 # --slurm installs only SLURM, munge, PMIx and OpenMPI for scripts/test_slurm.sh)
 # DTRAIN_PYTHON=0 skips the Python/torch packages (the build then skips python/ with a message).
 set -euo pipefail
+# libpmix-dev: optional for the library, but without it a build has no PMIx rendezvous and
+# the slurm label's srun --mpi=pmix / mpirun cases fail; installed here so that a fresh
+# machine builds the whole product (it arrived before only with OpenMPI's -dev package).
 pkgs=(build-essential cmake ninja-build pkg-config git python3
       libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libopenblas-dev nlohmann-json3-dev
-      iproute2 procps clang libclang-rt-dev)
+      libpmix-dev iproute2 procps clang libclang-rt-dev)
 # The Python module and the torch.distributed backend (python/); DTRAIN_PYTHON=0 leaves them out.
 if [[ "${DTRAIN_PYTHON:-1}" != 0 ]]; then
   pkgs+=(python3-torch libtorch-dev pybind11-dev python3-dev python3-numpy python3-pytest)
