@@ -126,6 +126,24 @@ TEST(Simulator, OnlyRanksComputingAtOnceShareTheCores) {
   EXPECT_NEAR(simulate(mlp, ps, one, 64).compute_s, simulate(mlp, ps, fast, 64).compute_s, 1e-12);
 }
 
+// A convex slowdown curve: a pipeline's forwards and backwards are slowed by the stages that
+// compute while each runs, not by the step's average count. Four stages, four micro-batches,
+// GPipe, two cores: the steady part has three or four stages computing (slowdown 1.5-2), the
+// fill and drain one or two (1.0); the step's average count is 4 x 4/7 = 2.3 (slowdown 1.14),
+// which under-charges every instruction of the steady part.
+TEST(Simulator, PipelineInstructionsAreSlowedByTheStagesComputingAlongside) {
+  ModelSpec m = ModelSpec::parse(kGpt);
+  Cluster fast = ideal(64), two = ideal(2);
+  two.slowdown = {{1, 1.0}, {2, 1.0}, {4, 2.0}};
+  Layout l{.strategy = "pp", .pp = 4, .micro = 4, .schedule = "gpipe"};
+  const double r = simulate(m, l, two, 16).step_s / simulate(m, l, fast, 16).step_s;
+  EXPECT_GT(r, 1.25);  // the average count's slowdown would give at most ~1.14
+  EXPECT_LT(r, 2.0);   // never more than four stages on two cores
+  // Stages that never overlap (one micro-batch) are not slowed at all.
+  Layout one{.strategy = "pp", .pp = 4, .micro = 1, .schedule = "gpipe"};
+  EXPECT_NEAR(simulate(m, one, two, 4).step_s, simulate(m, one, fast, 4).step_s, 1e-12);
+}
+
 TEST(Simulator, PipelineBubbleFollowsTheSchedule) {
   // Equal stages (4 blocks on 4 ranks + the light embedding and head), free links.
   ModelSpec m = ModelSpec::parse("gpt:layers=6,heads=4,width=256,context=16");
