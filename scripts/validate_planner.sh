@@ -22,6 +22,14 @@ DATA=${DTRAIN_SHARED_DATA:-../shared/data}
 TEXT=text:$DATA/tinyshakespeare/input.txt.gz
 GPT=gpt:layers=6,heads=8,width=128,context=64
 
+# The MLP rows train on Fashion-MNIST (the Debian package, or the data directory), the GPT
+# rows on tinyshakespeare from $DATA: say what is missing before spending the calibration.
+if ! "$BIN" data 2>/dev/null | grep -q "^fashion-mnist.*found"; then
+  echo "validate_planner: Fashion-MNIST is not installed (the MLP rows train on it): run scripts/deps.sh --main" >&2
+  exit 2
+fi
+[ -f "${TEXT#text:}" ] || { echo "validate_planner: ${TEXT#text:} is missing (the GPT rows' text; set DTRAIN_SHARED_DATA)" >&2; exit 2; }
+
 # Calibrate once per $OUT (CALIBRATE=1 to redo): the runs below can then go in pieces.
 if [ ! -s "$DTRAIN_CALIBRATION" ] || [ "${CALIBRATE:-0}" = 1 ]; then
   echo "== calibrate (collectives at 2 ranks over shm and tcp, compute rates, unit timings) -> $DTRAIN_CALIBRATION"
