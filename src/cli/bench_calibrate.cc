@@ -349,7 +349,9 @@ int bench_calibrate(const Args& args) {
     TransportOptions t = info.transport;
     t.kind = kind;
     t.timeout_s = timeout;
-    Communicator c(store, info.rank, info.size, t, std::string("calibrate-") + transport_kind_name(kind));
+    // The executors' collective settings (their auto all-reduce is what links_by_size times).
+    Communicator c(store, info.rank, info.size, t, std::string("calibrate-") + transport_kind_name(kind), {},
+                   coll_config_from(Settings::process()));
     measured.emplace_back(transport_kind_name(kind), calibrate(c, seconds));
     c.barrier();
   }

@@ -116,7 +116,11 @@ int bench_collectives(const Args& args) {
       TransportOptions t = info.transport;
       t.kind = kind;
       t.timeout_s = timeout;
-      Communicator world(store, info.rank, info.size, t, std::string("collbench-") + transport_kind_name(kind));
+      // The collectives' settings as any job reads them (DTRAIN_ALGO, DTRAIN_SHM_*, the
+      // calibration file behind the pred column): the threads path had them, this one built
+      // its communicator with the defaults and ignored them all.
+      Communicator world(store, info.rank, info.size, t, std::string("collbench-") + transport_kind_name(kind), {},
+                         coll_config_from(Settings::process()));
       auto got = run_collective_bench(world, cfg);
       rows.insert(rows.end(), got.begin(), got.end());
       world.barrier();

@@ -171,7 +171,8 @@ int bench_p2p(const Args& args) {
     TransportOptions t = info.transport;
     t.kind = kind;
     t.timeout_s = timeout;
-    Communicator world(store, info.rank, info.size, t, std::string("p2p-") + transport_kind_name(kind));
+    Communicator world(store, info.rank, info.size, t, std::string("p2p-") + transport_kind_name(kind), {},
+                       coll_config_from(Settings::process()));
     auto pair = world.split(world.rank() < 2 ? 0 : -1, world.rank());
     if (!pair) {
       world.barrier();

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,28 @@ TEST(BenchP2p, PrintsTableAndWritesJson) {
     EXPECT_GE(row["iters"].get<int64_t>(), 3) << row;
   }
   EXPECT_EQ(rows.back()["size_bytes"], 4096);
+}
+
+// Ranks started by the launcher read the collectives' settings as any job does: a forced
+// algorithm runs, and the pred column comes from the calibration file (the ranks used to
+// build their communicator with the defaults and ignore both).
+TEST(BenchCollectivesProcesses, ReadTheCollectiveSettings) {
+  std::string bin = testing::env_path("DTRAIN_BIN");
+  const std::string base = "/tmp/dtrain-collset-" + std::to_string(::getpid());
+  {
+    std::ofstream cal(base + ".cal.json");
+    cal << R"({"shm": {"alpha_us": 3, "beta_gbps": 2, "gamma_gbps": 4}})";
+  }
+  auto r = testing::run_command("DTRAIN_ALLREDUCE_ALGO=ring DTRAIN_CALIBRATION=" + base + ".cal.json " + bin +
+                                " bench collectives -n 2 --op allreduce --sizes 64K --seconds 0.01 --json " + base + ".json");
+  std::ifstream in(base + ".json");
+  nlohmann::json rows = in.good() ? nlohmann::json::parse(in) : nlohmann::json();
+  std::remove((base + ".json").c_str());
+  std::remove((base + ".cal.json").c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("calibrated(" + base + ".cal.json)"), std::string::npos) << r.output;
+  ASSERT_EQ(rows.size(), 1u) << rows.dump();
+  EXPECT_EQ(rows[0]["algo"], "ring") << rows.dump();
 }
 
 TEST(BenchP2p, BadFlagsAreClearErrors) {
