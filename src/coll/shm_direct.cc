@@ -39,6 +39,8 @@ namespace dtrain::algo {
 namespace {
 
 constexpr size_t kPieceBytes = 256u << 10;
+// Broadcast with a core per rank goes through the slots up to this size (see broadcast_shm_direct).
+constexpr size_t kPipelinedBroadcastBytes = 256u << 10;
 
 struct Peer {
   int64_t pid = 0;
@@ -259,7 +261,14 @@ void allgather_shm_direct(Call& c, char* buf, const char* mine, const Blocks& b,
 void broadcast_shm_direct(Call& c, char* buf, size_t n, int root, ShmContext* ctx) {
   const int p = c.size(), me = c.rank();
   if (p == 1 || n == 0) return;
-  if (ctx && n * c.elem() <= c.comm().coll_config().shm_slots_bytes) return broadcast_slots(c, buf, n, root, *ctx);
+  // Through the slots up to DTRAIN_SHM_SLOTS_BYTES when ranks outnumber the cores (a phase
+  // per slot's worth; every cross-memory round would be a trip through the scheduler), but
+  // with a core per rank only up to kPipelinedBroadcastBytes: there, at 2 ranks, the slots'
+  // pipeline took 51 us for 1 MiB and 195 us for 4 MiB against 37 and 139 us for the reads
+  // below (bench collectives, 256 KiB slots).
+  const size_t bytes = n * c.elem();
+  if (ctx && bytes <= c.comm().coll_config().shm_slots_bytes && (ctx->oversubscribed() || bytes <= kPipelinedBroadcastBytes))
+    return broadcast_slots(c, buf, n, root, *ctx);
   Phases phases(c, ctx);
   std::vector<Peer> peers;
   if (!phases.share(buf, peers)) return broadcast_binomial(c, buf, n, root, kPhase);
@@ -267,7 +276,7 @@ void broadcast_shm_direct(Call& c, char* buf, size_t n, int root, ShmContext* ct
   // sender pushes the first half into the receiver's buffer, so both cores copy (for 2 ranks
   // the root would otherwise sit idle while its peer copied everything).
   const int v = (me - root + p) % p;
-  const size_t bytes = n * c.elem(), half = bytes / 2 / 64 * 64;
+  const size_t half = bytes / 2 / 64 * 64;
   for (int mask = 1, round = 0; mask < p; mask <<= 1, ++round) {
     if (v >= mask && v < 2 * mask) {
       const int from = (v - mask + root) % p;
