@@ -201,15 +201,17 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
 }
 
 // The launcher's part after the 2-rank job wrote `path`: the shm all-reduce at 4 and 8 ranks,
-// each a job of its own (`dtrain bench collectives -n P`, rows to a temporary JSON file),
-// into the file's links_by_size.intra.allreduce_by_ranks.
+// and reduce-scatter and all-gather at 2, 4 and 8 (ZeRO's sync: their shared-memory paths are
+// not an all-reduce's halves), each rank count a job of its own (`dtrain bench collectives
+// -n P`, rows to a temporary JSON file), into the file's links_by_size.intra
+// allreduce_by_ranks, reducescatter_by_ranks and allgather_by_ranks.
 int add_allreduce_by_ranks(const std::string& path, double timeout) {
   std::ifstream in(path);
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   DT_CHECK(j.is_object() && j.contains("links_by_size") && j["links_by_size"].contains("intra"), IoError,
            "bench calibrate: " << path << " has no intra-host link figures to add the 4- and 8-rank all-reduce to");
-  nlohmann::json by_ranks = nlohmann::json::object();
-  for (int p : {4, 8}) {
+  nlohmann::json by_ranks = nlohmann::json::object(), rs = nlohmann::json::object(), ag = nlohmann::json::object();
+  for (int p : {2, 4, 8}) {
     const std::string rows = path + ".ranks" + std::to_string(p) + ".json";
     launch::LaunchOptions o;
     o.nproc = p;
@@ -217,7 +219,8 @@ int add_allreduce_by_ranks(const std::string& path, double timeout) {
     o.tag_output = false;
     const int rc = launch::relaunch_command(
         o, {"bench", "collectives"},
-        {"-n", std::to_string(p), "--op", "allreduce", "--transport", "shm", "--sizes", kByRanksSizes, "--seconds",
+        {"-n", std::to_string(p), "--op", p == 2 ? "reducescatter,allgather" : "allreduce,reducescatter,allgather",
+         "--transport", "shm", "--sizes", kByRanksSizes, "--seconds",
          std::to_string(kByRanksSeconds), "--timeout", std::to_string(timeout), "--json", rows});
     if (rc != 0) {
       std::remove(rows.c_str());
@@ -227,20 +230,25 @@ int add_allreduce_by_ranks(const std::string& path, double timeout) {
     nlohmann::json got = nlohmann::json::parse(r, nullptr, false);
     std::remove(rows.c_str());
     DT_CHECK(got.is_array() && !got.empty(), IoError, "bench calibrate: the " << p << "-rank all-reduce wrote no rows");
-    nlohmann::json pts = nlohmann::json::array();
+    const std::string key = std::to_string(p);
     for (const auto& row : got) {
-      pts.push_back({row["size_bytes"].get<double>(), row["time_us"].get<double>() * 1e-6});
-      std::printf("shm all-reduce, %d ranks (processes), %8.0f B: %8.1f us\n", p, row["size_bytes"].get<double>(),
+      const std::string op = row["op"].get<std::string>();
+      nlohmann::json& dst = op == "allreduce" ? by_ranks : op == "reducescatter" ? rs : ag;
+      if (!dst.contains(key)) dst[key] = nlohmann::json::array();
+      dst[key].push_back({row["size_bytes"].get<double>(), row["time_us"].get<double>() * 1e-6});
+      std::printf("shm %s, %d ranks (processes), %8.0f B: %8.1f us\n", op.c_str(), p, row["size_bytes"].get<double>(),
                   row["time_us"].get<double>());
     }
-    by_ranks[std::to_string(p)] = pts;
   }
   j["links_by_size"]["intra"]["allreduce_by_ranks"] = by_ranks;
+  j["links_by_size"]["intra"]["reducescatter_by_ranks"] = rs;
+  j["links_by_size"]["intra"]["allgather_by_ranks"] = ag;
   j["links_by_size"]["intra"]["allreduce_by_ranks_with"] = "processes";
   std::ofstream out(path);
   DT_CHECK(out.good(), IoError, "cannot write calibration file " << path);
   out << j.dump(2) << "\n";
-  std::printf("added the 4- and 8-rank all-reduce (processes) to %s\n", path.c_str());
+  std::printf("added the 4- and 8-rank all-reduce and the 2-, 4- and 8-rank reduce-scatter and all-gather (processes) to %s\n",
+              path.c_str());
   return 0;
 }
 

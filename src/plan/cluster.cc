@@ -55,12 +55,10 @@ double beta_at(const std::vector<std::pair<double, double>>& b, double bytes, do
   return b.back().second;
 }
 
-double Cluster::measured_allreduce_s(int p, double bytes) const {
-  const std::vector<std::pair<double, double>>* t = nullptr;
-  if (auto it = intra_sizes.allreduce_by_ranks.find(p); it != intra_sizes.allreduce_by_ranks.end()) t = &it->second;
-  else if (p == intra_sizes.p && !intra_sizes.allreduce.empty()) t = &intra_sizes.allreduce;
-  if (!t || t->empty()) return -1;
-  const auto& v = *t;
+namespace {
+// Log-log interpolation over measured (bytes, seconds) points; the smallest size's time below
+// it, linear in bytes beyond the largest.
+double interpolate_points(const std::vector<std::pair<double, double>>& v, double bytes) {
   if (bytes <= v.front().first) return v.front().second;
   for (size_t i = 1; i < v.size(); ++i)
     if (bytes <= v[i].first) {
@@ -68,6 +66,28 @@ double Cluster::measured_allreduce_s(int p, double bytes) const {
       return std::exp(std::log(v[i - 1].second) + x * std::log(v[i].second / v[i - 1].second));
     }
   return v.back().second * bytes / v.back().first;
+}
+
+double measured_in(const std::map<int, std::vector<std::pair<double, double>>>& by_ranks, int p, double bytes) {
+  auto it = by_ranks.find(p);
+  return it == by_ranks.end() || it->second.empty() ? -1 : interpolate_points(it->second, bytes);
+}
+}  // namespace
+
+double Cluster::measured_allreduce_s(int p, double bytes) const {
+  const std::vector<std::pair<double, double>>* t = nullptr;
+  if (auto it = intra_sizes.allreduce_by_ranks.find(p); it != intra_sizes.allreduce_by_ranks.end()) t = &it->second;
+  else if (p == intra_sizes.p && !intra_sizes.allreduce.empty()) t = &intra_sizes.allreduce;
+  if (!t || t->empty()) return -1;
+  return interpolate_points(*t, bytes);
+}
+
+double Cluster::measured_reducescatter_s(int p, double bytes) const {
+  return measured_in(intra_sizes.reducescatter_by_ranks, p, bytes);
+}
+
+double Cluster::measured_allgather_s(int p, double bytes) const {
+  return measured_in(intra_sizes.allgather_by_ranks, p, bytes);
 }
 
 CostParams Cluster::link_at(bool inter_node, double bytes, bool p2p) const {
@@ -100,12 +120,16 @@ LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where
   DT_CHECK(t.p >= 2, InvalidArgument, where << ".p must be >= 2 (ranks the all-reduce points were measured with)");
   t.allreduce = points(j, "allreduce", where);
   t.exchange = points(j, "exchange", where);
-  if (j.contains("allreduce_by_ranks")) {
-    DT_CHECK(j["allreduce_by_ranks"].is_object(), InvalidArgument, where << ".allreduce_by_ranks must be {\"ranks\": [[bytes, s]]}");
-    for (const auto& [k, v] : j["allreduce_by_ranks"].items()) {
+  for (auto [key, dst] : {std::pair<const char*, std::map<int, std::vector<std::pair<double, double>>>*>{
+                              "allreduce_by_ranks", &t.allreduce_by_ranks},
+                          {"reducescatter_by_ranks", &t.reducescatter_by_ranks},
+                          {"allgather_by_ranks", &t.allgather_by_ranks}}) {
+    if (!j.contains(key)) continue;
+    DT_CHECK(j[key].is_object(), InvalidArgument, where << "." << key << " must be {\"ranks\": [[bytes, s]]}");
+    for (const auto& [k, v] : j[key].items()) {
       const int p = std::atoi(k.c_str());
-      DT_CHECK(p >= 2, InvalidArgument, where << ".allreduce_by_ranks: key '" << k << "' is not a rank count >= 2");
-      t.allreduce_by_ranks[p] = points(j["allreduce_by_ranks"], k.c_str(), where + ".allreduce_by_ranks");
+      DT_CHECK(p >= 2, InvalidArgument, where << "." << key << ": key '" << k << "' is not a rank count >= 2");
+      (*dst)[p] = points(j[key], k.c_str(), where + "." + key);
     }
   }
   return t;
@@ -114,6 +138,8 @@ LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where
 nlohmann::json link_sizes_json(const LinkSizes& t) {
   nlohmann::json j = {{"p", t.p}, {"allreduce", t.allreduce}, {"exchange", t.exchange}};
   for (const auto& [p, v] : t.allreduce_by_ranks) j["allreduce_by_ranks"][std::to_string(p)] = v;
+  for (const auto& [p, v] : t.reducescatter_by_ranks) j["reducescatter_by_ranks"][std::to_string(p)] = v;
+  for (const auto& [p, v] : t.allgather_by_ranks) j["allgather_by_ranks"][std::to_string(p)] = v;
   return j;
 }
 
@@ -190,7 +216,10 @@ nlohmann::json cluster_to_json(const Cluster& c) {
           {"oversub_penalty", c.oversub_penalty}, {"memory_gb", c.memory_gb}, {"intra", link_json(c.intra)},
           {"inter", link_json(c.inter)}};
   if (!c.units.empty()) j["units"] = units_json({}, c.units);
-  if (!c.intra_sizes.allreduce.empty() || !c.intra_sizes.exchange.empty()) j["intra_by_size"] = link_sizes_json(c.intra_sizes);
+  const LinkSizes& in = c.intra_sizes;
+  if (!in.allreduce.empty() || !in.exchange.empty() || !in.allreduce_by_ranks.empty() || !in.reducescatter_by_ranks.empty() ||
+      !in.allgather_by_ranks.empty())
+    j["intra_by_size"] = link_sizes_json(in);
   if (!c.inter_sizes.allreduce.empty() || !c.inter_sizes.exchange.empty()) j["inter_by_size"] = link_sizes_json(c.inter_sizes);
   return j;
 }

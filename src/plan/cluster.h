@@ -54,6 +54,10 @@ struct LinkSizes {
   std::vector<std::pair<double, double>> allreduce, exchange;  // (bytes, seconds), bytes increasing
   // All-reduce (bytes, seconds) measured at other rank counts (the ranks may outnumber the cores).
   std::map<int, std::vector<std::pair<double, double>>> allreduce_by_ranks;
+  // Reduce-scatter and all-gather (bytes = the whole buffer, seconds) by rank count, 2 included:
+  // ZeRO's sync. Their shared-memory paths differ from the all-reduce's (the context's slots up
+  // to 16 MiB), so half an all-reduce is not their cost.
+  std::map<int, std::vector<std::pair<double, double>>> reducescatter_by_ranks, allgather_by_ranks;
 };
 LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where);
 nlohmann::json link_sizes_json(const LinkSizes& t);
@@ -96,6 +100,10 @@ struct Cluster {
   // interpolation, the smallest size's time below it, linear in bytes beyond the largest;
   // -1 when p was not measured.
   double measured_allreduce_s(int p, double bytes) const;
+  // The same for a reduce-scatter or all-gather of `bytes` (the whole buffer) among p ranks
+  // inside a node, from reducescatter_by_ranks / allgather_by_ranks; -1 when not measured.
+  double measured_reducescatter_s(int p, double bytes) const;
+  double measured_allgather_s(int p, double bytes) const;
   // The link's alpha-beta-gamma for a transfer of `bytes` (see LinkSizes above).
   CostParams link_at(bool inter_node, double bytes, bool p2p) const;
 };

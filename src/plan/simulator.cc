@@ -99,6 +99,27 @@ double allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks) {
                                   c.link_at(true, bytes / per_node, false)) * beyond(2);
 }
 
+// Reduce-scatter and all-gather of `bytes` (the whole buffer) in group g: measured at this
+// many ranks on one node when the calibration has them (reducescatter_by_ranks,
+// allgather_by_ranks), slowed as allreduce_s slows its figures; else the ring formula on the
+// group's link.
+double reduce_scatter_s(const Cluster& c, Group g, double bytes, int node_ranks) {
+  if (g.size <= 1 || bytes <= 0) return 0;
+  const int rpn = c.ranks_per_node > 0 ? c.ranks_per_node : g.size * g.stride;
+  const double t = std::clamp(rpn / g.stride, 1, g.size) >= g.size ? c.measured_reducescatter_s(g.size, bytes) : -1;
+  if (t >= 0) return t * std::max(1.0, c.compute_slowdown(node_ranks) / c.compute_slowdown(std::min(g.size, node_ranks)));
+  return ring_reduce_scatter_s(g.size, bytes, c.link_at(g.size * g.stride > rpn, bytes, false)) *
+         std::max(1.0, c.compute_slowdown(node_ranks) / c.compute_slowdown(std::min(2, node_ranks)));
+}
+double allgather_s(const Cluster& c, Group g, double bytes, int node_ranks) {
+  if (g.size <= 1 || bytes <= 0) return 0;
+  const int rpn = c.ranks_per_node > 0 ? c.ranks_per_node : g.size * g.stride;
+  const double t = std::clamp(rpn / g.stride, 1, g.size) >= g.size ? c.measured_allgather_s(g.size, bytes) : -1;
+  if (t >= 0) return t * std::max(1.0, c.compute_slowdown(node_ranks) / c.compute_slowdown(std::min(g.size, node_ranks)));
+  return ring_allgather_s(g.size, bytes, c.link_at(g.size * g.stride > rpn, bytes, false)) *
+         std::max(1.0, c.compute_slowdown(node_ranks) / c.compute_slowdown(std::min(2, node_ranks)));
+}
+
 // The link a group's transfer of `bytes` uses: inside a node or between nodes; p2p for
 // point-to-point sends (the exchange figures), else the collective ones.
 CostParams link_of(const Cluster& c, Group g, double bytes, bool p2p) {
@@ -248,10 +269,9 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
         off -= static_cast<int64_t>(m.units[i].params);
         units.push_back({off, static_cast<int64_t>(m.units[i].params)});
       }
-      // With ZeRO 1-2 (parallel/zero.h) each bucket is reduce-scattered instead (about half an
-      // all-reduce: the ring's first half, shm_direct's reads without its writes), and after
-      // the step every bucket's parameter slices are all-gathered on the training thread (the
-      // other half), which nothing hides: the next forward needs them.
+      // With ZeRO 1-2 (parallel/zero.h) each bucket is reduce-scattered instead, and after the
+      // step every bucket's parameter slices are all-gathered on the training thread, which
+      // nothing hides: the next forward needs them.
       GradBuckets buckets(units, static_cast<size_t>(l.bucket_mb * (1 << 20)), 4);
       double t = fwd, comm_end = t, gather = 0;
       for (size_t k = 0; k < units.size(); ++k) {
@@ -259,9 +279,8 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
         int b = buckets.on_ready(units[k]);
         if (b < 0) continue;
         double len = static_cast<double>(buckets.buckets()[b].len) * kF;
-        const double ar = allreduce_s(c, all, len, node_n);
-        comm_end = std::max(comm_end, t) + (l.zero > 0 ? ar / 2 : ar);
-        if (l.zero > 0) gather += ar / 2;
+        comm_end = std::max(comm_end, t) + (l.zero > 0 ? reduce_scatter_s(c, all, len, node_n) : allreduce_s(c, all, len, node_n));
+        if (l.zero > 0) gather += allgather_s(c, all, len, node_n);
       }
       p.comm_s = std::max(0.0, comm_end - t) + gather;
       p.dp_bytes = zero_traffic_elems(0, P, workers) * kF;
@@ -442,9 +461,9 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     for (double left = bytes; left > 0; left -= cap) {
       double b = std::min(left, cap);
       if (l.zero == 0) t += allreduce_s(c, dpg, b, node_n) / comm_slow;  // slowed once, below
-      else t += ring_reduce_scatter_s(l.dp, b, link_of(c, dpg, b, false)) + ring_allgather_s(l.dp, b, link_of(c, dpg, b, false));
+      else t += (reduce_scatter_s(c, dpg, b, node_n) + allgather_s(c, dpg, b, node_n)) / comm_slow;
     }
-    if (l.zero >= 3) t += ring_allgather_s(l.dp, bytes, link_of(c, dpg, bytes, false)) * l.micro;  // gathers in forward
+    if (l.zero >= 3) t += allgather_s(c, dpg, bytes, node_n) / comm_slow * l.micro;  // gathers in forward
     p.comm_s = t * comm_slow;
     p.dp_bytes = zero_traffic_elems(l.zero, stage_params, l.dp) * kF;
   }

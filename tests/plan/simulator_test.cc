@@ -95,6 +95,31 @@ TEST(Simulator, TransfersAreCostedAtTheirOwnSize) {
               best_allreduce_s(3, bytes, c.link_at(false, bytes, false)), 1e-12);
 }
 
+// ZeRO's sync takes the reduce-scatter and all-gather measured at its rank count when the
+// calibration has them (their shared-memory paths are not an all-reduce's halves), and the
+// ring formulas on the link otherwise; the cluster file carries them.
+TEST(Simulator, ZeroSyncTakesTheMeasuredReduceScatterAndAllGather) {
+  Cluster c = ideal();
+  ModelSpec g = ModelSpec::parse(kGpt);
+  Layout z{.strategy = "zero", .dp = 2, .zero = 1};
+  const double bytes = simulate(g, z, c, 8).dp_bytes;  // traffic; the sync moves the stage's gradient
+  ASSERT_GT(bytes, 0);
+  const double before = simulate(g, z, c, 8).comm_s;
+  c.intra_sizes.reducescatter_by_ranks[2] = {{1e3, 2e-4}, {1e9, 2e-4}};
+  c.intra_sizes.allgather_by_ranks[2] = {{1e3, 3e-4}, {1e9, 3e-4}};
+  EXPECT_NEAR(c.measured_reducescatter_s(2, 1e6), 2e-4, 1e-15);
+  EXPECT_EQ(c.measured_allgather_s(4, 1e6), -1);
+  EXPECT_NEAR(simulate(g, z, c, 8).comm_s, 5e-4, 1e-12);  // one bucket: one of each
+  EXPECT_NE(before, 5e-4);
+  // The MLP's ddp with ZeRO-2: the reduce-scatter overlaps backward, the all-gather does not.
+  ModelSpec m = ModelSpec::parse("mlp:784-256-128-10");
+  Prediction p = simulate(m, {.strategy = "ddp", .dp = 2, .zero = 2, .bucket_mb = 16}, c, 64);
+  EXPECT_GE(p.comm_s, 3e-4 - 1e-12);
+  EXPECT_LE(p.comm_s, 5e-4 + 1e-12);
+  Cluster back = cluster_from_json(cluster_to_json(c), "roundtrip");
+  EXPECT_NEAR(back.measured_allgather_s(2, 1e6), 3e-4, 1e-15);
+}
+
 TEST(Simulator, OversubscribedRanksShareTheCores) {
   ModelSpec m = ModelSpec::parse("mlp:784-256-10");
   Cluster c = ideal(2);
