@@ -76,46 +76,48 @@ struct Group {
   int size = 1, stride = 1;
 };
 
+// How much slower a figure measured with `measured` ranks on the node runs with node_ranks:
+// the slowdown curve's ratio.
+double beyond(const Cluster& c, int node_ranks, int measured) {
+  return std::max(1.0, c.compute_slowdown(node_ranks) / c.compute_slowdown(std::min(measured, node_ranks)));
+}
+
 // Each transfer is costed with its link's beta at its own size (Cluster::link_at: the
 // calibrated all-reduce and exchange figures by size), not one large-buffer beta.
 // node_ranks: the job's ranks on the node; those beyond the ranks a figure was measured with
-// slow it by the slowdown curve's ratio.
+// slow it (beyond).
 double allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks) {
   if (g.size <= 1 || bytes <= 0) return 0;
-  auto beyond = [&](int measured) {
-    return std::max(1.0, c.compute_slowdown(node_ranks) / c.compute_slowdown(std::min(measured, node_ranks)));
-  };
   int rpn = c.ranks_per_node > 0 ? c.ranks_per_node : g.size * g.stride;
   int per_node = std::clamp(rpn / g.stride, 1, g.size);
   if (per_node >= g.size) {
     // Measured at this many ranks: the time itself, oversubscription included.
     const double t = c.measured_allreduce_s(g.size, bytes);
-    if (t >= 0) return t * beyond(g.size);
-    return best_allreduce_s(g.size, bytes, c.link_at(false, bytes, false)) * beyond(2);
+    if (t >= 0) return t * beyond(c, node_ranks, g.size);
+    return best_allreduce_s(g.size, bytes, c.link_at(false, bytes, false)) * beyond(c, node_ranks, 2);
   }
   return hierarchical_allreduce_s(g.size / per_node, per_node, bytes, c.link_at(false, bytes, false),
-                                  c.link_at(true, bytes / per_node, false)) * beyond(2);
+                                  c.link_at(true, bytes / per_node, false)) * beyond(c, node_ranks, 2);
 }
 
 // Reduce-scatter and all-gather of `bytes` (the whole buffer) in group g: measured at this
 // many ranks on one node when the calibration has them (reducescatter_by_ranks,
 // allgather_by_ranks), slowed as allreduce_s slows its figures; else the ring formula on the
-// group's link.
-double reduce_scatter_s(const Cluster& c, Group g, double bytes, int node_ranks) {
+// group's link. `measured` is the cluster's figure for the operation (-1: none), `ring` its
+// formula.
+double half_collective_s(const Cluster& c, Group g, double bytes, int node_ranks,
+                         double (Cluster::*measured)(int, double) const, double (*ring)(int, double, const CostParams&)) {
   if (g.size <= 1 || bytes <= 0) return 0;
   const int rpn = c.ranks_per_node > 0 ? c.ranks_per_node : g.size * g.stride;
-  const double t = std::clamp(rpn / g.stride, 1, g.size) >= g.size ? c.measured_reducescatter_s(g.size, bytes) : -1;
-  if (t >= 0) return t * std::max(1.0, c.compute_slowdown(node_ranks) / c.compute_slowdown(std::min(g.size, node_ranks)));
-  return ring_reduce_scatter_s(g.size, bytes, c.link_at(g.size * g.stride > rpn, bytes, false)) *
-         std::max(1.0, c.compute_slowdown(node_ranks) / c.compute_slowdown(std::min(2, node_ranks)));
+  const double t = std::clamp(rpn / g.stride, 1, g.size) >= g.size ? (c.*measured)(g.size, bytes) : -1;
+  if (t >= 0) return t * beyond(c, node_ranks, g.size);
+  return ring(g.size, bytes, c.link_at(g.size * g.stride > rpn, bytes, false)) * beyond(c, node_ranks, 2);
+}
+double reduce_scatter_s(const Cluster& c, Group g, double bytes, int node_ranks) {
+  return half_collective_s(c, g, bytes, node_ranks, &Cluster::measured_reducescatter_s, &ring_reduce_scatter_s);
 }
 double allgather_s(const Cluster& c, Group g, double bytes, int node_ranks) {
-  if (g.size <= 1 || bytes <= 0) return 0;
-  const int rpn = c.ranks_per_node > 0 ? c.ranks_per_node : g.size * g.stride;
-  const double t = std::clamp(rpn / g.stride, 1, g.size) >= g.size ? c.measured_allgather_s(g.size, bytes) : -1;
-  if (t >= 0) return t * std::max(1.0, c.compute_slowdown(node_ranks) / c.compute_slowdown(std::min(g.size, node_ranks)));
-  return ring_allgather_s(g.size, bytes, c.link_at(g.size * g.stride > rpn, bytes, false)) *
-         std::max(1.0, c.compute_slowdown(node_ranks) / c.compute_slowdown(std::min(2, node_ranks)));
+  return half_collective_s(c, g, bytes, node_ranks, &Cluster::measured_allgather_s, &ring_allgather_s);
 }
 
 // The link a group's transfer of `bytes` uses: inside a node or between nodes; p2p for
