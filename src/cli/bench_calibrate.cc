@@ -205,11 +205,11 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
 // not an all-reduce's halves), each rank count a job of its own (`dtrain bench collectives
 // -n P`, rows to a temporary JSON file), into the file's links_by_size.intra
 // allreduce_by_ranks, reducescatter_by_ranks and allgather_by_ranks.
-int add_allreduce_by_ranks(const std::string& path, double timeout) {
+int add_collectives_by_ranks(const std::string& path, double timeout) {
   std::ifstream in(path);
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   DT_CHECK(j.is_object() && j.contains("links_by_size") && j["links_by_size"].contains("intra"), IoError,
-           "bench calibrate: " << path << " has no intra-host link figures to add the 4- and 8-rank all-reduce to");
+           "bench calibrate: " << path << " has no intra-host link figures to add the collectives by rank count to");
   nlohmann::json by_ranks = nlohmann::json::object(), rs = nlohmann::json::object(), ag = nlohmann::json::object();
   for (int p : {2, 4, 8}) {
     const std::string rows = path + ".ranks" + std::to_string(p) + ".json";
@@ -229,7 +229,7 @@ int add_allreduce_by_ranks(const std::string& path, double timeout) {
     std::ifstream r(rows);
     nlohmann::json got = nlohmann::json::parse(r, nullptr, false);
     std::remove(rows.c_str());
-    DT_CHECK(got.is_array() && !got.empty(), IoError, "bench calibrate: the " << p << "-rank all-reduce wrote no rows");
+    DT_CHECK(got.is_array() && !got.empty(), IoError, "bench calibrate: the " << p << "-rank collectives wrote no rows");
     const std::string key = std::to_string(p);
     for (const auto& row : got) {
       const std::string op = row["op"].get<std::string>();
@@ -348,7 +348,7 @@ int bench_calibrate(const Args& args) {
     const int rc = launch::relaunch_command(o, {"bench", "calibrate"}, args);
     const bool shm = std::find(kinds.begin(), kinds.end(), TransportKind::kShm) != kinds.end();
     if (rc != 0 || compute_seconds <= 0 || !shm) return rc;
-    return add_allreduce_by_ranks(out, timeout);
+    return add_collectives_by_ranks(out, timeout);
   }
   WorldInfo info = world_from_env();
   std::shared_ptr<void> keepalive;
