@@ -21,6 +21,7 @@
 #include "base/clock.h"
 
 #include "base/error.h"
+#include "comm/heartbeat.h"
 #include "base/tsan.h"
 #include "coll/reduce_kernels.h"
 #include "comm/shm_segment.h"
@@ -259,8 +260,10 @@ void ShmContext::wait_for(int q, uint64_t phase, const Deadline& deadline, const
       // The same liveness verdict the transport gives its own waiters (a closed transport,
       // an exited process), so a dead rank reads alike on every path.
       std::string gone = comm_.transport().peer_gone(q);
-      if (gone.empty() && pids_[q] != ::getpid() && ::kill(static_cast<pid_t>(pids_[q]), 0) != 0 && errno == ESRCH)
+      if (gone.empty() && pids_[q] != ::getpid() && ::kill(static_cast<pid_t>(pids_[q]), 0) != 0 && errno == ESRCH) {
         gone = "rank " + std::to_string(q) + " (pid " + std::to_string(pids_[q]) + ") exited";
+        tell_launcher_a_peer_failed();
+      }
       if (fp) check_peer_call(q, *fp, phase);
       if (!gone.empty())
         throw PeerFailure("rank " + std::to_string(rank_) + ": " + what() + " failed: rank " + std::to_string(q) +

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <string>
 
 #include "base/env.h"
@@ -45,6 +46,19 @@ std::unique_ptr<Heartbeat> heartbeat_from_env() {
   ::fcntl(fd, F_SETFD, FD_CLOEXEC);
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   return std::make_unique<Heartbeat>(fd, 0.25);
+}
+
+void tell_launcher_a_peer_failed() {
+  // Read from the environment each time: a failure path, and no process-wide state. One byte
+  // to a pipe is atomic, so this never interleaves with the heartbeat thread's beats.
+  const char* v = std::getenv("DTRAIN_HEARTBEAT_FD");
+  if (!v || !*v) return;
+  char* end = nullptr;
+  const long fd = std::strtol(v, &end, 10);
+  if (*end != '\0' || fd < 0 || ::fcntl(static_cast<int>(fd), F_GETFD) == -1) return;
+  const char witness = 2;
+  ssize_t ignored = ::write(static_cast<int>(fd), &witness, 1);
+  (void)ignored;
 }
 
 }  // namespace dtrain

@@ -10,6 +10,11 @@
 // Contract
 // - Heartbeat(fd, interval_s) beats (byte 1) until destroyed; the destructor stops and joins
 //   the thread within one interval and writes byte 0: the rank left the job on purpose. A write that fails (the launcher is gone) ends the beating quietly.
+// - tell_launcher_a_peer_failed() writes byte 2 ("this rank saw a peer fail") to the pipe,
+//   when there is one. The transport calls it the first time it finds a peer gone, so that when
+//   a rank and the ranks that noticed its death have all exited before the launcher looks, the
+//   launcher blames the rank that failed first, not a witness (launch/launch.h). It does not
+//   count as a beat. Safe from any thread; a no-op outside dtrain's launcher.
 // - heartbeat_from_env() returns nullptr when DTRAIN_HEARTBEAT_FD is unset (not under dtrain's
 //   launcher) and throws InvalidArgument when it is set but not a descriptor number.
 // Thread-safety: the object is owned by one thread; its own thread only writes to the pipe.
@@ -40,5 +45,6 @@ class Heartbeat {
 };
 
 std::unique_ptr<Heartbeat> heartbeat_from_env();
+void tell_launcher_a_peer_failed();
 
 }  // namespace dtrain

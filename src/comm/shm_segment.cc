@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "comm/heartbeat.h"
 
 namespace dtrain {
 
@@ -36,11 +37,13 @@ Fd open_shm_segment(const std::string& handle, size_t bytes, const std::string& 
   Fd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
   if (!fd.valid()) {
     int err = errno;
-    if (err == ENOENT)
+    if (err == ENOENT) {
+      tell_launcher_a_peer_failed();
       throw PeerFailure("shm: " + who + " (pid " + std::to_string(pid) +
                             ") is gone before its segment could be mapped (it exited during setup; ranks on "
                             "different hosts? use --transport tcp)",
                         peer);
+    }
     DT_THROW(IoError, "shm: cannot open " << who << "'s segment " << path << ": " << errno_string(err)
                                          << " (all ranks must run as the same user on one host)");
   }

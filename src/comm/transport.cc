@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "comm/heartbeat.h"
 #include "comm/store.h"
 
 namespace dtrain {
@@ -573,7 +574,15 @@ void Transport::progress_recv_locked(int peer) {
 
 void Transport::fail_peer_locked(int peer, std::exception_ptr error) {
   Peer& p = *peers_[peer];
-  if (!p.error) p.error = error;
+  if (!p.error) {
+    p.error = error;
+    try {
+      std::rethrow_exception(error);
+    } catch (const PeerFailure&) {
+      if (!closed_) tell_launcher_a_peer_failed();  // a witness, not the culprit (comm/heartbeat.h)
+    } catch (...) {
+    }
+  }
   for (auto& op : p.sends) complete_op(*op, p.error);
   p.sends.clear();
   for (auto& op : p.posted) complete_op(*op, p.error);
@@ -608,7 +617,9 @@ std::string Transport::peer_gone(int peer) {
       return e.what();
     }
   }
-  return fabric_->peer_gone(peer);
+  std::string why = fabric_->peer_gone(peer);
+  if (!why.empty()) tell_launcher_a_peer_failed();
+  return why;
 }
 
 void Transport::check_liveness_locked() {

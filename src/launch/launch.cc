@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -64,6 +65,7 @@ struct Rank {
   int status = 0;
   Fd out, err, beat;      // beat: the heartbeat pipe's read end
   bool beating = false;   // the rank's heartbeat is on (it joined the job and has not left)
+  bool witness = false;   // it reported seeing a peer fail (heartbeat byte 2)
   double last_beat = 0;
   double stopped_since = -1;  // the kernel reported it stopped (SIGSTOP) at this time
   std::string hung;           // why the launcher declared it hung ("" if not)
@@ -268,10 +270,11 @@ void Launcher::fail(size_t i) {
 }
 
 void Launcher::reap() {
+  std::vector<size_t> batch;  // the ranks found failed in this pass, in the order reaped
   for (;;) {
     int status = 0;
     pid_t pid = ::waitpid(-1, &status, WNOHANG | WUNTRACED | WCONTINUED);
-    if (pid <= 0) return;
+    if (pid <= 0) break;
     for (size_t i = 0; i < ranks_.size(); ++i) {
       Rank& r = ranks_[i];
       if (r.pid != pid) continue;
@@ -287,20 +290,36 @@ void Launcher::reap() {
       r.running = false;
       r.status = status;
       bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (!ok) fail(i);
+      if (!ok) {
+        read_beats(r);  // a witness byte it wrote before exiting is in the pipe now
+        batch.push_back(i);
+      }
     }
   }
+  // Ranks that exited between two looks arrive together, in no useful order. A rank that
+  // failed because a peer died says so on its heartbeat pipe; the culprit is the first
+  // failure of the batch that is not such a witness (or the first, if all are).
+  auto culprit = std::find_if(batch.begin(), batch.end(), [&](size_t i) { return !ranks_[i].witness; });
+  if (culprit == batch.end()) culprit = batch.begin();
+  if (culprit != batch.end()) fail(*culprit);
 }
 
-// Heartbeat bytes: 1 = alive, 0 = the rank left the job on purpose (its Communicator is gone).
+// Heartbeat bytes: 1 = alive, 0 = the rank left the job on purpose (its Communicator is gone),
+// 2 = it saw a peer fail (a witness: not a beat, and not to be blamed before the peer).
 void Launcher::read_beats(Rank& r) {
   if (!r.beat.valid()) return;
   char buf[256];
   for (;;) {
     ssize_t k = ::read(r.beat.get(), buf, sizeof buf);
     if (k > 0) {
-      r.last_beat = now_seconds();
-      r.beating = buf[k - 1] != 0;
+      for (ssize_t j = 0; j < k; ++j) {
+        if (buf[j] == 2) {
+          r.witness = true;
+          continue;
+        }
+        r.last_beat = now_seconds();
+        r.beating = buf[j] != 0;
+      }
       continue;
     }
     if (k == 0) r.beat.reset();

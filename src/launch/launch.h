@@ -9,6 +9,9 @@
 // - When a rank exits non-zero or is killed, the others get SIGTERM (SIGKILL after a grace
 //   period), and launch returns non-zero after printing which rank failed, how (exit code or
 //   signal), and the tail of its stderr. SIGINT/SIGTERM to the launcher reach every rank.
+// - The rank blamed is the one that failed first. Ranks that fail because a peer died report
+//   it on their heartbeat pipe (comm/heartbeat.h); when the culprit and such witnesses have
+//   all exited before the launcher looks, a witness is never blamed ahead of the culprit.
 // - Ranks die with their launcher, even one killed with SIGKILL (PR_SET_PDEATHSIG); a launcher
 //   that cannot start every rank (fork or descriptors exhausted) kills the ones it started.
 //   -n is bounded (the CLI allows 1024 per node) and the descriptor limit is checked first.

@@ -98,6 +98,16 @@ TEST_P(TransportMpTest, PeerExitingMidTransferIsPeerFailureOnSurvivor) {
   EXPECT_NE(r.output.find("rank 1"), std::string::npos) << r.output;
 }
 
+// Rank 2 fails and rank 0 fails because of it, both while the launcher is stopped, so the
+// launcher reaps them together: it blames rank 2, whose failure came first, not rank 0.
+TEST_P(TransportMpTest, CulpritIsBlamedNotTheRankThatSawItFail) {
+  auto r = run_command(bin_ + " run -n 4 --timeout 60 --transport " + GetParam() + " -- " + rank_ + " witness-race");
+  EXPECT_EQ(r.exit_code, 5) << r.output;
+  EXPECT_NE(r.output.find("rank 0 saw rank 2 fail"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("dtrain run: rank 2 "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("did not"), std::string::npos) << r.output;
+}
+
 INSTANTIATE_TEST_SUITE_P(Kinds, TransportMpTest, ::testing::Values("shm", "tcp"));
 
 // Two launchers, one per "node", meeting through node 0's store on loopback.

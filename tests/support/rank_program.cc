@@ -10,11 +10,16 @@
 //                   transport's rendezvous until the launcher stops them)
 //   die-in-shmctx   every rank joins; rank 2 fails before the collectives' shared-memory
 //                   context (the others wait inside its setup until stopped)
+//   witness-race    rank 2 exits 5 and rank 0, seeing it gone, exits 1, both while rank 3
+//                   holds the launcher stopped (SIGSTOP): the launcher then reaps the two
+//                   together and must blame rank 2, the culprit, not rank 0, the witness
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -47,6 +52,67 @@ static int exchange(Communicator& c, size_t bytes) {
   c.barrier();
   if (c.rank() == 0) std::printf("exchange ok %d %s\n", n, c.transport().kind());
   return 0;
+}
+
+// The state letter of /proc/PID/stat ('Z' zombie, 'T' stopped; '?' once the process is gone).
+static char process_state(long pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return '?';
+  auto paren = line.rfind(')');
+  return paren == std::string::npos || paren + 2 >= line.size() ? '?' : line[paren + 2];
+}
+
+// Polls until every pid's state is one of `states`, for at most 30 s; says whether it got there.
+static bool await_states(const std::vector<long>& pids, const std::string& states) {
+  for (int i = 0; i < 30000; ++i) {
+    bool all = true;
+    for (long pid : pids) all = all && states.find(process_state(pid)) != std::string::npos;
+    if (all) return true;
+    ::usleep(1000);
+  }
+  return false;
+}
+
+static int witness_race(Communicator& c) {
+  // Ranks 0 and 2 tell rank 3 their pids while the launcher (which also serves the store) runs.
+  long me = ::getpid(), pid0 = 0, pid2 = 0;
+  if (c.rank() == 0 || c.rank() == 2) c.send(3, &me, sizeof me, 10);
+  if (c.rank() == 3) {
+    c.recv(0, &pid0, sizeof pid0, 10);
+    c.recv(2, &pid2, sizeof pid2, 10);
+  }
+  c.barrier();
+  const long launcher = ::getppid();
+  char go = 1;
+  switch (c.rank()) {
+    case 3: {
+      ::kill(static_cast<pid_t>(launcher), SIGSTOP);
+      if (!await_states({launcher}, "T")) std::fprintf(stderr, "rank 3: the launcher did not stop\n");
+      c.send(2, &go, 1, 11);
+      if (!await_states({pid0, pid2}, "Z?")) std::fprintf(stderr, "rank 3: ranks 0 and 2 did not both exit\n");
+      ::kill(static_cast<pid_t>(launcher), SIGCONT);
+      c.recv(1, &go, 1, 12);  // never sent: the launcher stops this rank
+      return 0;
+    }
+    case 2:
+      c.recv(3, &go, 1, 11);
+      std::fprintf(stderr, "rank 2 fails while the launcher is stopped\n");
+      std::fflush(stderr);
+      ::_exit(5);
+    case 0:
+      try {
+        c.recv(2, &go, 1, 13);  // never sent: rank 2 dies
+      } catch (const PeerFailure& e) {
+        std::fprintf(stderr, "rank 0 saw rank %d fail\n", e.peer());
+        std::fflush(stderr);
+        ::_exit(1);  // at once: the launcher is stopped, so no goodbye through its store
+      }
+      return 0;
+    default:
+      c.recv(3, &go, 1, 12);  // never sent: the launcher stops this rank
+      return 0;
+  }
 }
 
 int main(int argc, char** argv) {
@@ -101,6 +167,7 @@ int main(int argc, char** argv) {
       c.barrier();
       return rc;
     }
+    if (what == "witness-race") return witness_race(c);
     if (what == "die-in-setup") return exchange(c, 1000);  // not reached while rank 2 is missing
     if (what == "die-in-shmctx") {
       c.barrier();
