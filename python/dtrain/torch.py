@@ -16,10 +16,16 @@ its communication hooks). Errors are ``dtrain.Error`` subclasses naming the rank
 Built and tested against torch 1.13; the C++ side also compiles for torch 2.x's
 ``c10d::Backend`` (untested).
 """
+import atexit as _atexit
+
 import torch.distributed as _dist
 
 from . import _core  # noqa: F401  (exception types the backend raises)
-from ._torch import ProcessGroupDtrain, create_process_group  # noqa: F401
+from ._torch import ProcessGroupDtrain, create_process_group, drain_completions  # noqa: F401
+
+# Before the interpreter finalizes, let every future completion finish (it may still need the
+# GIL to free a Python callback of a future already seen as done; see drain_completions).
+_atexit.register(drain_completions)
 
 BACKEND = "dtrain"
 

@@ -2,6 +2,8 @@
 // point-to-point and barriers. The collectives are in torch_ops.cc.
 #include "torch_backend.h"
 
+#include <Python.h>
+
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
@@ -95,13 +97,50 @@ void rethrow_with_prefix(const std::string& p) {
   }
 }
 
+namespace {
+std::mutex& live_mu() {
+  static std::mutex mu;
+  return mu;
+}
+std::vector<Completer*>& live_completers() {
+  static std::vector<Completer*> live;
+  return live;
+}
+}  // namespace
+
+Completer::Completer() {
+  std::lock_guard<std::mutex> lock(live_mu());
+  live_completers().push_back(this);
+}
+
 Completer::~Completer() {
+  {
+    std::lock_guard<std::mutex> lock(live_mu());
+    auto& live = live_completers();
+    live.erase(std::remove(live.begin(), live.end(), this), live.end());
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
   for (auto& t : workers_) t.join();
+}
+
+bool Completer::wait_idle(double timeout_s) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return idle_cv_.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                           [&] { return jobs_.empty() && running_ == 0; });
+}
+
+int Completer::drain_all(double timeout_s) {
+  // Under the registry's lock: a Completer cannot be destroyed meanwhile (its destructor
+  // takes the lock first), and its jobs never take this lock.
+  std::lock_guard<std::mutex> lock(live_mu());
+  const Deadline deadline = Deadline::after(timeout_s);
+  int busy = 0;
+  for (Completer* c : live_completers()) busy += c->wait_idle(std::max(0.0, deadline.remaining_seconds())) ? 0 : 1;
+  return busy;
 }
 
 void Completer::post(std::function<void()> fn) {
@@ -120,9 +159,12 @@ void Completer::loop() {
     if (jobs_.empty()) return;  // stopping, nothing left
     auto fn = std::move(jobs_.front());
     jobs_.pop_front();
+    ++running_;
     lock.unlock();
     fn();  // completing a future runs its callbacks, which may block
+    fn = nullptr;  // what it captured goes now, inside the running count
     lock.lock();
+    if (--running_ == 0 && jobs_.empty()) idle_cv_.notify_all();
   }
 }
 
@@ -206,9 +248,13 @@ ProcessGroupDtrain::ProcessGroupDtrain(const c10::intrusive_ptr<c10d::Store>& st
 }
 
 ProcessGroupDtrain::~ProcessGroupDtrain() {
+  // Python drops the last reference with the GIL held; a completion still running may need
+  // it (class Completer), so the threads are joined without it.
+  PyThreadState* saved = Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr;
   p2p_.reset();  // finish queued work, join the threads, before the communicator goes
   queue_.reset();
   completer_.reset();
+  if (saved) PyEval_RestoreThread(saved);
 }
 
 std::string ProcessGroupDtrain::prefix(const char* call) const {

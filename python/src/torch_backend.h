@@ -114,19 +114,35 @@ class WorkDtrain : public c10d::Work {
 // Runs future completions (and so their callbacks) off the progress thread. A callback may
 // block — PowerSGD's wait on a later collective of the same group — so when every worker is
 // busy, post() starts another one: a completion never waits behind a blocked callback.
+//
+// A completion can need the GIL after the future it completes is already seen as done:
+// markCompleted() destroys the callbacks it ran, and a Python callback's destructor takes the
+// GIL. So nothing may wait for the workers while holding the GIL (the group's destructor
+// releases it: pybind11 drops the last reference with it held, and joining then deadlocked),
+// and the interpreter must not start finalizing while a completion runs (a thread that then
+// asks for the GIL is ended by Python with a forced unwind, which aborts the process inside
+// the noexcept destructor: "terminate called without an active exception"). drain_all(),
+// which dtrain.torch registers with atexit, waits with the GIL released until every live
+// Completer is idle. The live set is the module's only state (a registry of raw pointers,
+// each removed by its destructor).
 class Completer {
  public:
-  Completer() = default;
+  Completer();
   ~Completer();
   void post(std::function<void()> fn);
+  // Waits until no job is queued or running, up to timeout_s; says whether it got there.
+  bool wait_idle(double timeout_s);
+  // wait_idle on every live Completer; the number still busy at the deadline.
+  static int drain_all(double timeout_s);
 
  private:
   void loop();
   std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable cv_, idle_cv_;
   std::deque<std::function<void()>> jobs_;
   std::vector<std::thread> workers_;
   int idle_ = 0;
+  int running_ = 0;
   bool stop_ = false;
 };
 

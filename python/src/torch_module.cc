@@ -71,6 +71,15 @@ PYBIND11_MODULE(_torch, m) {
           "The transport the group's communicator uses: 'shm' or 'tcp'.");
 
   m.def(
+      "drain_completions", [](double timeout_s) { return dtrain::py::Completer::drain_all(timeout_s); },
+      py::arg("timeout_s") = 10.0, py::call_guard<py::gil_scoped_release>(),
+      R"(Wait, with the GIL released, until no future completion of any dtrain group is running.
+
+dtrain.torch registers this with atexit: a completion still running when the interpreter
+finalizes would need the GIL to destroy a Python callback, and Python ends such a thread in a
+way that aborts the process. Returns the number of groups still busy after timeout_s.)");
+
+  m.def(
       "create_process_group",
       [](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, double timeout_s, std::string group,
          std::vector<int64_t> global_ranks) {
