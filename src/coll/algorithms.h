@@ -85,6 +85,7 @@ void broadcast_shm_direct(Call& c, char* buf, size_t n, int root, ShmContext* ct
 bool reduce_scatter_shm_direct(Call& c, const char* send, char* out, const Blocks& b, ShmContext* ctx);
 // Through the context's slots (see shm_slots.cc): plain copies and full phases (a pipeline of
 // per-chunk handshakes for broadcast); chosen by the shm_direct functions where that is faster.
+void allreduce_slots(Call& c, const char* send, char* buf, size_t n, ShmContext& ctx);
 void allgather_slots(Call& c, char* buf, const char* mine, const Blocks& b, ShmContext& ctx);
 void reduce_scatter_slots(Call& c, const char* send, char* out, const Blocks& b, ShmContext& ctx);
 void broadcast_slots(Call& c, char* buf, size_t n, int root, ShmContext& ctx);

@@ -10,6 +10,15 @@
 // cost there (64 KiB broadcast over 4 phases: 0.27x OpenMPI's bandwidth). The slots are
 // mapped by everyone already, so data can go through them with plain copies:
 //
+// - All-reduce, a reduce-scatter and an all-gather fused, two full phases per piece (a
+//   slot's worth, cut into p chunks): each rank copies the piece into its slot (phase a);
+//   rank r reduces chunk r from all slots in rank order into chunk r of its OTHER slot, the
+//   one phase a + 1 may write once everyone has arrived at a (phase a + 1); everyone copies
+//   chunk q out of rank q's slot. Only rank r reads chunk r of phase a's slots, and only it
+//   writes chunk r of its slot, so nothing is read while written. Per rank that is the piece
+//   copied in, reduced once (1/p of it from each slot) and copied out: memory-speed copies,
+//   where shm_direct's cross-memory reads and writes pin pages in every system call (35% of
+//   a 1 MiB call in a profile) and need an address swap and a closing phase besides.
 // - All-gather: each rank copies (a piece of) its block into its slot, one full phase (which
 //   also checks every rank's call), and everyone copies every block out. Blocks larger than
 //   a slot go in pieces, one phase each.
@@ -57,6 +66,32 @@ struct Waits {
 };
 
 }  // namespace
+
+void allreduce_slots(Call& c, const char* send, char* buf, size_t n, ShmContext& ctx) {
+  const int p = c.size(), me = c.rank();
+  const size_t es = c.elem();
+  // Elements per piece: a slot's worth, a multiple of p so that full pieces cut evenly.
+  const size_t per_piece = std::max<size_t>(p, ctx.slot_bytes() / es / p * p);
+  Waits waits(c, ctx);
+  std::vector<const void*> in_rank_order(static_cast<size_t>(p));
+  for (size_t at = 0; at < n; at += per_piece) {
+    const size_t len = std::min(per_piece, n - at);
+    const Blocks chunks(len, p);
+    const uint64_t in = ctx.next_phase();
+    copy_bytes(ctx.my_slot(in), send + at * es, len * es);
+    waits.all(in, len * es);
+    const uint64_t out = ctx.next_phase();
+    for (int q = 0; q < p; ++q) in_rank_order[q] = ctx.slot_of(q, in) + chunks.off[me] * es;
+    if (chunks.len(me))
+      reduce_ordered(c.dtype(), c.redop(), ctx.my_slot(out) + chunks.off[me] * es, in_rank_order.data(), p,
+                     chunks.len(me));
+    waits.all(out, len * es);
+    for (int k = 0; k < p; ++k) {
+      const int q = (me + k) % p;
+      copy_bytes(buf + (at + chunks.off[q]) * es, ctx.slot_of(q, out) + chunks.off[q] * es, chunks.len(q) * es);
+    }
+  }
+}
 
 void allgather_slots(Call& c, char* buf, const char* mine, const Blocks& b, ShmContext& ctx) {
   const int p = c.size(), me = c.rank();
