@@ -137,7 +137,7 @@ Calibrated calibrate(Communicator& c, double seconds) {
   return out;
 }
 
-constexpr const char* kByRanksSizes = "16K,64K,256K,1M,4M,16M";
+constexpr const char* kByRanksSizes = "16K,64K,256K,1M,4M,16M,64M";
 constexpr double kByRanksSeconds = 0.08;
 
 void write_calibration(const std::string& path, const std::vector<std::pair<std::string, Calibrated>>& measured,
@@ -200,17 +200,19 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
   std::printf("wrote %s\n", path.c_str());
 }
 
-// The launcher's part after the 2-rank job wrote `path`: the shm all-reduce at 4 and 8 ranks,
-// and reduce-scatter and all-gather at 2, 4 and 8 (ZeRO's sync: their shared-memory paths are
-// not an all-reduce's halves), each rank count a job of its own (`dtrain bench collectives
-// -n P`, rows to a temporary JSON file), into the file's links_by_size.intra
-// allreduce_by_ranks, reducescatter_by_ranks and allgather_by_ranks.
+// The launcher's part after the 2-rank job wrote `path`: the shm all-reduce, reduce-scatter,
+// all-gather and broadcast at 2, 4 and 8 ranks, processes as in training (ZeRO's sync: their
+// shared-memory paths are not an all-reduce's halves; the broadcast and 64 MiB for what
+// `dtrain bench collectives` predicts), each rank count a job of its own (`dtrain bench
+// collectives -n P`, rows to a temporary JSON file), into the file's links_by_size.intra
+// allreduce_by_ranks, reducescatter_by_ranks, allgather_by_ranks and broadcast_by_ranks.
 int add_collectives_by_ranks(const std::string& path, double timeout) {
   std::ifstream in(path);
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   DT_CHECK(j.is_object() && j.contains("links_by_size") && j["links_by_size"].contains("intra"), IoError,
            "bench calibrate: " << path << " has no intra-host link figures to add the collectives by rank count to");
-  nlohmann::json by_ranks = nlohmann::json::object(), rs = nlohmann::json::object(), ag = nlohmann::json::object();
+  nlohmann::json by_ranks = nlohmann::json::object(), rs = nlohmann::json::object(), ag = nlohmann::json::object(),
+                 bc = nlohmann::json::object();
   for (int p : {2, 4, 8}) {
     const std::string rows = path + ".ranks" + std::to_string(p) + ".json";
     launch::LaunchOptions o;
@@ -219,7 +221,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
     o.tag_output = false;
     const int rc = launch::relaunch_command(
         o, {"bench", "collectives"},
-        {"-n", std::to_string(p), "--op", p == 2 ? "reducescatter,allgather" : "allreduce,reducescatter,allgather",
+        {"-n", std::to_string(p), "--op", "allreduce,reducescatter,allgather,broadcast",
          "--transport", "shm", "--sizes", kByRanksSizes, "--seconds",
          std::to_string(kByRanksSeconds), "--timeout", std::to_string(timeout), "--json", rows});
     if (rc != 0) {
@@ -233,7 +235,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
     const std::string key = std::to_string(p);
     for (const auto& row : got) {
       const std::string op = row["op"].get<std::string>();
-      nlohmann::json& dst = op == "allreduce" ? by_ranks : op == "reducescatter" ? rs : ag;
+      nlohmann::json& dst = op == "allreduce" ? by_ranks : op == "reducescatter" ? rs : op == "allgather" ? ag : bc;
       if (!dst.contains(key)) dst[key] = nlohmann::json::array();
       dst[key].push_back({row["size_bytes"].get<double>(), row["time_us"].get<double>() * 1e-6});
       std::printf("shm %s, %d ranks (processes), %8.0f B: %8.1f us\n", op.c_str(), p, row["size_bytes"].get<double>(),
@@ -243,11 +245,12 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
   j["links_by_size"]["intra"]["allreduce_by_ranks"] = by_ranks;
   j["links_by_size"]["intra"]["reducescatter_by_ranks"] = rs;
   j["links_by_size"]["intra"]["allgather_by_ranks"] = ag;
+  j["links_by_size"]["intra"]["broadcast_by_ranks"] = bc;
   j["links_by_size"]["intra"]["allreduce_by_ranks_with"] = "processes";
   std::ofstream out(path);
   DT_CHECK(out.good(), IoError, "cannot write calibration file " << path);
   out << j.dump(2) << "\n";
-  std::printf("added the 4- and 8-rank all-reduce and the 2-, 4- and 8-rank reduce-scatter and all-gather (processes) to %s\n",
+  std::printf("added the 2-, 4- and 8-rank all-reduce, reduce-scatter, all-gather and broadcast (processes) to %s\n",
               path.c_str());
   return 0;
 }

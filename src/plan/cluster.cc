@@ -90,6 +90,10 @@ double Cluster::measured_allgather_s(int p, double bytes) const {
   return measured_in(intra_sizes.allgather_by_ranks, p, bytes);
 }
 
+double Cluster::measured_broadcast_s(int p, double bytes) const {
+  return measured_in(intra_sizes.broadcast_by_ranks, p, bytes);
+}
+
 CostParams Cluster::link_at(bool inter_node, double bytes, bool p2p) const {
   CostParams c = inter_node ? inter : intra;
   c.beta_s_per_byte = beta_at(implied_betas(inter_node ? inter_sizes : intra_sizes, c, p2p), bytes, c.beta_s_per_byte);
@@ -123,7 +127,8 @@ LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where
   for (auto [key, dst] : {std::pair<const char*, std::map<int, std::vector<std::pair<double, double>>>*>{
                               "allreduce_by_ranks", &t.allreduce_by_ranks},
                           {"reducescatter_by_ranks", &t.reducescatter_by_ranks},
-                          {"allgather_by_ranks", &t.allgather_by_ranks}}) {
+                          {"allgather_by_ranks", &t.allgather_by_ranks},
+                          {"broadcast_by_ranks", &t.broadcast_by_ranks}}) {
     if (!j.contains(key)) continue;
     DT_CHECK(j[key].is_object(), InvalidArgument, where << "." << key << " must be {\"ranks\": [[bytes, s]]}");
     for (const auto& [k, v] : j[key].items()) {
@@ -140,6 +145,7 @@ nlohmann::json link_sizes_json(const LinkSizes& t) {
   for (const auto& [p, v] : t.allreduce_by_ranks) j["allreduce_by_ranks"][std::to_string(p)] = v;
   for (const auto& [p, v] : t.reducescatter_by_ranks) j["reducescatter_by_ranks"][std::to_string(p)] = v;
   for (const auto& [p, v] : t.allgather_by_ranks) j["allgather_by_ranks"][std::to_string(p)] = v;
+  for (const auto& [p, v] : t.broadcast_by_ranks) j["broadcast_by_ranks"][std::to_string(p)] = v;
   return j;
 }
 
@@ -218,7 +224,7 @@ nlohmann::json cluster_to_json(const Cluster& c) {
   if (!c.units.empty()) j["units"] = units_json({}, c.units);
   const LinkSizes& in = c.intra_sizes;
   if (!in.allreduce.empty() || !in.exchange.empty() || !in.allreduce_by_ranks.empty() || !in.reducescatter_by_ranks.empty() ||
-      !in.allgather_by_ranks.empty())
+      !in.allgather_by_ranks.empty() || !in.broadcast_by_ranks.empty())
     j["intra_by_size"] = link_sizes_json(in);
   if (!c.inter_sizes.allreduce.empty() || !c.inter_sizes.exchange.empty()) j["inter_by_size"] = link_sizes_json(c.inter_sizes);
   return j;

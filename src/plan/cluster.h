@@ -58,6 +58,9 @@ struct LinkSizes {
   // ZeRO's sync. Their shared-memory paths differ from the all-reduce's (the context's slots up
   // to 16 MiB), so half an all-reduce is not their cost.
   std::map<int, std::vector<std::pair<double, double>>> reducescatter_by_ranks, allgather_by_ranks;
+  // Broadcast from rank 0 (bytes = the buffer, seconds) by rank count: what `dtrain bench
+  // collectives` predicts a calibrated broadcast from.
+  std::map<int, std::vector<std::pair<double, double>>> broadcast_by_ranks;
 };
 LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where);
 nlohmann::json link_sizes_json(const LinkSizes& t);
@@ -104,6 +107,7 @@ struct Cluster {
   // inside a node, from reducescatter_by_ranks / allgather_by_ranks; -1 when not measured.
   double measured_reducescatter_s(int p, double bytes) const;
   double measured_allgather_s(int p, double bytes) const;
+  double measured_broadcast_s(int p, double bytes) const;
   // The link's alpha-beta-gamma for a transfer of `bytes` (see LinkSizes above).
   CostParams link_at(bool inter_node, double bytes, bool p2p) const;
 };

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -18,6 +19,7 @@
 #include "coll/collectives.h"
 #include "coll/cost_model.h"
 #include "coll/shm_context.h"
+#include "plan/cluster.h"
 
 namespace dtrain {
 namespace {
@@ -209,6 +211,37 @@ std::vector<size_t> parse_size_range(const std::string& spec, int factor) {
   return out;
 }
 
+namespace {
+// The calibration file's intra-host tables (plan/cluster.h), empty when it has none.
+plan::Cluster calibrated_tables(const std::string& path) {
+  plan::Cluster c;
+  std::ifstream in(path);
+  if (!in) return c;
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (!j.is_object() || !j.contains("links_by_size") || !j["links_by_size"].contains("intra")) return c;
+  try {
+    c.intra_sizes = plan::link_sizes_from_json(j["links_by_size"]["intra"], path);
+  } catch (const InvalidArgument&) {
+  }
+  return c;
+}
+
+}  // namespace
+
+double calibrated_seconds(const plan::Cluster& cal, CollOp op, int p, double bytes, const CollBenchConfig& cfg,
+                          Algorithm requested, bool shm) {
+  if (!shm || cfg.ranks_are_threads || requested != Algorithm::kAuto || cfg.dtype != DType::kFloat32 ||
+      cfg.redop != ReduceOp::kSum || cfg.in_place || cfg.deterministic || cfg.segment_bytes || cfg.shm_context)
+    return -1;
+  switch (op) {
+    case CollOp::kAllreduce: return cal.measured_allreduce_s(p, bytes);
+    case CollOp::kReduceScatter: return cal.measured_reducescatter_s(p, bytes);
+    case CollOp::kAllgather: return cal.measured_allgather_s(p, bytes);
+    case CollOp::kBroadcast: return cfg.root == 0 ? cal.measured_broadcast_s(p, bytes) : -1;
+    default: return -1;
+  }
+}
+
 double bus_factor(CollOp op, int p) {
   switch (op) {
     case CollOp::kAllreduce: return 2.0 * (p - 1) / p;
@@ -229,6 +262,7 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
   const bool lead = c.rank() == 0 && cfg.print;
   std::vector<CollBenchRow> rows;
   CostParams cp = cost_params_for(kind, c.coll_config().calibration_path);
+  const plan::Cluster cal = calibrated_tables(c.coll_config().calibration_path);
   CollOptions seg_opts;
   seg_opts.segment_bytes = cfg.segment_bytes;
   std::unique_ptr<ShmContext> ctx;
@@ -236,9 +270,10 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
   if (lead) {
     std::printf("# dtrain bench collectives: %d ranks, transport %s%s, type %s, cost model %s\n", p, kind.c_str(),
                 ctx ? " + ShmContext" : "", dtype_name(cfg.dtype), cp.source.c_str());
-    std::printf("# time = max over ranks of the mean per call; GB/s = 1e9 bytes/s; pred = cost model\n");
-    std::printf("%12s %12s %9s %6s %5s %18s %11s %8s %8s %7s %10s %7s\n", "size(B)", "count", "type", "redop", "root",
-                "algo", "time(us)", "algbw", "busbw", "#wrong", "pred(us)", "err");
+    std::printf("# time = max over ranks of the mean per call; GB/s = 1e9 bytes/s; pred = the calibration's own\n"
+                "# measurement of this shape where it has one (src cal), else the cost model's formula (src model)\n");
+    std::printf("%12s %12s %9s %6s %5s %18s %11s %8s %8s %7s %10s %7s %5s\n", "size(B)", "count", "type", "redop",
+                "root", "algo", "time(us)", "algbw", "busbw", "#wrong", "pred(us)", "err", "src");
     std::fflush(stdout);
   }
   for (CollOp op : cfg.ops) {
@@ -282,15 +317,21 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
         row.time_us = per_call * 1e6;
         row.algbw_gbps = row.size_bytes / per_call / 1e9;
         row.busbw_gbps = row.algbw_gbps * bus_factor(op, p);
-        row.predicted_us = predict_seconds(op, used, p, row.size_bytes, cp, resolve_segment_bytes(c.coll_config(), seg_opts)) * 1e6;
+        const double cal_s = calibrated_seconds(cal, op, p, static_cast<double>(row.size_bytes), cfg, requested, shm);
+        row.predicted_from = cal_s > 0 ? "cal" : "model";
+        row.predicted_us =
+            (cal_s > 0 ? cal_s
+                       : predict_seconds(op, used, p, row.size_bytes, cp, resolve_segment_bytes(c.coll_config(), seg_opts))) *
+            1e6;
         row.wrong = wrong;
         row.iters = iters;
         rows.push_back(row);
         if (lead) {
           double err = row.time_us > 0 ? (row.predicted_us - row.time_us) / row.time_us * 100 : 0;
-          std::printf("%12zu %12zu %9s %6s %5d %18s %11.2f %8.3f %8.3f %7s %10.1f %6.0f%%\n", row.size_bytes, row.count,
-                      row.type.c_str(), row.redop.c_str(), row.root, row.algo.c_str(), row.time_us, row.algbw_gbps,
-                      row.busbw_gbps, wrong < 0 ? "N/A" : std::to_string(wrong).c_str(), row.predicted_us, err);
+          std::printf("%12zu %12zu %9s %6s %5d %18s %11.2f %8.3f %8.3f %7s %10.1f %6.0f%% %5s\n", row.size_bytes,
+                      row.count, row.type.c_str(), row.redop.c_str(), row.root, row.algo.c_str(), row.time_us,
+                      row.algbw_gbps, row.busbw_gbps, wrong < 0 ? "N/A" : std::to_string(wrong).c_str(), row.predicted_us,
+                      err, row.predicted_from.c_str());
           std::fflush(stdout);
         }
       }
@@ -299,7 +340,9 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
   return rows;
 }
 
-std::vector<CollBenchRow> bench_collectives_threads(int nproc, TransportKind kind, const CollBenchConfig& cfg) {
+std::vector<CollBenchRow> bench_collectives_threads(int nproc, TransportKind kind, const CollBenchConfig& cfg_in) {
+  CollBenchConfig cfg = cfg_in;
+  cfg.ranks_are_threads = true;
   auto store = std::make_shared<MemoryStore>(120);
   TransportOptions t;
   t.kind = kind;
@@ -345,6 +388,7 @@ std::string rows_to_json(const std::vector<CollBenchRow>& rows) {
                    {"busbw_gbps", r.busbw_gbps},
                    {"wrong", r.wrong},
                    {"predicted_us", r.predicted_us},
+                   {"predicted_from", r.predicted_from},
                    {"iters", r.iters}});
   return out.dump(2) + "\n";
 }

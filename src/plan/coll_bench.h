@@ -13,8 +13,13 @@
 //   counts are rounded down to a multiple of the group size where the op needs it (and to at
 //   least one element per rank).
 // - Rank 0 prints one row per point in nccl-tests columns (size, count, type, redop, root,
-//   algo, time us, algbw, busbw, #wrong) plus the cost model's prediction and its error, and
-//   the rows are returned on every rank (rank 0's values).
+//   algo, time us, algbw, busbw, #wrong) plus the prediction and its error, and the rows are
+//   returned on every rank (rank 0's values). The prediction is the calibration's own
+//   measurement where it has one for the shape (shm, ranks as processes, the default path,
+//   float32 sum, broadcast from rank 0: "links_by_size"."intra" by rank count, interpolated in
+//   log-log between its sizes), column src "cal"; else the cost model's formula, src "model".
+//   The formulas have no term for ranks beyond the cores or for the shared-memory paths'
+//   switch points; the calibrated tables are what a prediction can be held to there.
 // - bench_collectives_threads(nproc, kind, cfg) runs the same in-process with ranks as
 //   threads (for tests and for machines without the launcher).
 // Thread-safety: one call per communicator at a time.
@@ -25,6 +30,7 @@
 
 #include "coll/communicator.h"
 #include "coll/types.h"
+#include "plan/cluster.h"
 
 namespace dtrain {
 
@@ -44,6 +50,7 @@ struct CollBenchConfig {
   size_t segment_bytes = 0;
   bool shm_context = false;  // pass a ShmContext (shared-memory fast paths) on the shm transport
   bool print = true;
+  bool ranks_are_threads = false;  // bench_collectives_threads sets it (no calibrated prediction)
 };
 
 struct CollBenchRow {
@@ -51,12 +58,18 @@ struct CollBenchRow {
   int world_size = 0, root = -1;
   size_t size_bytes = 0, count = 0;
   double time_us = 0, algbw_gbps = 0, busbw_gbps = 0, predicted_us = 0;
+  std::string predicted_from = "model";  // "cal": the calibration's measurement; "model": the formula
   int64_t wrong = -1;  // -1: not checked
   int64_t iters = 0;
 };
 
 std::vector<size_t> parse_size_range(const std::string& spec, int factor);
 double bus_factor(CollOp op, int p);
+// The calibration's measured seconds for one call of this shape (see the contract), or -1
+// where it has none: `cal` holds the calibration file's intra-host tables.
+double calibrated_seconds(const plan::Cluster& cal, CollOp op, int p, double bytes, const CollBenchConfig& cfg,
+                          Algorithm requested, bool shm);
+
 std::vector<CollBenchRow> run_collective_bench(Communicator& comm, const CollBenchConfig& cfg);
 std::vector<CollBenchRow> bench_collectives_threads(int nproc, TransportKind kind, const CollBenchConfig& cfg);
 std::string rows_to_json(const std::vector<CollBenchRow>& rows);

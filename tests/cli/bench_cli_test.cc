@@ -70,6 +70,31 @@ TEST(BenchCollectivesCli, AutoReportsTheAlgorithmUsedAndBusBandwidthFactor) {
   EXPECT_DOUBLE_EQ(bus_factor(CollOp::kBroadcast, 4), 1.0);
 }
 
+// The prediction is the calibration's own measurement of the shape where it has one (ranks as
+// processes on shm, the default path, float32 sum, broadcast from rank 0), else -1 (the
+// formula then): a forced algorithm, threads, another type or root were not what it timed.
+TEST(BenchCollectivesCli, CalibratedPredictionOnlyForTheShapesTheCalibrationTimed) {
+  plan::Cluster cal;
+  cal.intra_sizes.allreduce_by_ranks[4] = {{1 << 20, 1e-4}, {4 << 20, 4e-4}};
+  cal.intra_sizes.broadcast_by_ranks[4] = {{1 << 20, 5e-5}};
+  CollBenchConfig cfg;
+  EXPECT_NEAR(calibrated_seconds(cal, CollOp::kAllreduce, 4, 2 << 20, cfg, Algorithm::kAuto, true), 2e-4, 1e-12);
+  EXPECT_NEAR(calibrated_seconds(cal, CollOp::kBroadcast, 4, 1 << 20, cfg, Algorithm::kAuto, true), 5e-5, 1e-12);
+  EXPECT_EQ(calibrated_seconds(cal, CollOp::kAllreduce, 8, 2 << 20, cfg, Algorithm::kAuto, true), -1);  // not timed
+  EXPECT_EQ(calibrated_seconds(cal, CollOp::kAllreduce, 4, 2 << 20, cfg, Algorithm::kRing, true), -1);
+  EXPECT_EQ(calibrated_seconds(cal, CollOp::kAllreduce, 4, 2 << 20, cfg, Algorithm::kAuto, false), -1);  // tcp
+  EXPECT_EQ(calibrated_seconds(cal, CollOp::kReduceScatter, 4, 2 << 20, cfg, Algorithm::kAuto, true), -1);
+  CollBenchConfig half = cfg;
+  half.dtype = DType::kFloat16;
+  EXPECT_EQ(calibrated_seconds(cal, CollOp::kAllreduce, 4, 2 << 20, half, Algorithm::kAuto, true), -1);
+  CollBenchConfig root1 = cfg;
+  root1.root = 1;
+  EXPECT_EQ(calibrated_seconds(cal, CollOp::kBroadcast, 4, 1 << 20, root1, Algorithm::kAuto, true), -1);
+  CollBenchConfig threads = cfg;
+  threads.ranks_are_threads = true;
+  EXPECT_EQ(calibrated_seconds(cal, CollOp::kAllreduce, 4, 2 << 20, threads, Algorithm::kAuto, true), -1);
+}
+
 TEST(BenchCollectivesCli, UsageErrors) {
   EXPECT_THROW(bench_collectives({"--threads", "--bogus"}), InvalidArgument);
   EXPECT_THROW(bench_collectives({"--threads", "--algo", "warp"}), InvalidArgument);

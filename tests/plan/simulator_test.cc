@@ -116,8 +116,11 @@ TEST(Simulator, ZeroSyncTakesTheMeasuredReduceScatterAndAllGather) {
   Prediction p = simulate(m, {.strategy = "ddp", .dp = 2, .zero = 2, .bucket_mb = 16}, c, 64);
   EXPECT_GE(p.comm_s, 3e-4 - 1e-12);
   EXPECT_LE(p.comm_s, 5e-4 + 1e-12);
+  c.intra_sizes.broadcast_by_ranks[8] = {{1e3, 1e-5}, {1e6, 1e-4}};
   Cluster back = cluster_from_json(cluster_to_json(c), "roundtrip");
   EXPECT_NEAR(back.measured_allgather_s(2, 1e6), 3e-4, 1e-15);
+  EXPECT_NEAR(back.measured_broadcast_s(8, 1e6), 1e-4, 1e-15);
+  EXPECT_EQ(back.measured_broadcast_s(4, 1e6), -1);
 }
 
 TEST(Simulator, OversubscribedRanksShareTheCores) {
