@@ -33,6 +33,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -137,8 +138,9 @@ Calibrated calibrate(Communicator& c, double seconds) {
   return out;
 }
 
-constexpr const char* kByRanksSizes = "16K,64K,256K,1M,4M,16M,64M";
+constexpr const char* kByRanksSizes = "16K,64K,256K,512K,1M,2M,4M,8M,16M,32M,64M";
 constexpr double kByRanksSeconds = 0.08;
+constexpr int kByRanksPasses = 2;
 
 void write_calibration(const std::string& path, const std::vector<std::pair<std::string, Calibrated>>& measured,
                        double compute_seconds, const std::vector<std::string>& models, bool by_ranks_threads) {
@@ -214,32 +216,41 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
   nlohmann::json by_ranks = nlohmann::json::object(), rs = nlohmann::json::object(), ag = nlohmann::json::object(),
                  bc = nlohmann::json::object();
   for (int p : {2, 4, 8}) {
-    const std::string rows = path + ".ranks" + std::to_string(p) + ".json";
-    launch::LaunchOptions o;
-    o.nproc = p;
-    o.timeout_s = timeout;
-    o.tag_output = false;
-    const int rc = launch::relaunch_command(
-        o, {"bench", "collectives"},
-        {"-n", std::to_string(p), "--op", "allreduce,reducescatter,allgather,broadcast",
-         "--transport", "shm", "--sizes", kByRanksSizes, "--seconds",
-         std::to_string(kByRanksSeconds), "--timeout", std::to_string(timeout), "--json", rows});
-    if (rc != 0) {
+    // Each row is the fastest of kByRanksPasses jobs: on a shared VM a pass is sometimes
+    // disturbed (a row 20-70% slower than the same row a minute later), never sped up.
+    std::map<std::pair<std::string, double>, double> fastest;  // (op, bytes) -> seconds
+    for (int pass = 0; pass < kByRanksPasses; ++pass) {
+      const std::string rows = path + ".ranks" + std::to_string(p) + ".json";
+      launch::LaunchOptions o;
+      o.nproc = p;
+      o.timeout_s = timeout;
+      o.tag_output = false;
+      const int rc = launch::relaunch_command(
+          o, {"bench", "collectives"},
+          {"-n", std::to_string(p), "--op", "allreduce,reducescatter,allgather,broadcast", "--transport", "shm",
+           "--sizes", kByRanksSizes, "--seconds", std::to_string(kByRanksSeconds), "--timeout", std::to_string(timeout),
+           "--json", rows});
+      if (rc != 0) {
+        std::remove(rows.c_str());
+        return rc;
+      }
+      std::ifstream r(rows);
+      nlohmann::json got = nlohmann::json::parse(r, nullptr, false);
       std::remove(rows.c_str());
-      return rc;
+      DT_CHECK(got.is_array() && !got.empty(), IoError, "bench calibrate: the " << p << "-rank collectives wrote no rows");
+      for (const auto& row : got) {
+        const auto k = std::make_pair(row["op"].get<std::string>(), row["size_bytes"].get<double>());
+        const double t = row["time_us"].get<double>() * 1e-6;
+        if (!fastest.count(k) || t < fastest[k]) fastest[k] = t;
+      }
     }
-    std::ifstream r(rows);
-    nlohmann::json got = nlohmann::json::parse(r, nullptr, false);
-    std::remove(rows.c_str());
-    DT_CHECK(got.is_array() && !got.empty(), IoError, "bench calibrate: the " << p << "-rank collectives wrote no rows");
     const std::string key = std::to_string(p);
-    for (const auto& row : got) {
-      const std::string op = row["op"].get<std::string>();
+    for (const auto& [k, t] : fastest) {  // (op, bytes) order: bytes increase within an op
+      const std::string& op = k.first;
       nlohmann::json& dst = op == "allreduce" ? by_ranks : op == "reducescatter" ? rs : op == "allgather" ? ag : bc;
       if (!dst.contains(key)) dst[key] = nlohmann::json::array();
-      dst[key].push_back({row["size_bytes"].get<double>(), row["time_us"].get<double>() * 1e-6});
-      std::printf("shm %s, %d ranks (processes), %8.0f B: %8.1f us\n", op.c_str(), p, row["size_bytes"].get<double>(),
-                  row["time_us"].get<double>());
+      dst[key].push_back({k.second, t});
+      std::printf("shm %s, %d ranks (processes), %8.0f B: %8.1f us\n", op.c_str(), p, k.second, t * 1e6);
     }
   }
   j["links_by_size"]["intra"]["allreduce_by_ranks"] = by_ranks;
