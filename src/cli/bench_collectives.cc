@@ -58,6 +58,9 @@ int bench_collectives(const Args& args) {
   bool threads = f.get_bool("threads", "run the ranks as threads of this process instead of processes");
   std::string json = f.get_string("json", "", "write the rows as JSON to FILE");
   double timeout = f.get_double("timeout", 300, 0.1, 1e6, "seconds any blocking call may wait");
+  double gap_us = f.get_double("gap-us", 0, 0, 1e6,
+                               "CPU microseconds each rank computes before every timed call, as training does between "
+                               "collectives (time then includes it; no prediction)");
   if (f.help_requested()) {
     std::printf("%s", f.help_text("-n N [--op allreduce,...] [--algo ring|tree|...|auto|all] [--transport shm|tcp] "
                                   "[--type float32] [--sizes 8:256M] [--check] [--json FILE]")
@@ -82,6 +85,7 @@ int bench_collectives(const Args& args) {
   cfg.in_place = in_place;
   cfg.deterministic = deterministic;
   cfg.shm_context = shm_context;
+  cfg.gap_s = gap_us * 1e-6;
   cfg.segment_bytes = static_cast<size_t>(std::max<int64_t>(0, parse_size(segment_text, "--segment")));
   std::vector<TransportKind> kinds;
   for (const auto& k : split_list(transport)) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 #include <cstdio>
 #include <exception>
 #include <fstream>
@@ -212,6 +213,19 @@ std::vector<size_t> parse_size_range(const std::string& spec, int factor) {
 }
 
 namespace {
+// Burns `seconds` of this thread's CPU time (not wall time: a rank that shares its core with
+// others computes as long as a training rank's step would, however long it waits for the core).
+void compute_for(double seconds) {
+  timespec t0{}, t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+  volatile double sink = 1.0;
+  for (;;) {
+    for (int i = 0; i < 256; ++i) sink = sink * 1.0000001 + 1e-9;
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    if ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) * 1e-9 >= seconds) return;
+  }
+}
+
 // The calibration file's intra-host tables (plan/cluster.h), empty when it has none.
 plan::Cluster calibrated_tables(const std::string& path) {
   plan::Cluster c;
@@ -286,13 +300,17 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
         for (int w = 0; w < cfg.warmup; ++w) used = run_once(c, pt, requested, cfg, in.data(), out.data(), ctx.get());
         // Trial: the slowest rank's time of one call decides the iteration count everywhere.
         double t0 = now_seconds();
+        if (cfg.gap_s > 0) compute_for(cfg.gap_s);
         run_once(c, pt, requested, cfg, in.data(), out.data(), ctx.get());
         double trial = now_seconds() - t0;
         allreduce(c, &trial, 1, DType::kFloat64, ReduceOp::kMax);
         int64_t iters = std::clamp<int64_t>(static_cast<int64_t>(cfg.seconds / std::max(trial, 1e-7)), 1, cfg.max_iters);
         c.barrier();
         t0 = now_seconds();
-        for (int64_t i = 0; i < iters; ++i) run_once(c, pt, requested, cfg, in.data(), out.data(), ctx.get());
+        for (int64_t i = 0; i < iters; ++i) {
+          if (cfg.gap_s > 0) compute_for(cfg.gap_s);
+          run_once(c, pt, requested, cfg, in.data(), out.data(), ctx.get());
+        }
         double per_call = (now_seconds() - t0) / static_cast<double>(iters);
         allreduce(c, &per_call, 1, DType::kFloat64, ReduceOp::kMax);
         int64_t wrong = -1;
@@ -317,9 +335,10 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
         row.time_us = per_call * 1e6;
         row.algbw_gbps = row.size_bytes / per_call / 1e9;
         row.busbw_gbps = row.algbw_gbps * bus_factor(op, p);
-        const double cal_s = calibrated_seconds(cal, op, p, static_cast<double>(row.size_bytes), cfg, requested, shm);
+        const double cal_s = cfg.gap_s > 0 ? -1 : calibrated_seconds(cal, op, p, static_cast<double>(row.size_bytes), cfg, requested, shm);
         row.predicted_from = cal_s > 0 ? "cal" : "model";
-        row.predicted_us =
+        if (cfg.gap_s > 0) row.predicted_from = "none";
+        row.predicted_us = cfg.gap_s > 0 ? 0 :
             (cal_s > 0 ? cal_s
                        : predict_seconds(op, used, p, row.size_bytes, cp, resolve_segment_bytes(c.coll_config(), seg_opts))) *
             1e6;

@@ -51,6 +51,9 @@ struct CollBenchConfig {
   bool shm_context = false;  // pass a ShmContext (shared-memory fast paths) on the shm transport
   bool print = true;
   bool ranks_are_threads = false;  // bench_collectives_threads sets it (no calibrated prediction)
+  // CPU seconds each rank computes before every timed call (as between a training step's
+  // collectives); the row's time includes it, and its prediction is 0 (none).
+  double gap_s = 0;
 };
 
 struct CollBenchRow {

@@ -70,6 +70,22 @@ TEST(BenchCollectivesCli, AutoReportsTheAlgorithmUsedAndBusBandwidthFactor) {
   EXPECT_DOUBLE_EQ(bus_factor(CollOp::kBroadcast, 4), 1.0);
 }
 
+// --gap-us: each rank burns that much CPU before every timed call, so a row's time includes
+// at least the gap, and the row carries no prediction.
+TEST(BenchCollectivesCli, GapIsComputedBeforeEveryCallAndCounted) {
+  CollBenchConfig cfg;
+  cfg.sizes = {1024};
+  cfg.seconds = 0.01;
+  cfg.warmup = 1;
+  cfg.print = false;
+  cfg.gap_s = 2e-3;
+  auto rows = bench_collectives_threads(2, TransportKind::kShm, cfg);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_GE(rows[0].time_us, 2000.0);
+  EXPECT_EQ(rows[0].predicted_from, "none");
+  EXPECT_EQ(rows[0].predicted_us, 0);
+}
+
 // The prediction is the calibration's own measurement of the shape where it has one (ranks as
 // processes on shm, the default path, float32 sum, broadcast from rank 0), else -1 (the
 // formula then): a forced algorithm, threads, another type or root were not what it timed.
