@@ -221,8 +221,13 @@ for _ in $(seq 60); do [[ -z $(on "$NS0" squeue -h 2>/dev/null) ]] && break; sle
 
 # --- nothing left behind, every daemon stopped -----------------------------------------------
 # (jobs' file stores by job id; shm segments and OpenMPI session directories made since the
-# cluster started; other programs' transient segments are gone again after a second)
-shm_new() { find /dev/shm /tmp -maxdepth 1 -newer "$W/slurm.conf" \( -name 'dtrain-*' -o -name 'ompi.*' \) ! -path "$W" 2>/dev/null; }
+# cluster started; other programs' transient segments are gone again after a second. In /tmp
+# only dtrain's own names, dtrain-UID-...: other tests running beside this one under ctest -j
+# keep their scratch folders there, dtrain-pytest-* and the like, while they run)
+shm_new() {
+  { find /dev/shm -maxdepth 1 -newer "$W/slurm.conf" \( -name 'dtrain-*' -o -name 'ompi.*' \)
+    find /tmp -maxdepth 1 -newer "$W/slurm.conf" \( -name "dtrain-$(id -u)-*" -o -name 'dtrain-train-*' -o -name 'ompi.*' \) ! -path "$W"; } 2>/dev/null
+}
 left=$(shm_new); [[ -n "$left" ]] && sleep 1 && left=$(comm -12 <(echo "$left" | sort) <(shm_new | sort))
 for j in "${JOBS[@]}"; do left+=$(ls -d /tmp/dtrain-*-"$j"* 2>/dev/null); done
 [[ -z "$left" ]] && pass "nothing left in /tmp or /dev/shm" || fail "left behind: $left"

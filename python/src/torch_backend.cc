@@ -102,69 +102,82 @@ std::mutex& live_mu() {
   static std::mutex mu;
   return mu;
 }
-std::vector<Completer*>& live_completers() {
-  static std::vector<Completer*> live;
+template <class S>
+std::vector<std::weak_ptr<S>>& live_states() {
+  static std::vector<std::weak_ptr<S>> live;
   return live;
 }
 }  // namespace
 
-Completer::Completer() {
+Completer::Completer() : st_(std::make_shared<State>()) {
   std::lock_guard<std::mutex> lock(live_mu());
-  live_completers().push_back(this);
+  auto& live = live_states<State>();
+  live.erase(std::remove_if(live.begin(), live.end(), [](const auto& w) { return w.expired(); }), live.end());
+  live.push_back(st_);
 }
 
 Completer::~Completer() {
+  std::vector<std::thread> workers;
   {
-    std::lock_guard<std::mutex> lock(live_mu());
-    auto& live = live_completers();
-    live.erase(std::remove(live.begin(), live.end(), this), live.end());
+    std::lock_guard<std::mutex> lock(st_->mu);
+    st_->stop = true;
+    workers.swap(st_->workers);  // post() cannot run any more: nobody else holds this object
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+  st_->cv.notify_all();
+  for (auto& t : workers) {
+    if (t.get_id() == std::this_thread::get_id())
+      t.detach();  // destroyed by one of its own jobs: that worker ends on its own
+    else
+      t.join();
   }
-  cv_.notify_all();
-  for (auto& t : workers_) t.join();
 }
 
-bool Completer::wait_idle(double timeout_s) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return idle_cv_.wait_for(lock, std::chrono::duration<double>(timeout_s),
-                           [&] { return jobs_.empty() && running_ == 0; });
+bool Completer::State::wait_idle(double timeout_s) {
+  std::unique_lock<std::mutex> lock(mu);
+  return idle_cv.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] { return jobs.empty() && running == 0; });
 }
+
+bool Completer::wait_idle(double timeout_s) { return st_->wait_idle(timeout_s); }
 
 int Completer::drain_all(double timeout_s) {
-  // Under the registry's lock: a Completer cannot be destroyed meanwhile (its destructor
-  // takes the lock first), and its jobs never take this lock.
-  std::lock_guard<std::mutex> lock(live_mu());
+  // The states are taken out under the registry's lock and waited on without it: a job may
+  // destroy a group, and so a Completer, meanwhile.
+  std::vector<std::shared_ptr<State>> states;
+  {
+    std::lock_guard<std::mutex> lock(live_mu());
+    for (const auto& w : live_states<State>())
+      if (auto st = w.lock()) states.push_back(std::move(st));
+  }
   const Deadline deadline = Deadline::after(timeout_s);
   int busy = 0;
-  for (Completer* c : live_completers()) busy += c->wait_idle(std::max(0.0, deadline.remaining_seconds())) ? 0 : 1;
+  for (const auto& st : states) busy += st->wait_idle(std::max(0.0, deadline.remaining_seconds())) ? 0 : 1;
   return busy;
 }
 
 void Completer::post(std::function<void()> fn) {
-  std::lock_guard<std::mutex> lock(mu_);
-  jobs_.push_back(std::move(fn));
-  if (jobs_.size() > static_cast<size_t>(idle_)) workers_.emplace_back([this] { loop(); });
-  else cv_.notify_one();
+  std::lock_guard<std::mutex> lock(st_->mu);
+  st_->jobs.push_back(std::move(fn));
+  if (st_->jobs.size() > static_cast<size_t>(st_->idle))
+    st_->workers.emplace_back([st = st_] { loop(st); });
+  else
+    st_->cv.notify_one();
 }
 
-void Completer::loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+void Completer::loop(const std::shared_ptr<State>& st) {
+  std::unique_lock<std::mutex> lock(st->mu);
   for (;;) {
-    ++idle_;
-    cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
-    --idle_;
-    if (jobs_.empty()) return;  // stopping, nothing left
-    auto fn = std::move(jobs_.front());
-    jobs_.pop_front();
-    ++running_;
+    ++st->idle;
+    st->cv.wait(lock, [&] { return st->stop || !st->jobs.empty(); });
+    --st->idle;
+    if (st->jobs.empty()) return;  // stopping, nothing left
+    auto fn = std::move(st->jobs.front());
+    st->jobs.pop_front();
+    ++st->running;
     lock.unlock();
-    fn();  // completing a future runs its callbacks, which may block
+    fn();          // completing a future runs its callbacks, which may block
     fn = nullptr;  // what it captured goes now, inside the running count
     lock.lock();
-    if (--running_ == 0 && jobs_.empty()) idle_cv_.notify_all();
+    if (--st->running == 0 && st->jobs.empty()) st->idle_cv.notify_all();
   }
 }
 

@@ -123,8 +123,8 @@ class WorkDtrain : public c10d::Work {
 // asks for the GIL is ended by Python with a forced unwind, which aborts the process inside
 // the noexcept destructor: "terminate called without an active exception"). drain_all(),
 // which dtrain.torch registers with atexit, waits with the GIL released until every live
-// Completer is idle. The live set is the module's only state (a registry of raw pointers,
-// each removed by its destructor).
+// Completer is idle. The live set is the module's only state (a registry of the Completers'
+// states, weakly held).
 class Completer {
  public:
   Completer();
@@ -136,14 +136,22 @@ class Completer {
   static int drain_all(double timeout_s);
 
  private:
-  void loop();
-  std::mutex mu_;
-  std::condition_variable cv_, idle_cv_;
-  std::deque<std::function<void()>> jobs_;
-  std::vector<std::thread> workers_;
-  int idle_ = 0;
-  int running_ = 0;
-  bool stop_ = false;
+  // The workers' state, shared with them: a job may drop the last reference to the group and
+  // so destroy the Completer on one of its own workers. That worker is then detached, not
+  // joined (joining itself threw "Resource deadlock avoided"), and finishes its loop on this
+  // state, which it keeps alive.
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv, idle_cv;
+    std::deque<std::function<void()>> jobs;
+    std::vector<std::thread> workers;
+    int idle = 0;
+    int running = 0;
+    bool stop = false;
+    bool wait_idle(double timeout_s);
+  };
+  static void loop(const std::shared_ptr<State>& st);
+  std::shared_ptr<State> st_;
 };
 
 class ProcessGroupDtrain : public PGBase {
