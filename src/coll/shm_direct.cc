@@ -210,7 +210,7 @@ void allreduce_shm_direct(Call& c, const char* send, char* buf, size_t n, ShmCon
   // With more ranks than cores, up to DTRAIN_SHM_SLOTS_BYTES through the slots
   // (shm_slots.cc): plain copies and full phases instead of pinned cross-memory copies, an
   // address swap and a closing phase. A/B on the EPYC VM (bench collectives, 256 KiB slots):
-  // 4 ranks 256 KiB-16 MiB 2.0-2.7x faster, 8 ranks 2.4-3.1x. With a core per rank (2 ranks
+  // 4 ranks 256 KiB-16 MiB 1.9-2.7x faster, 8 ranks 2.4-3.1x. With a core per rank (2 ranks
   // there) the slots lost: they copy every byte twice where cross-memory reads copy the
   // peers' half once (1 MiB 130-143 vs 91-94 us), so that stays here.
   if (ctx && ctx->oversubscribed() && n * es <= c.comm().coll_config().shm_slots_bytes)
