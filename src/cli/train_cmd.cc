@@ -119,16 +119,29 @@ int launch_job(const TrainConfig& f, const Args& args) {
   Args again{"train"};
   again.insert(again.end(), args.begin(), args.end());
   std::string json = f.json;
+  bool temp_json = false;
   if (f.baseline && json.empty()) {
-    json = "/tmp/dtrain-train-" + std::to_string(::getpid()) + ".json";
+    // A fresh private file (mkstemp: not a predictable name another user could plant),
+    // removed on every path below.
+    const char* tmp = std::getenv("TMPDIR");
+    std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/dtrain-train-XXXXXX";
+    const int fd = ::mkstemp(templ.data());
+    DT_CHECK(fd >= 0, IoError, "--baseline: cannot create a temporary file for the ranks' report in " << templ
+                                   << ": " << errno_string(errno) << " (set TMPDIR, or pass --json FILE)");
+    ::close(fd);
+    json = templ;
+    temp_json = true;
     again.insert(again.end(), {"--json", json});
   }
   const int rc = launch::relaunch_self(lo, again);
   ::unsetenv("DTRAIN_PROGRESS_FD");
-  if (rc != 0 || !f.baseline) return rc;
+  if (rc != 0 || !f.baseline) {
+    if (temp_json) std::remove(json.c_str());
+    return rc;
+  }
 
   nlohmann::json j = read_json_file(json);
-  if (f.json.empty()) std::remove(json.c_str());
+  if (temp_json) std::remove(json.c_str());
   std::printf("baseline: the same job on 1 rank ...\n");
   std::fflush(stdout);
   TrainConfig one = f;
