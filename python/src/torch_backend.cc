@@ -97,23 +97,21 @@ void rethrow_with_prefix(const std::string& p) {
   }
 }
 
-namespace {
-std::mutex& live_mu() {
+std::mutex& Completer::live_mu() {
   static std::mutex mu;
   return mu;
 }
-template <class S>
-std::vector<std::weak_ptr<S>>& live_states() {
-  static std::vector<std::weak_ptr<S>> live;
-  return live;
+
+std::vector<std::weak_ptr<Completer::State>>& Completer::live() {
+  static std::vector<std::weak_ptr<State>> states;
+  return states;
 }
-}  // namespace
 
 Completer::Completer() : st_(std::make_shared<State>()) {
   std::lock_guard<std::mutex> lock(live_mu());
-  auto& live = live_states<State>();
-  live.erase(std::remove_if(live.begin(), live.end(), [](const auto& w) { return w.expired(); }), live.end());
-  live.push_back(st_);
+  auto& states = live();
+  states.erase(std::remove_if(states.begin(), states.end(), [](const auto& w) { return w.expired(); }), states.end());
+  states.push_back(st_);
 }
 
 Completer::~Completer() {
@@ -137,15 +135,13 @@ bool Completer::State::wait_idle(double timeout_s) {
   return idle_cv.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] { return jobs.empty() && running == 0; });
 }
 
-bool Completer::wait_idle(double timeout_s) { return st_->wait_idle(timeout_s); }
-
 int Completer::drain_all(double timeout_s) {
   // The states are taken out under the registry's lock and waited on without it: a job may
   // destroy a group, and so a Completer, meanwhile.
   std::vector<std::shared_ptr<State>> states;
   {
     std::lock_guard<std::mutex> lock(live_mu());
-    for (const auto& w : live_states<State>())
+    for (const auto& w : live())
       if (auto st = w.lock()) states.push_back(std::move(st));
   }
   const Deadline deadline = Deadline::after(timeout_s);

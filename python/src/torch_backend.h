@@ -130,9 +130,8 @@ class Completer {
   Completer();
   ~Completer();
   void post(std::function<void()> fn);
-  // Waits until no job is queued or running, up to timeout_s; says whether it got there.
-  bool wait_idle(double timeout_s);
-  // wait_idle on every live Completer; the number still busy at the deadline.
+  // Waits, up to timeout_s in all, until no live Completer has a job queued or running; the
+  // number still busy at the deadline.
   static int drain_all(double timeout_s);
 
  private:
@@ -148,9 +147,12 @@ class Completer {
     int idle = 0;
     int running = 0;
     bool stop = false;
-    bool wait_idle(double timeout_s);
+    bool wait_idle(double timeout_s);  // until no job is queued or running; false at the timeout
   };
   static void loop(const std::shared_ptr<State>& st);
+  // The live Completers' states (weakly held) and the lock over that list.
+  static std::mutex& live_mu();
+  static std::vector<std::weak_ptr<State>>& live();
   std::shared_ptr<State> st_;
 };
 

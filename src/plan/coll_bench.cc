@@ -5,7 +5,6 @@
 #include <ctime>
 #include <cstdio>
 #include <exception>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -226,18 +225,14 @@ void compute_for(double seconds) {
   }
 }
 
-// The calibration file's intra-host tables (plan/cluster.h), empty when it has none.
+// The calibration file's tables (plan/cluster.h's this_machine reads them), none when the file
+// is missing or unreadable: the prediction then falls back to the formulas.
 plan::Cluster calibrated_tables(const std::string& path) {
-  plan::Cluster c;
-  std::ifstream in(path);
-  if (!in) return c;
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (!j.is_object() || !j.contains("links_by_size") || !j["links_by_size"].contains("intra")) return c;
   try {
-    c.intra_sizes = plan::link_sizes_from_json(j["links_by_size"]["intra"], path);
-  } catch (const InvalidArgument&) {
+    return plan::this_machine(path);
+  } catch (const Error&) {
+    return plan::Cluster{};
   }
-  return c;
 }
 
 }  // namespace
@@ -335,13 +330,15 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
         row.time_us = per_call * 1e6;
         row.algbw_gbps = row.size_bytes / per_call / 1e9;
         row.busbw_gbps = row.algbw_gbps * bus_factor(op, p);
-        const double cal_s = cfg.gap_s > 0 ? -1 : calibrated_seconds(cal, op, p, static_cast<double>(row.size_bytes), cfg, requested, shm);
-        row.predicted_from = cal_s > 0 ? "cal" : "model";
-        if (cfg.gap_s > 0) row.predicted_from = "none";
-        row.predicted_us = cfg.gap_s > 0 ? 0 :
-            (cal_s > 0 ? cal_s
-                       : predict_seconds(op, used, p, row.size_bytes, cp, resolve_segment_bytes(c.coll_config(), seg_opts))) *
-            1e6;
+        row.predicted_from = "none";  // with --gap-us: the row is not a collective's time alone
+        if (cfg.gap_s <= 0) {
+          const double cal_s = calibrated_seconds(cal, op, p, static_cast<double>(row.size_bytes), cfg, requested, shm);
+          row.predicted_from = cal_s > 0 ? "cal" : "model";
+          row.predicted_us =
+              (cal_s > 0 ? cal_s
+                         : predict_seconds(op, used, p, row.size_bytes, cp, resolve_segment_bytes(c.coll_config(), seg_opts))) *
+              1e6;
+        }
         row.wrong = wrong;
         row.iters = iters;
         rows.push_back(row);
