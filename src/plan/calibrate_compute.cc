@@ -148,14 +148,14 @@ std::vector<UnitPoint> mlp_step_points(const std::string& spec, const std::map<s
   auto model = make_mlp_model(spec.substr(4), ds, 1);
   ShareGradient share(*model, ShareOptions{});
   std::vector<UnitPoint> out;
-  for (int64_t items : {16, 64, 128}) {
+  for (int64_t items : kMlpItems) {
     std::vector<int64_t> batch(static_cast<size_t>(items));
     std::iota(batch.begin(), batch.end(), int64_t{0});
     const double step = best_of(seconds, [&] { share.compute(model->params(), batch, 0, 1, [](GradRange) {}); });
     double layers = 0;
     for (const auto& u : m.units) {
       const double w = static_cast<double>(items) * unit_work(u);
-      layers += layer->second.fwd.at(w) + layer->second.bwd.at(w);
+      layers += layer->second.fwd.at(w, u.params) + layer->second.bwd.at(w, u.params);
     }
     UnitPoint p{"mlp_step", spec, 0, items, static_cast<double>(items) * mlp_step_work(m), 0, 0};
     p.fwd_s = std::max(0.0, step - layers);

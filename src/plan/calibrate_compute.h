@@ -11,7 +11,7 @@
 //     GPT's embedding, block and head at a few shapes, fitted per kind (plus `extra_specs`);
 //     the MLP executors' whole step (parallel/share_grad.h ShareGradient::compute, the call
 //     ddp/localsgd/gossip/fedavg/ps make, on a synthetic dataset of the model's shape) at
-//     16, 64 and 128 items, less the fitted layer lines: what the step costs around its
+//     8, 16, 64 and 128 items, less the fitted layer lines: what the step costs around its
 //     layers (gathering the batch, the loss, scaling and handing off the gradient), kind
 //     "mlp_step", a line in items x mlp_step_work (simulator.h); the layer lines alone
 //     predicted a 1-rank ddp step of the MLP 784-256-128-10 20-25% short;

@@ -129,8 +129,13 @@ UnitFit fit_of(const nlohmann::json& j, const std::string& where) {
   DT_CHECK(j.is_object() && j.contains("fixed_us") && j["fixed_us"].is_number() && j.contains("ns_per_kwork") &&
                j["ns_per_kwork"].is_number(),
            InvalidArgument, where << ": a fit is {\"fixed_us\": number, \"ns_per_kwork\": number}");
-  UnitFit f{j["fixed_us"].get<double>() * 1e-6, j["ns_per_kwork"].get<double>() * 1e-12};
-  DT_CHECK(f.fixed_s >= 0 && f.s_per_work >= 0, InvalidArgument, where << ": fit coefficients must be >= 0");
+  UnitFit f{j["fixed_us"].get<double>() * 1e-6, j["ns_per_kwork"].get<double>() * 1e-12, 0};
+  if (j.contains("ns_per_kparam")) {  // absent in files before it: no per-parameter term
+    DT_CHECK(j["ns_per_kparam"].is_number(), InvalidArgument, where << ".ns_per_kparam must be a number");
+    f.s_per_param = j["ns_per_kparam"].get<double>() * 1e-12;
+  }
+  DT_CHECK(f.fixed_s >= 0 && f.s_per_work >= 0 && f.s_per_param >= 0, InvalidArgument,
+           where << ": fit coefficients must be >= 0");
   return f;
 }
 
@@ -165,19 +170,107 @@ UnitFit fit_line(const std::vector<std::pair<double, double>>& xy, double max_fi
   return f;
 }
 
+namespace {
+
+// Least squares of t on the columns `use` marks (0: the constant, 1: work, 2: params), by the
+// normal equations and Gaussian elimination; false when they are singular.
+bool solve_columns(const std::vector<PlanePoint>& pts, const std::array<bool, 3>& use, double shift,
+                   std::array<double, 3>& coef) {
+  std::vector<int> cols;
+  for (int i = 0; i < 3; ++i)
+    if (use[static_cast<size_t>(i)]) cols.push_back(i);
+  const size_t k = cols.size();
+  auto x = [](const PlanePoint& p, int i) { return i == 0 ? 1.0 : i == 1 ? p.work : p.params; };
+  std::array<std::array<double, 4>, 3> a{};  // k x (k + 1), augmented
+  for (const auto& p : pts)
+    for (size_t r = 0; r < k; ++r) {
+      for (size_t c = 0; c < k; ++c) a[r][c] += x(p, cols[r]) * x(p, cols[c]);
+      a[r][k] += x(p, cols[r]) * (p.t - shift);
+    }
+  for (size_t c = 0; c < k; ++c) {
+    size_t piv = c;
+    for (size_t r = c + 1; r < k; ++r)
+      if (std::abs(a[r][c]) > std::abs(a[piv][c])) piv = r;
+    std::swap(a[c], a[piv]);
+    double scale = 0;
+    for (size_t r = 0; r < k; ++r) scale = std::max(scale, std::abs(a[r][c]));
+    if (std::abs(a[c][c]) <= 1e-12 * scale || a[c][c] == 0) return false;
+    for (size_t r = 0; r < k; ++r) {
+      if (r == c) continue;
+      const double f = a[r][c] / a[c][c];
+      for (size_t q = c; q <= k; ++q) a[r][q] -= f * a[c][q];
+    }
+  }
+  coef = {0, 0, 0};
+  for (size_t r = 0; r < k; ++r) coef[static_cast<size_t>(cols[r])] = a[r][k] / a[r][r];
+  return true;
+}
+
+// The best non-negative fit over the subsets of the columns `allowed` allows, with the
+// constant fixed at `fixed` when fixed >= 0 (then column 0 is not fitted).
+UnitFit best_subset(const std::vector<PlanePoint>& pts, const std::array<bool, 3>& allowed, double fixed) {
+  UnitFit best{std::max(0.0, fixed), 0, 0};
+  double best_sse = -1;
+  for (int mask = 1; mask < 8; ++mask) {
+    std::array<bool, 3> use{(mask & 1) != 0, (mask & 2) != 0, (mask & 4) != 0};
+    bool ok = true;
+    for (size_t i = 0; i < 3; ++i) ok = ok && (!use[i] || allowed[i]);
+    if (!ok || (fixed >= 0 && use[0])) continue;
+    std::array<double, 3> c{};
+    if (!solve_columns(pts, use, fixed >= 0 ? fixed : 0, c) || c[0] < 0 || c[1] < 0 || c[2] < 0) continue;
+    UnitFit f{fixed >= 0 ? fixed : c[0], c[1], c[2]};
+    double sse = 0;
+    for (const auto& p : pts) sse += (f.at(p.work, p.params) - p.t) * (f.at(p.work, p.params) - p.t);
+    if (best_sse < 0 || sse < best_sse) best = f, best_sse = sse;
+  }
+  if (best_sse < 0 && fixed < 0) {  // nothing non-negative: the mean as a constant
+    double sum = 0;
+    for (const auto& p : pts) sum += p.t;
+    best = {sum / static_cast<double>(pts.size()), 0, 0};
+  }
+  return best;
+}
+
+}  // namespace
+
+UnitFit fit_plane(const std::vector<PlanePoint>& pts, double max_fixed_share) {
+  DT_CHECK(!pts.empty(), InvalidArgument, "fit_plane needs at least one point");
+  bool params_vary = false;
+  for (const auto& p : pts) params_vary = params_vary || p.params != pts.front().params;
+  if (!params_vary) {
+    std::vector<std::pair<double, double>> xy;
+    for (const auto& p : pts) xy.push_back({p.work, p.t});
+    return fit_line(xy, max_fixed_share);
+  }
+  UnitFit f = best_subset(pts, {true, true, true}, -1);
+  // The intercept capped at a share of the least-work point's time, the rest refitted for it.
+  const auto smallest = *std::min_element(pts.begin(), pts.end(), [](const PlanePoint& a, const PlanePoint& b) {
+    return a.work < b.work || (a.work == b.work && a.t < b.t);
+  });
+  const double cap = max_fixed_share * smallest.t;
+  if (smallest.work > 0 && f.fixed_s > cap) f = best_subset(pts, {false, true, true}, cap);
+  return f;
+}
+
 std::map<std::string, UnitCost> fit_units(const std::vector<UnitPoint>& points) {
-  std::map<std::string, std::pair<std::vector<std::pair<double, double>>, std::vector<std::pair<double, double>>>> by;
+  // A point's parameters: its unit's, or the whole model's for the step around the units.
+  ModelSpec cache;
+  auto params_of = [&](const UnitPoint& p) {
+    if (p.kind == "mlp_step") return ModelSpec::parse(p.spec).params();
+    return unit_of(p.spec, p.unit, &cache).params;
+  };
+  std::map<std::string, std::pair<std::vector<PlanePoint>, std::vector<PlanePoint>>> by;
   for (const auto& p : points) {
-    by[p.kind].first.push_back({p.work, p.fwd_s});
-    by[p.kind].second.push_back({p.work, p.bwd_s});
+    const double P = params_of(p);
+    by[p.kind].first.push_back({p.work, P, p.fwd_s});
+    by[p.kind].second.push_back({p.work, P, p.bwd_s});
   }
   std::map<std::string, UnitCost> out;
-  for (const auto& [kind, xy] : by) out[kind] = {fit_line(xy.first, kMaxFixedShare), fit_line(xy.second, kMaxFixedShare)};
+  for (const auto& [kind, xy] : by) out[kind] = {fit_plane(xy.first, kMaxFixedShare), fit_plane(xy.second, kMaxFixedShare)};
   // Bytes per item: the least-squares slope through the origin (memory has no fixed part
   // worth keeping: the weights are counted apart).
   // Per item, and per element of the unit's memory basis (items x mem_elems).
   std::map<std::string, std::array<double, 6>> mem;  // sums x^2, x act, x peak for x = items, then x = elements
-  ModelSpec cache;
   for (const auto& p : points) {
     auto& m = mem[p.kind];
     const double n = static_cast<double>(p.items), e = n * mem_elems(unit_of(p.spec, p.unit, &cache));
@@ -196,7 +289,7 @@ std::map<std::string, UnitCost> fit_units(const std::vector<UnitPoint>& points) 
 }
 
 std::vector<UnitPoint> default_unit_points() {
-  std::vector<UnitPoint> pts = points_of("mlp:784-256-128-10", {16, 64, 128});
+  std::vector<UnitPoint> pts = points_of("mlp:784-256-128-10", kMlpItems);
   for (const char* g : {"gpt:layers=1,heads=4,width=64,context=64", "gpt:layers=1,heads=8,width=128,context=64"})
     for (auto& p : points_of(g, {2, 6, 12})) pts.push_back(p);
   return pts;
@@ -204,7 +297,7 @@ std::vector<UnitPoint> default_unit_points() {
 
 std::vector<UnitPoint> unit_points_for(const std::string& spec) {
   ModelSpec m = ModelSpec::parse(spec);
-  return points_of(spec, m.gpt ? std::vector<int64_t>{2, 6, 12} : std::vector<int64_t>{16, 64, 128});
+  return points_of(spec, m.gpt ? std::vector<int64_t>{2, 6, 12} : kMlpItems);
 }
 
 void keep_heap_warm() {
@@ -226,7 +319,9 @@ void measure_units(std::vector<UnitPoint>& points, double seconds) {
 
 nlohmann::json units_json(const std::vector<UnitPoint>& points, const std::map<std::string, UnitCost>& fits) {
   nlohmann::json j = {{"fits", nlohmann::json::object()}, {"points", nlohmann::json::array()}};
-  auto fj = [](const UnitFit& f) { return nlohmann::json{{"fixed_us", f.fixed_s * 1e6}, {"ns_per_kwork", f.s_per_work * 1e12}}; };
+  auto fj = [](const UnitFit& f) {
+    return nlohmann::json{{"fixed_us", f.fixed_s * 1e6}, {"ns_per_kwork", f.s_per_work * 1e12}, {"ns_per_kparam", f.s_per_param * 1e12}};
+  };
   for (const auto& [kind, c] : fits)
     j["fits"][kind] = {{"forward", fj(c.fwd)}, {"backward", fj(c.bwd)}, {"act_bytes_per_item", c.act_b_per_item},
                        {"peak_bytes_per_item", c.peak_b_per_item}, {"act_bytes_per_elem", c.act_b_per_elem},

@@ -7,10 +7,14 @@
 //   layer of the MLP), "gpt_embedding", "gpt_block", "gpt_head". Its WORK for a pass over
 //   `items` examples or sequences is items x (fwd_flops + out_elems) of the ModelSpec unit
 //   (unit_work()): FLOPs, plus the elements it writes so the embedding (no FLOPs) has a size.
-// - UnitFit is t = fixed_s + work x s_per_work, a least-squares line through the measured
-//   points with both coefficients >= 0 (fit_line: when the unconstrained line has a negative
-//   intercept it is refitted through the origin; a negative slope gives the mean as a
-//   constant; fit_units caps the intercept at kMaxFixedShare of the smallest point). UnitCost holds one line for forward and one for backward.
+// - UnitFit is t = fixed_s + work x s_per_work + params x s_per_param: least squares with
+//   every coefficient >= 0 (fit_plane: the best of the fits on each subset of the three terms
+//   whose coefficients all come out >= 0; fit_line is the same without the parameter term).
+//   The parameter term is fitted only when a kind's points have at least two parameter
+//   counts (the MLP's three layers; a GPT kind's two widths) and is kept only where it lowers
+//   the error, so it separates "per example" from "per weight" where the points can tell
+//   them apart. fit_units caps the intercept at kMaxFixedShare of the smallest point.
+//   UnitCost holds one fit for forward and one for backward.
 // - measure_units(points, seconds) runs each point (kind, spec, items) on the calling thread
 //   with one BLAS thread: builds the unit (nn/mlp.h's MLP of one layer, nn/transformer.h's
 //   GptStage of one unit), and times a forward (graph built as the executors build it) and
@@ -19,7 +23,7 @@
 //   (the median, not the best: a run pays the typical pass on a shared machine). The heap is
 //   kept warm first (keep_heap_warm), as a training run's is.
 // - default_unit_points() are the shapes `dtrain bench calibrate` measures: the MLP
-//   784-256-128-10's three layers at 16, 64 and 128 examples, and the GPT's embedding, block
+//   784-256-128-10's three layers at 8, 16, 64 and 128 examples, and the GPT's embedding, block
 //   and head at widths 64 and 128 (heads 4 and 8, context 64) and 2, 6 and 12 sequences.
 //   extra points come from `--models` (any mlp:/gpt: spec, at the same item counts).
 // - fit_units(points) groups the points by kind and fits each direction; memory is the
@@ -44,7 +48,12 @@ namespace dtrain::plan {
 
 struct UnitFit {
   double fixed_s = 0, s_per_work = 0;
-  double at(double work) const { return fixed_s + work * s_per_work; }
+  // Per parameter of the unit, whatever the items: streaming the weights (and, backward,
+  // their gradient) through the cache once per pass. At a few items per rank this is most of
+  // a wide layer's pass: 784x256 forward at 16 examples is 78 us, of which about 29 us do not
+  // shrink with the examples. 0 when the kind's points have a single parameter count.
+  double s_per_param = 0;
+  double at(double work, double params = 0) const { return fixed_s + work * s_per_work + params * s_per_param; }
 };
 
 struct UnitCost {
@@ -82,7 +91,14 @@ struct UnitPoint {
 // 0.3-1 ms at 2 sequences (quiet calibrations: 26-86 us), which then charged every small
 // pipeline micro-batch that noise (pipelines were over-predicted by 50-160%).
 constexpr double kMaxFixedShare = 0.2;
+// The examples per pass the MLP points are timed at: down to 8, what each of 8 ranks gets of
+// a 64-example minibatch (below 16 a wide layer's pass is mostly its weights, not its FLOPs).
+inline const std::vector<int64_t> kMlpItems{8, 16, 64, 128};
 UnitFit fit_line(const std::vector<std::pair<double, double>>& xy, double max_fixed_share = 1e300);
+struct PlanePoint {
+  double work = 0, params = 0, t = 0;
+};
+UnitFit fit_plane(const std::vector<PlanePoint>& pts, double max_fixed_share = 1e300);
 std::map<std::string, UnitCost> fit_units(const std::vector<UnitPoint>& points);
 
 std::vector<UnitPoint> default_unit_points();

@@ -49,6 +49,40 @@ TEST(CalibrateUnits, FitCapsANoisyIntercept) {
   EXPECT_NEAR(fit_line({{1, 1.0}, {10, 1.9}}).fixed_s, 0.9, 1e-12);
 }
 
+TEST(CalibrateUnits, PlaneSeparatesPerWeightFromPerExampleCost) {
+  // Three layers of 1000, 100 and 10 parameters at 1, 4 and 16 items: t = 1 us + 2 ns per
+  // unit of work + 0.5 ns per parameter, exactly. A line in work alone cannot carry the
+  // weights' share (it charges the small layer the big one's); the plane recovers all three.
+  std::vector<PlanePoint> pts;
+  for (double P : {1000.0, 100.0, 10.0})
+    for (double items : {1.0, 4.0, 16.0}) {
+      const double work = items * P * 2;
+      pts.push_back({work, P, 1e-6 + 2e-9 * work + 0.5e-9 * P});
+    }
+  UnitFit f = fit_plane(pts);
+  EXPECT_NEAR(f.fixed_s, 1e-6, 1e-12);
+  EXPECT_NEAR(f.s_per_work, 2e-9, 1e-15);
+  EXPECT_NEAR(f.s_per_param, 0.5e-9, 1e-15);
+  EXPECT_NEAR(f.at(8 * 5000 * 2, 5000), 1e-6 + 2e-9 * 80000 + 0.5e-9 * 5000, 1e-12);
+  // A single parameter count: the line fit, no parameter term.
+  UnitFit g = fit_plane({{100, 7, 2e-6}, {300, 7, 4e-6}});
+  EXPECT_DOUBLE_EQ(g.s_per_param, 0);
+  EXPECT_NEAR(g.s_per_work, 1e-8, 1e-18);
+  // Data whose best parameter coefficient would be negative: the term is dropped, not
+  // allowed below zero.
+  UnitFit h = fit_plane({{10, 100, 2e-6}, {10, 10, 3e-6}, {20, 100, 4e-6}, {20, 10, 5e-6}});
+  EXPECT_GE(h.s_per_param, 0);
+  EXPECT_GE(h.fixed_s, 0);
+  EXPECT_GE(h.s_per_work, 0);
+  // The intercept cap holds on the plane too.
+  std::vector<PlanePoint> noisy = pts;
+  for (auto& p : noisy) p.t += 50e-6;  // a big constant at every point
+  UnitFit c = fit_plane(noisy, 0.2);
+  const double least_work = 1 * 10 * 2;
+  EXPECT_LE(c.fixed_s, 0.2 * (1e-6 + 2e-9 * least_work + 0.5e-9 * 10 + 50e-6) + 1e-15);
+  EXPECT_THROW(fit_plane({}), InvalidArgument);
+}
+
 TEST(CalibrateUnits, FitsGroupByKindAndRoundTripThroughJson) {
   std::vector<UnitPoint> pts{{"mlp_layer", "mlp:4-2", 0, 1, 100, 1e-6, 2e-6},
                              {"mlp_layer", "mlp:4-2", 0, 2, 200, 2e-6, 4e-6},
@@ -169,7 +203,7 @@ TEST(CalibrateUnits, SimulatorUsesTheCalibratedLines) {
 TEST(CalibrateUnits, MlpStepIsTheStepAroundTheLayers) {
   std::map<std::string, UnitCost> zero_layers{{"mlp_layer", {{0, 0}, {0, 0}}}};
   std::vector<UnitPoint> pts = mlp_step_points("mlp:8-4-3", zero_layers, 0.02);
-  ASSERT_EQ(pts.size(), 3u);
+  ASSERT_EQ(pts.size(), kMlpItems.size());
   for (const auto& p : pts) {
     EXPECT_EQ(p.kind, "mlp_step");
     EXPECT_GT(p.fwd_s, 0) << p.items;
@@ -194,7 +228,7 @@ TEST(CalibrateUnits, MeasuresTheRealUnits) {
   std::vector<UnitPoint> pts = unit_points_for("gpt:layers=2,heads=2,width=16,context=8");
   ASSERT_EQ(pts.size(), 9u);  // embedding, one block (both are alike), head; three item counts
   for (auto& p : unit_points_for("mlp:8-4-2")) pts.push_back(p);
-  ASSERT_EQ(pts.size(), 15u);  // two MLP layers of their own shapes
+  ASSERT_EQ(pts.size(), 17u);  // two MLP layers of their own shapes, four item counts
   measure_units(pts, 0.05);
   ModelSpec g = ModelSpec::parse("gpt:layers=2,heads=2,width=16,context=8");
   for (const auto& p : pts) {
