@@ -102,6 +102,10 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
     l.bucket_mb = f.bucket_mb;
     l.sync_every = static_cast<int>(f.sync_every);
     l.servers = f.servers;
+    l.clients = f.clients;
+    l.client_fraction = f.client_fraction;
+    l.seed = f.seed;
+    l.rounds = f.epochs;
     plan::Cluster c = plan::this_machine(Settings::process().calibration_path());
     plan::Prediction p = plan::simulate(m, l, c, f.batch);
     j = {{"layout", l.describe()}, {"cluster", c.source}, {"step_ms", p.step_s * 1e3},

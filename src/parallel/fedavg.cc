@@ -31,13 +31,15 @@ FedAvg::FedAvg(TrainableModel& model, Communicator& comm, const FedAvgOptions& o
   blocking_broadcast(comm_, inst_, "broadcast-params", model_.params().data(), p, DType::kFloat32, 0);
 }
 
-std::vector<int> FedAvg::sample(int64_t round) const {
-  const int m = std::max(1, static_cast<int>(std::lround(o_.fraction * o_.clients)));
-  std::vector<int64_t> perm = data::epoch_permutation(o_.clients, o_.seed ^ 0xfedull, round);
-  std::vector<int> s(perm.begin(), perm.begin() + std::min(m, o_.clients));
+std::vector<int> fedavg_sample(int clients, double fraction, uint64_t seed, int64_t round) {
+  const int m = std::max(1, static_cast<int>(std::lround(fraction * clients)));
+  std::vector<int64_t> perm = data::epoch_permutation(clients, seed ^ 0xfedull, round);
+  std::vector<int> s(perm.begin(), perm.begin() + std::min(m, clients));
   std::sort(s.begin(), s.end());
   return s;
 }
+
+std::vector<int> FedAvg::sample(int64_t round) const { return fedavg_sample(o_.clients, o_.fraction, o_.seed, round); }
 
 LossAcc FedAvg::run_epoch(std::span<const int64_t>, int64_t batch, const ProgressFn& progress) {
   DT_CHECK(batch >= 1, InvalidArgument, "--batch must be >= 1, got " << batch);

@@ -35,6 +35,10 @@ struct FedAvgOptions {
   OptimizerConfig optimizer;  // each client's local optimizer (fresh every round)
 };
 
+// The m = max(1, round(fraction x clients)) clients of round `round`, sorted: a pure function
+// of its arguments, so every rank (and the planner, plan/simulator.h) draws the same sample.
+std::vector<int> fedavg_sample(int clients, double fraction, uint64_t seed, int64_t round);
+
 class FedAvg : public ModelStrategy {
  public:
   FedAvg(TrainableModel& model, Communicator& comm, const FedAvgOptions& options, const float* lr, Instrument* inst);
@@ -51,7 +55,7 @@ class FedAvg : public ModelStrategy {
   }
   const Instrument* instrument() const override { return inst_; }
 
-  // The clients of round t, sorted (the same on every rank).
+  // The clients of round t, sorted (the same on every rank): fedavg_sample.
   std::vector<int> sample(int64_t round) const;
   const std::vector<std::vector<int64_t>>& partition() const { return parts_; }
 

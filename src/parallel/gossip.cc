@@ -1,5 +1,6 @@
 #include "parallel/gossip.h"
 
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -7,6 +8,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "data/sampler.h"
+#include "tensor/kernels.h"
 
 namespace dtrain {
 namespace {
@@ -84,12 +86,19 @@ void Gossip::mix() {
   for (; k < neighbors_.size() && neighbors_[k] < comm_.rank(); ++k) members.push_back(inbox_[k].data());
   members.push_back(x.data());
   for (; k < neighbors_.size(); ++k) members.push_back(inbox_[k].data());
-  for (size_t i = 0; i < x.size(); ++i) {
-    float acc = 0;
-    for (const float* m : members) acc += m[i];
-    grad_[i] = acc * w;  // grad_ is free scratch here
+  // Member by member over cache-sized blocks with the SIMD kernels (tensor/kernels.h): the
+  // sum per element keeps the rank order m0 + m1 + ..., then one multiply by W. A loop over
+  // the members per element compiled to scalar code and took 39-43% of an 8-rank step's CPU
+  // (perf). x is a member: each block is read in full before its results are written back.
+  const Kernels& kern = kernels();
+  constexpr size_t kBlock = 4096;
+  float* acc = grad_.data();  // grad_ is free scratch here
+  for (size_t off = 0; off < x.size(); off += kBlock) {
+    const auto len = static_cast<int64_t>(std::min(kBlock, x.size() - off));
+    kern.add(members[0] + off, members[1] + off, acc, len);
+    for (size_t j = 2; j < members.size(); ++j) kern.add(acc, members[j] + off, acc, len);
+    kern.scale(w, acc, x.data() + off, len);
   }
-  std::copy(grad_.begin(), grad_.end(), x.begin());
 }
 
 LossAcc Gossip::step(std::span<const int64_t> global_batch) {

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "nn/transformer.h"
+#include "parallel/fedavg.h"
 #include "parallel/pipeline_schedule.h"
 #include "parallel/share_grad.h"
 #include "plan/closed_forms.h"
@@ -201,19 +202,23 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
   if (!m.gpt) {
     int workers = s == "ps" ? n - l.servers : l.dp;
     DT_CHECK(workers >= 1, InvalidArgument, "ps needs more ranks than --servers");
-    double items = static_cast<double>(batch) / workers;
+    // fedavg's clients each train on the whole minibatch (fedavg.h); the others split it.
+    const bool fed = s == "fedavg";
+    double items = fed ? static_cast<double>(batch) : static_cast<double>(batch) / workers;
+    // fedavg's concurrency is the sample's (below): its passes are priced alone here.
+    const double pass_slow = fed ? 1.0 : slow;
     std::vector<double> bwd(m.units.size());
     double fwd = 0, bwd_total = 0;
     for (size_t i = 0; i < m.units.size(); ++i) {
       Pass ps = unit_pass(c, m.units[i], items, 1);
-      fwd += ps.f * slow;
-      bwd[i] = ps.b * slow;
+      fwd += ps.f * pass_slow;
+      bwd[i] = ps.b * pass_slow;
       bwd_total += bwd[i];
     }
     p.compute_s = fwd + bwd_total;
     // The step around the units (mlp_step_work), when calibrated.
     if (auto it = c.units.find("mlp_step"); it != c.units.end()) {
-      const double around = it->second.fwd.at(items * mlp_step_work(m), m.params()) * slow;
+      const double around = it->second.fwd.at(items * mlp_step_work(m), m.params()) * pass_slow;
       p.compute_s += around;
       fwd += around;  // before backward: the batch and the loss come first
     }
@@ -234,7 +239,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     }
     const Unit& first = m.units.front();  // its input width d0 = fwd_flops / (2 d1)
     p.activations_b += transient + kF * items * first.fwd_flops / 2 / std::max(1.0, first.out_elems);
-    p.optimizer_s = P * c.sgd_ns_per_param * 1e-9 * slow;
+    p.optimizer_s = P * c.sgd_ns_per_param * 1e-9 * pass_slow;
     // The executors' own copies of the parameters (parallel/*.h): ddp's gradient and scratch
     // buffers (share_grad.h), localsgd's and gossip's gradient, gossip's mean and one inbox per
     // neighbour, fedavg's global model, gradient and sum plus each round's fresh optimizer
@@ -312,10 +317,41 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       // steps its slice while they wait, alone on the node.
       p.optimizer_s = (P * c.sgd_ns_per_param * 1e-9 + workers * P * 12 / c.elementwise_bps) / l.servers;
       p.dp_bytes = 2 * bytes;
-    } else if (s == "localsgd" || s == "fedavg") {
-      // Parameters averaged every sync_every steps (fedavg: every round of local steps).
+    } else if (s == "localsgd") {
+      // Parameters averaged every sync_every steps.
       p.comm_s = allreduce_s(c, all, bytes, node_n) / std::max(1, l.sync_every);
       p.dp_bytes = zero_traffic_elems(0, P, workers) * kF / std::max(1, l.sync_every);
+    } else if (fed) {
+      // A round: the sample's m clients each train their share of the data at the whole
+      // minibatch, client k on rank k mod workers, one after another on a rank; then one
+      // all-reduce. Per minibatch of examples trained, a round costs
+      //   (its wall time in client-steps) / m  client-steps.
+      // Its wall time shares the cores among the ranks that still have clients to train: while
+      // r of them run, each goes at 1 / slowdown(r); the least loaded finish first and the
+      // rest speed up (for loads 2, 1, 1 on 2 cores: 1.58 until the two single ones are done,
+      // then 1 more alone: 2.58 client-steps). The sample is the executor's own
+      // (fedavg_sample), averaged over the run's first rounds (at most 16). The round's all-reduce is spread over every
+      // client step of the round (with the default 10 clients per rank, tens of steps each):
+      // under 1% of a step, left out of the time; the traffic is the round's.
+      const int K = l.clients > 0 ? l.clients : 10 * workers;
+      const int64_t rounds = std::clamp<int64_t>(l.rounds, 1, 16);
+      double factor = 0;
+      for (int64_t r = 0; r < rounds; ++r) {
+        const std::vector<int> sample = fedavg_sample(K, l.client_fraction, l.seed, r);
+        std::vector<int> load(static_cast<size_t>(workers), 0);
+        for (int k : sample) ++load[static_cast<size_t>(k % workers)];
+        std::sort(load.begin(), load.end());
+        double wall = 0, done = 0;
+        for (size_t i = 0; i < load.size(); ++i) {
+          const int running = static_cast<int>(load.size() - i);
+          wall += (load[i] - done) * c.compute_slowdown(c.ranks_on_node(running));
+          done = load[i];
+        }
+        factor += wall / static_cast<double>(sample.size()) / static_cast<double>(rounds);
+      }
+      p.compute_s *= factor;
+      p.optimizer_s *= factor;
+      p.dp_bytes = zero_traffic_elems(0, P, workers) * kF;  // per round
     } else if (s == "gossip" && workers > 1) {
       // Ring gossip: parameters to both neighbours and averaged with theirs.
       const CostParams lk = c.link_at(false, bytes, true);

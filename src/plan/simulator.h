@@ -24,11 +24,14 @@
 //                  make_schedule) and runs its simulate() with these durations: forwards and
 //                  backwards from the stage's units, sends from the activation size over the
 //                  link; bubble = makespan - the busiest stage's compute.
+//     fedavg       a client step at the whole minibatch, scaled by the executor's own client
+//                  sample (fedavg_sample): the busiest rank's clients, or the node's share of
+//                  all of them, per client trained (its time per minibatch of examples trained).
 //     optimizer    local parameters (after tp/pp split and ZeRO sharding) x ns per parameter.
 //   Memory per rank: weights, gradients, optimizer state (ZeRO stage over dp, closed_forms.h)
 //   and activations (per-unit activations x micro-batch items x the most micro-batches in
 //   flight the schedule simulation reports; recompute keeps block inputs only).
-//   Traffic: bytes each rank sends per step, by group (dp, tp, pp).
+//   Traffic: bytes each rank sends per step (fedavg: per round), by group (dp, tp, pp).
 // - Unsupported combinations (a strategy the model lacks, dp*tp*pp != ranks, heads % tp,
 //   more stages than units, batch not divisible) are InvalidArgument naming the fix.
 // Thread-safety: pure functions.
@@ -85,6 +88,10 @@ struct Layout {
   double bucket_mb = 1.0;
   int sync_every = 8;   // localsgd
   int servers = 1;      // ps
+  int clients = 0;               // fedavg: simulated clients (0: 10 per rank, as dtrain train)
+  double client_fraction = 0.1;  // fedavg: share of the clients sampled per round
+  uint64_t seed = 0;             // fedavg: the run's seed (it draws the sample)
+  int64_t rounds = 1;            // fedavg: the run's rounds (--epochs), over which the sample is averaged
   int ranks() const { return dp * tp * pp; }
   std::string describe() const;
 };
