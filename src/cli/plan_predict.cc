@@ -102,6 +102,7 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
     l.bucket_mb = f.bucket_mb;
     l.sync_every = static_cast<int>(f.sync_every);
     l.servers = f.servers;
+    l.ps_sync = f.sync;
     l.clients = f.clients;
     l.client_fraction = f.client_fraction;
     l.seed = f.seed;

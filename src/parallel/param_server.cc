@@ -7,6 +7,7 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "tensor/kernels.h"
 
 namespace dtrain {
 namespace {
@@ -100,13 +101,21 @@ void ParamServer::server_epoch_sync(int64_t steps) {
   std::vector<float> grad(len);
   std::vector<int64_t> acc(det ? len : 0);
   std::span<float> mine = model_.params().subspan(static_cast<size_t>(rg.offset), len);
+  // The receives of step t + 1 are posted as soon as step t's pushes are summed, before its
+  // replies go out: a worker that gets its reply early pushes again at once, and a push with
+  // no receive posted is buffered by the transport (a copy of the slice on the heap, copied
+  // again later). Posted first, every push lands in place.
+  auto post_pushes = [&] {
+    std::vector<Request> r;
+    for (int w = 0; w < workers_; ++w)
+      r.push_back(det ? comm_.irecv(w, ibuf[static_cast<size_t>(w)].data(), len * sizeof(int64_t), kPushTag)
+                      : comm_.irecv(w, fbuf[static_cast<size_t>(w)].data(), len * sizeof(float), kPushTag));
+    return r;
+  };
+  std::vector<Request> pushes = steps > 0 ? post_pushes() : std::vector<Request>{};
   for (int64_t t = 0; t < steps; ++t) {
     const double t0 = now_seconds();
-    std::vector<Request> reqs;
-    for (int w = 0; w < workers_; ++w)
-      reqs.push_back(det ? comm_.irecv(w, ibuf[static_cast<size_t>(w)].data(), len * sizeof(int64_t), kPushTag)
-                         : comm_.irecv(w, fbuf[static_cast<size_t>(w)].data(), len * sizeof(float), kPushTag));
-    for (Request& q : reqs) q.wait();
+    for (Request& q : pushes) q.wait();
     const double t1 = now_seconds();
     if (inst_) inst_->wait("wait for pushes", t0, t1);
     // Sum in worker order, one optimizer step.
@@ -116,17 +125,19 @@ void ParamServer::server_epoch_sync(int64_t steps) {
         for (size_t i = 0; i < len; ++i) acc[i] += b[i];
       fixed_to_float(acc, grad);
     } else {
+      // On the SIMD kernels (a plain loop stays scalar at -O2: 11% of an 8-rank step's CPU
+      // in perf); the same order and so the same bits: 0 + b0 + b1 + ...
       std::fill(grad.begin(), grad.end(), 0.0f);
-      for (const auto& b : fbuf)
-        for (size_t i = 0; i < len; ++i) grad[i] += b[i];
+      for (const auto& b : fbuf) kernels().add(grad.data(), b.data(), grad.data(), static_cast<int64_t>(len));
     }
+    pushes = t + 1 < steps ? post_pushes() : std::vector<Request>{};
     opt_->set_lr(*lr_);
     opt_->step(mine, grad);
     const double t2 = now_seconds();
     busy_ += t2 - t1;
     pushes_ += workers_;
     if (inst_) inst_->compute("server update", t1, t2);
-    reqs.clear();
+    std::vector<Request> reqs;
     for (int w = 0; w < workers_; ++w) reqs.push_back(comm_.isend(w, mine.data(), len * sizeof(float), kPullTag));
     for (Request& q : reqs) q.wait();
     if (inst_) {

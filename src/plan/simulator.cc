@@ -293,8 +293,12 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
         int b = buckets.on_ready(units[k]);
         if (b < 0) continue;
         double len = static_cast<double>(buckets.buckets()[b].len) * kF;
-        comm_end = std::max(comm_end, t) + (l.zero > 0 ? reduce_scatter_s(c, all, len, node_n) : allreduce_s(c, all, len, node_n));
-        if (l.zero > 0) gather += allgather_s(c, all, len, node_n);
+        // ZeRO copies each bucket into its padded reduce-scatter buffer and the gathered
+        // parameters back out (zero.h): two copies of the bucket on the CPU, 2 bytes
+        // touched per byte each (without them the 2-rank MLP's ZeRO-2 step was 23% short).
+        const double copy = l.zero > 0 ? 2 * len / c.elementwise_bps * slow : 0;
+        comm_end = std::max(comm_end, t) + copy + (l.zero > 0 ? reduce_scatter_s(c, all, len, node_n) : allreduce_s(c, all, len, node_n));
+        if (l.zero > 0) gather += allgather_s(c, all, len, node_n) + copy;
       }
       p.comm_s = std::max(0.0, comm_end - t) + gather;
       p.dp_bytes = zero_traffic_elems(0, P, workers) * kF;
@@ -313,9 +317,18 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       double per_server = bytes / l.servers;
       const CostParams lk = c.link_at(false, per_server, true);
       p.comm_s = 2 * (lk.alpha_s + per_server * lk.beta_s_per_byte) * comm_slow;
-      // Workers run no optimizer: the server sums W pushes (12 bytes touched per element) and
-      // steps its slice while they wait, alone on the node.
-      p.optimizer_s = (P * c.sgd_ns_per_param * 1e-9 + workers * P * 12 / c.elementwise_bps) / l.servers;
+      // ... unless the server's own side is longer: it copies each of the W pushes out of its
+      // ring and each of the W replies into one, one after another on its thread (one copy
+      // of an exchange each: half its beta at the server's total, W x the slice), while the
+      // workers wait for it: alone on the node, so not slowed by their number.
+      const double serial = 2 * workers * per_server * c.link_at(false, workers * per_server, true).beta_s_per_byte / 2;
+      p.comm_s = std::max(p.comm_s, serial);
+      // Workers run no optimizer. A synchronous server sums W pushes (12 bytes touched per
+      // element) and steps its slice while they wait, alone on the node; an asynchronous one
+      // (the default) applies each push as its own step and copies a reply snapshot (8 bytes
+      // touched per element), one push at a time under its lock: W of them per step.
+      p.optimizer_s = l.ps_sync ? (P * c.sgd_ns_per_param * 1e-9 + workers * P * 12 / c.elementwise_bps) / l.servers
+                                : workers * (P * c.sgd_ns_per_param * 1e-9 + P * 8 / c.elementwise_bps) / l.servers;
       p.dp_bytes = 2 * bytes;
     } else if (s == "localsgd") {
       // Parameters averaged every sync_every steps.
@@ -357,6 +370,31 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       const CostParams lk = c.link_at(false, bytes, true);
       p.comm_s = (2 * (lk.alpha_s + bytes * lk.beta_s_per_byte) + 3 * bytes / c.elementwise_bps) * comm_slow;
       p.dp_bytes = 2 * bytes;
+    }
+    // More ranks than cores (gossip, ps): the cores run every rank's work in turn, so a step
+    // takes at least the node's CPU work over its cores. Besides each rank's compute, that
+    // work is copying: a message is copied twice (into the peer's ring, out of it: its share
+    // of the 2-rank exchange's beta, taken at the node's working set, n x the model, where
+    // the copies fall out of cache), gossip's mix streams deg + 2 models, and an asynchronous
+    // server applies every push as its own optimizer step and copies a reply snapshot. The
+    // rates at a core per rank do not see this: at 8 ranks on 2 cores the measured steps were
+    // 2.2x (gossip) and 1.9x (ps) what they predicted, and perf put a third of the CPU in memcpy.
+    if ((s == "gossip" || s == "ps") && workers > 1 && node_n > c.cores_per_node) {
+      const double per_byte = c.link_at(false, bytes * node_n, true).beta_s_per_byte;
+      const double penalty = c.compute_slowdown(node_n) * c.cores_per_node / node_n;
+      double node_cpu = 0;
+      if (s == "gossip") {
+        const double own = (p.compute_s + p.optimizer_s) / slow;
+        node_cpu = n * (own + degree * bytes * per_byte + (degree + 2) * bytes * per_byte / 2);
+      } else {
+        const double own = p.compute_s / slow;
+        const double server = l.ps_sync ? P * c.sgd_ns_per_param * 1e-9 + workers * P * 12 / c.elementwise_bps
+                                        : workers * (P * c.sgd_ns_per_param * 1e-9 + bytes * per_byte / 2);
+        node_cpu = workers * (own + 2 * bytes * per_byte) + server;
+      }
+      const double floor = node_cpu * node_n / n / c.cores_per_node * std::max(1.0, penalty);
+      const double step = p.compute_s + p.comm_s + p.optimizer_s;
+      if (floor > step) p.comm_s += floor - step;  // the copies, exposed
     }
     p.step_s = p.compute_s + p.comm_s + p.optimizer_s;
     return p;

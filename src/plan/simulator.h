@@ -88,6 +88,7 @@ struct Layout {
   double bucket_mb = 1.0;
   int sync_every = 8;   // localsgd
   int servers = 1;      // ps
+  bool ps_sync = false; // ps: --sync (one update per step) rather than one per push
   int clients = 0;               // fedavg: simulated clients (0: 10 per rank, as dtrain train)
   double client_fraction = 0.1;  // fedavg: share of the clients sampled per round
   uint64_t seed = 0;             // fedavg: the run's seed (it draws the sample)
