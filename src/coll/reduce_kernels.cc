@@ -108,7 +108,24 @@ void divide(void* buf, size_t n, D p) {
 
 }  // namespace
 
+void sum_f32_ordered_avx512(float* out, const float* const* srcs, int k, size_t n);
+void sum_f16_ordered_avx512(uint16_t* out, const uint16_t* const* srcs, int k, size_t n);
+
+namespace {
+bool have_avx512f() {
+  static const bool yes = __builtin_cpu_supports("avx512f");
+  return yes;
+}
+bool half_sum(DType t, ReduceOp op) {
+  return t == DType::kFloat16 && (op == ReduceOp::kSum || op == ReduceOp::kAvg) && have_avx512f();
+}
+}  // namespace
+
 void reduce_into(DType t, ReduceOp op, void* dst, const void* src, size_t n) {
+  if (half_sum(t, op)) {
+    const uint16_t* srcs[2] = {static_cast<const uint16_t*>(dst), static_cast<const uint16_t*>(src)};
+    return sum_f16_ordered_avx512(static_cast<uint16_t*>(dst), srcs, 2, n);
+  }
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAvg: return into_by_type<Add>(t, dst, src, n);
@@ -118,19 +135,12 @@ void reduce_into(DType t, ReduceOp op, void* dst, const void* src, size_t n) {
   }
 }
 
-void sum_f32_ordered_avx512(float* out, const float* const* srcs, int k, size_t n);
-
-namespace {
-bool have_avx512f() {
-  static const bool yes = __builtin_cpu_supports("avx512f");
-  return yes;
-}
-}  // namespace
-
 void reduce_ordered(DType t, ReduceOp op, void* out, const void* const* srcs, int k, size_t n) {
   DT_CHECK(k >= 1, InvalidArgument, "reduce_ordered needs at least one source");
   if (t == DType::kFloat32 && (op == ReduceOp::kSum || op == ReduceOp::kAvg) && k <= 64 && have_avx512f())
     return sum_f32_ordered_avx512(static_cast<float*>(out), reinterpret_cast<const float* const*>(srcs), k, n);
+  if (half_sum(t, op))
+    return sum_f16_ordered_avx512(static_cast<uint16_t*>(out), reinterpret_cast<const uint16_t* const*>(srcs), k, n);
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAvg: return ordered_by_type<Add>(t, out, srcs, k, n);
