@@ -14,7 +14,7 @@ B=build/bin/hogwild_scaling_bench
 REPS=${REPS:-5}
 [[ -x $B ]] || { echo "hogwild_scaling.sh: $B is missing; build first (scripts/build.sh)" >&2; exit 2; }
 echo "== news20 $(uptime)"
-$B --data news20 --model softmax --normalize --lr 0.5 --epochs 10 --reps "$REPS" "$@"
+$B --data news20 --model softmax --normalize --lr 0.5 --epochs 40 --reps "$REPS" "$@"
 echo "== a9a $(uptime)"
 $B --data a9a --model logreg --lr 0.01 --epochs 50 --reps "$REPS" "$@"
 echo "== done $(uptime)"
