@@ -9,6 +9,7 @@
 #include <malloc.h>
 
 #include "autograd/graph.h"
+#include "autograd/ops.h"
 #include "base/error.h"
 #include "base/heap_stats.h"
 #include "nn/mlp.h"
@@ -32,10 +33,24 @@ const Unit& unit_of(const std::string& spec, int index, ModelSpec* cache) {
   return cache->units[static_cast<size_t>(index)];
 }
 
-// The points of every distinct unit kind of `spec` at these item counts.
+// A point's work: items x the unit's work; for "gpt_layernorm" (no unit of its own) the
+// elements it normalises, items x context x width.
+double point_work(const UnitPoint& p, ModelSpec* cache) {
+  if (p.kind == "gpt_layernorm") {
+    if (cache->spec != p.spec) *cache = ModelSpec::parse(p.spec);
+    return static_cast<double>(p.items) * static_cast<double>(cache->context * cache->width);
+  }
+  return static_cast<double>(p.items) * unit_work(unit_of(p.spec, p.unit, cache));
+}
+
+// The points of every distinct unit kind of `spec` at these item counts; a GPT's also time
+// one layernorm over a block's output ("gpt_layernorm"): tensor parallelism splits a block's
+// GEMMs over its ranks but every rank normalises the whole width (simulator.cc).
 std::vector<UnitPoint> points_of(const std::string& spec, const std::vector<int64_t>& items) {
   ModelSpec m = ModelSpec::parse(spec);
   std::vector<UnitPoint> out;
+  if (m.gpt)
+    for (int64_t n : items) out.push_back({"gpt_layernorm", spec, -1, n, static_cast<double>(n * m.context * m.width), 0, 0});
   for (size_t u = 0; u < m.units.size(); ++u) {
     const Unit& x = m.units[u];
     // One GPT block stands for all (they are identical); every MLP layer has its own shape.
@@ -93,6 +108,18 @@ UnitPass time_unit(const UnitPoint& p, double seconds, int fixed) {
         seconds, fixed, [&](Graph& g) { return layer.forward(g, g.input(x)); }, [&](Graph& g, const Var& y) { g.backward(y, seed); });
   }
   GptConfig c = GptConfig::parse(p.spec, 65);
+  if (p.kind == "gpt_layernorm") {
+    const int64_t tok = p.items * c.context;
+    Tensor x = Tensor::empty({tok, c.width}), seed = Tensor::empty({tok, c.width});
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      x.data()[i] = 0.5f * std::sin(0.37f * static_cast<float>(i));
+      seed.data()[i] = 1e-3f * std::cos(0.11f * static_cast<float>(i));
+    }
+    Tensor gamma = Tensor::full({c.width}, 1.0f), beta = Tensor::full({c.width}, 0.0f);
+    return time_pass(
+        seconds, fixed, [&](Graph& g) { return layernorm(g.leaf(x), g.leaf(gamma), g.leaf(beta)); },
+        [&](Graph& g, const Var& y) { g.backward(y, seed); });
+  }
   // A block is timed inside a stack of kStack blocks and charged 1/kStack of it: the
   // activations of several blocks (not one block's, hot in cache) are what training touches.
   const int count = p.kind == "gpt_block" ? kStack : 1;
@@ -257,6 +284,7 @@ std::map<std::string, UnitCost> fit_units(const std::vector<UnitPoint>& points) 
   ModelSpec cache;
   auto params_of = [&](const UnitPoint& p) {
     if (p.kind == "mlp_step") return ModelSpec::parse(p.spec).params();
+    if (p.kind == "gpt_layernorm") return 2.0 * static_cast<double>(ModelSpec::parse(p.spec).width);  // gamma, beta
     return unit_of(p.spec, p.unit, &cache).params;
   };
   std::map<std::string, std::pair<std::vector<PlanePoint>, std::vector<PlanePoint>>> by;
@@ -272,6 +300,7 @@ std::map<std::string, UnitCost> fit_units(const std::vector<UnitPoint>& points) 
   // Per item, and per element of the unit's memory basis (items x mem_elems).
   std::map<std::string, std::array<double, 6>> mem;  // sums x^2, x act, x peak for x = items, then x = elements
   for (const auto& p : points) {
+    if (p.kind == "gpt_layernorm") continue;  // its memory is inside the block's
     auto& m = mem[p.kind];
     const double n = static_cast<double>(p.items), e = n * mem_elems(unit_of(p.spec, p.unit, &cache));
     m[0] += n * n, m[1] += n * p.act_b, m[2] += n * p.peak_b;
@@ -311,7 +340,7 @@ void measure_units(std::vector<UnitPoint>& points, double seconds) {
   const double per = seconds / std::max<size_t>(1, points.size());
   ModelSpec cache;
   for (auto& p : points) {
-    p.work = static_cast<double>(p.items) * unit_work(unit_of(p.spec, p.unit, &cache));
+    p.work = point_work(p, &cache);
     UnitPass r = time_unit(p, per, 0);
     p.fwd_s = r.fwd_s, p.bwd_s = r.bwd_s, p.act_b = r.act_b, p.peak_b = r.peak_b;
   }

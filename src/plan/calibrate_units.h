@@ -4,7 +4,9 @@
 //
 // Contract
 // - A unit kind is what plan/simulator.h's ModelSpec calls a unit: "mlp_layer" (one Linear
-//   layer of the MLP), "gpt_embedding", "gpt_block", "gpt_head". Its WORK for a pass over
+//   layer of the MLP), "gpt_embedding", "gpt_block", "gpt_head"; and "gpt_layernorm", one
+//   layernorm (forward, backward) over a block's output, which tensor parallelism does not
+//   split (its work: items x context x width elements). Its WORK for a pass over
 //   `items` examples or sequences is items x (fwd_flops + out_elems) of the ModelSpec unit
 //   (unit_work()): FLOPs, plus the elements it writes so the embedding (no FLOPs) has a size.
 // - UnitFit is t = fixed_s + work x s_per_work + params x s_per_param: least squares with

@@ -143,7 +143,18 @@ Pass unit_pass(const Cluster& c, const Unit& u, double items, int tp) {
   if (it != c.units.end()) {
     const double w = items * unit_work(u) / split;
     const double params = u.params / split;
-    return {it->second.fwd.at(w, params), it->second.bwd.at(w, params)};
+    Pass p{it->second.fwd.at(w, params), it->second.bwd.at(w, params)};
+    // Every tp rank normalises the whole width (the block's two layernorms are replicated,
+    // as in Megatron without sequence parallelism), so the share of them the split took off
+    // comes back: (1 - 1/tp) of two layernorms over the block's output. At 8 ranks perf put
+    // layernorm at 21% of the step's CPU; without this the 4- and 8-rank tp rows were
+    // predicted 25% and 39% short.
+    auto ln = c.units.find("gpt_layernorm");
+    if (u.block && tp > 1 && ln != c.units.end()) {
+      const double e = items * u.out_elems, share = 2 * (1 - 1.0 / tp);
+      p.f += share * ln->second.fwd.at(e), p.b += share * ln->second.bwd.at(e);
+    }
+    return p;
   }
   const double f = u.fwd_flops * items / split / c.gemm_flops + 2 * kF * u.act_elems * items / c.elementwise_bps;
   return {f, 2 * f};

@@ -226,9 +226,11 @@ TEST(CalibrateUnits, MlpStepIsTheStepAroundTheLayers) {
 
 TEST(CalibrateUnits, MeasuresTheRealUnits) {
   std::vector<UnitPoint> pts = unit_points_for("gpt:layers=2,heads=2,width=16,context=8");
-  ASSERT_EQ(pts.size(), 9u);  // embedding, one block (both are alike), head; three item counts
+  // A layernorm over a block's output, embedding, one block (both are alike), head; three
+  // item counts.
+  ASSERT_EQ(pts.size(), 12u);
   for (auto& p : unit_points_for("mlp:8-4-2")) pts.push_back(p);
-  ASSERT_EQ(pts.size(), 17u);  // two MLP layers of their own shapes, four item counts
+  ASSERT_EQ(pts.size(), 20u);  // two MLP layers of their own shapes, four item counts
   measure_units(pts, 0.05);
   ModelSpec g = ModelSpec::parse("gpt:layers=2,heads=2,width=16,context=8");
   for (const auto& p : pts) {
@@ -237,9 +239,12 @@ TEST(CalibrateUnits, MeasuresTheRealUnits) {
     if (p.kind == "gpt_block") {
       EXPECT_DOUBLE_EQ(p.work, p.items * unit_work(g.units[1]));
     }
+    if (p.kind == "gpt_layernorm") {
+      EXPECT_DOUBLE_EQ(p.work, static_cast<double>(p.items * 8 * 16));  // items x context x width
+    }
   }
-  EXPECT_EQ(fit_units(pts).size(), 4u);
-  EXPECT_GT(run_processes(pts[3], 2, 1), 0);  // forked processes run a block and exit cleanly
+  EXPECT_EQ(fit_units(pts).size(), 5u);
+  EXPECT_GT(run_processes(pts[6], 2, 1), 0);  // forked processes run a block and exit cleanly
 }
 
 }  // namespace
