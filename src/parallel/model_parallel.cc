@@ -84,16 +84,19 @@ double cpu_seconds() {
 
 // Forward + backward multiply-adds per token of each unit ("flops"), or each unit's
 // forward + backward CPU time on one micro-batch ("measured"): the cost model for balancing.
+std::vector<double> gpt_flops_costs(const GptConfig& c) {
+  std::vector<double> costs(static_cast<size_t>(c.num_units()));
+  const double w = static_cast<double>(c.width), t = static_cast<double>(c.context);
+  costs.front() = 2 * w;  // two lookups and an add
+  for (int u = 1; u + 1 < c.num_units(); ++u) costs[static_cast<size_t>(u)] = 3 * (12 * w * w + 2 * t * w);
+  costs.back() = 3 * w * static_cast<double>(c.vocab) + 10 * w;
+  return costs;
+}
+
 std::vector<double> GptTrainer::unit_costs() {
   const GptConfig& c = cfg_.model;
   std::vector<double> costs(static_cast<size_t>(c.num_units()));
-  if (cfg_.balance == "flops") {
-    const double w = static_cast<double>(c.width), t = static_cast<double>(c.context);
-    costs.front() = 2 * w;                                 // two lookups and an add
-    for (int u = 1; u + 1 < c.num_units(); ++u) costs[static_cast<size_t>(u)] = 3 * (12 * w * w + 2 * t * w);
-    costs.back() = 3 * w * static_cast<double>(c.vocab) + 10 * w;
-    return costs;
-  }
+  if (cfg_.balance == "flops") return gpt_flops_costs(c);
   DT_CHECK(cfg_.balance == "measured", InvalidArgument, "--balance must be flops or measured, got " << cfg_.balance);
   // Rank 0 times each unit's forward + backward on one micro-batch (thread CPU time, best of
   // 5, so a loaded machine does not skew it); everyone gets rank 0's numbers.

@@ -79,6 +79,11 @@ struct MpStats {
   int64_t model_params = 0;            // the dense model's
 };
 
+// The "flops" cost of each unit (embedding, blocks, head) that --balance flops cuts the
+// pipeline by (balanced_partition): multiply-adds per token of forward + backward. The
+// planner cuts its simulated pipelines with the same costs (plan/simulator.cc).
+std::vector<double> gpt_flops_costs(const GptConfig& c);
+
 class GptTrainer {
  public:
   GptTrainer(Communicator& world, const MpConfig& config, const data::TextData& text, Instrument* instrument = nullptr);
