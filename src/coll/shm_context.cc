@@ -232,30 +232,20 @@ void ShmContext::wait_for(int q, uint64_t phase, const Deadline& deadline, const
   //   how OpenMPI's --oversubscribe mode keeps small collectives at a few us. On a machine
   //   busy with other processes one yield can cost a whole time slice (~1 ms, measured in
   //   the transport); the budget is wall time, so that case falls through to sleeping
-  //   after the first yield, and a yield that took longer than kForeignSliceNs turns the
-  //   yield stage off for kNoYieldNs: with one busy process beside 8 ranks on 2 cores,
-  //   yielding handed it a whole slice at every wait (an 8-byte all-reduce took 1.5-2.8 ms
-  //   instead of 8-11 us), while a sleeper woken by its peer's doorbell preempts it;
+  //   after the first yield;
   // - sleep on the peer's doorbell (an eventcount: read the doorbell, re-check, sleep only
   //   if it has not moved), waking at least every millisecond to check the deadline and
   //   whether the peer's process still exists.
-  constexpr int64_t kSpinNs = 50000, kForeignSliceNs = 1000000, kNoYieldNs = 20000000;
+  constexpr int64_t kSpinNs = 50000;
   const bool oversubscribed = spin_ranks_per_core_ > 1;
   const int64_t busy_ns = static_cast<int64_t>(std::min<size_t>(busy_bytes / 4, 2000000));
   Header* h = header(q);
   if (h->arrived.load(std::memory_order_acquire) < phase) {
-    const int64_t start = now_ns();
-    const bool yield = oversubscribed && start >= no_yield_until_ns_.load(std::memory_order_relaxed);
-    const int64_t until = start + (oversubscribed ? (yield ? yield_ns_ + busy_ns : 0) : kSpinNs + busy_ns);
+    const int64_t until = now_ns() + (oversubscribed ? yield_ns_ : kSpinNs) + busy_ns;
     for (int i = 0; h->arrived.load(std::memory_order_acquire) < phase; ++i) {
       if (oversubscribed) {
-        const int64_t t0 = now_ns();
-        if (t0 > until) break;
+        if (now_ns() > until) break;
         sched_yield();
-        if (const int64_t t1 = now_ns(); t1 - t0 > kForeignSliceNs) {
-          no_yield_until_ns_.store(t1 + kNoYieldNs, std::memory_order_relaxed);
-          break;
-        }
       } else {
         if (i % 64 == 63 && now_ns() > until) break;
         cpu_relax();

@@ -118,9 +118,6 @@ class ShmContext {
   std::vector<const void*> inputs_;  // allreduce_small's slots in rank order
   int spin_ranks_per_core_ = 1;
   int64_t yield_ns_ = 100000;  // CollConfig::shm_yield_us
-  // Until then waits skip the yield stage and sleep: set when one yield lasted a time slice
-  // of some other task (wait_for), so a process outside the job gets no slices from us.
-  std::atomic<int64_t> no_yield_until_ns_{0};
   int cross_memory_reads_ = -1;
 };
 

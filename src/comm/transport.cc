@@ -681,8 +681,7 @@ void Transport::wait(Op& op, double timeout_s) {
   timeout_s = resolve_timeout(timeout_s, opts_.timeout_s);
   Deadline deadline = Deadline::after(timeout_s);
   double spin_until = now_seconds() + spin_s_;
-  // No yield stage while a recent yield handed a whole time slice to another task (below).
-  double yield_until = spin_until + (spin_until >= no_yield_until_.load(std::memory_order_relaxed) ? yield_s_ : 0);
+  const double yield_until = spin_until + yield_s_;
   double next_liveness = now_seconds() + 0.1;
   std::vector<int> want_write;
   while (!op.complete.load(std::memory_order_acquire)) {
@@ -720,15 +719,7 @@ void Transport::wait(Op& op, double timeout_s) {
       }
     }
     if (yield_now) {
-      const double t0 = now_seconds();
       sched_yield();  // outside the lock
-      // A yield that came back after a millisecond or more gave a time slice to a process
-      // outside the job: sleep from now on (a woken sleeper preempts it) and for the next
-      // 20 ms of waits (coll/shm_context.cc wait_for has the measurements).
-      if (const double t1 = now_seconds(); t1 - t0 > 1e-3) {
-        no_yield_until_.store(t1 + 0.02, std::memory_order_relaxed);
-        yield_until = t1;
-      }
       continue;
     }
     fabric_->sleep(token, std::min(deadline.remaining_ms(), 100), want_write);

@@ -177,9 +177,6 @@ class Transport {
   std::unique_ptr<Fabric> fabric_;
   TransportOptions opts_;
   double spin_s_, yield_s_ = 0;
-  // Until then (now_seconds) waits skip the yield stage: set when one yield lasted a time
-  // slice of some other task (wait), as coll/shm_context.cc does.
-  std::atomic<double> no_yield_until_{0};
   std::mutex mu_;
   std::vector<std::unique_ptr<Peer>> peers_;
   std::string gone_peers_locked() const;
