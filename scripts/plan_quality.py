@@ -16,7 +16,7 @@ rest); measuring all would hold the shared machine for 10-30 minutes. The checks
 therefore over the MEASURED set, which the report says.
 
 Usage: scripts/plan_quality.py [--build build] [--ranks 4 8] [--batch-per-rank 4]
-       [--steps 4] [--max 24] [--top 5] [--out DIR]
+       [--steps 12] [--max 24] [--top 5] [--out DIR]
 Run it under the bench lock: flock /tmp/dtrain-bench.lock scripts/plan_quality.py ...
 """
 import argparse
@@ -57,7 +57,7 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--ranks", type=int, nargs="+", default=[4])
     ap.add_argument("--batch-per-rank", type=int, default=4)
-    ap.add_argument("--steps", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--max", type=int, default=24)
     ap.add_argument("--top", type=int, default=5)
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/dtrain-plan-quality"))
