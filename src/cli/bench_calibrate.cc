@@ -141,6 +141,9 @@ Calibrated calibrate(Communicator& c, double seconds) {
 constexpr const char* kByRanksSizes = "16K,64K,256K,512K,1M,2M,4M,8M,16M,32M,64M";
 constexpr double kByRanksSeconds = 0.08;
 constexpr int kByRanksPasses = 2;
+// The compute each rank burns before every call when the gap factor is measured: about an
+// MLP step's per-rank compute at 4-8 ranks (training's calls are that far apart).
+constexpr int kGapUs = 600;
 
 void write_calibration(const std::string& path, const std::vector<std::pair<std::string, Calibrated>>& measured,
                        double compute_seconds, const std::vector<std::string>& models, bool by_ranks_threads) {
@@ -214,7 +217,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
   DT_CHECK(j.is_object() && j.contains("links_by_size") && j["links_by_size"].contains("intra"), IoError,
            "bench calibrate: " << path << " has no intra-host link figures to add the collectives by rank count to");
   nlohmann::json by_ranks = nlohmann::json::object(), rs = nlohmann::json::object(), ag = nlohmann::json::object(),
-                 bc = nlohmann::json::object();
+                 bc = nlohmann::json::object(), gap = nlohmann::json::object();
   for (int p : {2, 4, 8}) {
     // Each row is the fastest of kByRanksPasses jobs: on a shared VM a pass is sometimes
     // disturbed (a row 20-70% slower than the same row a minute later), never sped up.
@@ -245,6 +248,37 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
       }
     }
     const std::string key = std::to_string(p);
+    // The gap factor (plan/cluster.h LinkSizes::gap_factor_by_ranks): where the ranks
+    // outnumber the cores, the 1 MiB all-reduce with kGapUs of CPU burnt by every rank before
+    // each call (`bench collectives --gap-us`), less the gaps as the cores serialise them,
+    // over the same call back to back. The lower of two passes (a disturbed pass is slower).
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const auto b2b = fastest.find({"allreduce", 1048576.0});
+    if (p > cores && b2b != fastest.end()) {
+      double factor = -1;
+      for (int pass = 0; pass < kByRanksPasses; ++pass) {
+        const std::string rows = path + ".gap" + std::to_string(p) + ".json";
+        launch::LaunchOptions o;
+        o.nproc = p;
+        o.timeout_s = timeout;
+        o.tag_output = false;
+        const int rc = launch::relaunch_command(
+            o, {"bench", "collectives"},
+            {"-n", std::to_string(p), "--op", "allreduce", "--transport", "shm", "--sizes", "1M", "--seconds", "0.3",
+             "--gap-us", std::to_string(kGapUs), "--timeout", std::to_string(timeout), "--json", rows});
+        std::ifstream r(rows);
+        nlohmann::json got = nlohmann::json::parse(r, nullptr, false);
+        std::remove(rows.c_str());
+        if (rc != 0) return rc;
+        DT_CHECK(got.is_array() && !got.empty(), IoError, "bench calibrate: the " << p << "-rank gap run wrote no rows");
+        const double gaps = kGapUs * 1e-6 * static_cast<double>(p) / cores;
+        const double f = std::max(1.0, (got[0]["time_us"].get<double>() * 1e-6 - gaps) / b2b->second);
+        factor = factor < 0 ? f : std::min(factor, f);
+      }
+      gap[key] = factor;
+      std::printf("shm allreduce, %d ranks (processes), 1 MiB with %d us of compute before each call: x%.2f\n", p,
+                  kGapUs, factor);
+    }
     for (const auto& [k, t] : fastest) {  // (op, bytes) order: bytes increase within an op
       const std::string& op = k.first;
       nlohmann::json& dst = op == "allreduce" ? by_ranks : op == "reducescatter" ? rs : op == "allgather" ? ag : bc;
@@ -257,6 +291,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
   j["links_by_size"]["intra"]["reducescatter_by_ranks"] = rs;
   j["links_by_size"]["intra"]["allgather_by_ranks"] = ag;
   j["links_by_size"]["intra"]["broadcast_by_ranks"] = bc;
+  j["links_by_size"]["intra"]["gap_factor_by_ranks"] = gap;
   j["links_by_size"]["intra"]["allreduce_by_ranks_with"] = "processes";
   std::ofstream out(path);
   DT_CHECK(out.good(), IoError, "cannot write calibration file " << path);

@@ -137,6 +137,16 @@ LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where
       (*dst)[p] = points(j[key], k.c_str(), where + "." + key);
     }
   }
+  if (j.contains("gap_factor_by_ranks")) {
+    const auto& g = j["gap_factor_by_ranks"];
+    DT_CHECK(g.is_object(), InvalidArgument, where << ".gap_factor_by_ranks must be {\"ranks\": factor >= 1}");
+    for (const auto& [k, v] : g.items()) {
+      const int p = std::atoi(k.c_str());
+      DT_CHECK(p >= 2 && v.is_number() && v.get<double>() >= 1, InvalidArgument,
+               where << ".gap_factor_by_ranks: '" << k << "' must be a rank count >= 2 with a factor >= 1");
+      t.gap_factor_by_ranks[p] = v.get<double>();
+    }
+  }
   return t;
 }
 
@@ -146,6 +156,7 @@ nlohmann::json link_sizes_json(const LinkSizes& t) {
   for (const auto& [p, v] : t.reducescatter_by_ranks) j["reducescatter_by_ranks"][std::to_string(p)] = v;
   for (const auto& [p, v] : t.allgather_by_ranks) j["allgather_by_ranks"][std::to_string(p)] = v;
   for (const auto& [p, v] : t.broadcast_by_ranks) j["broadcast_by_ranks"][std::to_string(p)] = v;
+  for (const auto& [p, f] : t.gap_factor_by_ranks) j["gap_factor_by_ranks"][std::to_string(p)] = f;
   return j;
 }
 

@@ -61,6 +61,10 @@ struct LinkSizes {
   // Broadcast from rank 0 (bytes = the buffer, seconds) by rank count: what `dtrain bench
   // collectives` predicts a calibrated broadcast from.
   std::map<int, std::vector<std::pair<double, double>>> broadcast_by_ranks;
+  // By rank count: what a collective costs when every rank computes between calls, as in
+  // training, over what it costs back to back (the tables above), >= 1 ("gap_factor_by_ranks":
+  // {"8": 1.3}). Ranks that outnumber the cores arrive at a call in their time slices' order.
+  std::map<int, double> gap_factor_by_ranks;
 };
 LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where);
 nlohmann::json link_sizes_json(const LinkSizes& t);

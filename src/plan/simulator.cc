@@ -91,6 +91,13 @@ double beyond(const Cluster& c, int node_ranks, int measured) {
 // calibrated all-reduce and exchange figures by size), not one large-buffer beta.
 // node_ranks: the job's ranks on the node; those beyond the ranks a figure was measured with
 // slow it (beyond).
+// Training computes between collectives: a group measured back to back costs its calibrated
+// gap factor more (LinkSizes::gap_factor_by_ranks; 1 where the calibration has none).
+double gap_factor(const Cluster& c, int ranks) {
+  auto it = c.intra_sizes.gap_factor_by_ranks.find(ranks);
+  return it == c.intra_sizes.gap_factor_by_ranks.end() ? 1.0 : it->second;
+}
+
 double allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks) {
   if (g.size <= 1 || bytes <= 0) return 0;
   int rpn = c.ranks_per_node > 0 ? c.ranks_per_node : g.size * g.stride;
@@ -98,7 +105,7 @@ double allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks) {
   if (per_node >= g.size) {
     // Measured at this many ranks: the time itself, oversubscription included.
     const double t = c.measured_allreduce_s(g.size, bytes);
-    if (t >= 0) return t * beyond(c, node_ranks, g.size);
+    if (t >= 0) return t * gap_factor(c, g.size) * beyond(c, node_ranks, g.size);
     return best_allreduce_s(g.size, bytes, c.link_at(false, bytes, false)) * beyond(c, node_ranks, 2);
   }
   return hierarchical_allreduce_s(g.size / per_node, per_node, bytes, c.link_at(false, bytes, false),
@@ -115,7 +122,7 @@ double half_collective_s(const Cluster& c, Group g, double bytes, int node_ranks
   if (g.size <= 1 || bytes <= 0) return 0;
   const int rpn = c.ranks_per_node > 0 ? c.ranks_per_node : g.size * g.stride;
   const double t = std::clamp(rpn / g.stride, 1, g.size) >= g.size ? (c.*measured)(g.size, bytes) : -1;
-  if (t >= 0) return t * beyond(c, node_ranks, g.size);
+  if (t >= 0) return t * gap_factor(c, g.size) * beyond(c, node_ranks, g.size);
   return ring(g.size, bytes, c.link_at(g.size * g.stride > rpn, bytes, false)) * beyond(c, node_ranks, 2);
 }
 double reduce_scatter_s(const Cluster& c, Group g, double bytes, int node_ranks) {

@@ -287,3 +287,28 @@ TEST(Simulator, SlotAllReduceKeepsNoModelSizedReceiveBuffer) {
 
 }  // namespace
 }  // namespace dtrain::plan
+
+namespace dtrain::plan {
+namespace {
+
+TEST(Simulator, CalibratedGapFactorPricesCollectivesBetweenComputeSteps) {
+  ModelSpec m = ModelSpec::parse("mlp:784-256-128-10");
+  Cluster c = ideal(2);
+  c.intra_sizes.allreduce_by_ranks[8] = {{1e3, 1e-4}, {1e9, 1e-4}};  // 100 us at every size
+  const Layout l{.strategy = "ddp", .dp = 8, .bucket_mb = 16};
+  const double back_to_back = simulate(m, l, c, 64).comm_s;
+  ASSERT_GT(back_to_back, 0);
+  c.intra_sizes.gap_factor_by_ranks[8] = 1.5;
+  EXPECT_NEAR(simulate(m, l, c, 64).comm_s, 1.5 * back_to_back, 1e-12);
+  c.intra_sizes.gap_factor_by_ranks[4] = 2.0;  // another rank count: no effect at 8
+  EXPECT_NEAR(simulate(m, l, c, 64).comm_s, 1.5 * back_to_back, 1e-12);
+  // Through the calibration file and back; a factor below 1 is refused.
+  Cluster back = cluster_from_json(cluster_to_json(c), "roundtrip");
+  EXPECT_DOUBLE_EQ(back.intra_sizes.gap_factor_by_ranks.at(8), 1.5);
+  nlohmann::json bad = link_sizes_json(c.intra_sizes);
+  bad["gap_factor_by_ranks"]["8"] = 0.5;
+  EXPECT_THROW(link_sizes_from_json(bad, "links"), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace dtrain::plan
