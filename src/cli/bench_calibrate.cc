@@ -144,6 +144,9 @@ constexpr int kByRanksPasses = 2;
 // The compute each rank burns before every call when the gap factor is measured: about an
 // MLP step's per-rank compute at 4-8 ranks (training's calls are that far apart).
 constexpr int kGapUs = 600;
+// Passes of it, the lowest factor kept: three calibrations a few minutes apart read x1.40,
+// x1.40 and x2.04 at 8 ranks with two.
+constexpr int kGapPasses = 3;
 
 void write_calibration(const std::string& path, const std::vector<std::pair<std::string, Calibrated>>& measured,
                        double compute_seconds, const std::vector<std::string>& models, bool by_ranks_threads) {
@@ -211,6 +214,28 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
 // `dtrain bench collectives` predicts), each rank count a job of its own (`dtrain bench
 // collectives -n P`, rows to a temporary JSON file), into the file's links_by_size.intra
 // allreduce_by_ranks, reducescatter_by_ranks, allgather_by_ranks and broadcast_by_ranks.
+// One `dtrain bench collectives -n p` job over shm with `args`, its rows (a non-empty JSON
+// array) into *rows through a temporary file beside the calibration (stem + p + ".json");
+// returns the job's exit code.
+int collectives_job(const std::string& stem, int p, double timeout, const std::vector<std::string>& args,
+                    nlohmann::json* rows) {
+  const std::string file = stem + std::to_string(p) + ".json";
+  launch::LaunchOptions o;
+  o.nproc = p;
+  o.timeout_s = timeout;
+  o.tag_output = false;
+  std::vector<std::string> a{"-n", std::to_string(p), "--transport", "shm", "--timeout", std::to_string(timeout),
+                             "--json", file};
+  a.insert(a.end(), args.begin(), args.end());
+  const int rc = launch::relaunch_command(o, {"bench", "collectives"}, a);
+  std::ifstream r(file);
+  *rows = nlohmann::json::parse(r, nullptr, false);
+  std::remove(file.c_str());
+  if (rc != 0) return rc;
+  DT_CHECK(rows->is_array() && !rows->empty(), IoError, "bench calibrate: the " << p << "-rank collectives wrote no rows");
+  return 0;
+}
+
 int add_collectives_by_ranks(const std::string& path, double timeout) {
   std::ifstream in(path);
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
@@ -223,24 +248,12 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
     // disturbed (a row 20-70% slower than the same row a minute later), never sped up.
     std::map<std::pair<std::string, double>, double> fastest;  // (op, bytes) -> seconds
     for (int pass = 0; pass < kByRanksPasses; ++pass) {
-      const std::string rows = path + ".ranks" + std::to_string(p) + ".json";
-      launch::LaunchOptions o;
-      o.nproc = p;
-      o.timeout_s = timeout;
-      o.tag_output = false;
-      const int rc = launch::relaunch_command(
-          o, {"bench", "collectives"},
-          {"-n", std::to_string(p), "--op", "allreduce,reducescatter,allgather,broadcast", "--transport", "shm",
-           "--sizes", kByRanksSizes, "--seconds", std::to_string(kByRanksSeconds), "--timeout", std::to_string(timeout),
-           "--json", rows});
-      if (rc != 0) {
-        std::remove(rows.c_str());
-        return rc;
-      }
-      std::ifstream r(rows);
-      nlohmann::json got = nlohmann::json::parse(r, nullptr, false);
-      std::remove(rows.c_str());
-      DT_CHECK(got.is_array() && !got.empty(), IoError, "bench calibrate: the " << p << "-rank collectives wrote no rows");
+      nlohmann::json got;
+      const int rc = collectives_job(path + ".ranks", p, timeout,
+                                     {"--op", "allreduce,reducescatter,allgather,broadcast", "--sizes", kByRanksSizes,
+                                      "--seconds", std::to_string(kByRanksSeconds)},
+                                     &got);
+      if (rc != 0) return rc;
       for (const auto& row : got) {
         const auto k = std::make_pair(row["op"].get<std::string>(), row["size_bytes"].get<double>());
         const double t = row["time_us"].get<double>() * 1e-6;
@@ -251,26 +264,18 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
     // The gap factor (plan/cluster.h LinkSizes::gap_factor_by_ranks): where the ranks
     // outnumber the cores, the 1 MiB all-reduce with kGapUs of CPU burnt by every rank before
     // each call (`bench collectives --gap-us`), less the gaps as the cores serialise them,
-    // over the same call back to back. The lower of two passes (a disturbed pass is slower).
+    // over the same call back to back. The lowest of kGapPasses (a disturbed pass is slower).
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const auto b2b = fastest.find({"allreduce", 1048576.0});
     if (p > cores && b2b != fastest.end()) {
       double factor = -1;
-      for (int pass = 0; pass < kByRanksPasses; ++pass) {
-        const std::string rows = path + ".gap" + std::to_string(p) + ".json";
-        launch::LaunchOptions o;
-        o.nproc = p;
-        o.timeout_s = timeout;
-        o.tag_output = false;
-        const int rc = launch::relaunch_command(
-            o, {"bench", "collectives"},
-            {"-n", std::to_string(p), "--op", "allreduce", "--transport", "shm", "--sizes", "1M", "--seconds", "0.3",
-             "--gap-us", std::to_string(kGapUs), "--timeout", std::to_string(timeout), "--json", rows});
-        std::ifstream r(rows);
-        nlohmann::json got = nlohmann::json::parse(r, nullptr, false);
-        std::remove(rows.c_str());
+      for (int pass = 0; pass < kGapPasses; ++pass) {
+        nlohmann::json got;
+        const int rc = collectives_job(path + ".gap", p, timeout,
+                                       {"--op", "allreduce", "--sizes", "1M", "--seconds", "0.3", "--gap-us",
+                                        std::to_string(kGapUs)},
+                                       &got);
         if (rc != 0) return rc;
-        DT_CHECK(got.is_array() && !got.empty(), IoError, "bench calibrate: the " << p << "-rank gap run wrote no rows");
         const double gaps = kGapUs * 1e-6 * static_cast<double>(p) / cores;
         const double f = std::max(1.0, (got[0]["time_us"].get<double>() * 1e-6 - gaps) / b2b->second);
         factor = factor < 0 ? f : std::min(factor, f);

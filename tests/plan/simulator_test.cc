@@ -249,11 +249,6 @@ TEST(Simulator, RefusesLayoutsTheExecutorsRefuse) {
   EXPECT_THROW(simulate(gpt, {.strategy = "hybrid", .dp = 2, .pp = 2, .zero = 3}, c, 8), InvalidArgument);
 }
 
-}  // namespace
-}  // namespace dtrain::plan
-
-namespace dtrain::plan {
-namespace {
 
 TEST(Simulator, FedAvgPricesTheSampledClientsOnTheirRanks) {
   ModelSpec m = ModelSpec::parse("mlp:784-256-10");
@@ -285,11 +280,6 @@ TEST(Simulator, SlotAllReduceKeepsNoModelSizedReceiveBuffer) {
   EXPECT_NEAR(slots.buffers_b, 2 * bytes, 1e-6);  // ddp's gradient and scratch
 }
 
-}  // namespace
-}  // namespace dtrain::plan
-
-namespace dtrain::plan {
-namespace {
 
 TEST(Simulator, CalibratedGapFactorPricesCollectivesBetweenComputeSteps) {
   ModelSpec m = ModelSpec::parse("mlp:784-256-128-10");
