@@ -60,9 +60,10 @@ const std::vector<SettingInfo> kTable = {
      "shared-memory collectives, ranks outnumbering cores: yield budget before sleeping", "world (CollConfig)"},
     {"DTRAIN_SHM_SLOT_BYTES", T::kBytes, "256K",
      "size of each of a rank's two slots in a communicator's shared-memory context", "world (CollConfig)"},
-    {"DTRAIN_SHM_SLOTS_BYTES", T::kBytes, "16M",
-     "shared-memory all-gather and reduce-scatter up to this size go through the context's slots, and broadcast when "
-     "ranks outnumber cores (with a core per rank broadcast uses them up to 256K) (0: never)",
+    {"DTRAIN_SHM_SLOTS_BYTES", T::kBytes, "64G",
+     "shared-memory all-gather and reduce-scatter up to this size go through the context's slots, and all-reduce and "
+     "broadcast when ranks outnumber cores (with a core per rank broadcast uses them up to 256K) (0: never; the "
+     "default is every size)",
      "world (CollConfig)"},
     {"DTRAIN_CALIBRATION", T::kPath, "~/.cache/dtrain/calibration.json",
      "cost-model calibration file (written by dtrain bench calibrate)", "world (CollConfig), plan, bench"},

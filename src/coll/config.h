@@ -36,7 +36,7 @@ struct CollConfig {
   bool shm_context = true;  // DTRAIN_SHM_CONTEXT
   double shm_yield_us = 100;
   size_t shm_slot_bytes = size_t{256} << 10;  // DTRAIN_SHM_SLOT_BYTES: the context's slot size
-  size_t shm_slots_bytes = size_t{16} << 20;  // DTRAIN_SHM_SLOTS_BYTES (coll/shm_slots.cc)
+  size_t shm_slots_bytes = size_t{64} << 30;  // DTRAIN_SHM_SLOTS_BYTES (coll/shm_slots.cc): every size
   std::string calibration_path;  // "" = the built-in cost parameters
   std::string host_id;           // "" = the host name
   std::array<ForcedAlgorithm, static_cast<size_t>(CollOp::kBarrier) + 1> forced{};

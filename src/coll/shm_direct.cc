@@ -207,7 +207,8 @@ void allreduce_shm_direct(Call& c, const char* send, char* buf, size_t n, ShmCon
   const int p = c.size(), me = c.rank();
   const size_t es = c.elem();
   if (p == 1 || n == 0) return copy_bytes_if_apart(buf, send, n * es);
-  // With more ranks than cores, up to DTRAIN_SHM_SLOTS_BYTES through the slots
+  // With more ranks than cores, up to DTRAIN_SHM_SLOTS_BYTES (every size by default: at 32-256
+  // MiB the slots were 1.6-1.8x the cross-memory path at 4 and 8 ranks too) through the slots
   // (shm_slots.cc): plain copies and full phases instead of pinned cross-memory copies, an
   // address swap and a closing phase. A/B on the EPYC VM (bench collectives, 256 KiB slots):
   // 4 ranks 256 KiB-16 MiB 1.9-2.7x faster, 8 ranks 2.4-3.1x. With a core per rank (2 ranks

@@ -73,7 +73,7 @@ namespace {
 
 constexpr double kF = 4;  // bytes per float
 // coll/config.h's default DTRAIN_SHM_SLOTS_BYTES: the largest call the slots carry.
-constexpr double kShmSlotsBytes = 16 << 20;
+constexpr double kShmSlotsBytes = 64.0 * (1 << 30);
 
 // A group of g ranks whose members are `stride` world ranks apart: the link it uses and, when
 // it spans nodes, the hierarchical all-reduce.
