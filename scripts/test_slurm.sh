@@ -229,7 +229,7 @@ shm_new() {
     find /tmp -maxdepth 1 -newer "$W/slurm.conf" \( -name "dtrain-$(id -u)-*" -o -name 'dtrain-train-*' -o -name 'ompi.*' \) ! -path "$W"; } 2>/dev/null
 }
 left=$(shm_new); [[ -n "$left" ]] && sleep 1 && left=$(comm -12 <(echo "$left" | sort) <(shm_new | sort))
-for j in "${JOBS[@]}"; do left+=$(ls -d /tmp/dtrain-*-"$j"* 2>/dev/null); done
+for j in "${JOBS[@]}"; do left+=$(ls -d "/tmp/dtrain-$(id -u)-$j-"* 2>/dev/null); done  # world.cc: dtrain-UID-JOB-STEP
 [[ -z "$left" ]] && pass "nothing left in /tmp or /dev/shm" || fail "left behind: $left"
 inside=$(for n in "$NS0" "$NS1"; do ip netns pids "$n"; done 2>/dev/null | while read -r p; do dead "$p" || echo "$p"; done)
 cleanup; trap - EXIT

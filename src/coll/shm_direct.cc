@@ -207,14 +207,17 @@ void allreduce_shm_direct(Call& c, const char* send, char* buf, size_t n, ShmCon
   const int p = c.size(), me = c.rank();
   const size_t es = c.elem();
   if (p == 1 || n == 0) return copy_bytes_if_apart(buf, send, n * es);
-  // With more ranks than cores, up to DTRAIN_SHM_SLOTS_BYTES (every size by default: at 32-256
-  // MiB the slots were 1.6-1.8x the cross-memory path at 4 and 8 ranks too) through the slots
-  // (shm_slots.cc): plain copies and full phases instead of pinned cross-memory copies, an
-  // address swap and a closing phase. A/B on the EPYC VM (bench collectives, 256 KiB slots):
-  // 4 ranks 256 KiB-16 MiB 1.9-2.7x faster, 8 ranks 2.4-3.1x. With a core per rank (2 ranks
-  // there) the slots lost: they copy every byte twice where cross-memory reads copy the
-  // peers' half once (1 MiB 130-143 vs 91-94 us), so that stays here.
-  if (ctx && ctx->oversubscribed() && n * es <= c.comm().coll_config().shm_slots_bytes)
+  // Through the slots (shm_slots.cc) up to DTRAIN_SHM_SLOTS_BYTES (every size by default):
+  // plain copies and full phases instead of pinned cross-memory copies, an address swap and a
+  // closing phase. A/B on the EPYC VM (bench collectives, 256 KiB slots): 4 ranks on 2 cores
+  // 256 KiB-16 MiB 1.9-2.7x faster, 8 ranks 2.4-3.1x, 32-256 MiB 1.6-1.8x at both. With a
+  // core per rank (2 ranks) they were measured slower once (2026-11-25 00:30, 1 MiB 130-143
+  // vs 91-94 us) and so were kept for oversubscribed ranks; measured again (02:58-03:00, three
+  // interleaved rounds, `DTRAIN_SHM_SLOTS_BYTES=0` for the cross-memory path) they are
+  // 1.3-1.9x faster at every size from 256 KiB (1 MiB 20.4-20.8 vs 11.4-11.9 GB/s busbw,
+  // 16 MiB 12.0 vs 7.1-7.3, 256 MiB 8.7-9.5 vs 6.3). The VM's slow mode (docs/PERFORMANCE.md)
+  // may explain the first reading; the cross-memory path stays one setting away.
+  if (ctx && n * es <= c.comm().coll_config().shm_slots_bytes)
     return allreduce_slots(c, send, buf, n, *ctx);
   Phases phases(c, ctx);
   std::vector<Peer> peers;

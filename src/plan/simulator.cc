@@ -263,14 +263,19 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     else if (s == "fedavg") copies = 4;
     // Beyond two ranks the all-reduce's ring keeps a receive buffer of the model's size
     // (measured: +1.4 copies from 2 to 4 ranks, flat from 4 to 8), except where it goes
-    // through the shared-memory slots instead (more ranks than cores, the buffer within
+    // through the shared-memory slots instead (every rank on one node, the buffer within
     // DTRAIN_SHM_SLOTS_BYTES: coll/shm_direct.cc), which keep nothing of the model's size
     // (measured 4 and 8 ranks: exactly one copy less, 5.37 -> 4.43 MB). Gossip's
     // neighbour exchange is not an all-reduce: its extra copy stays.
     const double call_b = s == "ddp" && l.bucket_mb > 0 ? std::min(bytes, l.bucket_mb * (1 << 20)) : bytes;
-    const bool slots = c.ranks_on_node(workers) > c.cores_per_node && call_b <= kShmSlotsBytes;
+    const bool slots = c.ranks_on_node(workers) >= workers && call_b <= kShmSlotsBytes;
     if (workers > 2 && s != "ps" && s != "single" && (s == "gossip" || !slots)) copies += 1;
-    p.buffers_b = copies * bytes;
+    // Through the slots, ddp's and localsgd's all-reduce keep one model-sized copy less than
+    // the cross-memory path's scratch, and 0.5 MB besides (measured at 2 and 4 ranks, not
+    // traced: the slot path's leased staging): ddp 5.08 -> 4.55 MB at 2 ranks.
+    const bool slot_ar = slots && workers > 1 && (s == "ddp" || s == "localsgd");
+    if (slot_ar) copies -= 1;
+    p.buffers_b = copies * bytes + (slot_ar ? 512.0 * 1024 : 0);
     // gossip's heap holds 0.50 MB more than its copies at 2, 4 and 8 ranks alike (measured,
     // not traced; the size of a 512 KiB staging buffer for its model-sized isend/irecv).
     if (s == "gossip" && workers > 1) p.buffers_b += 512.0 * 1024;

@@ -269,15 +269,18 @@ TEST(Simulator, FedAvgPricesTheSampledClientsOnTheirRanks) {
   EXPECT_NEAR(shared.compute_s, alone.compute_s, 1e-12);  // 4 client steps, 2 at a time at half speed: 4 / 4
 }
 
-TEST(Simulator, SlotAllReduceKeepsNoModelSizedReceiveBuffer) {
+TEST(Simulator, SlotAllReduceKeepsNoModelSizedBuffer) {
   ModelSpec m = ModelSpec::parse("mlp:784-256-128-10");
   const double bytes = m.params() * 4;
-  // Four ranks on two cores: the all-reduce goes through the shared-memory slots, which keep
-  // nothing of the model's size; with a core each, the ring keeps one receive buffer more.
+  // Four ranks on one node: the all-reduce goes through the shared-memory slots, which keep
+  // no model-sized buffer (ddp's gradient and 0.5 MB of staging); across two nodes the ring
+  // keeps ddp's scratch and, beyond two ranks, a receive buffer.
   Prediction slots = simulate(m, {.strategy = "ddp", .dp = 4}, ideal(2), 64);
-  Prediction ring = simulate(m, {.strategy = "ddp", .dp = 4}, ideal(8), 64);
-  EXPECT_NEAR(ring.buffers_b - slots.buffers_b, bytes, 1e-6);
-  EXPECT_NEAR(slots.buffers_b, 2 * bytes, 1e-6);  // ddp's gradient and scratch
+  Cluster two_nodes = ideal(8);
+  two_nodes.nodes = 2, two_nodes.ranks_per_node = 2;
+  Prediction ring = simulate(m, {.strategy = "ddp", .dp = 4}, two_nodes, 64);
+  EXPECT_NEAR(slots.buffers_b, bytes + 512.0 * 1024, 1e-6);
+  EXPECT_NEAR(ring.buffers_b, 3 * bytes, 1e-6);
 }
 
 
