@@ -38,6 +38,13 @@
 namespace dtrain::algo {
 namespace {
 
+// With a core per rank, the all-reduce goes through the slots from this size (allreduce_shm_direct).
+constexpr size_t kSlotsAllreduceMinBytes = size_t{8} << 20;
+
+}  // namespace
+
+namespace {
+
 constexpr size_t kPieceBytes = 256u << 10;
 // Broadcast with a core per rank goes through the slots up to this size (see broadcast_shm_direct).
 constexpr size_t kPipelinedBroadcastBytes = 256u << 10;
@@ -211,13 +218,13 @@ void allreduce_shm_direct(Call& c, const char* send, char* buf, size_t n, ShmCon
   // plain copies and full phases instead of pinned cross-memory copies, an address swap and a
   // closing phase. A/B on the EPYC VM (bench collectives, 256 KiB slots): 4 ranks on 2 cores
   // 256 KiB-16 MiB 1.9-2.7x faster, 8 ranks 2.4-3.1x, 32-256 MiB 1.6-1.8x at both. With a
-  // core per rank (2 ranks) they were measured slower once (2026-11-25 00:30, 1 MiB 130-143
-  // vs 91-94 us) and so were kept for oversubscribed ranks; measured again (02:58-03:00, three
-  // interleaved rounds, `DTRAIN_SHM_SLOTS_BYTES=0` for the cross-memory path) they are
-  // 1.3-1.9x faster at every size from 256 KiB (1 MiB 20.4-20.8 vs 11.4-11.9 GB/s busbw,
-  // 16 MiB 12.0 vs 7.1-7.3, 256 MiB 8.7-9.5 vs 6.3). The VM's slow mode (docs/PERFORMANCE.md)
-  // may explain the first reading; the cross-memory path stays one setting away.
-  if (ctx && n * es <= c.comm().coll_config().shm_slots_bytes)
+  // core per rank (2 ranks here) it depends on the VM's mode (docs/PERFORMANCE.md, 2026-11-25
+  // 02:21): with the two vCPUs close (8-byte all-reduce ~0.13 us) the slots were 1.3-1.9x the
+  // cross-memory path at every size from 256 KiB (1 MiB 20.4-20.8 vs 11.4-11.9 GB/s busbw);
+  // far apart (~0.35-0.45 us) they lost up to 4 MiB (8.0-8.4 against 10.0-11.2 GB/s) and won
+  // from 16 MiB (7.1 against 6.1). So with a core per rank they take the calls from
+  // kSlotsAllreduceMinBytes up, where they won in both modes.
+  if (ctx && (ctx->oversubscribed() || n * es >= kSlotsAllreduceMinBytes) && n * es <= c.comm().coll_config().shm_slots_bytes)
     return allreduce_slots(c, send, buf, n, *ctx);
   Phases phases(c, ctx);
   std::vector<Peer> peers;

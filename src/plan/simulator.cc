@@ -74,6 +74,8 @@ namespace {
 constexpr double kF = 4;  // bytes per float
 // coll/config.h's default DTRAIN_SHM_SLOTS_BYTES: the largest call the slots carry.
 constexpr double kShmSlotsBytes = 64.0 * (1 << 30);
+// coll/shm_direct.cc: with a core per rank the all-reduce takes the slots from this size.
+constexpr double kSlotsAllreduceMinBytes = 8 << 20;
 
 // A group of g ranks whose members are `stride` world ranks apart: the link it uses and, when
 // it spans nodes, the hierarchical all-reduce.
@@ -263,12 +265,13 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     else if (s == "fedavg") copies = 4;
     // Beyond two ranks the all-reduce's ring keeps a receive buffer of the model's size
     // (measured: +1.4 copies from 2 to 4 ranks, flat from 4 to 8), except where it goes
-    // through the shared-memory slots instead (every rank on one node, the buffer within
-    // DTRAIN_SHM_SLOTS_BYTES: coll/shm_direct.cc), which keep nothing of the model's size
+    // through the shared-memory slots instead (every rank on one node, more ranks than cores
+    // or a call of 8 MiB or more: coll/shm_direct.cc), which keep nothing of the model's size
     // (measured 4 and 8 ranks: exactly one copy less, 5.37 -> 4.43 MB). Gossip's
     // neighbour exchange is not an all-reduce: its extra copy stays.
     const double call_b = s == "ddp" && l.bucket_mb > 0 ? std::min(bytes, l.bucket_mb * (1 << 20)) : bytes;
-    const bool slots = c.ranks_on_node(workers) >= workers && call_b <= kShmSlotsBytes;
+    const bool slots = c.ranks_on_node(workers) >= workers && call_b <= kShmSlotsBytes &&
+                       (c.ranks_on_node(workers) > c.cores_per_node || call_b >= kSlotsAllreduceMinBytes);
     if (workers > 2 && s != "ps" && s != "single" && (s == "gossip" || !slots)) copies += 1;
     // Through the slots, ddp's and localsgd's all-reduce keep one model-sized copy less than
     // the cross-memory path's scratch, and 0.5 MB besides (measured at 2 and 4 ranks, not

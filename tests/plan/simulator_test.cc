@@ -272,13 +272,12 @@ TEST(Simulator, FedAvgPricesTheSampledClientsOnTheirRanks) {
 TEST(Simulator, SlotAllReduceKeepsNoModelSizedBuffer) {
   ModelSpec m = ModelSpec::parse("mlp:784-256-128-10");
   const double bytes = m.params() * 4;
-  // Four ranks on one node: the all-reduce goes through the shared-memory slots, which keep
-  // no model-sized buffer (ddp's gradient and 0.5 MB of staging); across two nodes the ring
-  // keeps ddp's scratch and, beyond two ranks, a receive buffer.
+  // Four ranks on two cores: the all-reduce goes through the shared-memory slots, which keep
+  // no model-sized buffer (ddp's gradient and 0.5 MB of staging); with a core each (and a
+  // bucket under 8 MiB) the cross-memory path keeps ddp's scratch and, beyond two ranks, a
+  // receive buffer.
   Prediction slots = simulate(m, {.strategy = "ddp", .dp = 4}, ideal(2), 64);
-  Cluster two_nodes = ideal(8);
-  two_nodes.nodes = 2, two_nodes.ranks_per_node = 2;
-  Prediction ring = simulate(m, {.strategy = "ddp", .dp = 4}, two_nodes, 64);
+  Prediction ring = simulate(m, {.strategy = "ddp", .dp = 4}, ideal(8), 64);
   EXPECT_NEAR(slots.buffers_b, bytes + 512.0 * 1024, 1e-6);
   EXPECT_NEAR(ring.buffers_b, 3 * bytes, 1e-6);
 }
