@@ -1,4 +1,4 @@
-// Broadcast, all-gather and reduce-scatter through the shared-memory context's slots
+// Broadcast, all-gather, reduce-scatter and all-reduce through the shared-memory context's slots
 // (coll/shm_slots.cc): sizes that span many chunks and pieces, slots of several sizes, uneven
 // blocks, every root; a rank in another call and a dead root are named, as on every path.
 #include <gtest/gtest.h>
@@ -42,6 +42,27 @@ TEST(ShmSlots, BroadcastEveryRootAcrossManyChunks) {
       }
     });
   }
+}
+
+// With a core per rank the all-reduce takes the slots from 8 MiB (coll/shm_direct.cc): sizes
+// on both sides of the switch, out of place and in place, float32 and int32 (exact sums).
+TEST(ShmSlots, AllreduceFromEightMiBWithACorePerRank) {
+  testing::run_world(2, slots_always(), [&](Communicator& c) {
+    ShmContext ctx(c, 64 << 10);
+    for (DType t : {DType::kFloat32, DType::kInt32}) {
+      for (size_t n : {(size_t{8} << 20) / 4 - 1, (size_t{8} << 20) / 4 + 12345}) {
+        AllreduceOptions o;
+        o.algorithm = Algorithm::kShmDirect;
+        o.shm = &ctx;
+        auto in = testing::input(t, c.rank(), n);
+        std::vector<char> out(in.size());
+        allreduce(c, in.data(), out.data(), n, t, ReduceOp::kSum, o);
+        ASSERT_EQ(testing::compare(out, testing::expected_reduce(t, 2, n, ReduceOp::kSum), t), "") << "n=" << n;
+        allreduce(c, in.data(), n, t, ReduceOp::kSum, o);  // in place
+        ASSERT_EQ(testing::compare(in, testing::expected_reduce(t, 2, n, ReduceOp::kSum), t), "") << "in place n=" << n;
+      }
+    }
+  });
 }
 
 TEST(ShmSlots, AllgathervUnevenBlocksLargerThanTheSlot) {
