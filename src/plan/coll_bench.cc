@@ -343,11 +343,16 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
         row.iters = iters;
         rows.push_back(row);
         if (lead) {
-          double err = row.time_us > 0 ? (row.predicted_us - row.time_us) / row.time_us * 100 : 0;
-          std::printf("%12zu %12zu %9s %6s %5d %18s %11.2f %8.3f %8.3f %7s %10.1f %6.0f%% %5s\n", row.size_bytes,
-                      row.count, row.type.c_str(), row.redop.c_str(), row.root, row.algo.c_str(), row.time_us,
-                      row.algbw_gbps, row.busbw_gbps, wrong < 0 ? "N/A" : std::to_string(wrong).c_str(), row.predicted_us,
-                      err, row.predicted_from.c_str());
+          // No prediction (--gap-us): "-" in both columns rather than 0 us and -100%.
+          char pred[32] = "-", err[32] = "-";
+          if (row.predicted_from != "none") {
+            std::snprintf(pred, sizeof pred, "%.1f", row.predicted_us);
+            std::snprintf(err, sizeof err, "%.0f%%", row.time_us > 0 ? (row.predicted_us - row.time_us) / row.time_us * 100 : 0);
+          }
+          std::printf("%12zu %12zu %9s %6s %5d %18s %11.2f %8.3f %8.3f %7s %10s %7s %5s\n", row.size_bytes, row.count,
+                      row.type.c_str(), row.redop.c_str(), row.root, row.algo.c_str(), row.time_us, row.algbw_gbps,
+                      row.busbw_gbps, wrong < 0 ? "N/A" : std::to_string(wrong).c_str(), pred, err,
+                      row.predicted_from.c_str());
           std::fflush(stdout);
         }
       }
