@@ -82,8 +82,6 @@ double cpu_seconds() {
 }
 }  // namespace
 
-// Forward + backward multiply-adds per token of each unit ("flops"), or each unit's
-// forward + backward CPU time on one micro-batch ("measured"): the cost model for balancing.
 std::vector<double> gpt_flops_costs(const GptConfig& c) {
   std::vector<double> costs(static_cast<size_t>(c.num_units()));
   const double w = static_cast<double>(c.width), t = static_cast<double>(c.context);
@@ -93,6 +91,8 @@ std::vector<double> gpt_flops_costs(const GptConfig& c) {
   return costs;
 }
 
+// Forward + backward multiply-adds per token of each unit ("flops"), or each unit's
+// forward + backward CPU time on one micro-batch ("measured"): the cost model for balancing.
 std::vector<double> GptTrainer::unit_costs() {
   const GptConfig& c = cfg_.model;
   std::vector<double> costs(static_cast<size_t>(c.num_units()));
