@@ -221,9 +221,10 @@ void allreduce_shm_direct(Call& c, const char* send, char* buf, size_t n, ShmCon
   // core per rank (2 ranks here) it depends on the VM's mode (docs/PERFORMANCE.md, 2026-11-25
   // 02:21): with the two vCPUs close (8-byte all-reduce ~0.13 us) the slots were 1.3-1.9x the
   // cross-memory path at every size from 256 KiB (1 MiB 20.4-20.8 vs 11.4-11.9 GB/s busbw);
-  // far apart (~0.35-0.45 us) they lost up to 4 MiB (8.0-8.4 against 10.0-11.2 GB/s) and won
-  // from 16 MiB (7.1 against 6.1). So with a core per rank they take the calls from
-  // kSlotsAllreduceMinBytes up, where they won in both modes.
+  // far apart (~0.35-0.45 us) they lost up to 4 MiB (8.0-8.4 against 10.0-11.2 GB/s), lost
+  // 10-20% at 8 MiB (8.1-8.3 against 8.8-10.1; close, they were 1.9x there) and were even or
+  // ahead from 16 MiB (16 MiB 7.3 against 6.8-7.5, 64 MiB 6.3-6.5 against 6.0). So with a
+  // core per rank they take the calls from kSlotsAllreduceMinBytes up.
   if (ctx && (ctx->oversubscribed() || n * es >= kSlotsAllreduceMinBytes) && n * es <= c.comm().coll_config().shm_slots_bytes)
     return allreduce_slots(c, send, buf, n, *ctx);
   Phases phases(c, ctx);
