@@ -30,13 +30,20 @@ struct ForcedAlgorithm {
   bool job_wide = false;  // from DTRAIN_ALGO
 };
 
+// With a core per rank, an all-reduce takes the shared-memory slots from this size (below it
+// the cross-memory path: coll/shm_direct.cc has the measurements). The planner prices the
+// paths' memory by the same threshold (plan/simulator.cc).
+inline constexpr size_t kSlotsAllreduceMinBytes = size_t{8} << 20;
+// DTRAIN_SHM_SLOTS_BYTES's default: the slots carry calls of every size (coll/shm_slots.cc).
+inline constexpr size_t kDefaultShmSlotsBytes = size_t{64} << 30;
+
 struct CollConfig {
   size_t segment_bytes = size_t{1} << 20;
   bool check = true;
   bool shm_context = true;  // DTRAIN_SHM_CONTEXT
   double shm_yield_us = 100;
   size_t shm_slot_bytes = size_t{256} << 10;  // DTRAIN_SHM_SLOT_BYTES: the context's slot size
-  size_t shm_slots_bytes = size_t{64} << 30;  // DTRAIN_SHM_SLOTS_BYTES (coll/shm_slots.cc): every size
+  size_t shm_slots_bytes = kDefaultShmSlotsBytes;  // DTRAIN_SHM_SLOTS_BYTES
   std::string calibration_path;  // "" = the built-in cost parameters
   std::string host_id;           // "" = the host name
   std::array<ForcedAlgorithm, static_cast<size_t>(CollOp::kBarrier) + 1> forced{};

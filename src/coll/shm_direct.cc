@@ -38,13 +38,6 @@
 namespace dtrain::algo {
 namespace {
 
-// With a core per rank, the all-reduce goes through the slots from this size (allreduce_shm_direct).
-constexpr size_t kSlotsAllreduceMinBytes = size_t{8} << 20;
-
-}  // namespace
-
-namespace {
-
 constexpr size_t kPieceBytes = 256u << 10;
 // Broadcast with a core per rank goes through the slots up to this size (see broadcast_shm_direct).
 constexpr size_t kPipelinedBroadcastBytes = 256u << 10;

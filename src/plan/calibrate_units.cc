@@ -168,35 +168,6 @@ UnitFit fit_of(const nlohmann::json& j, const std::string& where) {
 
 }  // namespace
 
-// Least squares for t = a + b x; a negative intercept refits through the origin, a negative
-// slope falls back to the mean (a constant cost): both coefficients stay >= 0, so a fit never
-// predicts a negative time when it extrapolates.
-UnitFit fit_line(const std::vector<std::pair<double, double>>& xy, double max_fixed_share) {
-  DT_CHECK(!xy.empty(), InvalidArgument, "fit_line needs at least one point");
-  const double n = static_cast<double>(xy.size());
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (auto [x, y] : xy) sx += x, sy += y, sxx += x * x, sxy += x * y;
-  const double den = n * sxx - sx * sx;
-  UnitFit f;
-  if (xy.size() >= 2 && den > 0) {
-    f.s_per_work = (n * sxy - sx * sy) / den;
-    f.fixed_s = (sy - f.s_per_work * sx) / n;
-  } else {
-    f.fixed_s = sy / n;
-  }
-  if (f.s_per_work < 0) return {sy / n, 0};
-  if (f.fixed_s < 0) return {0, sxx > 0 ? sxy / sxx : 0};
-  // The intercept capped at a share of the smallest point's time, the slope refitted for it.
-  const auto smallest = *std::min_element(xy.begin(), xy.end());
-  const double cap = max_fixed_share * smallest.second;
-  if (xy.size() >= 2 && den > 0 && smallest.first > 0 && f.fixed_s > cap) {
-    double sxr = 0;
-    for (auto [x, y] : xy) sxr += x * (y - cap);
-    return {cap, std::max(0.0, sxr / sxx)};
-  }
-  return f;
-}
-
 namespace {
 
 // Least squares of t on the columns `use` marks (0: the constant, 1: work, 2: params), by the
@@ -260,23 +231,33 @@ UnitFit best_subset(const std::vector<PlanePoint>& pts, const std::array<bool, 3
 
 }  // namespace
 
+// The best non-negative least-squares fit over the subsets of {fixed, work, params} (params
+// only where the points have more than one parameter count). On a line this is the rule a
+// line fit would state case by case: a negative slope gives the mean as a constant, a
+// negative intercept the fit through the origin (which then always has the lower error), so
+// a fit never predicts a negative time when it extrapolates. The intercept is then capped at
+// a share of the least-work point's time and the rest refitted for it, where at least two
+// works differ.
 UnitFit fit_plane(const std::vector<PlanePoint>& pts, double max_fixed_share) {
-  DT_CHECK(!pts.empty(), InvalidArgument, "fit_plane needs at least one point");
-  bool params_vary = false;
-  for (const auto& p : pts) params_vary = params_vary || p.params != pts.front().params;
-  if (!params_vary) {
-    std::vector<std::pair<double, double>> xy;
-    for (const auto& p : pts) xy.push_back({p.work, p.t});
-    return fit_line(xy, max_fixed_share);
+  DT_CHECK(!pts.empty(), InvalidArgument, "a fit needs at least one point");
+  bool params_vary = false, works_vary = false;
+  for (const auto& p : pts) {
+    params_vary = params_vary || p.params != pts.front().params;
+    works_vary = works_vary || p.work != pts.front().work;
   }
-  UnitFit f = best_subset(pts, {true, true, true}, -1);
-  // The intercept capped at a share of the least-work point's time, the rest refitted for it.
+  UnitFit f = best_subset(pts, {true, true, params_vary}, -1);
   const auto smallest = *std::min_element(pts.begin(), pts.end(), [](const PlanePoint& a, const PlanePoint& b) {
     return a.work < b.work || (a.work == b.work && a.t < b.t);
   });
   const double cap = max_fixed_share * smallest.t;
-  if (smallest.work > 0 && f.fixed_s > cap) f = best_subset(pts, {false, true, true}, cap);
+  if (works_vary && smallest.work > 0 && f.fixed_s > cap) f = best_subset(pts, {false, true, params_vary}, cap);
   return f;
+}
+
+UnitFit fit_line(const std::vector<std::pair<double, double>>& xy, double max_fixed_share) {
+  std::vector<PlanePoint> pts;
+  for (auto [x, y] : xy) pts.push_back({x, 0, y});
+  return fit_plane(pts, max_fixed_share);
 }
 
 std::map<std::string, UnitCost> fit_units(const std::vector<UnitPoint>& points) {

@@ -11,7 +11,9 @@
 //   (unit_work()): FLOPs, plus the elements it writes so the embedding (no FLOPs) has a size.
 // - UnitFit is t = fixed_s + work x s_per_work + params x s_per_param: least squares with
 //   every coefficient >= 0 (fit_plane: the best of the fits on each subset of the three terms
-//   whose coefficients all come out >= 0; fit_line is the same without the parameter term).
+//   whose coefficients all come out >= 0; fit_line is fit_plane without the parameter term:
+//   a negative slope gives the mean as a constant, a negative intercept the fit through the
+//   origin).
 //   The parameter term is fitted only when a kind's points have at least two parameter
 //   counts (the MLP's three layers; a GPT kind's two widths) and is kept only where it lowers
 //   the error, so it separates "per example" from "per weight" where the points can tell
@@ -87,8 +89,8 @@ struct UnitPoint {
 };
 
 // max_fixed_share: the intercept may be at most this share of the time of the point with the
-// least work (when that work is > 0); a larger one is capped there and the slope refitted
-// (least squares through (0, cap)). fit_units uses kMaxFixedShare: on this shared machine the
+// least work (when that work is > 0 and not every point has it); a larger one is capped there
+// and the rest refitted (least squares through (0, cap)). fit_units uses kMaxFixedShare: on this shared machine the
 // medians of a loaded minute gave the GPT block intercepts of 0.2-1.6 ms against passes of
 // 0.3-1 ms at 2 sequences (quiet calibrations: 26-86 us), which then charged every small
 // pipeline micro-batch that noise (pipelines were over-predicted by 50-160%).

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "coll/config.h"
 #include "nn/transformer.h"
 #include "parallel/fedavg.h"
 #include "parallel/model_parallel.h"
@@ -72,10 +73,12 @@ std::string Layout::describe() const {
 namespace {
 
 constexpr double kF = 4;  // bytes per float
-// coll/config.h's default DTRAIN_SHM_SLOTS_BYTES: the largest call the slots carry.
-constexpr double kShmSlotsBytes = 64.0 * (1 << 30);
-// coll/shm_direct.cc: with a core per rank the all-reduce takes the slots from this size.
-constexpr double kSlotsAllreduceMinBytes = 8 << 20;
+// The largest call the shared-memory slots carry by default (DTRAIN_SHM_SLOTS_BYTES).
+constexpr double kShmSlotsBytes = static_cast<double>(kDefaultShmSlotsBytes);
+// The staging the executors keep beside their copies of the model where their messages go
+// through a shared-memory path: 0.5 MB, measured for gossip's exchange and the slot
+// all-reduce (not traced).
+constexpr double kStagingBytes = 512.0 * 1024;
 
 // A group of g ranks whose members are `stride` world ranks apart: the link it uses and, when
 // it spans nodes, the hierarchical all-reduce.
@@ -271,17 +274,17 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     // neighbour exchange is not an all-reduce: its extra copy stays.
     const double call_b = s == "ddp" && l.bucket_mb > 0 ? std::min(bytes, l.bucket_mb * (1 << 20)) : bytes;
     const bool slots = c.ranks_on_node(workers) >= workers && call_b <= kShmSlotsBytes &&
-                       (c.ranks_on_node(workers) > c.cores_per_node || call_b >= kSlotsAllreduceMinBytes);
+                       (c.ranks_on_node(workers) > c.cores_per_node || call_b >= static_cast<double>(kSlotsAllreduceMinBytes));
     if (workers > 2 && s != "ps" && s != "single" && (s == "gossip" || !slots)) copies += 1;
     // Through the slots, ddp's and localsgd's all-reduce keep one model-sized copy less than
     // the cross-memory path's scratch, and 0.5 MB besides (measured at 2 and 4 ranks, not
     // traced: the slot path's leased staging): ddp 5.08 -> 4.55 MB at 2 ranks.
     const bool slot_ar = slots && workers > 1 && (s == "ddp" || s == "localsgd");
     if (slot_ar) copies -= 1;
-    p.buffers_b = copies * bytes + (slot_ar ? 512.0 * 1024 : 0);
+    p.buffers_b = copies * bytes + (slot_ar ? kStagingBytes : 0);
     // gossip's heap holds 0.50 MB more than its copies at 2, 4 and 8 ranks alike (measured,
     // not traced; the size of a 512 KiB staging buffer for its model-sized isend/irecv).
-    if (s == "gossip" && workers > 1) p.buffers_b += 512.0 * 1024;
+    if (s == "gossip" && workers > 1) p.buffers_b += kStagingBytes;
     if (s == "ps") {
       // The reported memory is the busiest rank's: a worker's gradient and replies, or a
       // server's slice of weights, gradient and momentum plus a push and a reply buffer per
