@@ -35,7 +35,7 @@ struct Options {
   std::string data = "news20", model = "softmax", methods = "hogwild,hogwild-lock,hogwild-hot", threads = "1,2";
   bool normalize = false, average = true;
   float lr = 0.5f;
-  int64_t epochs = 10, reps = 5, batch = 1, hot_features = -1, merge_every = 1024;
+  int64_t epochs = 10, reps = 5, batch = 1, hot_features = -1, merge_every = 4096;
 };
 
 std::vector<std::string> split_list(const std::string& s) {

@@ -102,7 +102,7 @@ const std::vector<FlagSpec>& table() {
        [](TrainConfig& f, const std::string& v) { f.target_accuracy = to_float("target-accuracy", v, 0, 1); }},
       {"hot-features", "H", "hogwild-hot: the H most frequent features kept per thread (default auto: those in >= 4 rows/M rows)",
        [](TrainConfig& f, const std::string& v) { f.hot_features = to_int("hot-features", v, 0, 1 << 30); }},
-      {"merge-every", "M", "hogwild-hot: examples of a thread between merges of its hot copy (default 1024)",
+      {"merge-every", "M", "hogwild-hot: examples of a thread between merges of its hot copy (default 4096)",
        [](TrainConfig& f, const std::string& v) { f.merge_every = to_int("merge-every", v, 1, 1 << 30); }},
       {"hot-merge", "RULE", "hogwild-hot: average (default; stable for any M and T) | sum (every update counts; needs a small M)",
        [](TrainConfig& f, const std::string& v) {

@@ -60,7 +60,7 @@ struct TrainConfig {
   double target_accuracy = 0;
   // hogwild-hot
   int64_t hot_features = -1;  // -1: auto
-  int64_t merge_every = 1024;
+  int64_t merge_every = 4096;
   std::string hot_merge = "average";  // average | sum
   // localsgd
   int64_t sync_every = 8;
