@@ -104,10 +104,13 @@ Metrics HogwildHot::epoch_metrics() { return {{"hot_features", static_cast<doubl
 // which a branch predictor cannot follow), so both go through RelaxedAccess: on the private
 // copy that costs nothing (a relaxed load or store is a plain move on x86 and ARM).
 namespace {
+// (A ternary on the two buffers compiled to a conditional jump, mispredicted on about a third
+// of the nonzeros: 16-17% slower than serial SGD at one thread, 11-12% with the masks.)
 inline const float* row_of(int32_t loc, const float* local, const float* shared, int k) {
-  const bool hot = loc >= 0;
-  const int64_t r = hot ? loc : ~loc;
-  return (hot ? local : shared) + r * k;
+  const auto cold = static_cast<uintptr_t>(static_cast<intptr_t>(loc >> 31));  // all ones if cold
+  const int64_t r = loc ^ static_cast<int32_t>(cold);                           // loc or ~loc
+  const auto l = reinterpret_cast<uintptr_t>(local), s = reinterpret_cast<uintptr_t>(shared);
+  return reinterpret_cast<const float*>(l ^ ((l ^ s) & cold)) + r * k;
 }
 
 // Asks, in the exclusive state (x86 PREFETCHW; a plain prefetch elsewhere), for the cache
