@@ -566,17 +566,32 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
   double busiest = *std::max_element(r.busy.begin(), r.busy.end());
   p.compute_s = busiest;
   p.bubble_s = r.makespan - busiest;
-  // Per-rank memory: the worst stage.
+  // Per-rank memory: the worst stage. Activations are walked along the stage's own
+  // instruction list (what the executor runs): a forward of (micro, chunk) adds that chunk's
+  // kept activations, its backward frees them; the high-water mark of that sum, plus the
+  // largest backward transient. (Chunks of an interleaved stage keep different amounts: the
+  // largest chunk's times the micro-batches in flight over-predicted it by 13-18%.)
+  // Plus parallel/pipeline.cc's own tensors, one micro-batch's activation (act_bytes) each:
+  // the received input of every (micro, chunk) in flight on a piece that receives, kept for
+  // its backward (the unit timings measure a unit's activations without its input), and the
+  // receives posted ahead (kPostedAhead). Sent tensors are freed as each send completes.
+  constexpr double kPostedAhead = 2;
   double stage_params = 0, stage_act = 0;
   for (int st = 0; st < l.pp; ++st) {
-    double par = 0, act = 0;
-    double transient = 0;
+    double par = 0, transient = 0;
     for (int ch = 0; ch < V; ++ch) {
       const Piece& pc = pieces[sched.piece(st, ch)];
-      par += pc.params, act = std::max(act, pc.act), transient = std::max(transient, pc.transient);
+      par += pc.params, transient = std::max(transient, pc.transient);
+    }
+    double live = 0, peak = 0;
+    for (const PipeInstr& in : sched.per_stage[st]) {
+      const int piece = sched.piece(st, in.chunk);
+      const double kept = pieces[piece].act + (l.pp > 1 && piece > 0 ? act_bytes : 0);
+      if (in.op == PipeOp::kForward) peak = std::max(peak, live += kept);
+      if (in.op == PipeOp::kBackward) live -= kept;
     }
     stage_params = std::max(stage_params, par);
-    stage_act = std::max(stage_act, act * r.max_in_flight[st] + transient);
+    stage_act = std::max(stage_act, peak + transient + (l.pp > 1 ? kPostedAhead * act_bytes : 0));
   }
   auto z = zero_bytes(l.zero, stage_params, l.dp, kF, kF, opt_states * kF);
   p.weights_b = z.weights, p.grads_b = z.grads, p.optimizer_b = z.optimizer, p.activations_b = stage_act;
