@@ -287,9 +287,16 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     if (s == "gossip" && workers > 1) p.buffers_b += kStagingBytes;
     if (s == "ps") {
       // The reported memory is the busiest rank's: a worker's gradient and replies, or a
-      // server's slice of weights, gradient and momentum plus a push and a reply buffer per
-      // worker (param_server.cc).
-      const double server = (3 + 2.0 * workers) * bytes / l.servers;
+      // server's (param_server.cc), in model-sized copies (the slice's share of them with
+      // several servers) plus the transport's staging, as measured for the 0.94 MB MLP at 2 /
+      // 4 / 8 ranks once every push's receive was posted before the worker could send it (by
+      // timing, 7.07-9.89 MB at 4 ranks before):
+      //   sync   w + 4: a push buffer per worker, the summed gradient, and 2 more (5.19 / 7.07 /
+      //          10.83 MB); replies go out from the slice itself;
+      //   async  2w + 2: a push and a reply snapshot per worker, and 2 more (4.80 / 8.01 /
+      //          15.54 MB; at 2 ranks 0.5 MB more than that).
+      const double per_worker = l.ps_sync ? 1.0 : 2.0, fixed = l.ps_sync ? 4.0 : 2.0;
+      const double server = (per_worker * workers + fixed) * bytes / l.servers + kStagingBytes;
       const double worker = p.weights_b + p.grads_b + p.optimizer_b + p.activations_b + 2 * bytes;
       p.buffers_b = std::max(worker, server) - (p.weights_b + p.grads_b + p.optimizer_b + p.activations_b);
     }
