@@ -54,7 +54,8 @@ class Gossip : public ModelStrategy {
   const std::vector<int>& neighbors() const { return neighbors_; }
 
  private:
-  void mix();
+  std::vector<Request> post_inboxes();  // one irecv per neighbour into its inbox
+  void mix(std::vector<Request> inboxes);  // sends x, waits for the inboxes, averages
 
   Optimizer& opt_;
   Communicator& comm_;

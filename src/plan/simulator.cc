@@ -264,18 +264,20 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     // ZeRO adds the padded reduce-scatter and receive buffers and two slices (gradient, parameters).
     if (s == "ddp" && workers > 1) copies = l.zero > 0 ? 4 + 2.0 / workers : 2;
     else if (s == "localsgd") copies = 2;  // its gradient and its replica's
-    else if (s == "gossip") copies = 3 + degree;
+    // gossip: beyond 2 ranks a neighbour a step ahead sends before this rank posts its
+    // inbox, and the transport buffers that model (gossip.cc): one copy more per neighbour.
+    else if (s == "gossip") copies = 2 + degree + (workers > 2 ? degree : 0);
     else if (s == "fedavg") copies = 4;
     // Beyond two ranks the all-reduce's ring keeps a receive buffer of the model's size
     // (measured: +1.4 copies from 2 to 4 ranks, flat from 4 to 8), except where it goes
     // through the shared-memory slots instead (every rank on one node, more ranks than cores
     // or a call of 8 MiB or more: coll/shm_direct.cc), which keep nothing of the model's size
     // (measured 4 and 8 ranks: exactly one copy less, 5.37 -> 4.43 MB). Gossip's
-    // neighbour exchange is not an all-reduce: its extra copy stays.
+    // neighbour exchange is not an all-reduce (its early messages are counted above).
     const double call_b = s == "ddp" && l.bucket_mb > 0 ? std::min(bytes, l.bucket_mb * (1 << 20)) : bytes;
     const bool slots = c.ranks_on_node(workers) >= workers && call_b <= kShmSlotsBytes &&
                        (c.ranks_on_node(workers) > c.cores_per_node || call_b >= static_cast<double>(kSlotsAllreduceMinBytes));
-    if (workers > 2 && s != "ps" && s != "single" && (s == "gossip" || !slots)) copies += 1;
+    if (workers > 2 && s != "ps" && s != "single" && s != "gossip" && !slots) copies += 1;
     // Through the slots, ddp's and localsgd's all-reduce keep one model-sized copy less than
     // the cross-memory path's scratch, and 0.5 MB besides (measured at 2 and 4 ranks, not
     // traced: the slot path's leased staging): ddp 5.08 -> 4.55 MB at 2 ranks.
