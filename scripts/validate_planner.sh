@@ -65,7 +65,10 @@ for n in $RANKS; do
   run localsgd "$n" --strategy localsgd "${MLP[@]}"
   run gossip "$n" --strategy gossip "${MLP[@]}"
   run ps "$n" --strategy ps --servers 1 --sync "${MLP[@]}"
-  run fedavg "$n" --strategy fedavg "${MLP[@]}"
+  # A fedavg round is 30-60 ms here, too short to time alone (the first, with its warm-up,
+  # read 0.47 ms a step at 8 ranks where later rounds read 0.37-0.38): 4 rounds, the median
+  # of rounds 2-4 (plan_measure.h steady_step_s).
+  run fedavg "$n" --strategy fedavg "${MLP[@]}" --epochs 4
   run gpt-zero1 "$n" --strategy zero --zero 1 "${GARGS[@]}" --batch $((12 * n))
   run gpt-zero3 "$n" --strategy zero --zero 3 "${GARGS[@]}" --batch $((12 * n))
   run gpt-tp "$n" --strategy tp "${GARGS[@]}" --batch 12

@@ -45,11 +45,17 @@ std::vector<std::string> train_args(const std::string& model, const Layout& l, i
 
 double steady_step_s(const nlohmann::json& run, int64_t batch) {
   std::vector<double> per_round;  // seconds per item of each round
+  double secs = 0, items = 0;     // over the rounds after the first
   if (run.contains("epoch_rows") && run["epoch_rows"].is_array())
     for (const auto& row : run["epoch_rows"]) {
       const double eps = row.value("examples_per_second", 0.0);
       if (eps > 0) per_round.push_back(1 / eps);
+      if (eps > 0 && per_round.size() > 1) secs += row.value("seconds", 0.0), items += eps * row.value("seconds", 0.0);
     }
+  // fedavg's rounds differ by design (each samples other clients, with other amounts of data:
+  // 103k-203k examples/s between rounds of one run), so its steady rate is the later rounds'
+  // time over their examples, which the planner predicts for the same rounds.
+  if (run.value("strategy", std::string()) == "fedavg" && items > 0) return secs / items * static_cast<double>(batch);
   if (per_round.size() >= 2) {
     std::vector<double> later(per_round.begin() + 1, per_round.end());
     std::sort(later.begin(), later.end());

@@ -373,13 +373,15 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       // r of them run, each goes at 1 / slowdown(r); the least loaded finish first and the
       // rest speed up (for loads 2, 1, 1 on 2 cores: 1.58 until the two single ones are done,
       // then 1 more alone: 2.58 client-steps). The sample is the executor's own
-      // (fedavg_sample), averaged over the run's first rounds (at most 16). The round's all-reduce is spread over every
+      // (fedavg_sample), over the run's first rounds (at most 16) less the first when there
+      // are more (the measurement leaves out the first, warm-up round: plan_measure.h
+      // steady_step_s), as their total wall time over their total clients. The round's all-reduce is spread over every
       // client step of the round (with the default 10 clients per rank, tens of steps each):
       // under 1% of a step, left out of the time; the traffic is the round's.
       const int K = l.clients > 0 ? l.clients : 10 * workers;
       const int64_t rounds = std::clamp<int64_t>(l.rounds, 1, 16);
-      double factor = 0;
-      for (int64_t r = 0; r < rounds; ++r) {
+      double walls = 0, clients = 0;
+      for (int64_t r = rounds > 1 ? 1 : 0; r < rounds; ++r) {
         const std::vector<int> sample = fedavg_sample(K, l.client_fraction, l.seed, r);
         std::vector<int> load(static_cast<size_t>(workers), 0);
         for (int k : sample) ++load[static_cast<size_t>(k % workers)];
@@ -390,8 +392,10 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
           wall += (load[i] - done) * c.compute_slowdown(c.ranks_on_node(running));
           done = load[i];
         }
-        factor += wall / static_cast<double>(sample.size()) / static_cast<double>(rounds);
+        walls += wall;
+        clients += static_cast<double>(sample.size());
       }
+      const double factor = walls / clients;
       p.compute_s *= factor;
       p.optimizer_s *= factor;
       p.dp_bytes = zero_traffic_elems(0, P, workers) * kF;  // per round
