@@ -73,6 +73,9 @@ std::vector<Layout> enumerate_layouts(const ModelSpec& m, int ranks, int64_t bat
           if (pp == 1 && micro > 1) break;
           for (const auto& [sch, v] : scheds) {
             if (v > 1 && (micro % pp || pp * v > units)) continue;
+            // One micro-batch: 1F1B's instruction list is GPipe's (each stage one forward,
+            // then one backward), so it would only be listed twice with the same cost.
+            if (micro == 1 && pp > 1 && sch == "1f1b") continue;
             for (int rc = 0; rc <= 1; ++rc) {
               // No bucket sizes: the GPT's data-parallel sync is one bucket, the stage's whole
               // gradient (parallel/model_parallel.cc; dtrain train refuses --bucket-mb for it).
