@@ -34,6 +34,11 @@ struct ForcedAlgorithm {
 // the cross-memory path: coll/shm_direct.cc has the measurements). The planner prices the
 // paths' memory by the same threshold (plan/simulator.cc).
 inline constexpr size_t kSlotsAllreduceMinBytes = size_t{8} << 20;
+// ... and from this size where two ranks measured each other close (ShmContext's probe: a
+// cache line's round trip under kCloseRoundTripNs): there the slots were 1.3-1.9x faster
+// from 256 KiB on.
+inline constexpr size_t kSlotsAllreduceCloseMinBytes = size_t{256} << 10;
+inline constexpr int64_t kCloseRoundTripNs = 400;
 // DTRAIN_SHM_SLOTS_BYTES's default: the slots carry calls of every size (coll/shm_slots.cc).
 inline constexpr size_t kDefaultShmSlotsBytes = size_t{64} << 30;
 

@@ -46,10 +46,14 @@ struct ShmContext::Header {
   Fingerprint current;
   int64_t pid = 0;
   uint64_t id = 0;  // random, the same in every mapping: names this rank's arrivals for TSan
+  // The construction's round-trip probe (probe_peers): a counter on a line of its own, and
+  // rank 0's verdict, published before its last count.
+  alignas(64) std::atomic<uint64_t> probe{0};
+  uint64_t slots_from = 0;
 };
 
 namespace {
-constexpr size_t kHeaderBytes = 256;
+constexpr size_t kHeaderBytes = 384;
 
 void futex_wait(std::atomic<uint32_t>* word, uint32_t seen, int timeout_us) {
   timespec ts{0, timeout_us * 1000L};
@@ -131,6 +135,48 @@ ShmContext::ShmContext(Communicator& comm, size_t slot_bytes)
     throw;
   }
   for (int q = 0; q < size_; ++q) pids_[q] = header(q)->pid;
+  slots_allreduce_min_ = kSlotsAllreduceMinBytes;
+  if (size_ == 2 && !oversubscribed()) probe_peers(Deadline::after(comm.timeout()));
+}
+
+// Two ranks with a core each bounce a counter through their probe lines, kProbeRounds times
+// after kProbeWarm: the mean round trip tells whether their cores are close (share a cache:
+// 0.1-0.2 us for an 8-byte all-reduce on this VM at times) or far apart (0.33-0.46 us at
+// others, docs/PERFORMANCE.md "the VM has two modes"), which decides where the all-reduce's
+// slots beat cross-memory reads (coll/shm_direct.cc). Rank 0 measures and decides, and
+// publishes the verdict before its last count, so both ranks take the same path; ~100 us.
+void ShmContext::probe_peers(const Deadline& deadline) {
+  constexpr uint64_t kProbeWarm = 32, kProbeRounds = 256;
+  const int peer = 1 - rank_;
+  std::atomic<uint64_t>& mine = header(rank_)->probe;
+  const std::atomic<uint64_t>& theirs = header(peer)->probe;
+  auto await = [&](uint64_t v) {
+    for (uint64_t i = 1; theirs.load(std::memory_order_acquire) < v; ++i) {
+      cpu_relax();
+      if (i % 4096 == 0 && deadline.expired())
+        DT_THROW(Timeout, "ShmContext: rank " << peer << " did not answer the round-trip probe in " << comm_.timeout()
+                                              << " s (rank " << rank_ << " waiting)");
+    }
+  };
+  const uint64_t last = kProbeWarm + kProbeRounds;
+  if (rank_ == 0) {
+    int64_t t0 = 0;
+    for (uint64_t i = 1; i <= last; ++i) {
+      if (i == kProbeWarm + 1) t0 = now_ns();
+      mine.store(i, std::memory_order_release);
+      await(i);
+    }
+    round_trip_ns_ = (now_ns() - t0) / static_cast<int64_t>(kProbeRounds);
+    header(rank_)->slots_from = round_trip_ns_ < kCloseRoundTripNs ? kSlotsAllreduceCloseMinBytes : kSlotsAllreduceMinBytes;
+    mine.store(last + 1, std::memory_order_release);
+  } else {
+    for (uint64_t i = 1; i <= last; ++i) {
+      await(i);
+      mine.store(i, std::memory_order_release);
+    }
+    await(last + 1);
+  }
+  slots_allreduce_min_ = static_cast<size_t>(header(0)->slots_from);
 }
 
 ShmContext::~ShmContext() {

@@ -98,6 +98,14 @@ class ShmContext {
 
   void allreduce_small(void* buf, size_t count, DType t, ReduceOp op, const Fingerprint& fp, const Deadline& deadline);
 
+  // From how many bytes an all-reduce with a core per rank takes the slots: decided once, at
+  // construction, by a round-trip probe between two ranks (kSlotsAllreduceCloseMinBytes when
+  // their cores proved close, else kSlotsAllreduceMinBytes; the same on both ranks).
+  size_t slots_allreduce_min_bytes() const { return slots_allreduce_min_; }
+  // That probe's mean round trip of a cache line between the two ranks, on rank 0 (0 where
+  // none ran: other rank counts, ranks beyond the cores, rank 1).
+  int64_t round_trip_ns() const { return round_trip_ns_; }
+
  private:
   struct Header;
   Header* header(int rank) const;
@@ -119,6 +127,9 @@ class ShmContext {
   int spin_ranks_per_core_ = 1;
   int64_t yield_ns_ = 100000;  // CollConfig::shm_yield_us
   int cross_memory_reads_ = -1;
+  size_t slots_allreduce_min_ = 0;
+  int64_t round_trip_ns_ = 0;
+  void probe_peers(const Deadline& deadline);
 };
 
 }  // namespace dtrain

@@ -217,8 +217,10 @@ void allreduce_shm_direct(Call& c, const char* send, char* buf, size_t n, ShmCon
   // far apart (~0.35-0.45 us) they lost up to 4 MiB (8.0-8.4 against 10.0-11.2 GB/s), lost
   // 10-20% at 8 MiB (8.1-8.3 against 8.8-10.1; close, they were 1.9x there) and were even or
   // ahead from 16 MiB (16 MiB 7.3 against 6.8-7.5, 64 MiB 6.3-6.5 against 6.0). So with a
-  // core per rank they take the calls from kSlotsAllreduceMinBytes up.
-  if (ctx && (ctx->oversubscribed() || n * es >= kSlotsAllreduceMinBytes) && n * es <= c.comm().coll_config().shm_slots_bytes)
+  // core per rank they take the calls from kSlotsAllreduceMinBytes up, or from
+  // kSlotsAllreduceCloseMinBytes where the context's probe found the two cores close.
+  if (ctx && (ctx->oversubscribed() || n * es >= ctx->slots_allreduce_min_bytes()) &&
+      n * es <= c.comm().coll_config().shm_slots_bytes)
     return allreduce_slots(c, send, buf, n, *ctx);
   Phases phases(c, ctx);
   std::vector<Peer> peers;

@@ -65,6 +65,44 @@ TEST(ShmSlots, AllreduceFromEightMiBWithACorePerRank) {
   });
 }
 
+// Two ranks with a core each probe how close their cores are when the context is built and
+// agree on where the all-reduce takes the slots (kSlotsAllreduceCloseMinBytes or
+// kSlotsAllreduceMinBytes, the machine decides which); other rank counts do not probe. Sums
+// around the close threshold are exact on whichever path the probe chose.
+TEST(ShmSlots, RoundTripProbeIsAgreedByBothRanks) {
+  std::mutex mu;
+  std::vector<size_t> seen;
+  testing::run_world(2, slots_always(), [&](Communicator& c) {
+    ShmContext ctx(c, 64 << 10);
+    const size_t from = ctx.slots_allreduce_min_bytes();
+    EXPECT_TRUE(from == kSlotsAllreduceCloseMinBytes || from == kSlotsAllreduceMinBytes) << from;
+    if (c.rank() == 0) {
+      EXPECT_GT(ctx.round_trip_ns(), 0);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      seen.push_back(from);
+    }
+    for (size_t n : {kSlotsAllreduceCloseMinBytes / 4 - 1, kSlotsAllreduceCloseMinBytes / 4 + 77}) {
+      AllreduceOptions o;
+      o.algorithm = Algorithm::kShmDirect;
+      o.shm = &ctx;
+      auto in = testing::input(DType::kInt32, c.rank(), n);
+      std::vector<char> out(in.size());
+      allreduce(c, in.data(), out.data(), n, DType::kInt32, ReduceOp::kSum, o);
+      ASSERT_EQ(testing::compare(out, testing::expected_reduce(DType::kInt32, 2, n, ReduceOp::kSum), DType::kInt32), "")
+          << "n=" << n;
+    }
+  });
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], seen[1]);
+  testing::run_world(3, slots_always(), [&](Communicator& c) {
+    ShmContext ctx(c, 64 << 10);
+    EXPECT_EQ(ctx.slots_allreduce_min_bytes(), kSlotsAllreduceMinBytes);
+    EXPECT_EQ(ctx.round_trip_ns(), 0);
+  });
+}
+
 TEST(ShmSlots, AllgathervUnevenBlocksLargerThanTheSlot) {
   for (int p : {2, 3, 5}) {
     testing::run_world(p, slots_always(), [&](Communicator& c) {
