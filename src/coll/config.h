@@ -38,7 +38,7 @@ inline constexpr size_t kSlotsAllreduceMinBytes = size_t{8} << 20;
 // cache line's round trip under kCloseRoundTripNs): there the slots were 1.3-1.9x faster
 // from 256 KiB on.
 inline constexpr size_t kSlotsAllreduceCloseMinBytes = size_t{256} << 10;
-inline constexpr int64_t kCloseRoundTripNs = 400;
+inline constexpr int64_t kCloseRoundTripNs = 250;  // measured: 0.06-0.21 us close, 0.53 us far
 // DTRAIN_SHM_SLOTS_BYTES's default: the slots carry calls of every size (coll/shm_slots.cc).
 inline constexpr size_t kDefaultShmSlotsBytes = size_t{64} << 30;
 
