@@ -131,12 +131,17 @@ inline void prefetch_rows(const int32_t* loc, int64_t nnz, const float* local, c
 
 void HogwildHot::scores(const ThreadState& st, const float* shared, const int32_t* loc, const SparseRow& row,
                         float* out) const {
+  // Pointers and counts in locals: after a relaxed atomic access the compiler reloads what it
+  // reads through a member or a reference.
   const int k = k_;
-  const float* bias = st.local + hot_.size() * static_cast<size_t>(k);
+  const float* local = st.local;
+  const float* val = row.val;
+  const int64_t nnz = row.nnz;
+  const float* bias = local + hot_.size() * static_cast<size_t>(k);
   for (int c = 0; c < k; ++c) out[c] = bias[c];
-  for (int64_t n = 0; n < row.nnz; ++n) {
-    const float x = row.val[n];
-    const float* w = row_of(loc[n], st.local, shared, k);
+  for (int64_t n = 0; n < nnz; ++n) {
+    const float x = val[n];
+    const float* w = row_of(loc[n], local, shared, k);
     for (int c = 0; c < k; ++c) out[c] += x * RelaxedAccess::load(w + c);
   }
 }
@@ -178,11 +183,14 @@ void HogwildHot::update(ThreadState& st, float* shared, const int32_t* loc, cons
                         float scale) const {
   const int k = k_;
   const float l2 = lin_->l2();
-  for (int64_t n = 0; n < row.nnz; ++n) {
-    const float sx = scale * row.val[n];
-    add_row<RelaxedAccess>(const_cast<float*>(row_of(loc[n], st.local, shared, k)), k, sx, dscore, scale, l2);
+  float* local = st.local;
+  const float* val = row.val;
+  const int64_t nnz = row.nnz;
+  for (int64_t n = 0; n < nnz; ++n) {
+    const float sx = scale * val[n];
+    add_row<RelaxedAccess>(const_cast<float*>(row_of(loc[n], local, shared, k)), k, sx, dscore, scale, l2);
   }
-  float* bias = st.local + hot_.size() * static_cast<size_t>(k);
+  float* bias = local + hot_.size() * static_cast<size_t>(k);
   for (int c = 0; c < k; ++c) bias[c] += scale * dscore[c];
 }
 
