@@ -109,7 +109,8 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
     l.rounds = f.epochs;
     plan::Cluster c = plan::this_machine(Settings::process().calibration_path());
     plan::Prediction p = plan::simulate(m, l, c, f.batch);
-    j = {{"layout", l.describe()}, {"cluster", c.source}, {"step_ms", p.step_s * 1e3},
+    j = {{"layout", l.describe()}, {"cluster", c.source},
+         {"calibrated", c.source.rfind("calibrated", 0) == 0}, {"step_ms", p.step_s * 1e3},
          {"compute_ms", p.compute_s * 1e3}, {"comm_ms", p.comm_s * 1e3}, {"bubble_ms", p.bubble_s * 1e3},
          {"optimizer_ms", p.optimizer_s * 1e3}, {"memory_mb", p.memory_b() / 1e6},
          {"activations_mb", p.activations_b / 1e6}};

@@ -204,6 +204,7 @@ Cluster cluster_from_json(const nlohmann::json& j, const std::string& where) {
   c.sgd_ns_per_param = j.contains("sgd_ns_per_param") ? need(j, "sgd_ns_per_param", where, "ns") : c.optimizer_ns_per_param / 2;
   c.oversub_penalty = j.contains("oversub_penalty") ? need(j, "oversub_penalty", where, ">= 1") : 1.0;
   c.memory_gb = need(j, "memory_gb", where, "memory per rank, GB");
+  if (j.contains("llc_mb")) c.llc_bytes = need(j, "llc_mb", where, "last-level cache per rank, MiB") * (1 << 20);
   DT_CHECK(c.gemm_flops > 0 && c.elementwise_bps > 0, InvalidArgument, where << ": rates must be > 0");
   c.intra = link(j, "intra", where);
   c.inter = j.contains("inter") ? link(j, "inter", where) : c.intra;
@@ -230,7 +231,8 @@ nlohmann::json cluster_to_json(const Cluster& c) {
   nlohmann::json j = {{"name", c.name}, {"nodes", c.nodes}, {"ranks_per_node", c.ranks_per_node},
           {"cores_per_node", c.cores_per_node}, {"gemm_gflops", c.gemm_flops / 1e9},
           {"elementwise_gbps", c.elementwise_bps / 1e9}, {"optimizer_ns_per_param", c.optimizer_ns_per_param}, {"sgd_ns_per_param", c.sgd_ns_per_param},
-          {"oversub_penalty", c.oversub_penalty}, {"memory_gb", c.memory_gb}, {"intra", link_json(c.intra)},
+          {"oversub_penalty", c.oversub_penalty}, {"memory_gb", c.memory_gb},
+          {"llc_mb", c.llc_bytes / (1 << 20)}, {"intra", link_json(c.intra)},
           {"inter", link_json(c.inter)}};
   if (!c.units.empty()) j["units"] = units_json({}, c.units);
   const LinkSizes& in = c.intra_sizes;
@@ -241,9 +243,33 @@ nlohmann::json cluster_to_json(const Cluster& c) {
   return j;
 }
 
+double Cluster::optimizer_s(double params, double ns_per_param, double bytes_per_param) const {
+  const double hot = params * ns_per_param * 1e-9;
+  const double bytes = params * bytes_per_param;
+  return bytes > llc_bytes / 2 && elementwise_bps > 0 ? std::max(hot, bytes / elementwise_bps) : hot;
+}
+
+namespace {
+// The largest cache sysfs lists for CPU 0 ("32768K"), in bytes; 0 when it cannot tell.
+double sysfs_llc_bytes() {
+  double best = 0;
+  for (int i = 0; i < 8; ++i) {
+    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size");
+    std::string v;
+    if (!(f >> v) || v.empty()) continue;
+    double x = std::atof(v.c_str());
+    if (v.back() == 'K') x *= 1024;
+    if (v.back() == 'M') x *= 1024 * 1024;
+    best = std::max(best, x);
+  }
+  return best;
+}
+}  // namespace
+
 Cluster this_machine(const std::string& path) {
   Cluster c;
   c.cores_per_node = std::max(1u, std::thread::hardware_concurrency());
+  if (double llc = sysfs_llc_bytes(); llc > 0) c.llc_bytes = llc;
   c.intra = cost_params_for("shm", path);
   c.inter = cost_params_for("tcp", path);
   c.source = "defaults + " + c.intra.source;

@@ -10,8 +10,8 @@
 //   malformed field is an InvalidArgument naming the file, the field and what it should be.
 // - this_machine(path) describes the machine it runs on: cores from the OS, links from the
 //   calibration the collectives use (coll/cost_model.h), compute rates from the "compute"
-//   section of the same calibration file when `dtrain bench calibrate` wrote one, else
-//   conservative defaults measured on the project's 2-vCPU VM (source says which). A speed
+//   section of the same calibration file when `dtrain bench calibrate` wrote one, else the
+//   defaults below (source says which; a run's prediction says "calibrated": false). A speed
 //   probe re-measured beside a run ("probe_now_pass_s") scales compute by now / at calibration
 //   only where the file sets "scale_by_probe": true (off by default: biased here). The file's
 //   "version": 3 carries the unit timings ("compute"."units"); a version 2 file (GEMM rates
@@ -80,10 +80,14 @@ struct Cluster {
   int nodes = 1;
   int ranks_per_node = 0;  // 0: as many as the job asks for (one node)
   int cores_per_node = 2;
-  double gemm_flops = 8e9;
-  double elementwise_bps = 4e9;
-  double optimizer_ns_per_param = 2.0;  // AdamW (the GPT)
-  double sgd_ns_per_param = 1.0;        // SGD with momentum (the MLP)
+  // Uncalibrated defaults: about half what the project's EPYC VM calibrates (GEMM 124-134
+  // GFLOP/s, element-wise 53-71 GB/s, AdamW 0.34-0.38 ns and SGD 0.09-0.10 ns a parameter),
+  // so that an older core is not off by much more. (8 GFLOP/s, from a scalar-era build,
+  // predicted 288 ms for a 21 ms ddp step of the README's MLP.)
+  double gemm_flops = 60e9;
+  double elementwise_bps = 25e9;
+  double optimizer_ns_per_param = 0.7;  // AdamW (the GPT)
+  double sgd_ns_per_param = 0.2;        // SGD with momentum (the MLP)
   double oversub_penalty = 1.15;
   // Measured (ranks on the node, slowdown) points, increasing; when present compute_slowdown
   // interpolates them (and extrapolates the last one's slowdown per rank) instead of the
@@ -97,6 +101,15 @@ struct Cluster {
   std::map<std::string, UnitCost> units;
   std::string source = "default";
 
+  // The last-level cache one rank's optimizer state competes for (this_machine reads it from
+  // sysfs; a cluster file may set "llc_mb").
+  double llc_bytes = 32.0 * (1 << 20);
+  // Seconds of one optimizer step over `params` parameters: the calibrated rate per parameter
+  // (timed with its arrays in cache), or, where the arrays it walks (`bytes_per_param` each
+  // parameter: 20 for SGD with momentum, 28 for AdamW) exceed half the last-level cache, what
+  // streaming them at elementwise_bps takes if that is longer. (The README's MLP, 2.9 M
+  // parameters: 0.26 ms predicted from the in-cache rate, 0.88-1.0 ms measured a step.)
+  double optimizer_s(double params, double ns_per_param, double bytes_per_param) const;
   // Ranks on one node for a job of n ranks.
   int ranks_on_node(int n) const;
   // How much slower compute runs on a node where r ranks compute at once (r >= 1, may be

@@ -254,7 +254,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     }
     const Unit& first = m.units.front();  // its input width d0 = fwd_flops / (2 d1)
     p.activations_b += transient + kF * items * first.fwd_flops / 2 / std::max(1.0, first.out_elems);
-    p.optimizer_s = P * c.sgd_ns_per_param * 1e-9 * pass_slow;
+    p.optimizer_s = c.optimizer_s(P, c.sgd_ns_per_param, 20) * pass_slow;
     // The executors' own copies of the parameters (parallel/*.h): ddp's gradient and scratch
     // buffers (share_grad.h), localsgd's and gossip's gradient, gossip's mean and one inbox per
     // neighbour, fedavg's global model, gradient and sum plus each round's fresh optimizer
@@ -618,7 +618,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     // padded reduce-scatter copy of the one bucket (the whole gradient) with its receive slice.
     p.buffers_b = 2 * stage_params * kF / l.dp + stage_params * kF * (1 + 1.0 / l.dp);
   }
-  p.optimizer_s = stage_params / (l.zero >= 1 ? l.dp : 1) * c.optimizer_ns_per_param * 1e-9 * slow;
+  p.optimizer_s = c.optimizer_s(stage_params / (l.zero >= 1 ? l.dp : 1), c.optimizer_ns_per_param, 28) * slow;
   // Data-parallel sync after the pipeline: one bucket, the stage's whole gradient
   // (parallel/model_parallel.cc builds its ZeroOptimizer without buckets).
   if (l.dp > 1) {
