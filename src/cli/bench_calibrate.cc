@@ -317,7 +317,7 @@ int bench_calibrate(const Args& args) {
   bool threads = f.get_bool("threads", "run the ranks as threads of this process");
   double timeout = f.get_double("timeout", 120, 0.1, 1e6, "seconds any blocking call may wait");
   bool no_compute = f.get_bool("no-compute", "skip the compute rates (GEMM, element-wise, optimizer, oversubscription)");
-  std::string models = f.get_string("models", "", "more model specs whose units to time, separated by ';' (gpt specs hold commas)");
+  std::string models = f.get_string("models", "", "more model specs whose units to time, separated by ';' (gpt specs hold commas); predictions for exactly that spec use its own lines");
   bool slowdown_only = f.get_bool("slowdown-only",
                                   "only re-measure the oversubscription curve and the speed probe into the file's compute "
                                   "section (a few seconds; beside a run on a machine whose background load moves)");

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <set>
 
 #include <malloc.h>
 
@@ -268,11 +269,24 @@ std::map<std::string, UnitCost> fit_units(const std::vector<UnitPoint>& points) 
     if (p.kind == "gpt_layernorm") return 2.0 * static_cast<double>(ModelSpec::parse(p.spec).width);  // gamma, beta
     return unit_of(p.spec, p.unit, &cache).params;
   };
+  // Every kind's line over all its points, and, where a kind was timed on more than one
+  // model, each model's own line too ("kind@spec"): Cluster::unit_for prefers it for that
+  // model. (One plane over the 784-256-128-10 MLP and the 784-1024-1024-10 one fitted
+  // neither: the small one's rows +30..+80%, the large one's -19..-24%.)
+  std::map<std::string, std::set<std::string>> specs_of;
+  for (const auto& p : points) specs_of[p.kind].insert(p.spec);
+  auto keys = [&](const UnitPoint& p) {
+    std::vector<std::string> k{p.kind};
+    if (specs_of[p.kind].size() > 1) k.push_back(p.kind + "@" + p.spec);
+    return k;
+  };
   std::map<std::string, std::pair<std::vector<PlanePoint>, std::vector<PlanePoint>>> by;
   for (const auto& p : points) {
     const double P = params_of(p);
-    by[p.kind].first.push_back({p.work, P, p.fwd_s});
-    by[p.kind].second.push_back({p.work, P, p.bwd_s});
+    for (const auto& key : keys(p)) {
+      by[key].first.push_back({p.work, P, p.fwd_s});
+      by[key].second.push_back({p.work, P, p.bwd_s});
+    }
   }
   std::map<std::string, UnitCost> out;
   for (const auto& [kind, xy] : by) out[kind] = {fit_plane(xy.first, kMaxFixedShare), fit_plane(xy.second, kMaxFixedShare)};
@@ -282,10 +296,12 @@ std::map<std::string, UnitCost> fit_units(const std::vector<UnitPoint>& points) 
   std::map<std::string, std::array<double, 6>> mem;  // sums x^2, x act, x peak for x = items, then x = elements
   for (const auto& p : points) {
     if (p.kind == "gpt_layernorm") continue;  // its memory is inside the block's
-    auto& m = mem[p.kind];
     const double n = static_cast<double>(p.items), e = n * mem_elems(unit_of(p.spec, p.unit, &cache));
-    m[0] += n * n, m[1] += n * p.act_b, m[2] += n * p.peak_b;
-    m[3] += e * e, m[4] += e * p.act_b, m[5] += e * p.peak_b;
+    for (const auto& key : keys(p)) {
+      auto& m = mem[key];
+      m[0] += n * n, m[1] += n * p.act_b, m[2] += n * p.peak_b;
+      m[3] += e * e, m[4] += e * p.act_b, m[5] += e * p.peak_b;
+    }
   }
   for (auto& [kind, m] : mem) {
     if (m[0] <= 0) continue;

@@ -243,6 +243,12 @@ nlohmann::json cluster_to_json(const Cluster& c) {
   return j;
 }
 
+const UnitCost* Cluster::unit_for(const std::string& kind, const std::string& spec) const {
+  if (auto it = units.find(kind + "@" + spec); it != units.end()) return &it->second;
+  if (auto it = units.find(kind); it != units.end()) return &it->second;
+  return nullptr;
+}
+
 double Cluster::optimizer_s(double params, double ns_per_param, double bytes_per_param) const {
   const double hot = params * ns_per_param * 1e-9;
   const double bytes = params * bytes_per_param;

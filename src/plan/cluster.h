@@ -110,6 +110,10 @@ struct Cluster {
   // streaming them at elementwise_bps takes if that is longer. (The README's MLP, 2.9 M
   // parameters: 0.26 ms predicted from the in-cache rate, 0.88-1.0 ms measured a step.)
   double optimizer_s(double params, double ns_per_param, double bytes_per_param) const;
+  // The calibrated line for units of `kind` in the model `spec`: the one fitted on that very
+  // model ("kind@spec", when the calibration timed it: `dtrain bench calibrate --models`),
+  // else the kind's, else nullptr.
+  const UnitCost* unit_for(const std::string& kind, const std::string& spec) const;
   // Ranks on one node for a job of n ranks.
   int ranks_on_node(int n) const;
   // How much slower compute runs on a node where r ranks compute at once (r >= 1, may be

@@ -151,22 +151,21 @@ CostParams link_of(const Cluster& c, Group g, double bytes, bool p2p) {
 struct Pass {
   double f = 0, b = 0;
 };
-Pass unit_pass(const Cluster& c, const Unit& u, double items, int tp) {
+Pass unit_pass(const Cluster& c, const Unit& u, double items, int tp, const std::string& spec) {
   const double split = u.block ? tp : 1;
-  auto it = c.units.find(u.kind);
-  if (it != c.units.end()) {
+  if (const UnitCost* uc = c.unit_for(u.kind, spec)) {
     const double w = items * unit_work(u) / split;
     const double params = u.params / split;
-    Pass p{it->second.fwd.at(w, params), it->second.bwd.at(w, params)};
+    Pass p{uc->fwd.at(w, params), uc->bwd.at(w, params)};
     // Every tp rank normalises the whole width (the block's two layernorms are replicated,
     // as in Megatron without sequence parallelism), so the share of them the split took off
     // comes back: (1 - 1/tp) of two layernorms over the block's output. At 8 ranks perf put
     // layernorm at 21% of the step's CPU; without this the 4- and 8-rank tp rows were
     // predicted 25% and 39% short.
-    auto ln = c.units.find("gpt_layernorm");
-    if (u.block && tp > 1 && ln != c.units.end()) {
+    const UnitCost* ln = c.unit_for("gpt_layernorm", spec);
+    if (u.block && tp > 1 && ln) {
       const double e = items * u.out_elems, share = 2 * (1 - 1.0 / tp);
-      p.f += share * ln->second.fwd.at(e), p.b += share * ln->second.bwd.at(e);
+      p.f += share * ln->fwd.at(e), p.b += share * ln->bwd.at(e);
     }
     return p;
   }
@@ -225,15 +224,15 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     std::vector<double> bwd(m.units.size());
     double fwd = 0, bwd_total = 0;
     for (size_t i = 0; i < m.units.size(); ++i) {
-      Pass ps = unit_pass(c, m.units[i], items, 1);
+      Pass ps = unit_pass(c, m.units[i], items, 1, m.spec);
       fwd += ps.f * pass_slow;
       bwd[i] = ps.b * pass_slow;
       bwd_total += bwd[i];
     }
     p.compute_s = fwd + bwd_total;
     // The step around the units (mlp_step_work), when calibrated.
-    if (auto it = c.units.find("mlp_step"); it != c.units.end()) {
-      const double around = it->second.fwd.at(items * mlp_step_work(m), m.params()) * pass_slow;
+    if (const UnitCost* step = c.unit_for("mlp_step", m.spec)) {
+      const double around = step->fwd.at(items * mlp_step_work(m), m.params()) * pass_slow;
       p.compute_s += around;
       fwd += around;  // before backward: the batch and the loss come first
     }
@@ -243,11 +242,11 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     // them (else the closed form), plus the gathered input batch.
     double transient = 0;
     for (const auto& u : m.units) {
-      auto it = c.units.find(u.kind);
-      if (it != c.units.end() && it->second.has_memory()) {
+      const UnitCost* uc = c.unit_for(u.kind, m.spec);
+      if (uc && uc->has_memory()) {
         // The graph keeps every node's gradient until it is destroyed: a unit's footprint at
         // the end of backward is its whole high-water mark, not its forward share.
-        p.activations_b += it->second.peak_b(mem_elems(u)) * items;
+        p.activations_b += uc->peak_b(mem_elems(u)) * items;
       } else {
         p.activations_b += kF * u.act_elems * items;
       }
@@ -459,7 +458,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     Piece& pc = pieces[k];
     for (int u = cut[k]; u < cut[k + 1]; ++u) {
       const Unit& x = m.units[u];
-      Pass ps = unit_pass(c, x, items, l.tp);
+      Pass ps = unit_pass(c, x, items, l.tp, m.spec);
       pc.f += ps.f;
       pc.b += ps.b + (recompute && x.block ? ps.f : 0);
       pc.fc += x.block ? 2 * tp_ar : 0;
@@ -467,14 +466,14 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       pc.params += x.block ? x.params / l.tp : x.params;
       // Kept activations: calibrated heap bytes per item (a block's scaled by the closed
       // form's tp share), or the closed form; with recompute a block keeps its input only.
-      auto it = c.units.find(x.kind);
-      const bool measured = it != c.units.end() && it->second.has_memory();
+      const UnitCost* uc = c.unit_for(x.kind, m.spec);
+      const bool measured = uc && uc->has_memory();
       const double me = mem_elems(x);
       const double closed = x.block ? block_activation_elems(m.context, 1, m.width, m.heads, l.tp, recompute) : x.act_elems;
       if (measured && x.block && recompute) {
         // Inputs kept; in backward one unit at a time is re-run and holds its high-water mark.
         pc.act += kF * items * closed;
-        pc.transient = std::max(pc.transient, it->second.peak_b(me) * items);
+        pc.transient = std::max(pc.transient, uc->peak_b(me) * items);
       } else if (measured) {
         // A tensor-parallel block keeps much of what it keeps unsplit (the f/g copies, the
         // replicated LayerNorm and residual tensors and their gradients). Measured here on the
@@ -485,10 +484,10 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
         // (12sbh + as^2b)/t would split 0.8.
         constexpr double kTpWhole = 0.65;
         const double share = x.block ? kTpWhole + (1 - kTpWhole) / l.tp : 1.0;
-        pc.act += it->second.act_b(me) * items * share;
+        pc.act += uc->act_b(me) * items * share;
         // Gradients of the activations stay until the graph goes: the live micro-batch in
         // backward holds the whole high-water mark.
-        pc.transient += (it->second.peak_b(me) - it->second.act_b(me)) * items * share;
+        pc.transient += (uc->peak_b(me) - uc->act_b(me)) * items * share;
       } else {
         pc.act += kF * items * closed;
       }

@@ -103,6 +103,26 @@ TEST(CalibrateUnits, FitsGroupByKindAndRoundTripThroughJson) {
   EXPECT_THROW(units_from_json(nlohmann::json::array(), "test"), InvalidArgument);
 }
 
+// A kind timed on two models also gets each model's own line ("kind@spec"), which the
+// simulator's lookup (Cluster::unit_for) prefers for that model; other models get the kind's.
+TEST(CalibrateUnits, EachTimedModelKeepsItsOwnLine) {
+  std::vector<UnitPoint> pts{{"mlp_layer", "mlp:4-2", 0, 1, 100, 1e-6, 2e-6},
+                             {"mlp_layer", "mlp:4-2", 0, 2, 200, 2e-6, 4e-6},
+                             {"mlp_layer", "mlp:8-4", 0, 1, 100, 3e-6, 6e-6},
+                             {"mlp_layer", "mlp:8-4", 0, 2, 200, 6e-6, 12e-6}};
+  Cluster c;
+  c.units = fit_units(pts);
+  ASSERT_EQ(c.units.size(), 3u);
+  ASSERT_NE(c.unit_for("mlp_layer", "mlp:4-2"), nullptr);
+  EXPECT_NEAR(c.unit_for("mlp_layer", "mlp:4-2")->fwd.s_per_work, 1e-8, 1e-18);
+  EXPECT_NEAR(c.unit_for("mlp_layer", "mlp:8-4")->fwd.s_per_work, 3e-8, 1e-18);
+  EXPECT_EQ(c.unit_for("mlp_layer", "mlp:16-2"), &c.units.at("mlp_layer"));  // no own line: the kind's
+  EXPECT_EQ(c.unit_for("gpt_block", "mlp:4-2"), nullptr);
+  // One model per kind: no per-model copy of the kind's line.
+  pts.resize(2);
+  EXPECT_EQ(fit_units(pts).size(), 1u);
+}
+
 TEST(CalibrateUnits, MemoryIsFittedPerElementAcrossWidths) {
   // Blocks of widths 64 and 128 keeping exactly 5 bytes per element of their memory basis
   // (mem_elems: closed-form activations + output), high-water 8: the per-element fit recovers
