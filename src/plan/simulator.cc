@@ -261,7 +261,9 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     const int degree = workers <= 2 ? 1 : 2;  // the ring
     double copies = 0;
     // ZeRO adds the padded reduce-scatter and receive buffers and two slices (gradient, parameters).
-    if (s == "ddp" && workers > 1) copies = l.zero > 0 ? 4 + 2.0 / workers : 2;
+    // (ddp keeps its two at one rank too: traced, the README's MLP at 1 rank held 23.8 MB
+    // beyond weights, gradients and momentum, 2 x its 11.65 MB.)
+    if (s == "ddp") copies = l.zero > 0 && workers > 1 ? 4 + 2.0 / workers : 2;
     else if (s == "localsgd") copies = 2;  // its gradient and its replica's
     // gossip: beyond 2 ranks a neighbour a step ahead sends before this rank posts its
     // inbox, and the transport buffers that model (gossip.cc): one copy more per neighbour.
