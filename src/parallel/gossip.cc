@@ -13,6 +13,7 @@
 namespace dtrain {
 namespace {
 constexpr uint32_t kGossipTag = 0x60551;
+constexpr uint32_t kReadyTag = 0x60552;  // "my first receives of the epoch are posted"
 }
 
 std::vector<int> gossip_neighbors(const std::string& topology, int rank, int world) {
@@ -59,15 +60,17 @@ Gossip::Gossip(TrainableModel& model, Optimizer& optimizer, Communicator& comm, 
       evaluator_(comm),
       grad_(static_cast<size_t>(model.num_params())),
       mean_(static_cast<size_t>(model.num_params())),
-      inbox_(neighbors_.size(), std::vector<float>(static_cast<size_t>(model.num_params()))) {
+      inbox_(2 * neighbors_.size(), std::vector<float>(static_cast<size_t>(model.num_params()))) {
   blocking_broadcast(comm_, inst_, "broadcast-params", model_.params().data(), model_.params().size(),
                      DType::kFloat32, 0);
 }
 
-std::vector<Request> Gossip::post_inboxes() {
+std::vector<Request> Gossip::post_inboxes(int set) {
   const size_t bytes = static_cast<size_t>(model_.num_params()) * sizeof(float);
+  const size_t deg = neighbors_.size();
   std::vector<Request> reqs;
-  for (size_t k = 0; k < neighbors_.size(); ++k) reqs.push_back(comm_.irecv(neighbors_[k], inbox_[k].data(), bytes, kGossipTag));
+  for (size_t k = 0; k < deg; ++k)
+    reqs.push_back(comm_.irecv(neighbors_[k], inbox_[static_cast<size_t>(set) * deg + k].data(), bytes, kGossipTag));
   return reqs;
 }
 
@@ -75,7 +78,16 @@ void Gossip::mix(std::vector<Request> reqs) {
   std::span<float> x = model_.params();
   const size_t bytes = x.size() * sizeof(float);
   const double t0 = now_seconds();
+  // The epoch's first send waits for the neighbours' word that their receives are posted.
+  for (Request& r : ready_) r.wait();
+  ready_.clear();
   for (int peer : neighbors_) reqs.push_back(comm_.isend(peer, x.data(), bytes, kGossipTag));
+  // The next step's receives go into the other set now, before this step's are waited for,
+  // when run_epoch says there is a next step: a neighbour can be at most one step ahead (its
+  // next mix needs this rank's next model), and messages of one tag from one peer match
+  // receives in the order they were posted. (Posted once this step's had all arrived, a
+  // neighbour's next model still came first at 4 and 8 ranks and was buffered.)
+  if (steps_left_ > 1) ahead_ = post_inboxes(1 - set_);
   for (Request& r : reqs) r.wait();
   const double t1 = now_seconds();
   if (inst_) {
@@ -87,10 +99,11 @@ void Gossip::mix(std::vector<Request> reqs) {
   Instrument::Scope s(inst_, "mix", SpanKind::kCompute);
   const float w = 1.0f / static_cast<float>(neighbors_.size() + 1);
   std::vector<const float*> members;
+  const size_t base = static_cast<size_t>(set_) * neighbors_.size();
   size_t k = 0;
-  for (; k < neighbors_.size() && neighbors_[k] < comm_.rank(); ++k) members.push_back(inbox_[k].data());
+  for (; k < neighbors_.size() && neighbors_[k] < comm_.rank(); ++k) members.push_back(inbox_[base + k].data());
   members.push_back(x.data());
-  for (; k < neighbors_.size(); ++k) members.push_back(inbox_[k].data());
+  for (; k < neighbors_.size(); ++k) members.push_back(inbox_[base + k].data());
   // Member by member over cache-sized blocks with the SIMD kernels (tensor/kernels.h): the
   // sum per element keeps the rank order m0 + m1 + ..., then one multiply by W. A loop over
   // the members per element compiled to scalar code and took 39-43% of an 8-rank step's CPU
@@ -104,17 +117,20 @@ void Gossip::mix(std::vector<Request> reqs) {
     for (size_t j = 2; j < members.size(); ++j) kern.add(acc, members[j] + off, acc, len);
     kern.scale(w, acc, x.data() + off, len);
   }
+  if (!ahead_.empty()) set_ = 1 - set_;
 }
 
 LossAcc Gossip::step(std::span<const int64_t> global_batch) {
   const auto [lo, hi] = data::batch_share(static_cast<int64_t>(global_batch.size()), comm_.rank(), comm_.size());
   std::span<const int64_t> mine = global_batch.subspan(static_cast<size_t>(lo), static_cast<size_t>(hi - lo));
-  // The inboxes are posted before the local step, so a neighbour that finishes its step
-  // first sends straight into them instead of into a transport buffer that is copied again.
-  // A neighbour a whole step ahead (ranks drift apart when they outnumber the cores) still
-  // finds no receive posted: at 4 and 8 ranks here the heap holds one such model-sized
-  // buffer per neighbour (traced), which the planner counts.
-  std::vector<Request> inboxes = post_inboxes();
+  // The inboxes are posted before the local step (or, within an epoch, at the end of the
+  // previous step's exchange, into the other set), so a neighbour that finishes its step
+  // first sends straight into them. Posted only when this step's mix began, a neighbour a
+  // whole step ahead (ranks drift apart when they outnumber the cores) found none, and the
+  // transport buffered its model on the heap and copied it again: one such buffer per
+  // neighbour at 4 and 8 ranks (traced), now and then at 2.
+  std::vector<Request> inboxes = ahead_.empty() ? post_inboxes(set_) : std::move(ahead_);
+  ahead_.clear();
   LossAcc r;
   {
     Instrument::Scope s(inst_, "local step", SpanKind::kCompute);
@@ -122,11 +138,26 @@ LossAcc Gossip::step(std::span<const int64_t> global_batch) {
     if (!mine.empty()) opt_.step(model_.params(), grad_);
   }
   if (!neighbors_.empty()) mix(std::move(inboxes));
+  if (steps_left_ > 0) --steps_left_;
   have_mean_ = false;
   return r;
 }
 
 LossAcc Gossip::run_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress) {
+  // run_minibatches calls step() once per batch: ceil(n / batch) times.
+  steps_left_ = batch >= 1 ? (static_cast<int64_t>(order.size()) + batch - 1) / batch : 0;
+  // The epoch's first receives are posted here and each neighbour is told so; the first send
+  // waits for the neighbours' word (mix). A neighbour that started the epoch first otherwise
+  // sent its model before this rank had posted anything, and the transport buffered it: the
+  // heap at the round's start held 0-2 extra models by timing (10.0-11.0 MB at 4 ranks).
+  if (steps_left_ > 0 && !neighbors_.empty()) {
+    if (ahead_.empty()) ahead_ = post_inboxes(set_);
+    ready_in_.assign(neighbors_.size(), 0);  // no ready word is pending: the last epoch's first mix took them
+    for (size_t k = 0; k < neighbors_.size(); ++k) {
+      ready_.push_back(comm_.irecv(neighbors_[k], &ready_in_[k], 1, kReadyTag));
+      ready_.push_back(comm_.isend(neighbors_[k], &ready_word_, 1, kReadyTag));
+    }
+  }
   LossAcc local = run_minibatches(order, batch, progress, [&](std::span<const int64_t> ids) { return step(ids); });
   if (local.examples) local.loss /= static_cast<double>(local.examples);
   return sum_stats(comm_, local);

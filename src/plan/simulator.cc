@@ -265,9 +265,9 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     // beyond weights, gradients and momentum, 2 x its 11.65 MB.)
     if (s == "ddp") copies = l.zero > 0 && workers > 1 ? 4 + 2.0 / workers : 2;
     else if (s == "localsgd") copies = 2;  // its gradient and its replica's
-    // gossip: beyond 2 ranks a neighbour a step ahead sends before this rank posts its
-    // inbox, and the transport buffers that model (gossip.cc): one copy more per neighbour.
-    else if (s == "gossip") copies = 2 + degree + (workers > 2 ? degree : 0);
+    // gossip: two sets of inboxes, one model per neighbour each (gossip.cc posts the next
+    // step's receives into the other set as soon as this step's are in).
+    else if (s == "gossip") copies = 2 + 2 * degree;
     else if (s == "fedavg") copies = 4;
     // Beyond two ranks the all-reduce's ring keeps a receive buffer of the model's size
     // (measured: +1.4 copies from 2 to 4 ranks, flat from 4 to 8), except where it goes
