@@ -421,8 +421,12 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       const double penalty = c.compute_slowdown(node_n) * c.cores_per_node / node_n;
       double node_cpu = 0;
       if (s == "gossip") {
+        // Since every receive is posted before its message can come (gossip.cc), a model
+        // crosses at the exchange's own rate, not at the rate of the node's working set
+        // (which priced the transport's extra heap copy: 4 and 8 ranks +47% after the change).
+        const double msg_byte = c.link_at(false, bytes, true).beta_s_per_byte;
         const double own = (p.compute_s + p.optimizer_s) / slow;
-        node_cpu = n * (own + degree * bytes * per_byte + (degree + 2) * bytes * per_byte / 2);
+        node_cpu = n * (own + degree * bytes * msg_byte + (degree + 2) * bytes * msg_byte / 2);
       } else {
         const double own = p.compute_s / slow;
         const double server = l.ps_sync ? P * c.sgd_ns_per_param * 1e-9 + workers * P * 12 / c.elementwise_bps
