@@ -22,6 +22,23 @@ Hogwild::Hogwild(TrainableModel& model, const float* lr, int threads, Mode mode)
 // One thread's stream for a sparse model. For each minibatch: score every example at the
 // current shared parameters and keep its dL/ds; then apply the B updates, each scaled by
 // -lr/B. With B = 1 this is the paper's per-example step.
+namespace {
+// The cache lines of every row `row` touches in the model `w` (k floats a row), asked for in
+// the exclusive state (x86 PREFETCHW; a plain prefetch elsewhere).
+void prefetch_rows(const float* w, const SparseRow& row, int k) {
+  for (int64_t q = 0; q < row.nnz; ++q) {
+    const float* r = w + int64_t{row.idx[q]} * k;
+#if defined(__x86_64__)
+    asm volatile("prefetchw %0" ::"m"(*r));
+    asm volatile("prefetchw %0" ::"m"(r[k - 1]));
+#else
+    __builtin_prefetch(r, 1, 3);
+    __builtin_prefetch(r + k - 1, 1, 3);
+#endif
+  }
+}
+}  // namespace
+
 LossAcc Hogwild::run_stream_sparse(std::span<const int64_t> stream, int64_t batch, float lr,
                                    const ProgressFn* progress, int64_t scale) {
   const SparseLinear& m = *model_.sparse();
@@ -32,12 +49,19 @@ LossAcc Hogwild::run_stream_sparse(std::span<const int64_t> stream, int64_t batc
   std::vector<float> dscores(static_cast<size_t>(k * batch));
   LossAcc acc;
   const auto n = static_cast<int64_t>(stream.size());
+  // As in hogwild-hot (parallel/hogwild_hot.cc): with other threads writing, the next
+  // example's rows are asked for, for writing, while this one is computed. A memory hint,
+  // not a change to the algorithm: the same lock-free updates in the same order per thread.
+  // news20, 2 threads, three interleaved pairs: 0.99M -> 1.09M, 0.33M -> 0.76M and 0.67M ->
+  // 1.15M examples/s. One thread runs without (nobody else owns its lines: -5%).
+  const bool prefetch = threads_ > 1 && mode_ == Mode::kLockFree;
   auto minibatch = [&](auto access, int64_t first, int64_t len) {
     using Access = decltype(access);
     const float step = -lr / static_cast<float>(len);
     for (int64_t i = 0; i < len; ++i) {
       const int64_t e = stream[static_cast<size_t>(first + i)];
       const int label = ds.labels[static_cast<size_t>(e)];
+      if (prefetch && first + i + 1 < n) prefetch_rows(w, ds.sparse_row(stream[static_cast<size_t>(first + i + 1)]), k);
       m.scores<Access>(w, ds.sparse_row(e), scores.data());
       acc.correct += m.predict_from_scores(scores.data()) == label;
       acc.loss += m.loss_and_dscore(scores.data(), label, dscores.data() + i * k);

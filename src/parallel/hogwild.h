@@ -14,7 +14,9 @@
 //                  adds -lr/B * x_j dL/ds_c to exactly those coordinates (plus biases) —
 //                  reads and writes through RelaxedAccess (std::atomic_ref<float>, relaxed),
 //                  so every access is atomic (TSan-clean) but a read-add-write is not:
-//                  a lost update is the benign race HOGWILD! accepts.
+//                  a lost update is the benign race HOGWILD! accepts. With T > 1 the next
+//                  example's rows are prefetched for writing while this one is computed
+//                  (a memory hint: the updates and their order are unchanged).
 //   dense models   (the MLP) a thread copies the shared parameters with relaxed loads into
 //                  its own snapshot, computes the minibatch gradient there, then applies it
 //                  to the shared buffer with relaxed load+store per coordinate.
