@@ -205,7 +205,9 @@ t0=$SECONDS
 out=$(on "$NS0" env DTRAIN_FAULT_KILL=1:1 timeout 120 srun --mpi=pmix -N2 -n2 --kill-on-bad-exit=1 $TRAIN --epochs 3 --timeout 20 2>&1); rc=$?
 [[ $rc -ne 0 && $rc -ne 124 ]] && pass "killed task: the step ends (rc $rc) in $((SECONDS - t0)) s" || fail "killed task (rc $rc): $out"
 t0=$SECONDS
-on "$NS0" timeout 120 srun --mpi=pmix -N2 -n2 --kill-on-bad-exit=1 $TRAIN --epochs 200 --timeout 5 > "$W/cut.out" 2>&1 &
+# Epochs enough to outlast the start-up poll below by far: 200 of this tiny model once ended in
+# 0.17 s, before the link was cut (the run is ended by the cut, or by `timeout`).
+on "$NS0" timeout 120 srun --mpi=pmix -N2 -n2 --kill-on-bad-exit=1 $TRAIN --epochs 100000 --timeout 5 > "$W/cut.out" 2>&1 &
 cut=$!
 for _ in $(seq 200); do grep -q "epoch\|strategy" "$W/cut.out" && break; sleep 0.2; done  # training started (<= 40 s)
 ip -n "$NS1" link set "$VB" down
