@@ -23,19 +23,9 @@ Hogwild::Hogwild(TrainableModel& model, const float* lr, int threads, Mode mode)
 // current shared parameters and keep its dL/ds; then apply the B updates, each scaled by
 // -lr/B. With B = 1 this is the paper's per-example step.
 namespace {
-// The cache lines of every row `row` touches in the model `w` (k floats a row), asked for in
-// the exclusive state (x86 PREFETCHW; a plain prefetch elsewhere).
+// Every row the example `row` reads and writes in the model `w` (k floats a row).
 void prefetch_rows(const float* w, const SparseRow& row, int k) {
-  for (int64_t q = 0; q < row.nnz; ++q) {
-    const float* r = w + int64_t{row.idx[q]} * k;
-#if defined(__x86_64__)
-    asm volatile("prefetchw %0" ::"m"(*r));
-    asm volatile("prefetchw %0" ::"m"(r[k - 1]));
-#else
-    __builtin_prefetch(r, 1, 3);
-    __builtin_prefetch(r + k - 1, 1, 3);
-#endif
-  }
+  for (int64_t q = 0; q < row.nnz; ++q) prefetch_row_for_write(w + int64_t{row.idx[q]} * k, k);
 }
 }  // namespace
 

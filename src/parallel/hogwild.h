@@ -39,6 +39,24 @@
 
 namespace dtrain {
 
+// Asks for the cache lines of one model row (k floats at w) in the exclusive state, ahead of
+// a read and a write of it: x86 PREFETCHW (a no-op hint where unsupported), a write prefetch
+// elsewhere. Used by the sparse HOGWILD! kernels (here and parallel/hogwild_hot.cc) on the
+// next example's rows while the current one is computed.
+inline void prefetch_row_for_write(const float* w, int k) {
+#if defined(__x86_64__)
+  asm volatile("prefetchw %0" ::"m"(*w));
+  asm volatile("prefetchw %0" ::"m"(w[k - 1]));
+#else
+  __builtin_prefetch(w, 1, 3);
+  __builtin_prefetch(w + k - 1, 1, 3);
+#endif
+}
+
+}  // namespace dtrain
+
+namespace dtrain {
+
 class Hogwild : public ModelStrategy {
  public:
   enum class Mode { kLockFree, kLocked };

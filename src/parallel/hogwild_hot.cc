@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "parallel/hogwild.h"
 
 namespace dtrain {
 
@@ -113,19 +114,10 @@ inline const float* row_of(int32_t loc, const float* local, const float* shared,
   return reinterpret_cast<const float*>(l ^ ((l ^ s) & cold)) + r * k;
 }
 
-// Asks, in the exclusive state (x86 PREFETCHW; a plain prefetch elsewhere), for the cache
-// lines of every row the example at `loc` will read and then write. See run_stream.
+// Every row the example at `loc` will read and then write (hogwild.h's prefetch_row_for_write).
+// See run_stream.
 inline void prefetch_rows(const int32_t* loc, int64_t nnz, const float* local, const float* shared, int k) {
-  for (int64_t n = 0; n < nnz; ++n) {
-    const float* w = row_of(loc[n], local, shared, k);
-#if defined(__x86_64__)
-    asm volatile("prefetchw %0" ::"m"(*w));
-    asm volatile("prefetchw %0" ::"m"(w[k - 1]));
-#else
-    __builtin_prefetch(w, 1, 3);
-    __builtin_prefetch(w + k - 1, 1, 3);
-#endif
-  }
+  for (int64_t n = 0; n < nnz; ++n) prefetch_row_for_write(row_of(loc[n], local, shared, k), k);
 }
 }  // namespace
 
