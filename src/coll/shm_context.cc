@@ -135,7 +135,6 @@ ShmContext::ShmContext(Communicator& comm, size_t slot_bytes)
     throw;
   }
   for (int q = 0; q < size_; ++q) pids_[q] = header(q)->pid;
-  slots_allreduce_min_ = kSlotsAllreduceMinBytes;
   if (size_ == 2 && !oversubscribed()) probe_peers(Deadline::after(comm.timeout()));
 }
 

@@ -40,6 +40,7 @@
 #include "base/clock.h"
 #include "coll/call.h"
 #include "coll/communicator.h"
+#include "coll/config.h"
 #include "coll/types.h"
 
 namespace dtrain {
@@ -127,7 +128,7 @@ class ShmContext {
   int spin_ranks_per_core_ = 1;
   int64_t yield_ns_ = 100000;  // CollConfig::shm_yield_us
   int cross_memory_reads_ = -1;
-  size_t slots_allreduce_min_ = 0;
+  size_t slots_allreduce_min_ = kSlotsAllreduceMinBytes;  // probe_peers may lower it
   int64_t round_trip_ns_ = 0;
   void probe_peers(const Deadline& deadline);
 };

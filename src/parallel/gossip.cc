@@ -14,6 +14,7 @@ namespace dtrain {
 namespace {
 constexpr uint32_t kGossipTag = 0x60551;
 constexpr uint32_t kReadyTag = 0x60552;  // "my first receives of the epoch are posted"
+constexpr char kReadyWord = 1;
 }
 
 std::vector<int> gossip_neighbors(const std::string& topology, int rank, int world) {
@@ -123,9 +124,9 @@ void Gossip::mix(std::vector<Request> reqs) {
 LossAcc Gossip::step(std::span<const int64_t> global_batch) {
   const auto [lo, hi] = data::batch_share(static_cast<int64_t>(global_batch.size()), comm_.rank(), comm_.size());
   std::span<const int64_t> mine = global_batch.subspan(static_cast<size_t>(lo), static_cast<size_t>(hi - lo));
-  // The inboxes are posted before the local step (or, within an epoch, at the end of the
-  // previous step's exchange, into the other set), so a neighbour that finishes its step
-  // first sends straight into them. Posted only when this step's mix began, a neighbour a
+  // The inboxes are posted before the local step (within an epoch, by the previous step's
+  // exchange, into the other set), so a neighbour that finishes its step first sends
+  // straight into them. Posted only when this step's mix began, a neighbour a
   // whole step ahead (ranks drift apart when they outnumber the cores) found none, and the
   // transport buffered its model on the heap and copied it again: one such buffer per
   // neighbour at 4 and 8 ranks (traced), now and then at 2.
@@ -155,7 +156,7 @@ LossAcc Gossip::run_epoch(std::span<const int64_t> order, int64_t batch, const P
     ready_in_.assign(neighbors_.size(), 0);  // no ready word is pending: the last epoch's first mix took them
     for (size_t k = 0; k < neighbors_.size(); ++k) {
       ready_.push_back(comm_.irecv(neighbors_[k], &ready_in_[k], 1, kReadyTag));
-      ready_.push_back(comm_.isend(neighbors_[k], &ready_word_, 1, kReadyTag));
+      ready_.push_back(comm_.isend(neighbors_[k], &kReadyWord, 1, kReadyTag));
     }
   }
   LossAcc local = run_minibatches(order, batch, progress, [&](std::span<const int64_t> ids) { return step(ids); });

@@ -65,15 +65,14 @@ class Gossip : public ModelStrategy {
   ShardedEvaluator evaluator_;
   std::vector<float> grad_, mean_;
   // Two sets of inboxes, one per neighbour each (set s at [s * degree, (s + 1) * degree)):
-  // the next step's receives are posted into the other set as soon as this step's have
-  // arrived, so a neighbour a step ahead never finds none posted (see step()).
+  // the next step's receives are posted into the other set before this step's are waited
+  // for, so a neighbour a step ahead never finds none posted (see mix()).
   std::vector<std::vector<float>> inbox_;
   int set_ = 0;                   // the set this step's receives go to
   std::vector<Request> ahead_;    // the next step's, posted early (empty: none)
   int64_t steps_left_ = 0;        // steps left in the epoch run_epoch is in (0: unknown)
   std::vector<Request> ready_;    // the epoch's ready words, in and out (run_epoch)
   std::vector<char> ready_in_;    // one byte per neighbour
-  char ready_word_ = 1;
   bool have_mean_ = false;
 };
 

@@ -53,10 +53,6 @@ inline void prefetch_row_for_write(const float* w, int k) {
 #endif
 }
 
-}  // namespace dtrain
-
-namespace dtrain {
-
 class Hogwild : public ModelStrategy {
  public:
   enum class Mode { kLockFree, kLocked };

@@ -266,7 +266,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     if (s == "ddp") copies = l.zero > 0 && workers > 1 ? 4 + 2.0 / workers : 2;
     else if (s == "localsgd") copies = 2;  // its gradient and its replica's
     // gossip: two sets of inboxes, one model per neighbour each (gossip.cc posts the next
-    // step's receives into the other set as soon as this step's are in).
+    // step's receives into the other set before it waits for this step's).
     else if (s == "gossip") copies = 2 + 2 * degree;
     else if (s == "fedavg") copies = 4;
     // Beyond two ranks the all-reduce's ring keeps a receive buffer of the model's size
@@ -274,7 +274,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     // through the shared-memory slots instead (every rank on one node, more ranks than cores
     // or a call of 8 MiB or more: coll/shm_direct.cc), which keep nothing of the model's size
     // (measured 4 and 8 ranks: exactly one copy less, 5.37 -> 4.43 MB). Gossip's
-    // neighbour exchange is not an all-reduce (its early messages are counted above).
+    // neighbour exchange is not an all-reduce (its inboxes are counted above).
     const double call_b = s == "ddp" && l.bucket_mb > 0 ? std::min(bytes, l.bucket_mb * (1 << 20)) : bytes;
     const bool slots = c.ranks_on_node(workers) >= workers && call_b <= kShmSlotsBytes &&
                        (c.ranks_on_node(workers) > c.cores_per_node || call_b >= static_cast<double>(kSlotsAllreduceMinBytes));
