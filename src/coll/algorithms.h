@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include <utility>
@@ -86,6 +87,16 @@ bool reduce_scatter_shm_direct(Call& c, const char* send, char* out, const Block
 // Through the context's slots (see shm_slots.cc): plain copies and full phases (a pipeline of
 // per-chunk handshakes for broadcast); chosen by the shm_direct functions where that is faster.
 void allreduce_slots(Call& c, const char* send, char* buf, size_t n, ShmContext& ctx);
+// allreduce_apply's shared-memory paths (coll/collectives.h): rank r reduces block r of every
+// input piece by piece, hands each piece to `apply` (offset from the start of the buffer,
+// the values in place) and every rank's recv gets the result. The shm_direct one returns
+// false, having done nothing, when cross-memory reads are refused (it takes the slots where
+// allreduce_shm_direct would).
+using ApplyPiece = std::function<void(size_t offset, char* values, size_t len)>;
+bool allreduce_apply_shm_direct(Call& c, const char* send, char* recv, const Blocks& b, const ApplyPiece& apply,
+                                ShmContext* ctx);
+void allreduce_apply_slots(Call& c, const char* send, char* recv, const Blocks& b, const ApplyPiece& apply,
+                           ShmContext& ctx);
 void allgather_slots(Call& c, char* buf, const char* mine, const Blocks& b, ShmContext& ctx);
 void reduce_scatter_slots(Call& c, const char* send, char* out, const Blocks& b, ShmContext& ctx);
 void broadcast_slots(Call& c, char* buf, size_t n, int root, ShmContext& ctx);

@@ -63,7 +63,7 @@ std::string hosts_of(Store& store, const std::vector<int>& ranks, int me) {
 
 std::string Fingerprint::describe() const {
   std::ostringstream os;
-  os << coll_op_name(static_cast<CollOp>(op)) << "(" << dtype_name(static_cast<DType>(dtype)) << " x " << count;
+  os << coll_op_name(static_cast<CollOp>(op)) << (root == kApplyRoot ? "+apply" : "") << "(" << dtype_name(static_cast<DType>(dtype)) << " x " << count;
   auto cop = static_cast<CollOp>(op);
   if (cop == CollOp::kAllreduce || cop == CollOp::kReduce || cop == CollOp::kReduceScatter)
     os << ", " << reduce_op_name(static_cast<ReduceOp>(redop));

@@ -47,6 +47,10 @@
 
 namespace dtrain {
 
+// Fingerprint::root of an allreduce_apply (coll/collectives.h), so that a rank in a plain
+// all-reduce and one in allreduce_apply never take each other's calls for theirs.
+inline constexpr int32_t kApplyRoot = -2;
+
 struct Fingerprint {
   uint64_t seq = 0;
   uint64_t count = 0;  // elements (per rank for gather-like ops); a hash for variable counts

@@ -123,6 +123,49 @@ Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t cou
   return a;
 }
 
+Algorithm allreduce_apply(Communicator& comm, const float* send, float* recv, const std::vector<size_t>& counts,
+                          const ApplyFn& apply, const AllreduceOptions& opts_in) {
+  const auto opts = with_shm_context(comm, opts_in);
+  const int p = comm.size(), me = comm.rank();
+  DT_CHECK_EQ(counts.size(), static_cast<size_t>(p), InvalidArgument, "allreduce_apply: one count per rank");
+  const algo::Blocks blocks(counts);
+  const size_t n = blocks.total();
+  DT_CHECK(send + n <= recv || recv + n <= send || n == 0, InvalidArgument,
+           "allreduce_apply: send and recv overlap (the owners write recv while the others still read send)");
+  DT_CHECK(!opts.deterministic, InvalidArgument,
+           "allreduce_apply: no deterministic mode (use allreduce with fixed-point sums, then step)");
+  if (p == 1) {
+    std::copy(send, send + n, recv);
+    if (n) apply(0, recv, n);
+    return Algorithm::kNaive;
+  }
+  if (opts.shm && opts.algorithm == Algorithm::kAuto) {
+    Call call(comm, CollOp::kAllreduce, opts, Algorithm::kShmDirect, DType::kFloat32, n, kApplyRoot, ReduceOp::kSum);
+    bool done = false;
+    call.run([&] {
+      done = algo::allreduce_apply_shm_direct(
+          call, reinterpret_cast<const char*>(send), reinterpret_cast<char*>(recv), blocks,
+          [&](size_t off, char* values, size_t len) { apply(off, reinterpret_cast<float*>(values), len); }, opts.shm);
+    });
+    if (done) return Algorithm::kShmDirect;
+  }
+  // Anywhere else: reduce-scatter blocks padded to the longest, apply, all-gather the blocks.
+  size_t per = 0;
+  for (size_t c : counts) per = std::max(per, c);
+  std::vector<float> padded(per * static_cast<size_t>(p), 0.0f), mine(per);
+  for (int q = 0; q < p; ++q) std::copy_n(send + blocks.off[q], counts[q], padded.data() + per * q);
+  ReduceScatterOptions rs;
+  static_cast<CollOptions&>(rs) = opts;
+  rs.algorithm = Algorithm::kAuto;
+  const Algorithm a = reduce_scatter(comm, padded.data(), mine.data(), per, DType::kFloat32, ReduceOp::kSum, rs);
+  if (counts[me]) apply(blocks.off[me], mine.data(), counts[me]);
+  AllgatherOptions ag;
+  static_cast<CollOptions&>(ag) = opts;
+  ag.algorithm = Algorithm::kAuto;
+  allgatherv(comm, mine.data(), recv, counts, DType::kFloat32, ag);
+  return a;
+}
+
 Algorithm broadcast(Communicator& comm, void* buf, size_t count, DType t, int root, const BroadcastOptions& opts_in) {
   const auto opts = with_shm_context(comm, opts_in);
   check_root(comm, root, "broadcast");

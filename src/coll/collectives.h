@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 #include "coll/communicator.h"
@@ -32,6 +33,25 @@ inline Algorithm allreduce(Communicator& comm, void* buf, size_t count, DType t,
                            const AllreduceOptions& opts = {}) {
   return allreduce(comm, buf, buf, count, t, op, opts);
 }
+// All-reduce (float32 sum) whose owners transform the result before it is shared: the
+// optimizer step fused into the gradient all-reduce (ZeRO stage 1 without a separate
+// all-gather pass, parallel/zero.h). counts[q] consecutive elements, in rank order, belong to
+// rank q (the same counts on every rank; their sum is the buffer's length). Rank q is handed
+// the sums of its elements in pieces, each element exactly once, in order:
+// apply(offset, values, len) gets in values[0, len) the sums of elements [offset, offset +
+// len) of the buffer and leaves there what every rank's recv shall hold at those places.
+// Afterwards every rank's recv holds, bit for bit, what the owners' apply left; send is only
+// read. send and recv must not overlap, and recv must not be read or written by anyone else
+// during the call (the owners write into it; apply may read this rank's own recv at its own
+// offsets, which hold what they held before the call until apply returns).
+// On one host with the shared-memory context it is one pass: each owner reduces a piece of
+// its block from every rank's input, applies, and the piece goes to every output while it is
+// in cache (shm_direct's cross-memory reads/writes, or the slots); elsewhere it is a
+// reduce-scatter, apply, all-gather (also where opts.algorithm is not auto; those two calls
+// then pick their own algorithms). Returns the algorithm used.
+using ApplyFn = std::function<void(size_t offset, float* values, size_t len)>;
+Algorithm allreduce_apply(Communicator& comm, const float* send, float* recv, const std::vector<size_t>& counts,
+                          const ApplyFn& apply, const AllreduceOptions& opts = {});
 Algorithm broadcast(Communicator& comm, void* buf, size_t count, DType t, int root, const BroadcastOptions& opts = {});
 // recv is used on the root only (may be null elsewhere).
 Algorithm reduce(Communicator& comm, const void* send, void* recv, size_t count, DType t, ReduceOp op, int root,

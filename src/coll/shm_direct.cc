@@ -171,11 +171,15 @@ void must_read(const Peer& peer, size_t offset, void* local, size_t bytes, int q
 // peers in this process are read in place, others copied into cache-sized scratch first.
 // push: each finished piece is also written into every peer's output at the same place,
 // while it is still in cache.
-void reduce_slice(Call& c, const std::vector<Peer>& peers, size_t lo, size_t n, char* out, bool push = false) {
+// apply (allreduce_apply): each reduced piece goes to a cache-sized buffer first, is handed
+// to apply there, and what apply leaves is what lands in out and the peers' outputs.
+void reduce_slice(Call& c, const std::vector<Peer>& peers, size_t lo, size_t n, char* out, bool push = false,
+                  const ApplyPiece* apply = nullptr) {
   const int p = c.size(), me = c.rank();
   const size_t es = c.elem();
   const size_t piece = std::max<size_t>(1, std::min(kPieceBytes / es, n));
-  char* copies = c.scratch(piece * es * p);
+  char* copies = c.scratch(piece * es * (p + (apply ? 1 : 0)));
+  char* values = copies + static_cast<size_t>(p) * piece * es;
   std::vector<const void*> in_rank_order(p);
   const int64_t pid = ::getpid();
   for (size_t at = 0; at < n; at += piece) {
@@ -192,7 +196,13 @@ void reduce_slice(Call& c, const std::vector<Peer>& peers, size_t lo, size_t n, 
         in_rank_order[q] = dst;
       }
     }
-    reduce_ordered(c.dtype(), c.redop(), out + at * es, in_rank_order.data(), p, len);
+    if (apply) {
+      reduce_ordered(c.dtype(), c.redop(), values, in_rank_order.data(), p, len);
+      (*apply)(lo + at, values, len);
+      copy_bytes(out + at * es, values, len * es);
+    } else {
+      reduce_ordered(c.dtype(), c.redop(), out + at * es, in_rank_order.data(), p, len);
+    }
     if (push)
       for (int k = 1; k < p; ++k) {
         const int q = (me + k) % p;
@@ -238,6 +248,28 @@ void allreduce_shm_direct(Call& c, const char* send, char* buf, size_t n, ShmCon
   Blocks slices(n, p);
   reduce_slice(c, peers, slices.off[me], slices.len(me), buf + slices.off[me] * es, /*push=*/true);
   phases.barrier_or(Phases::kEnd, false, n * es);
+}
+
+// allreduce_apply, shm-direct: allreduce_shm_direct with the owners' apply between the
+// reduction of each piece and its push: the peers' inputs are read (never written), the
+// outputs are written only by the owner of each block, its own directly and the peers'
+// through cross-memory writes, and the closing phase keeps every input in place until all
+// reads are done. Where allreduce_shm_direct takes the slots, so does this.
+bool allreduce_apply_shm_direct(Call& c, const char* send, char* recv, const Blocks& b, const ApplyPiece& apply,
+                                ShmContext* ctx) {
+  const int me = c.rank();
+  const size_t bytes = b.total() * c.elem();
+  if (ctx && (ctx->oversubscribed() || bytes >= ctx->slots_allreduce_min_bytes()) &&
+      bytes <= c.comm().coll_config().shm_slots_bytes) {
+    allreduce_apply_slots(c, send, recv, b, apply, *ctx);
+    return true;
+  }
+  Phases phases(c, ctx);
+  std::vector<Peer> peers;
+  if (!phases.share(send, peers, recv)) return false;
+  reduce_slice(c, peers, b.off[me], b.len(me), recv + b.off[me] * c.elem(), /*push=*/true, &apply);
+  phases.barrier_or(Phases::kEnd, false, bytes);
+  return true;
 }
 
 // All-gather, shm-direct: every rank reads each block straight from its owner's input (the

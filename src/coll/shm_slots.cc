@@ -135,6 +135,42 @@ void reduce_scatter_slots(Call& c, const char* send, char* out, const Blocks& b,
   }
 }
 
+// allreduce_apply through the slots: reduce_scatter_slots' layout (piece k of every block,
+// block q at place q of each rank's slot; one full phase), then rank r reduces piece k of
+// block r into its OTHER slot, hands it to apply there, and a second full phase lets
+// everyone copy every block's piece out: allreduce_slots' two phases per piece, with the
+// owners' apply in between.
+void allreduce_apply_slots(Call& c, const char* send, char* recv, const Blocks& b, const ApplyPiece& apply,
+                           ShmContext& ctx) {
+  const int p = c.size(), me = c.rank();
+  const size_t es = c.elem();
+  const size_t piece = std::max<size_t>(1, ctx.slot_bytes() / es / static_cast<size_t>(p));  // elements per block
+  size_t longest = 0;
+  for (int q = 0; q < p; ++q) longest = std::max(longest, b.len(q));
+  auto part = [&](int q, size_t at) { return b.len(q) > at ? std::min(piece, b.len(q) - at) : size_t{0}; };
+  Waits waits(c, ctx);
+  std::vector<const void*> in_rank_order(static_cast<size_t>(p));
+  for (size_t at = 0; at < longest; at += piece) {
+    const uint64_t in = ctx.next_phase();
+    char* slot = ctx.my_slot(in);
+    for (int q = 0; q < p; ++q) copy_bytes(slot + q * piece * es, send + (b.off[q] + at) * es, part(q, at) * es);
+    waits.all(in, piece * es * p);
+    const uint64_t out = ctx.next_phase();
+    const size_t mine = part(me, at);
+    for (int q = 0; q < p; ++q) in_rank_order[q] = ctx.slot_of(q, in) + me * piece * es;
+    char* values = ctx.my_slot(out);
+    if (mine) {
+      reduce_ordered(c.dtype(), c.redop(), values, in_rank_order.data(), p, mine);
+      apply(b.off[me] + at, values, mine);
+    }
+    waits.all(out, mine * es);
+    for (int k = 0; k < p; ++k) {
+      const int q = (me + k) % p;
+      copy_bytes(recv + (b.off[q] + at) * es, ctx.slot_of(q, out), part(q, at) * es);
+    }
+  }
+}
+
 void broadcast_slots(Call& c, char* buf, size_t n, int root, ShmContext& ctx) {
   const int p = c.size(), me = c.rank();
   const size_t bytes = n * c.elem();

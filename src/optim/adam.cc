@@ -18,9 +18,9 @@ Adam::Adam(int64_t size, const AdamOptions& options) : Optimizer(size, options.l
   v_.assign(size, 0.0f);
 }
 
-void Adam::step(std::span<float> params, std::span<const float> grads) {
-  check_spans(params, grads);
-  int64_t t = steps_ + 1;
+void Adam::update(std::span<float> params, std::span<const float> grads, int64_t offset) {
+  check_piece(params, grads, offset);
+  const int64_t t = steps_ + 1;  // the step in progress (end_step counts it)
   AdamUpdate u;
   u.lr = lr_;
   u.beta1 = options_.beta1;
@@ -30,13 +30,13 @@ void Adam::step(std::span<float> params, std::span<const float> grads) {
   u.decoupled = options_.decoupled;
   u.bias_correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(options_.beta1), static_cast<double>(t)));
   u.bias_correction2 = static_cast<float>(1.0 - std::pow(static_cast<double>(options_.beta2), static_cast<double>(t)));
-  float *p = params.data(), *m = m_.data(), *v = v_.data();
+  float *p = params.data(), *m = m_.data() + offset, *v = v_.data() + offset;
   const float* g = grads.data();
+  const auto n = static_cast<int64_t>(params.size());
   const Kernels& k = kernels();
   auto run = [&](int64_t lo, int64_t hi) { k.adam_update(p + lo, g + lo, m + lo, v + lo, hi - lo, u); };
-  if (pool_ && pool_->size() > 1 && size_ >= (1 << 16)) pool_->parallel_for(0, size_, 1 << 15, run);
-  else run(0, size_);
-  steps_ = t;
+  if (pool_ && pool_->size() > 1 && n >= (1 << 16)) pool_->parallel_for(0, n, 1 << 15, run);
+  else run(0, n);
 }
 
 std::vector<float> Adam::hyper_params() const {

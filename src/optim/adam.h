@@ -22,18 +22,18 @@ struct AdamOptions {
 class Adam : public Optimizer {
  public:
   Adam(int64_t size, const AdamOptions& options);
-  void step(std::span<float> params, std::span<const float> grads) override;
+  void update(std::span<float> params, std::span<const float> grads, int64_t offset) override;
   const char* kind() const override { return options_.decoupled ? "adamw" : "adam"; }
   const AdamOptions& options() const { return options_; }
 
  protected:
-  std::vector<std::vector<float>*> state_arrays() override { return {&m_, &v_}; }
+  std::vector<AlignedVector<float>*> state_arrays() override { return {&m_, &v_}; }
   std::vector<float> hyper_params() const override;
   void set_hyper_params(std::span<const float> values) override;
 
  private:
   AdamOptions options_;
-  std::vector<float> m_, v_;
+  AlignedVector<float> m_, v_;
 };
 
 // AdamW: Adam with decoupled weight decay (set options.weight_decay; PyTorch defaults to 0.01).

@@ -53,11 +53,24 @@ Optimizer::Optimizer(int64_t size, float lr) : size_(size), lr_(lr) {
   DT_CHECK(lr >= 0.0f, InvalidArgument, "learning rate must be >= 0, got " << lr);
 }
 
+void Optimizer::step(std::span<float> params, std::span<const float> grads) {
+  check_spans(params, grads);
+  update(params, grads, 0);
+  end_step();
+}
+
 void Optimizer::check_spans(std::span<float> params, std::span<const float> grads) const {
   DT_CHECK(static_cast<int64_t>(params.size()) == size_ && static_cast<int64_t>(grads.size()) == size_,
            InvalidArgument,
            kind() << " optimizer manages " << size_ << " elements but step() got " << params.size()
                   << " parameters and " << grads.size() << " gradients (slice the flat buffers to the range)");
+}
+
+void Optimizer::check_piece(std::span<float> params, std::span<const float> grads, int64_t offset) const {
+  const auto len = static_cast<int64_t>(params.size());
+  DT_CHECK(static_cast<int64_t>(grads.size()) == len && offset >= 0 && offset + len <= size_, InvalidArgument,
+           kind() << " optimizer manages " << size_ << " elements but update() got " << params.size()
+                  << " parameters and " << grads.size() << " gradients at offset " << offset);
 }
 
 std::vector<uint8_t> Optimizer::save_state() const {
@@ -73,7 +86,7 @@ std::vector<uint8_t> Optimizer::save_state() const {
   for (float h : hyper) put(out, h);
   auto arrays = const_cast<Optimizer*>(this)->state_arrays();
   put(out, static_cast<uint32_t>(arrays.size()));
-  for (const std::vector<float>* a : arrays) {
+  for (const AlignedVector<float>* a : arrays) {
     put(out, static_cast<int64_t>(a->size()));
     const auto* p = reinterpret_cast<const uint8_t*>(a->data());
     out.insert(out.end(), p, p + a->size() * sizeof(float));
@@ -101,7 +114,7 @@ void Optimizer::load_state(std::span<const uint8_t> bytes) {
   auto arrays = state_arrays();
   uint32_t count = r.get<uint32_t>();
   DT_CHECK(count == arrays.size(), Corrupt, "optimizer state: " << count << " arrays, expected " << arrays.size());
-  std::vector<std::vector<float>> loaded(count);
+  std::vector<AlignedVector<float>> loaded(count);
   for (uint32_t i = 0; i < count; ++i) {
     int64_t n = r.get<int64_t>();
     DT_CHECK(n == 0 || n == size_, Corrupt, "optimizer state: array " << i << " has " << n << " elements");

@@ -8,6 +8,11 @@
 //       opt.step(all_params.subspan(offset, len), all_grads.subspan(offset, len));
 //   Stepping ranges [0, a) and [a, n) with two optimizers equals stepping [0, n) with one,
 //   bit for bit (every update is element-wise).
+// - A step may also come in pieces (a fused all-reduce hands each reduced piece over as it
+//   is ready): update(params, grads, offset) updates elements [offset, offset + len) of the
+//   range, with the state at the same offsets, as the step in progress would; end_step()
+//   then counts the step. Each element at most once per step, in any order; step(p, g) is
+//   update(p, g, 0) followed by end_step(), bit for bit.
 // - lr() is the learning rate the next step uses; a schedule sets it: set_lr(s.at(step)).
 // - steps() counts completed steps (Adam's bias correction uses it).
 // - save_state() serializes kind, size, step count, hyper-parameters and state arrays;
@@ -24,6 +29,8 @@
 #include <string>
 #include <vector>
 
+#include "base/aligned.h"
+
 namespace dtrain {
 
 class ThreadPool;
@@ -32,7 +39,10 @@ class Optimizer {
  public:
   virtual ~Optimizer() = default;
 
-  virtual void step(std::span<float> params, std::span<const float> grads) = 0;
+  void step(std::span<float> params, std::span<const float> grads);
+  // One piece of the step in progress: [offset, offset + params.size()) of the range.
+  virtual void update(std::span<float> params, std::span<const float> grads, int64_t offset) = 0;
+  void end_step() { ++steps_; }
   // Short name: "sgd", "adam", "adamw".
   virtual const char* kind() const = 0;
 
@@ -48,8 +58,9 @@ class Optimizer {
  protected:
   Optimizer(int64_t size, float lr);
   void check_spans(std::span<float> params, std::span<const float> grads) const;
+  void check_piece(std::span<float> params, std::span<const float> grads, int64_t offset) const;
   // State arrays, each of size() floats, in a fixed order, and scalar hyper-parameters.
-  virtual std::vector<std::vector<float>*> state_arrays() = 0;
+  virtual std::vector<AlignedVector<float>*> state_arrays() = 0;
   virtual std::vector<float> hyper_params() const = 0;
   virtual void set_hyper_params(std::span<const float> values) = 0;
 

@@ -15,19 +15,19 @@ Sgd::Sgd(int64_t size, const SgdOptions& options) : Optimizer(size, options.lr),
   if (options.momentum > 0.0f) velocity_.assign(size, 0.0f);
 }
 
-void Sgd::step(std::span<float> params, std::span<const float> grads) {
-  check_spans(params, grads);
+void Sgd::update(std::span<float> params, std::span<const float> grads, int64_t offset) {
+  check_piece(params, grads, offset);
   SgdUpdate u{lr_, options_.momentum, options_.weight_decay, options_.nesterov};
   // PyTorch initializes the momentum buffer to g' on the first step; with v = 0 the formula
   // v = mu v + g' gives exactly that.
   float* p = params.data();
   const float* g = grads.data();
-  float* v = velocity_.empty() ? nullptr : velocity_.data();
+  float* v = velocity_.empty() ? nullptr : velocity_.data() + offset;
+  const auto n = static_cast<int64_t>(params.size());
   const Kernels& k = kernels();
   auto run = [&](int64_t lo, int64_t hi) { k.sgd_update(p + lo, g + lo, v ? v + lo : nullptr, hi - lo, u); };
-  if (pool_ && pool_->size() > 1 && size_ >= (1 << 16)) pool_->parallel_for(0, size_, 1 << 15, run);
-  else run(0, size_);
-  ++steps_;
+  if (pool_ && pool_->size() > 1 && n >= (1 << 16)) pool_->parallel_for(0, n, 1 << 15, run);
+  else run(0, n);
 }
 
 std::vector<float> Sgd::hyper_params() const {

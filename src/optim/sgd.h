@@ -22,19 +22,19 @@ struct SgdOptions {
 class Sgd : public Optimizer {
  public:
   Sgd(int64_t size, const SgdOptions& options);
-  void step(std::span<float> params, std::span<const float> grads) override;
+  void update(std::span<float> params, std::span<const float> grads, int64_t offset) override;
   const char* kind() const override { return "sgd"; }
   const SgdOptions& options() const { return options_; }
   std::span<const float> momentum_buffer() const { return velocity_; }
 
  protected:
-  std::vector<std::vector<float>*> state_arrays() override { return {&velocity_}; }
+  std::vector<AlignedVector<float>*> state_arrays() override { return {&velocity_}; }
   std::vector<float> hyper_params() const override;
   void set_hyper_params(std::span<const float> values) override;
 
  private:
   SgdOptions options_;
-  std::vector<float> velocity_;  // empty when momentum == 0
+  AlignedVector<float> velocity_;  // empty when momentum == 0
 };
 
 }  // namespace dtrain

@@ -42,7 +42,8 @@ DataParallel::DataParallel(TrainableModel& model, const OptimizerConfig& config,
     for (const GradRange& r : buckets_.buckets()) ranges.emplace_back(r.offset, r.len);
     // Buckets are listed in backward order (last layer first); the engine wants them in order.
     std::sort(ranges.begin(), ranges.end());
-    zopt_ = std::make_unique<ZeroOptimizer>(&comm_, options.zero, model.num_params(), config, ranges, /*average=*/false);
+    zopt_ = std::make_unique<ZeroOptimizer>(&comm_, options.zero, model.num_params(), config, ranges, /*average=*/false,
+                                            options.fused_step);
     opt_ = &zopt_->optimizer();
   }
   optimizer_ = opt_;
@@ -71,12 +72,14 @@ void DataParallel::submit_bucket(int b) {
     for (const GradRange& o : buckets_.buckets()) index += o.offset < r.offset;
     ZeroOptimizer* z = zopt_.get();
     std::span<float> grad = share_.grad();
+    std::span<float> params = model_.params();
     Instrument* inst = inst_;
-    const std::string name = "reduce-scatter bucket " + std::to_string(b);
+    const std::string name = (z->fused() ? "reduce-scatter+step+all-gather bucket " : "reduce-scatter bucket ") +
+                             std::to_string(b);
     const int64_t bytes = r.len * 4;
     pending_.push_back(queue_->submit(name, [=](Communicator&) {
       const double t0 = now_seconds();
-      z->reduce(index, grad);
+      z->reduce(index, grad, params);
       if (inst) inst->comm(1, name, t0, now_seconds(), bytes, "");
     }, /*bounded=*/true));  // collectives: a waiter may run them (coll/work.h)
     return;

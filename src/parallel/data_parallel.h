@@ -16,6 +16,11 @@
 // bucket is reduce-scattered instead of all-reduced, as it becomes final, on the same progress
 // thread; each rank steps only its slice of every bucket (optimizer state 1/N, and at stage 2
 // gradient state 1/N) and the slices are all-gathered after the step. Stage 0 is plain ddp.
+// By default (options.fused_step) the three are one collective per bucket, allreduce_apply:
+// the owner steps each piece of its slice as it arrives summed and the new parameters go to
+// every rank at once, all on the progress thread while backward continues — the optimizer's
+// work is split over the ranks instead of repeated on each, and nothing is left to do after
+// the last bucket but wait for it.
 //
 // Deterministic mode (options.deterministic) sums fixed-point integers instead of floats: M
 // ranks with batch B/M give the parameters of one rank with batch B, bit for bit, for any M
@@ -46,6 +51,10 @@ struct DdpOptions {
   int64_t det_shard = 8;
   Algorithm algorithm = Algorithm::kAuto;
   int zero = 0;  // ZeRO stage 0-2 (parallel/zero.h): 1 shards the optimizer state, 2 also the gradients
+  // zero 1-2: each bucket's reduce-scatter, this rank's optimizer step of its slice and the
+  // all-gather of the new parameters are one collective on the progress thread
+  // (ZeroOptimizer's fused mode); false: the step and the all-gathers after backward.
+  bool fused_step = true;
 };
 
 class DataParallel : public ModelStrategy {

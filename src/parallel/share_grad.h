@@ -35,6 +35,7 @@
 #include <span>
 #include <vector>
 
+#include "base/aligned.h"
 #include "parallel/threads_model.h"
 
 namespace dtrain {
@@ -76,7 +77,7 @@ class ShareGradient {
   ShareOptions opt_;
   std::unique_ptr<Replica> replica_;
   std::vector<GradRange> units_;
-  std::vector<float> grad_, scratch_;
+  AlignedVector<float> grad_, scratch_;  // kernels write them whole: cache-line aligned
   std::vector<int64_t> fixed_;
 };
 

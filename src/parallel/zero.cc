@@ -49,9 +49,11 @@ double weighted_sumsq(std::span<const float> g, const std::vector<float>& w, int
 }
 
 ZeroOptimizer::ZeroOptimizer(Communicator* dp, int stage, int64_t n, const OptimizerConfig& config,
-                             std::vector<std::pair<int64_t, int64_t>> buckets, bool average)
-    : dp_(dp), stage_(stage), ranks_(dp ? dp->size() : 1), rank_(dp ? dp->rank() : 0), n_(n), average_(average) {
+                             std::vector<std::pair<int64_t, int64_t>> buckets, bool average, bool fused)
+    : dp_(dp), stage_(stage), ranks_(dp ? dp->size() : 1), rank_(dp ? dp->rank() : 0), n_(n), average_(average),
+      fused_(fused) {
   DT_CHECK(stage >= 0 && stage <= 2, InvalidArgument, "ZeroOptimizer handles stages 0-2 (stage 3: parallel/zero3.h), got " << stage);
+  DT_CHECK(!fused || stage > 0, InvalidArgument, "ZeroOptimizer: the fused step shards the optimizer (stage 1 or 2)");
   if (buckets.empty()) buckets.push_back({0, n});
   int64_t at = 0, next = 0;
   for (const auto& [begin, len] : buckets) {
@@ -69,7 +71,38 @@ ZeroOptimizer::ZeroOptimizer(Communicator* dp, int stage, int64_t n, const Optim
   DT_CHECK(next == n, InvalidArgument, "ZeroOptimizer: buckets cover " << next << " of " << n << " elements");
   len_ = at;
   opt_ = make_optimizer(config, len_);
-  if (stage > 0) shard_grad_.assign(static_cast<size_t>(len_), 0.0f);
+  if (stage > 0 && !fused) shard_grad_.assign(static_cast<size_t>(len_), 0.0f);
+}
+
+void ZeroOptimizer::reduce(int bucket, std::span<float> grads, std::span<float> params) {
+  if (!fused_) return reduce(bucket, grads);
+  DT_CHECK(static_cast<int64_t>(params.size()) == n_ && static_cast<int64_t>(grads.size()) == n_, InvalidArgument,
+           "ZeroOptimizer: expected " << n_ << " parameters and gradients, got " << params.size() << " and " << grads.size());
+  const Slice& s = buckets_[static_cast<size_t>(bucket)];
+  std::vector<size_t> counts;
+  for (int r = 0; r < ranks_; ++r) counts.push_back(static_cast<size_t>(zero_shard(s.len, ranks_, r).second));
+  float* p = params.data() + s.begin;
+  const int64_t mine = s.mine - s.begin;  // this rank's slice, from the bucket's start
+  const float inv = average_ ? 1.0f / static_cast<float>(ranks_) : 1.0f;
+  Optimizer& opt = *opt_;
+  // The pieces of this rank's slice arrive summed; scale, step them in place in the
+  // parameters, and hand the new values back to be shared.
+  auto apply = [&](size_t off, float* values, size_t len) {
+    if (inv != 1.0f)
+      for (size_t i = 0; i < len; ++i) values[i] *= inv;
+    float* at = p + off;
+    opt.update(std::span<float>(at, len), std::span<const float>(values, len),
+               s.at + static_cast<int64_t>(off) - mine);
+    std::copy_n(at, len, values);
+  };
+  if (ranks_ > 1) {
+    allreduce_apply(*dp_, grads.data() + s.begin, p, counts, apply);
+    comm_.add("reduce_scatter", s.len * 4, ranks_);
+    comm_.add("allgather", s.len * 4, ranks_);
+  } else if (s.len) {
+    std::vector<float> g(grads.data() + s.begin, grads.data() + s.begin + s.len);
+    apply(0, g.data(), g.size());
+  }
 }
 
 void ZeroOptimizer::reduce(int bucket, std::span<float> grads) {
@@ -104,6 +137,11 @@ void ZeroOptimizer::reduce(int bucket, std::span<float> grads) {
 }
 
 double ZeroOptimizer::finish(std::span<float> params, std::span<float> grads, float lr, const ClipOptions& clip) {
+  if (fused_) {
+    DT_CHECK(clip.max_norm == 0, InvalidArgument, "ZeroOptimizer: the fused step cannot clip (the norm is known only after every bucket)");
+    opt_->end_step();
+    return 0;
+  }
   std::span<float> g = stage_ == 0 ? grads : std::span<float>(shard_grad_);
   double sq = 0, norm = 0;
   if (clip.max_norm > 0) {
@@ -142,7 +180,8 @@ double ZeroOptimizer::finish(std::span<float> params, std::span<float> grads, fl
 double ZeroOptimizer::step(std::span<float> params, std::span<float> grads, float lr, const ClipOptions& clip) {
   DT_CHECK(static_cast<int64_t>(params.size()) == n_ && static_cast<int64_t>(grads.size()) == n_, InvalidArgument,
            "ZeroOptimizer: expected " << n_ << " parameters and gradients, got " << params.size() << " and " << grads.size());
-  for (int b = 0; b < buckets(); ++b) reduce(b, grads);
+  if (fused_) opt_->set_lr(lr);
+  for (int b = 0; b < buckets(); ++b) reduce(b, grads, params);
   return finish(params, grads, lr, clip);
 }
 

@@ -37,6 +37,17 @@
 //   square (e.g. 1/T for parameters replicated over T tensor-parallel ranks), and
 //   extra_reduce (if set) sums the local sum of squares over the other model-parallel
 //   groups (tensor and pipeline) before the clip decision.
+// - Fused (stages 1-2, constructed with fused = true; the caller never clips): reduce(b,
+//   grads, params) does the bucket's whole step in one collective, allreduce_apply
+//   (coll/collectives.h): each rank receives the summed gradient of its slice piece by piece,
+//   steps its optimizer on that piece while it is in cache and the new parameters go
+//   straight to every rank — no separate all-gather pass, no copies of the slice, and the
+//   step overlaps the backward of earlier buckets where reduce runs on a progress thread.
+//   finish() then only counts the step (the optimizer's end_step). Between reduce(b) and
+//   finish() bucket b's parameters are already the new ones, so the caller must be done
+//   with them (ddp: the bucket is final only after its layers' backward). The parameters are
+//   the unfused path's (the same element-wise update of sums reduced in rank order; bit for
+//   bit where the unfused reduce-scatter also sums in rank order, e.g. two ranks).
 // - bytes() reports what this rank keeps between steps: parameters, gradients, optimizer
 //   state (the optimizer's saved state, measured, not computed); comm() the collective calls
 //   and their bus bytes (all-reduce 2(N-1)/N x bytes, all-gather and reduce-scatter
@@ -79,11 +90,15 @@ class ZeroOptimizer {
  public:
   // dp may be nullptr (one rank). stage in 0..2. `buckets` tile [0, n) in order (empty: one).
   ZeroOptimizer(Communicator* dp, int stage, int64_t n, const OptimizerConfig& config,
-                std::vector<std::pair<int64_t, int64_t>> buckets = {}, bool average = true);
+                std::vector<std::pair<int64_t, int64_t>> buckets = {}, bool average = true, bool fused = false);
 
   // Returns the global gradient norm before clipping (0 when not clipping).
   double step(std::span<float> params, std::span<float> grads, float lr, const ClipOptions& clip = {});
   void reduce(int bucket, std::span<float> grads);
+  // Fused mode's reduce: also steps this rank's slice and leaves bucket b's new parameters in
+  // params on every rank.
+  void reduce(int bucket, std::span<float> grads, std::span<float> params);
+  bool fused() const { return fused_; }
   double finish(std::span<float> params, std::span<float> grads, float lr, const ClipOptions& clip = {});
   int buckets() const { return static_cast<int>(buckets_.size()); }
 
@@ -103,6 +118,7 @@ class ZeroOptimizer {
   int ranks_, rank_;
   int64_t n_, len_;  // len_: elements this rank's optimizer steps
   bool average_;
+  bool fused_;
   std::vector<Slice> buckets_;
   std::unique_ptr<Optimizer> opt_;
   std::vector<float> shard_grad_;   // stages 1-2: this rank's slices of the reduced gradient

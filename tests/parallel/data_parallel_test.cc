@@ -231,16 +231,21 @@ namespace {
 // ZeRO on ddp's buckets: stages 1 and 2 reduce-scatter each bucket as backward finishes it,
 // step only this rank's slices and all-gather them; the parameters match plain ddp (stage 0)
 // on every rank to float rounding, and each rank keeps about 1/N of the optimizer state.
+// Stages 1-2 in both forms, the fused step (one allreduce_apply per bucket on the progress
+// thread) and the separate one (reduce-scatter, step, all-gather): the same parameters (bit
+// for bit at two ranks), and those of plain ddp to rounding.
 TEST(DdpZero, BucketedStagesMatchPlainDdpAndShardTheState) {
   const data::Dataset ds = dense_blobs(96, 12, 4, 21);
   OptimizerConfig oc{.kind = "adam", .lr = 0.01f};
   for (int ranks : {2, 3}) {
     std::vector<std::vector<float>> by_stage;
     std::vector<int64_t> opt_bytes;
-    for (int stage : {0, 1, 2}) {
+    for (int run : {0, 1, 2, 3, 4}) {  // stage 0; 1 and 2 fused; 1 and 2 separate
+      const int stage = run <= 2 ? run : run - 2;
       DdpOptions o;
       o.bucket_bytes = 64;  // several buckets, so the bucketed path is exercised
       o.zero = stage;
+      o.fused_step = run <= 2;
       std::mutex mu;
       int64_t bytes = 0;
       DistRun r = run_steps(
@@ -263,9 +268,20 @@ TEST(DdpZero, BucketedStagesMatchPlainDdpAndShardTheState) {
             << "stage " << stage << ": rank " << k << " differs from rank 0";
       opt_bytes.push_back(bytes);
     }
-    for (int stage : {1, 2})
+    for (int stage : {1, 2}) {
       EXPECT_LT(testing::max_abs_diff(by_stage[0], by_stage[static_cast<size_t>(stage)]), 1e-5f)
           << ranks << " ranks, stage " << stage;
+      // Two ranks sum a + b either way; three may sum in another order on the separate path
+      // (its reduce-scatter's algorithm), which moves the last bits only.
+      if (ranks == 2)
+        EXPECT_TRUE(same_bits(by_stage[static_cast<size_t>(stage)], by_stage[static_cast<size_t>(stage) + 2]))
+            << "stage " << stage << ": fused and separate steps differ";
+      else
+        EXPECT_LT(testing::max_abs_diff(by_stage[static_cast<size_t>(stage)], by_stage[static_cast<size_t>(stage) + 2]),
+                  1e-6f)
+            << ranks << " ranks, stage " << stage;
+    }
+    EXPECT_EQ(opt_bytes[1], opt_bytes[3]) << "the fused step shards the state as the separate one does";
     // Adam keeps two moments per element it steps: stage 1/2 step about 1/N of them.
     EXPECT_LT(opt_bytes[1], opt_bytes[0] / ranks + 4096) << ranks << " ranks";
   }

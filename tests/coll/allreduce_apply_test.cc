@@ -1,0 +1,117 @@
+// allreduce_apply (coll/collectives.h): the owners' transform of the reduced sums lands on
+// every rank, each element handed to its owner exactly once, on every path — the slots, the
+// cross-memory path (threads of one process read and write with plain copies here; the
+// multi-process ddp test covers process_vm_readv/writev), and the reduce-scatter + all-gather
+// of the TCP transport — for uneven and empty blocks and sizes of many pieces; a rank in a
+// plain all-reduce meanwhile is a Desync naming both calls.
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <numeric>
+
+#include "base/error.h"
+#include "coll/collectives.h"
+#include "coll/shm_context.h"
+#include "support/world.h"
+
+namespace dtrain {
+namespace {
+
+float value(int r, size_t i) { return static_cast<float>(1 + (r * 7 + i) % 5); }
+
+// counts: rank q owns counts[q] elements; the transform depends on the element's place, so a
+// piece handed over at the wrong offset shows.
+void check_apply(int p, const testing::WorldOptions& w, const std::vector<size_t>& counts, const char* what) {
+  const size_t n = std::accumulate(counts.begin(), counts.end(), size_t{0});
+  testing::run_world(p, w, [&](Communicator& c) {
+    for (int round = 0; round < 2; ++round) {  // again, with warm scratch and the next phases
+      std::vector<float> in(n), out(n, -1.0f);
+      for (size_t i = 0; i < n; ++i) in[i] = value(c.rank(), i + round);
+      std::vector<int> seen(n, 0);
+      size_t first = 0;
+      for (int q = 0; q < c.rank(); ++q) first += counts[q];
+      allreduce_apply(c, in.data(), out.data(), counts, [&](size_t off, float* v, size_t len) {
+        for (size_t k = 0; k < len; ++k) {
+          ASSERT_GE(off + k, first);
+          ASSERT_LT(off + k, first + counts[c.rank()]);
+          ++seen[off + k];
+          v[k] = v[k] * 2.0f + static_cast<float>((off + k) % 1000);
+        }
+      });
+      for (size_t i = 0; i < n; ++i) {
+        float sum = 0;
+        for (int r = 0; r < p; ++r) sum += value(r, i + round);
+        ASSERT_EQ(out[i], sum * 2.0f + static_cast<float>(i % 1000)) << what << " p=" << p << " i=" << i;
+        const bool mine = i >= first && i < first + counts[c.rank()];
+        ASSERT_EQ(seen[i], mine ? 1 : 0) << what << " p=" << p << " i=" << i;
+        ASSERT_EQ(in[i], value(c.rank(), i + round)) << "the input is only read";
+      }
+    }
+  });
+}
+
+std::vector<size_t> zero_like(size_t n, int p) {  // ceil(n / p) each, the rest to the last
+  std::vector<size_t> counts;
+  const size_t per = (n + p - 1) / p;
+  size_t left = n;
+  for (int q = 0; q < p; ++q) {
+    counts.push_back(std::min(per, left));
+    left -= counts.back();
+  }
+  return counts;
+}
+
+TEST(AllreduceApply, SlotsDirectAndTcpAgree) {
+  testing::WorldOptions slots;
+  slots.coll.shm_slots_bytes = size_t{1} << 30;  // every size through the slots
+  testing::WorldOptions direct;
+  direct.coll.shm_slots_bytes = 0;  // the cross-memory path
+  testing::WorldOptions tcp;
+  tcp.kind = TransportKind::kTcp;
+  for (int p : {1, 2, 3, 4}) {
+    for (size_t n : {size_t{1}, size_t{5}, size_t{1000}, size_t{200000}}) {  // 200000: pieces of slots and 256 KiB
+      check_apply(p, slots, zero_like(n, p), "slots");
+      check_apply(p, direct, zero_like(n, p), "direct");
+      if (n <= 1000) check_apply(p, tcp, zero_like(n, p), "tcp");
+    }
+  }
+  std::vector<size_t> uneven{0, 70000, 3, 0};  // empty owners, and one much longer than a slot
+  check_apply(4, slots, uneven, "slots uneven");
+  check_apply(4, direct, uneven, "direct uneven");
+  check_apply(4, tcp, uneven, "tcp uneven");
+}
+
+TEST(AllreduceApply, ArgumentsAreChecked) {
+  testing::run_world(2, TransportKind::kShm, [&](Communicator& c) {
+    std::vector<float> buf(8);
+    auto nop = [](size_t, float*, size_t) {};
+    EXPECT_THROW(allreduce_apply(c, buf.data(), buf.data(), {4, 4}, nop), InvalidArgument);  // overlap
+    std::vector<float> out(8);
+    EXPECT_THROW(allreduce_apply(c, buf.data(), out.data(), {8}, nop), InvalidArgument);  // one count per rank
+  });
+}
+
+// One rank in a plain all-reduce of the same length: both name the other's call.
+TEST(AllreduceApply, PlainAllreduceMeanwhileIsADesync) {
+  std::mutex mu;
+  std::vector<std::string> errors(2);
+  testing::WorldOptions o;
+  o.timeout_s = 20;
+  o.coll.shm_slots_bytes = size_t{1} << 30;
+  testing::run_world(2, o, [&](Communicator& c) {
+    std::vector<float> in(100000, 1.0f), out(100000);
+    try {
+      if (c.rank() == 0)
+        allreduce_apply(c, in.data(), out.data(), {50000, 50000}, [](size_t, float*, size_t) {});
+      else
+        allreduce(c, in.data(), out.data(), in.size(), DType::kFloat32, ReduceOp::kSum);
+    } catch (const Desync& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      errors[c.rank()] = e.what();
+    }
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_NE(errors[r].find("allreduce+apply(float32 x 100000"), std::string::npos) << r << ": " << errors[r];
+}
+
+}  // namespace
+}  // namespace dtrain
