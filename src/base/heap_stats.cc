@@ -49,6 +49,15 @@ void release(void* p) {
 
 HeapStats heap_stats() { return {g_live.load(std::memory_order_relaxed), g_peak.load(std::memory_order_relaxed)}; }
 
+CountedAsHeap::CountedAsHeap(int64_t bytes) : bytes_(bytes) {
+  const int64_t now = g_live.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  int64_t peak = g_peak.load(std::memory_order_relaxed);
+  while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
+CountedAsHeap::~CountedAsHeap() { g_live.fetch_sub(bytes_, std::memory_order_relaxed); }
+
 void heap_reset_peak() { g_peak.store(g_live.load(std::memory_order_relaxed), std::memory_order_relaxed); }
 
 }  // namespace dtrain

@@ -27,4 +27,17 @@ struct HeapStats {
 HeapStats heap_stats();
 void heap_reset_peak();
 
+// Memory that stands for heap memory but is not allocated there (ddp's gradients in a
+// shared-memory window, parallel/data_parallel.h) is counted as live while this lives.
+class CountedAsHeap {
+ public:
+  explicit CountedAsHeap(int64_t bytes);
+  ~CountedAsHeap();
+  CountedAsHeap(const CountedAsHeap&) = delete;
+  CountedAsHeap& operator=(const CountedAsHeap&) = delete;
+
+ private:
+  int64_t bytes_;
+};
+
 }  // namespace dtrain

@@ -97,6 +97,9 @@ bool allreduce_apply_shm_direct(Call& c, const char* send, char* recv, const Blo
                                 ShmContext* ctx);
 void allreduce_apply_slots(Call& c, const char* send, char* recv, const Blocks& b, const ApplyPiece& apply,
                            ShmContext& ctx);
+// ... with every rank's input at byte `offset` of its window: read there, no copy in.
+void allreduce_apply_window(Call& c, size_t offset, char* recv, const Blocks& b, const ApplyPiece& apply,
+                            ShmContext& ctx, const ShmWindow& window);
 void allgather_slots(Call& c, char* buf, const char* mine, const Blocks& b, ShmContext& ctx);
 void reduce_scatter_slots(Call& c, const char* send, char* out, const Blocks& b, ShmContext& ctx);
 void broadcast_slots(Call& c, char* buf, size_t n, int root, ShmContext& ctx);

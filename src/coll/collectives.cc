@@ -124,7 +124,7 @@ Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t cou
 }
 
 Algorithm allreduce_apply(Communicator& comm, const float* send, float* recv, const std::vector<size_t>& counts,
-                          const ApplyFn& apply, const AllreduceOptions& opts_in) {
+                          const ApplyFn& apply, const AllreduceOptions& opts_in, const ShmWindow* window) {
   const auto opts = with_shm_context(comm, opts_in);
   const int p = comm.size(), me = comm.rank();
   DT_CHECK_EQ(counts.size(), static_cast<size_t>(p), InvalidArgument, "allreduce_apply: one count per rank");
@@ -139,13 +139,25 @@ Algorithm allreduce_apply(Communicator& comm, const float* send, float* recv, co
     if (n) apply(0, recv, n);
     return Algorithm::kNaive;
   }
+  DT_CHECK(!window || window->serves(comm), InvalidArgument, "allreduce_apply: the window belongs to another communicator");
+  const int64_t in_window = window ? window->offset_of(send, n * sizeof(float)) : -1;
+  DT_CHECK(!window || in_window >= 0, InvalidArgument,
+           "allreduce_apply: send (" << n << " floats) does not lie in this rank's buffer of the window given");
   if (opts.shm && opts.algorithm == Algorithm::kAuto) {
     Call call(comm, CollOp::kAllreduce, opts, Algorithm::kShmDirect, DType::kFloat32, n, kApplyRoot, ReduceOp::kSum);
     bool done = false;
+    const algo::ApplyPiece piece = [&](size_t off, char* values, size_t len) {
+      apply(off, reinterpret_cast<float*>(values), len);
+    };
     call.run([&] {
-      done = algo::allreduce_apply_shm_direct(
-          call, reinterpret_cast<const char*>(send), reinterpret_cast<char*>(recv), blocks,
-          [&](size_t off, char* values, size_t len) { apply(off, reinterpret_cast<float*>(values), len); }, opts.shm);
+      if (window) {
+        algo::allreduce_apply_window(call, static_cast<size_t>(in_window), reinterpret_cast<char*>(recv), blocks, piece,
+                                     *opts.shm, *window);
+        done = true;
+      } else {
+        done = algo::allreduce_apply_shm_direct(call, reinterpret_cast<const char*>(send), reinterpret_cast<char*>(recv),
+                                                blocks, piece, opts.shm);
+      }
     });
     if (done) return Algorithm::kShmDirect;
   }

@@ -50,8 +50,11 @@ inline Algorithm allreduce(Communicator& comm, void* buf, size_t count, DType t,
 // reduce-scatter, apply, all-gather (also where opts.algorithm is not auto; those two calls
 // then pick their own algorithms). Returns the algorithm used.
 using ApplyFn = std::function<void(size_t offset, float* values, size_t len)>;
+// window (optional): when send lies in this rank's buffer of that window (coll/shm_context.h)
+// at the same place on every rank (checked: InvalidArgument naming both places), the owners
+// read every input where it lies instead of through the slots.
 Algorithm allreduce_apply(Communicator& comm, const float* send, float* recv, const std::vector<size_t>& counts,
-                          const ApplyFn& apply, const AllreduceOptions& opts = {});
+                          const ApplyFn& apply, const AllreduceOptions& opts = {}, const ShmWindow* window = nullptr);
 Algorithm broadcast(Communicator& comm, void* buf, size_t count, DType t, int root, const BroadcastOptions& opts = {});
 // recv is used on the root only (may be null elsewhere).
 Algorithm reduce(Communicator& comm, const void* send, void* recv, size_t count, DType t, ReduceOp op, int root,

@@ -91,6 +91,59 @@ std::string await_handle(Communicator& comm, const std::string& key, int q, cons
 }
 }  // namespace
 
+// Every rank creates an anonymous segment (comm/shm_segment.h: nothing in /dev/shm, whatever
+// fails when), lets `init` fill its own, publishes it through the store and maps everyone
+// else's; a barrier through the store (no collective sequence number is drawn) keeps each
+// owner's descriptor open until everyone has mapped it.
+std::vector<char*> map_host_segments(Communicator& comm, size_t bytes, const std::string& label,
+                                     const std::function<void(char*)>& init) {
+  const int rank = comm.rank(), size = comm.size();
+  std::vector<char*> segs(size, nullptr);
+  ShmSegment own = create_shm_segment(bytes, label + std::to_string(rank));
+  auto map = [&](int f, const std::string& name) {
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+    DT_CHECK(p != MAP_FAILED, IoError, "shared memory: mmap " << name << ": " << errno_string(errno));
+    return static_cast<char*>(p);
+  };
+  segs[rank] = map(own.fd.get(), "rank " + std::to_string(rank) + "'s segment");
+  if (init) init(segs[rank]);
+  std::string key = "shmctx/" + std::to_string(comm.next_setup_sequence()) + "/";
+  try {
+    comm.store().set(key + std::to_string(rank), own.handle);
+    const Deadline deadline = Deadline::after(comm.timeout());
+    for (int q = 0; q < size; ++q) {
+      if (q == rank) continue;
+      std::string who = "rank " + std::to_string(q);
+      Fd f = open_shm_segment(await_handle(comm, key + std::to_string(q), q, deadline), bytes, who, q);
+      segs[q] = map(f.get(), who + "'s segment");
+    }
+    comm.store().set(key + "mapped/" + std::to_string(rank), "1");
+    for (int q = 0; q < size; ++q)
+      if (q != rank) await_handle(comm, key + "mapped/" + std::to_string(q), q, deadline);
+  } catch (...) {
+    for (char*& seg : segs)
+      if (seg) ::munmap(std::exchange(seg, nullptr), bytes);
+    throw;
+  }
+  return segs;
+}
+
+ShmWindow::ShmWindow(Communicator& comm, size_t bytes)
+    : comm_(comm), rank_(comm.rank()), bytes_(std::max<size_t>(64, (bytes + 63) / 64 * 64)) {
+  segs_ = map_host_segments(comm, bytes_, "dtrain-window-rank", nullptr);
+}
+
+ShmWindow::~ShmWindow() {
+  for (char* s : segs_)
+    if (s) ::munmap(s, bytes_);
+}
+
+int64_t ShmWindow::offset_of(const void* p, size_t len) const {
+  const char* c = static_cast<const char*>(p);
+  if (c < segs_[rank_] || c + len > segs_[rank_] + bytes_) return -1;
+  return c - segs_[rank_];
+}
+
 ShmContext::ShmContext(Communicator& comm, size_t slot_bytes)
     : comm_(comm), rank_(comm.rank()), size_(comm.size()), slot_bytes_((slot_bytes + 63) / 64 * 64) {
   static_assert(sizeof(Header) <= kHeaderBytes, "header must fit");
@@ -103,37 +156,11 @@ ShmContext::ShmContext(Communicator& comm, size_t slot_bytes)
   spin_ranks_per_core_ = static_cast<int>((size_ + cores - 1) / cores);
   yield_ns_ = static_cast<int64_t>(comm.coll_config().shm_yield_us * 1000);
   std::random_device rd;
-  // Anonymous segments (comm/shm_segment.h): nothing in /dev/shm, whatever fails when.
-  ShmSegment own = create_shm_segment(seg_bytes_, "dtrain-coll-rank" + std::to_string(rank_));
-  auto map = [&](int f, const std::string& name) {
-    void* p = ::mmap(nullptr, seg_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
-    DT_CHECK(p != MAP_FAILED, IoError, "ShmContext: mmap " << name << ": " << errno_string(errno));
-    return static_cast<char*>(p);
-  };
-  segs_[rank_] = map(own.fd.get(), "rank " + std::to_string(rank_) + "'s segment");
-  new (segs_[rank_]) Header();
-  header(rank_)->pid = ::getpid();
-  header(rank_)->id = (static_cast<uint64_t>(rd()) << 32) | rd();
-  std::string key = "shmctx/" + std::to_string(comm.next_setup_sequence()) + "/";
-  try {
-    comm.store().set(key + std::to_string(rank_), own.handle);
-    const Deadline deadline = Deadline::after(comm.timeout());
-    for (int q = 0; q < size_; ++q) {
-      if (q == rank_) continue;
-      std::string who = "rank " + std::to_string(q);
-      Fd f = open_shm_segment(await_handle(comm, key + std::to_string(q), q, deadline), seg_bytes_, who, q);
-      segs_[q] = map(f.get(), who + "'s segment");
-    }
-    // Everyone has mapped everything before `own` closes its descriptor: a barrier through the
-    // store, which draws no collective sequence number.
-    comm.store().set(key + "mapped/" + std::to_string(rank_), "1");
-    for (int q = 0; q < size_; ++q)
-      if (q != rank_) await_handle(comm, key + "mapped/" + std::to_string(q), q, deadline);
-  } catch (...) {
-    for (char*& seg : segs_)
-      if (seg) ::munmap(std::exchange(seg, nullptr), seg_bytes_);
-    throw;
-  }
+  segs_ = map_host_segments(comm, seg_bytes_, "dtrain-coll-rank", [&](char* mine) {
+    new (mine) Header();
+    reinterpret_cast<Header*>(mine)->pid = ::getpid();
+    reinterpret_cast<Header*>(mine)->id = (static_cast<uint64_t>(rd()) << 32) | rd();
+  });
   for (int q = 0; q < size_; ++q) pids_[q] = header(q)->pid;
   if (size_ == 2 && !oversubscribed()) probe_peers(Deadline::after(comm.timeout()));
 }

@@ -133,4 +133,36 @@ class ShmContext {
   void probe_peers(const Deadline& deadline);
 };
 
+// A window (MPI_Win_allocate_shared's shape): a buffer of `bytes` per rank in shared memory
+// that every rank of the host maps. Collective over comm, through the store only, like
+// ShmContext; every rank must be on one host. A buffer placed in it can be read by the peers
+// where it lies: ddp keeps its gradients in one, and allreduce_apply given the window reads
+// each rank's input straight from it, with no copy into the slots (coll/collectives.h).
+// Thread-safety: the mapping is immutable; what is written in it is the users' business.
+class ShmWindow {
+ public:
+  ShmWindow(Communicator& comm, size_t bytes);
+  ~ShmWindow();
+  ShmWindow(const ShmWindow&) = delete;
+  ShmWindow& operator=(const ShmWindow&) = delete;
+
+  char* mine() const { return segs_[rank_]; }
+  const char* of(int rank) const { return segs_[rank]; }
+  size_t bytes() const { return bytes_; }
+  bool serves(const Communicator& c) const { return &c == &comm_; }
+  // Where [p, p + len) lies in this rank's buffer (bytes from its start); -1 outside it.
+  int64_t offset_of(const void* p, size_t len) const;
+
+ private:
+  Communicator& comm_;
+  int rank_;
+  size_t bytes_;
+  std::vector<char*> segs_;
+};
+
+// Creates this rank's segment of `bytes` (init fills it before anyone sees it), publishes it
+// and maps every rank's (ShmContext and ShmWindow): index = rank.
+std::vector<char*> map_host_segments(Communicator& comm, size_t bytes, const std::string& label,
+                                     const std::function<void(char*)>& init);
+
 }  // namespace dtrain

@@ -43,6 +43,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/error.h"
 #include "coll/algorithms.h"
 #include "coll/bytes.h"
 #include "coll/reduce_kernels.h"
@@ -160,6 +161,51 @@ void allreduce_apply_slots(Call& c, const char* send, char* recv, const Blocks& 
     for (int q = 0; q < p; ++q) in_rank_order[q] = ctx.slot_of(q, in) + me * piece * es;
     char* values = ctx.my_slot(out);
     if (mine) {
+      reduce_ordered(c.dtype(), c.redop(), values, in_rank_order.data(), p, mine);
+      apply(b.off[me] + at, values, mine);
+    }
+    waits.all(out, mine * es);
+    for (int k = 0; k < p; ++k) {
+      const int q = (me + k) % p;
+      copy_bytes(recv + (b.off[q] + at) * es, ctx.slot_of(q, out), part(q, at) * es);
+    }
+  }
+}
+
+// allreduce_apply with the inputs in a window: they are in place once every rank has entered
+// the call (one full phase, which also checks that all of them sit at the same offset), so
+// each piece is one full phase: rank r reduces piece k of block r straight from every rank's
+// window into its slot, applies, arrives, and everyone copies every block's piece out. The
+// piece is a whole slot (not a slot over p), and nothing is copied in. Nobody writes a window
+// here; a rank's last read precedes its arrival at the last phase, after which the caller may
+// write its window again.
+void allreduce_apply_window(Call& c, size_t offset, char* recv, const Blocks& b, const ApplyPiece& apply,
+                            ShmContext& ctx, const ShmWindow& window) {
+  const int p = c.size(), me = c.rank();
+  const size_t es = c.elem();
+  const size_t piece = std::max<size_t>(1, ctx.slot_bytes() / es);  // elements of a block per phase
+  size_t longest = 0;
+  for (int q = 0; q < p; ++q) longest = std::max(longest, b.len(q));
+  auto part = [&](int q, size_t at) { return b.len(q) > at ? std::min(piece, b.len(q) - at) : size_t{0}; };
+  Waits waits(c, ctx);
+  const uint64_t ready = ctx.next_phase();
+  const uint64_t mine_at = offset;
+  std::memcpy(ctx.my_slot(ready), &mine_at, sizeof mine_at);
+  waits.all(ready, 0);
+  for (int q = 0; q < p; ++q) {
+    uint64_t at;
+    std::memcpy(&at, ctx.slot_of(q, ready), sizeof at);
+    DT_CHECK(at == mine_at, InvalidArgument,
+             c.describe() << ": rank " << q << "'s input is at byte " << at << " of its window, rank " << me
+                          << "'s at byte " << mine_at << " (every rank must pass the same place)");
+  }
+  std::vector<const void*> in_rank_order(static_cast<size_t>(p));
+  for (size_t at = 0; at < longest; at += piece) {
+    const uint64_t out = ctx.next_phase();
+    const size_t mine = part(me, at);
+    char* values = ctx.my_slot(out);
+    if (mine) {
+      for (int q = 0; q < p; ++q) in_rank_order[q] = window.of(q) + offset + (b.off[me] + at) * es;
       reduce_ordered(c.dtype(), c.redop(), values, in_rank_order.data(), p, mine);
       apply(b.off[me] + at, values, mine);
     }

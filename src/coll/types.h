@@ -58,6 +58,7 @@ const char* coll_op_name(CollOp op);
 CollOp parse_coll_op(const std::string& name);
 
 class ShmContext;
+class ShmWindow;
 
 struct CollOptions {
   Algorithm algorithm = Algorithm::kAuto;

@@ -44,6 +44,13 @@ DataParallel::DataParallel(TrainableModel& model, const OptimizerConfig& config,
     std::sort(ranges.begin(), ranges.end());
     zopt_ = std::make_unique<ZeroOptimizer>(&comm_, options.zero, model.num_params(), config, ranges, /*average=*/false,
                                             options.fused_step);
+    if (options.fused_step && comm_.size() > 1 && comm_.shm_context()) {
+      const auto n = static_cast<size_t>(model.num_params());
+      window_ = std::make_unique<ShmWindow>(comm_, n * sizeof(float));
+      window_counted_ = std::make_unique<CountedAsHeap>(static_cast<int64_t>(window_->bytes()));
+      share_.place_grad(std::span<float>(reinterpret_cast<float*>(window_->mine()), n));
+      zopt_->set_window(window_.get());
+    }
     opt_ = &zopt_->optimizer();
   }
   optimizer_ = opt_;

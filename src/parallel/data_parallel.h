@@ -20,7 +20,9 @@
 // the owner steps each piece of its slice as it arrives summed and the new parameters go to
 // every rank at once, all on the progress thread while backward continues — the optimizer's
 // work is split over the ranks instead of repeated on each, and nothing is left to do after
-// the last bucket but wait for it.
+// the last bucket but wait for it. On one host (the communicator has a shared-memory
+// context) the gradient buffer itself is a shared-memory window, so each owner reads its
+// slice of every rank's gradient where backward wrote it.
 //
 // Deterministic mode (options.deterministic) sums fixed-point integers instead of floats: M
 // ranks with batch B/M give the parameters of one rank with batch B, bit for bit, for any M
@@ -35,6 +37,8 @@
 #include <cstddef>
 #include <memory>
 
+#include "base/heap_stats.h"
+#include "coll/shm_context.h"
 #include "coll/work.h"
 #include "optim/optimizer.h"
 #include "parallel/dist_common.h"
@@ -96,6 +100,10 @@ class DataParallel : public ModelStrategy {
   std::unique_ptr<ProgressQueue> queue_;
   std::unique_ptr<Optimizer> own_opt_;     // the config constructor, zero 0
   std::unique_ptr<ZeroOptimizer> zopt_;    // zero 1-2
+  // zero 1-2 fused on one host: the gradient lives in a shared-memory window that the peers
+  // read in place (no copy into the slots), counted as this rank's heap.
+  std::unique_ptr<ShmWindow> window_;
+  std::unique_ptr<CountedAsHeap> window_counted_;
   std::vector<Work> pending_;
   int64_t step_ = 0;
 };

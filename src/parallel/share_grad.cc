@@ -52,7 +52,7 @@ LossAcc ShareGradient::compute(std::span<const float> params, std::span<const in
     // One backward over the whole share, seeded with n_r / B so the gradient comes out
     // weighted (a separate scaling pass over the gradient cost ~5% of a ddp step).
     const float w = static_cast<float>(static_cast<double>(mine.size()) * inv_b);
-    return replica_->loss_grad_staged(params, mine, grad_, ready, w);
+    return replica_->loss_grad_staged(params, mine, grad(), ready, w);
   }
 
   // Deterministic: micro-shards of det_shard items, each added in fixed point with weight
@@ -87,6 +87,13 @@ LossAcc ShareGradient::compute(std::span<const float> params, std::span<const in
     for (const GradRange& unit : units_) ready(unit);
   if (m > 0) total.loss /= static_cast<double>(m);
   return total;
+}
+
+void ShareGradient::place_grad(std::span<float> storage) {
+  DT_CHECK(storage.size() == grad_.size() || (!placed_.empty() && storage.size() == placed_.size()), InvalidArgument,
+           "ShareGradient::place_grad: " << storage.size() << " floats for a gradient of " << model_.num_params());
+  placed_ = storage;
+  AlignedVector<float>().swap(grad_);
 }
 
 GradBuckets::GradBuckets(const std::vector<GradRange>& units, size_t cap_bytes, size_t elem_bytes) : units_(units) {

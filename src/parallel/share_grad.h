@@ -64,9 +64,12 @@ class ShareGradient {
   LossAcc compute(std::span<const float> params, std::span<const int64_t> global_batch, int rank, int world,
                   const GradReadyFn& ready);
   // Deterministic mode: grad() = fixed() * 2^-40 (after the fixed-point sum is complete).
-  void finish_fixed() { fixed_to_float(fixed_, grad_); }
+  void finish_fixed() { fixed_to_float(fixed_, grad()); }
 
-  std::span<float> grad() { return grad_; }
+  std::span<float> grad() { return placed_.empty() ? std::span<float>(grad_) : placed_; }
+  // Keeps the gradient in `storage` (num_params() floats the caller keeps alive, e.g. a shared
+  // memory window the peers read from) instead of its own buffer, which it frees.
+  void place_grad(std::span<float> storage);
   std::span<int64_t> fixed() { return fixed_; }
   const std::vector<GradRange>& units() const { return units_; }
   bool deterministic() const { return opt_.deterministic; }
@@ -78,6 +81,7 @@ class ShareGradient {
   std::unique_ptr<Replica> replica_;
   std::vector<GradRange> units_;
   AlignedVector<float> grad_, scratch_;  // kernels write them whole: cache-line aligned
+  std::span<float> placed_;              // place_grad's storage, used instead of grad_
   std::vector<int64_t> fixed_;
 };
 

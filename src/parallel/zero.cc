@@ -96,7 +96,7 @@ void ZeroOptimizer::reduce(int bucket, std::span<float> grads, std::span<float> 
     std::copy_n(at, len, values);
   };
   if (ranks_ > 1) {
-    allreduce_apply(*dp_, grads.data() + s.begin, p, counts, apply);
+    allreduce_apply(*dp_, grads.data() + s.begin, p, counts, apply, {}, window_);
     comm_.add("reduce_scatter", s.len * 4, ranks_);
     comm_.add("allgather", s.len * 4, ranks_);
   } else if (s.len) {

@@ -99,6 +99,9 @@ class ZeroOptimizer {
   // params on every rank.
   void reduce(int bucket, std::span<float> grads, std::span<float> params);
   bool fused() const { return fused_; }
+  // Fused mode: the gradients passed to reduce lie in this window (every rank's at the same
+  // place), which the collective then reads in place (coll/shm_context.h ShmWindow).
+  void set_window(const ShmWindow* window) { window_ = window; }
   double finish(std::span<float> params, std::span<float> grads, float lr, const ClipOptions& clip = {});
   int buckets() const { return static_cast<int>(buckets_.size()); }
 
@@ -119,6 +122,7 @@ class ZeroOptimizer {
   int64_t n_, len_;  // len_: elements this rank's optimizer steps
   bool average_;
   bool fused_;
+  const ShmWindow* window_ = nullptr;
   std::vector<Slice> buckets_;
   std::unique_ptr<Optimizer> opt_;
   std::vector<float> shard_grad_;   // stages 1-2: this rank's slices of the reduced gradient
