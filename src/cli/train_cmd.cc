@@ -181,6 +181,7 @@ int train_main(const Args& given) {
     // job of several ranks trains with ddp unless told otherwise.
     f.ranks = world_from_env().size;
     if (!f.was_given("strategy")) f.strategy.clear();
+    if (!f.was_given("zero")) f.zero = -1;  // the strategy's default, for the strategy now resolved
     resolve_defaults(f);
   }
   if (f.help) {

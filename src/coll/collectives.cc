@@ -130,12 +130,13 @@ Algorithm allreduce_apply(Communicator& comm, const float* send, float* recv, co
   DT_CHECK_EQ(counts.size(), static_cast<size_t>(p), InvalidArgument, "allreduce_apply: one count per rank");
   const algo::Blocks blocks(counts);
   const size_t n = blocks.total();
-  DT_CHECK(send + n <= recv || recv + n <= send || n == 0, InvalidArgument,
-           "allreduce_apply: send and recv overlap (the owners write recv while the others still read send)");
+  DT_CHECK(send == recv || send + n <= recv || recv + n <= send || n == 0, InvalidArgument,
+           "allreduce_apply: send and recv overlap without being the same buffer (the owners write recv while the "
+           "others still read send)");
   DT_CHECK(!opts.deterministic, InvalidArgument,
            "allreduce_apply: no deterministic mode (use allreduce with fixed-point sums, then step)");
   if (p == 1) {
-    std::copy(send, send + n, recv);
+    if (send != recv) std::copy(send, send + n, recv);
     if (n) apply(0, recv, n);
     return Algorithm::kNaive;
   }

@@ -41,7 +41,8 @@ inline Algorithm allreduce(Communicator& comm, void* buf, size_t count, DType t,
 // apply(offset, values, len) gets in values[0, len) the sums of elements [offset, offset +
 // len) of the buffer and leaves there what every rank's recv shall hold at those places.
 // Afterwards every rank's recv holds, bit for bit, what the owners' apply left; send is only
-// read. send and recv must not overlap, and recv must not be read or written by anyone else
+// read, unless it is recv (in place: each piece of it is overwritten only after its owner
+// has read it on every rank). Otherwise they must not overlap, and recv must not be read or written by anyone else
 // during the call (the owners write into it; apply may read this rank's own recv at its own
 // offsets, which hold what they held before the call until apply returns).
 // On one host with the shared-memory context it is one pass: each owner reduces a piece of

@@ -22,7 +22,8 @@
 // work is split over the ranks instead of repeated on each, and nothing is left to do after
 // the last bucket but wait for it. On one host (the communicator has a shared-memory
 // context) the gradient buffer itself is a shared-memory window, so each owner reads its
-// slice of every rank's gradient where backward wrote it.
+// slice of every rank's gradient where backward wrote it (stage 0 too: its all-reduce is
+// allreduce_apply in place, nothing applied).
 //
 // Deterministic mode (options.deterministic) sums fixed-point integers instead of floats: M
 // ranks with batch B/M give the parameters of one rank with batch B, bit for bit, for any M
@@ -50,7 +51,9 @@ namespace dtrain {
 
 struct DdpOptions {
   size_t bucket_bytes = size_t{1} << 20;
-  bool overlap = true;  // false: all-reduce every bucket after backward (for comparison)
+  // false: all-reduce every bucket after backward (for comparison). Off anyway with more
+  // ranks on the host than cores (ShmContext::oversubscribed): nothing to overlap on.
+  bool overlap = true;
   bool deterministic = false;
   int64_t det_shard = 8;
   Algorithm algorithm = Algorithm::kAuto;
@@ -59,6 +62,11 @@ struct DdpOptions {
   // all-gather of the new parameters are one collective on the progress thread
   // (ZeroOptimizer's fused mode); false: the step and the all-gathers after backward.
   bool fused_step = true;
+  // On one host (the communicator has a shared-memory context), outside deterministic mode:
+  // the gradient lives in a shared-memory window and each bucket is reduced from every rank's
+  // window in place (allreduce_apply), with no copy into the slots or cross-memory system
+  // calls. false: the buffers of the process and the all-reduce's own paths.
+  bool window = true;
 };
 
 class DataParallel : public ModelStrategy {
@@ -88,6 +96,7 @@ class DataParallel : public ModelStrategy {
   DataParallel(TrainableModel& model, Optimizer* optimizer, Communicator& comm, const DdpOptions& options,
                Instrument* inst, int);  // the members; the public constructors then start()
   void submit_bucket(int b);
+  bool place_in_window();  // DdpOptions::window: false where it does not apply
   void start();
 
   Optimizer* opt_;
@@ -100,12 +109,13 @@ class DataParallel : public ModelStrategy {
   std::unique_ptr<ProgressQueue> queue_;
   std::unique_ptr<Optimizer> own_opt_;     // the config constructor, zero 0
   std::unique_ptr<ZeroOptimizer> zopt_;    // zero 1-2
-  // zero 1-2 fused on one host: the gradient lives in a shared-memory window that the peers
-  // read in place (no copy into the slots), counted as this rank's heap.
+  // On one host the gradient lives in a shared-memory window that the peers read in place
+  // (no copy into the slots), counted as this rank's heap (DdpOptions::window).
   std::unique_ptr<ShmWindow> window_;
   std::unique_ptr<CountedAsHeap> window_counted_;
   std::vector<Work> pending_;
   int64_t step_ = 0;
+  bool overlap_ = true;  // o_.overlap where the host has a core per rank
 };
 
 }  // namespace dtrain

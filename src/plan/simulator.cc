@@ -263,7 +263,8 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     // ZeRO adds the padded reduce-scatter and receive buffers and two slices (gradient, parameters).
     // (ddp keeps its two at one rank too: traced, the README's MLP at 1 rank held 23.8 MB
     // beyond weights, gradients and momentum, 2 x its 11.65 MB.)
-    if (s == "ddp") copies = l.zero > 0 && workers > 1 ? 4 + 2.0 / workers : 2;
+    // (ddp's ZeRO 1-2 step is fused into its all-reduce, zero.h: no padded or shard buffers.)
+    if (s == "ddp") copies = 2;
     else if (s == "localsgd") copies = 2;  // its gradient and its replica's
     // gossip: two sets of inboxes, one model per neighbour each (gossip.cc posts the next
     // step's receives into the other set before it waits for this step's).
@@ -314,31 +315,33 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
         off -= static_cast<int64_t>(m.units[i].params);
         units.push_back({off, static_cast<int64_t>(m.units[i].params)});
       }
-      // With ZeRO 1-2 (parallel/zero.h) each bucket is reduce-scattered instead, and after the
-      // step every bucket's parameter slices are all-gathered on the training thread, which
-      // nothing hides: the next forward needs them.
+      // With ZeRO 1-2 (parallel/zero.h, fused) each bucket's all-reduce also carries this
+      // rank's optimizer step of its slice (1/N of the bucket's step), on the progress thread,
+      // and nothing is left after the last bucket. With more ranks on the node than cores
+      // ddp does not overlap (data_parallel.h): the buckets go after backward, one by one.
       GradBuckets buckets(units, static_cast<size_t>(l.bucket_mb * (1 << 20)), 4);
-      double t = fwd, comm_end = t, gather = 0;
+      const bool overlap = node_n <= c.cores_per_node;
+      const double step_s = p.optimizer_s;  // the whole model's step on one rank
+      double t = fwd, comm_end = t;
+      std::vector<double> after;  // bucket costs, without overlap
       for (size_t k = 0; k < units.size(); ++k) {
         t += bwd[m.units.size() - 1 - k];
         int b = buckets.on_ready(units[k]);
         if (b < 0) continue;
         double len = static_cast<double>(buckets.buckets()[b].len) * kF;
-        // ZeRO copies each bucket into its padded reduce-scatter buffer and the gathered
-        // parameters back out (zero.h): two copies of the bucket on the CPU, 2 bytes
-        // touched per byte each (without them the 2-rank MLP's ZeRO-2 step was 23% short).
-        const double copy = l.zero > 0 ? 2 * len / c.elementwise_bps * slow : 0;
-        comm_end = std::max(comm_end, t) + copy + (l.zero > 0 ? reduce_scatter_s(c, all, len, node_n) : allreduce_s(c, all, len, node_n));
-        if (l.zero > 0) gather += allgather_s(c, all, len, node_n) + copy;
+        const double cost = allreduce_s(c, all, len, node_n) + (l.zero > 0 ? step_s / workers * len / bytes : 0);
+        if (overlap) comm_end = std::max(comm_end, t) + cost;
+        else after.push_back(cost);
       }
-      p.comm_s = std::max(0.0, comm_end - t) + gather;
+      for (double cost : after) comm_end = std::max(comm_end, t) + cost;
+      p.comm_s = std::max(0.0, comm_end - t);
       p.dp_bytes = zero_traffic_elems(0, P, workers) * kF;
       if (l.zero > 0) {
         // ddp's ZeRO (parallel/zero.h) shards the optimizer state; backward still fills the
-        // whole gradient (share_grad.h), which is reduce-scattered bucket by bucket.
+        // whole gradient (share_grad.h); the step is in comm_s above.
         auto z = zero_bytes(l.zero, P, workers, kF, kF, opt_states * kF);
         p.optimizer_b = z.optimizer;
-        p.optimizer_s /= workers;
+        p.optimizer_s = 0;
       }
     } else if (s == "ps") {
       // Every worker pushes its gradient and pulls the parameters: the server posts all W

@@ -16,7 +16,12 @@ void resolve_defaults(TrainConfig& c) {
     if (!c.was_given("optimizer")) c.optimizer = "adamw";
     if (!c.was_given("weight-decay")) c.weight_decay = 0.1f;
   }
-  if (c.zero < 0) c.zero = c.strategy == "zero" ? 1 : 0;  // the MLP: ddp --zero 1|2
+  // The MLP family's ddp on several ranks shards its optimizer step by default (ZeRO-1,
+  // fused into each bucket's all-reduce: parallel/zero.h): the same parameters as --zero 0
+  // (bit for bit at 2 ranks), each rank stepping 1/N of them. --deterministic sums fixed-point
+  // gradients with a plain all-reduce, so it keeps --zero 0.
+  const bool ddp_mlp = c.strategy == "ddp" && !c.is_gpt() && !c.deterministic;
+  if (c.zero < 0) c.zero = c.strategy == "zero" || ddp_mlp ? 1 : 0;
   if (c.is_gpt() && !c.was_given("batch")) {
     int64_t unit = std::max(c.microbatches, 1);
     if (c.ranks >= 1) {

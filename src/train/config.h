@@ -53,6 +53,7 @@ struct TrainConfig {
   double heartbeat = 10;    // -n N: seconds of silence (or SIGSTOP) that make a rank hung
   double bucket_mb = 1.0;
   bool no_overlap = false;
+  bool no_window = false;  // ddp: DdpOptions::window off
   bool deterministic = false;
   int64_t det_shard = 8;
   bool baseline = false;
@@ -86,7 +87,7 @@ struct TrainConfig {
   std::string schedule = "1f1b";
   int virtual_stages = 1;
   bool recompute = false;
-  int zero = -1;              // -1: 1 for --strategy zero, else 0
+  int zero = -1;              // -1: 1 for --strategy zero and the MLP family's ddp, else 0
   float min_lr = 1e-4f;       // cosine floor
   int64_t warmup = 100;       // linear warm-up steps
   float clip = 1.0f;          // global gradient-norm clip (0: off)

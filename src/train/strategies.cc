@@ -33,7 +33,7 @@ void only_for(const TrainConfig& f, std::initializer_list<const char*> strategie
 }
 
 void check_strategy_flags(const TrainConfig& f) {
-  only_for(f, {"ddp"}, {"bucket-mb", "no-overlap"});
+  only_for(f, {"ddp"}, {"bucket-mb", "no-overlap", "no-window"});
   only_for(f, {"hogwild-hot"}, {"hot-features", "merge-every", "hot-merge"});
   only_for(f, {"localsgd"}, {"sync-every", "post-local"});
   only_for(f, {"ps"}, {"servers", "sync", "staleness"});
@@ -86,10 +86,11 @@ DdpOptions ddp_options(const TrainConfig& f) {
   DdpOptions o;
   o.bucket_bytes = static_cast<size_t>(f.bucket_mb * 1024 * 1024);
   o.overlap = !f.no_overlap;
+  o.window = !f.no_window;
   o.deterministic = f.deterministic;
   o.det_shard = f.det_shard;
   o.algorithm = f.algo == "auto" ? Algorithm::kAuto : parse_algorithm(f.algo);
-  o.zero = f.is_gpt() ? 0 : std::max(f.zero, 0);
+  o.zero = f.is_gpt() || f.ranks < 2 ? 0 : std::max(f.zero, 0);  // one rank has nothing to shard
   return o;
 }
 

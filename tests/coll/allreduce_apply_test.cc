@@ -3,10 +3,13 @@
 // cross-memory path (threads of one process read and write with plain copies here; the
 // multi-process ddp test covers process_vm_readv/writev), and the reduce-scatter + all-gather
 // of the TCP transport — for uneven and empty blocks and sizes of many pieces; a rank in a
-// plain all-reduce meanwhile is a Desync naming both calls.
+// plain all-reduce meanwhile is a Desync naming both calls; in place, and with the inputs in a
+// shared-memory window (read where they lie, at the same place on every rank).
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <mutex>
+#include <span>
 #include <numeric>
 
 #include "base/error.h"
@@ -21,30 +24,43 @@ float value(int r, size_t i) { return static_cast<float>(1 + (r * 7 + i) % 5); }
 
 // counts: rank q owns counts[q] elements; the transform depends on the element's place, so a
 // piece handed over at the wrong offset shows.
-void check_apply(int p, const testing::WorldOptions& w, const std::vector<size_t>& counts, const char* what) {
+// where: 0 send and recv apart, 1 in place, 2 send in a window (recv apart), 3 in place in
+// a window (ddp's plain all-reduce).
+void check_apply(int p, const testing::WorldOptions& w, const std::vector<size_t>& counts, const char* what,
+                 int where = 0) {
   const size_t n = std::accumulate(counts.begin(), counts.end(), size_t{0});
   testing::run_world(p, w, [&](Communicator& c) {
+    std::unique_ptr<ShmWindow> window;
+    if (where >= 2) window = std::make_unique<ShmWindow>(c, (n + 16) * sizeof(float));
     for (int round = 0; round < 2; ++round) {  // again, with warm scratch and the next phases
-      std::vector<float> in(n), out(n, -1.0f);
+      std::vector<float> own(n), out(n, -1.0f);
+      std::span<float> in = window ? std::span<float>(reinterpret_cast<float*>(window->mine()) + 16, n)
+                                   : std::span<float>(own);
       for (size_t i = 0; i < n; ++i) in[i] = value(c.rank(), i + round);
+      float* recv = where == 1 || where == 3 ? in.data() : out.data();
       std::vector<int> seen(n, 0);
       size_t first = 0;
       for (int q = 0; q < c.rank(); ++q) first += counts[q];
-      allreduce_apply(c, in.data(), out.data(), counts, [&](size_t off, float* v, size_t len) {
-        for (size_t k = 0; k < len; ++k) {
-          ASSERT_GE(off + k, first);
-          ASSERT_LT(off + k, first + counts[c.rank()]);
-          ++seen[off + k];
-          v[k] = v[k] * 2.0f + static_cast<float>((off + k) % 1000);
-        }
-      });
+      allreduce_apply(
+          c, in.data(), recv, counts,
+          [&](size_t off, float* v, size_t len) {
+            for (size_t k = 0; k < len; ++k) {
+              ASSERT_GE(off + k, first);
+              ASSERT_LT(off + k, first + counts[c.rank()]);
+              ++seen[off + k];
+              v[k] = v[k] * 2.0f + static_cast<float>((off + k) % 1000);
+            }
+          },
+          {}, window.get());
       for (size_t i = 0; i < n; ++i) {
         float sum = 0;
         for (int r = 0; r < p; ++r) sum += value(r, i + round);
-        ASSERT_EQ(out[i], sum * 2.0f + static_cast<float>(i % 1000)) << what << " p=" << p << " i=" << i;
+        ASSERT_EQ(recv[i], sum * 2.0f + static_cast<float>(i % 1000)) << what << " p=" << p << " i=" << i;
         const bool mine = i >= first && i < first + counts[c.rank()];
         ASSERT_EQ(seen[i], mine ? 1 : 0) << what << " p=" << p << " i=" << i;
-        ASSERT_EQ(in[i], value(c.rank(), i + round)) << "the input is only read";
+        if (recv != in.data()) {
+          ASSERT_EQ(in[i], value(c.rank(), i + round)) << "the input is only read";
+        }
       }
     }
   });
@@ -73,19 +89,51 @@ TEST(AllreduceApply, SlotsDirectAndTcpAgree) {
       check_apply(p, slots, zero_like(n, p), "slots");
       check_apply(p, direct, zero_like(n, p), "direct");
       if (n <= 1000) check_apply(p, tcp, zero_like(n, p), "tcp");
+      check_apply(p, slots, zero_like(n, p), "slots in place", 1);
+      check_apply(p, direct, zero_like(n, p), "direct in place", 1);
+      check_apply(p, slots, zero_like(n, p), "window", 2);
+      check_apply(p, slots, zero_like(n, p), "window in place", 3);
     }
   }
+  check_apply(3, tcp, zero_like(1000, 3), "tcp in place", 1);
   std::vector<size_t> uneven{0, 70000, 3, 0};  // empty owners, and one much longer than a slot
   check_apply(4, slots, uneven, "slots uneven");
   check_apply(4, direct, uneven, "direct uneven");
   check_apply(4, tcp, uneven, "tcp uneven");
+  check_apply(4, slots, uneven, "window uneven", 2);
+  check_apply(4, slots, uneven, "window uneven in place", 3);
+}
+
+// Every rank must pass the same place of its window: a rank whose input sits elsewhere is
+// named on every rank, with both places.
+TEST(AllreduceApply, WindowInputsAtDifferentPlacesAreRefused) {
+  std::mutex mu;
+  std::vector<std::string> errors(2);
+  testing::run_world(2, TransportKind::kShm, [&](Communicator& c) {
+    ShmWindow w(c, 4096);
+    float* in = reinterpret_cast<float*>(w.mine()) + (c.rank() == 1 ? 16 : 0);
+    std::vector<float> out(100);
+    try {
+      allreduce_apply(c, in, out.data(), {50, 50}, [](size_t, float*, size_t) {}, {}, &w);
+    } catch (const InvalidArgument& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      errors[c.rank()] = e.what();
+    }
+    std::vector<float> apart(100);  // not in the window at all: refused before any phase
+    EXPECT_THROW(allreduce_apply(c, apart.data(), out.data(), {50, 50}, [](size_t, float*, size_t) {}, {}, &w),
+                 InvalidArgument);
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_NE(errors[r].find("at byte 64"), std::string::npos) << r << ": " << errors[r];
+    EXPECT_NE(errors[r].find("at byte 0"), std::string::npos) << r << ": " << errors[r];
+  }
 }
 
 TEST(AllreduceApply, ArgumentsAreChecked) {
   testing::run_world(2, TransportKind::kShm, [&](Communicator& c) {
     std::vector<float> buf(8);
     auto nop = [](size_t, float*, size_t) {};
-    EXPECT_THROW(allreduce_apply(c, buf.data(), buf.data(), {4, 4}, nop), InvalidArgument);  // overlap
+    EXPECT_THROW(allreduce_apply(c, buf.data(), buf.data() + 1, {3, 4}, nop), InvalidArgument);  // overlap
     std::vector<float> out(8);
     EXPECT_THROW(allreduce_apply(c, buf.data(), out.data(), {8}, nop), InvalidArgument);  // one count per rank
   });
