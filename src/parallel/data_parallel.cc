@@ -92,13 +92,13 @@ void DataParallel::submit_bucket(int b) {
     std::span<float> grad = share_.grad();
     std::span<float> params = model_.params();
     Instrument* inst = inst_;
-    const std::string name = (z->fused() ? "reduce-scatter+step+all-gather bucket " : "reduce-scatter bucket ") +
-                             std::to_string(b);
+    // The fused step is an all-reduce whose owners step their slice (allreduce_apply).
+    const std::string name = (z->fused() ? "allreduce+step bucket " : "reduce-scatter bucket ") + std::to_string(b);
     const int64_t bytes = r.len * 4;
     pending_.push_back(queue_->submit(name, [=](Communicator&) {
       const double t0 = now_seconds();
-      z->reduce(index, grad, params);
-      if (inst) inst->comm(1, name, t0, now_seconds(), bytes, "");
+      const Algorithm a = z->reduce(index, grad, params);
+      if (inst) inst->comm(1, name, t0, now_seconds(), bytes, z->fused() ? coll_args(a, static_cast<size_t>(bytes)) : "");
     }, /*bounded=*/true));  // collectives: a waiter may run them (coll/work.h)
     return;
   }
@@ -115,8 +115,8 @@ void DataParallel::submit_bucket(int b) {
     const std::string name = "allreduce bucket " + std::to_string(b);
     pending_.push_back(queue_->submit(name, [=](Communicator& c) {
       const double t0 = now_seconds();
-      allreduce_apply(c, data, data, counts, [](size_t, float*, size_t) {}, {}, w);
-      if (inst) inst->comm(1, name, t0, now_seconds(), static_cast<int64_t>(count * 4), "window");
+      const Algorithm a = allreduce_apply(c, data, data, counts, [](size_t, float*, size_t) {}, {}, w);
+      if (inst) inst->comm(1, name, t0, now_seconds(), static_cast<int64_t>(count * 4), coll_args(a, count * 4));
     }, /*bounded=*/true));
     return;
   }

@@ -74,8 +74,11 @@ ZeroOptimizer::ZeroOptimizer(Communicator* dp, int stage, int64_t n, const Optim
   if (stage > 0 && !fused) shard_grad_.assign(static_cast<size_t>(len_), 0.0f);
 }
 
-void ZeroOptimizer::reduce(int bucket, std::span<float> grads, std::span<float> params) {
-  if (!fused_) return reduce(bucket, grads);
+Algorithm ZeroOptimizer::reduce(int bucket, std::span<float> grads, std::span<float> params) {
+  if (!fused_) {
+    reduce(bucket, grads);
+    return Algorithm::kNaive;
+  }
   DT_CHECK(static_cast<int64_t>(params.size()) == n_ && static_cast<int64_t>(grads.size()) == n_, InvalidArgument,
            "ZeroOptimizer: expected " << n_ << " parameters and gradients, got " << params.size() << " and " << grads.size());
   const Slice& s = buckets_[static_cast<size_t>(bucket)];
@@ -96,13 +99,16 @@ void ZeroOptimizer::reduce(int bucket, std::span<float> grads, std::span<float> 
     std::copy_n(at, len, values);
   };
   if (ranks_ > 1) {
-    allreduce_apply(*dp_, grads.data() + s.begin, p, counts, apply, {}, window_);
+    const Algorithm a = allreduce_apply(*dp_, grads.data() + s.begin, p, counts, apply, {}, window_);
     comm_.add("reduce_scatter", s.len * 4, ranks_);
     comm_.add("allgather", s.len * 4, ranks_);
-  } else if (s.len) {
+    return a;
+  }
+  if (s.len) {
     std::vector<float> g(grads.data() + s.begin, grads.data() + s.begin + s.len);
     apply(0, g.data(), g.size());
   }
+  return Algorithm::kNaive;
 }
 
 void ZeroOptimizer::reduce(int bucket, std::span<float> grads) {

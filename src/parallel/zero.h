@@ -97,7 +97,8 @@ class ZeroOptimizer {
   void reduce(int bucket, std::span<float> grads);
   // Fused mode's reduce: also steps this rank's slice and leaves bucket b's new parameters in
   // params on every rank.
-  void reduce(int bucket, std::span<float> grads, std::span<float> params);
+  // Returns the algorithm the collective ran (kNaive for one rank or the unfused path).
+  Algorithm reduce(int bucket, std::span<float> grads, std::span<float> params);
   bool fused() const { return fused_; }
   // Fused mode: the gradients passed to reduce lie in this window (every rank's at the same
   // place), which the collective then reads in place (coll/shm_context.h ShmWindow).

@@ -202,7 +202,7 @@ const std::vector<StrategyEntry>& strategies() {
          set_model_strategy<HogwildHot>(job, *job.model, &job.lr, o);
        },
        {}},
-      {"ddp", "synchronous all-reduce SGD over -n N ranks, gradient buckets overlapped with backward (default for -n > 1); --zero 1|2 reduce-scatters the buckets and shards the optimizer",
+      {"ddp", "synchronous all-reduce SGD over -n N ranks, gradient buckets overlapped with backward (default for -n > 1); by default each rank steps its 1/N of every bucket inside the bucket's all-reduce (--zero 1; --zero 0: a full optimizer per rank, --zero 2: no gradient kept between steps)",
        Models::kBoth, true,
        [](const TrainConfig& f) { f.is_gpt() ? gpt_flags(f) : multi_rank(f); },
        [](TrainJob& job, const StrategyContext& ctx) {

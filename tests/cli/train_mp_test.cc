@@ -56,12 +56,13 @@ TEST_F(TrainMp, DdpReportsPerRankTimeSplitAndTrace) {
   }
   EXPECT_GT(j["test_accuracy"].get<double>(), 0.8);
   EXPECT_EQ(j["epoch_rows"].size(), 2u);
-  // The trace names both ranks and holds all-reduce spans with algorithm and bytes.
+  // The trace names both ranks and holds all-reduce spans with algorithm and bytes (by
+  // default each bucket's all-reduce carries this rank's step of its slice: "allreduce+step").
   auto t = load(file("t.json"));
   bool rank1 = false, allreduce = false;
   for (const auto& e : t["traceEvents"]) {
     if (e["ph"] == "M" && e["name"] == "process_name" && e["args"]["name"] == "rank 1") rank1 = true;
-    if (e["ph"] == "X" && e["cat"] == "comm" && e["name"].get<std::string>().rfind("allreduce bucket", 0) == 0) {
+    if (e["ph"] == "X" && e["cat"] == "comm" && e["name"].get<std::string>().rfind("allreduce+step bucket", 0) == 0) {
       allreduce = true;
       EXPECT_TRUE(e["args"].contains("algorithm"));
       EXPECT_GT(e["args"]["bytes"].get<double>(), 0);
