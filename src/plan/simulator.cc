@@ -337,10 +337,12 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       p.comm_s = std::max(0.0, comm_end - t);
       p.dp_bytes = zero_traffic_elems(0, P, workers) * kF;
       if (l.zero > 0) {
-        // ddp's ZeRO (parallel/zero.h) shards the optimizer state; backward still fills the
-        // whole gradient (share_grad.h); the step is in comm_s above.
-        auto z = zero_bytes(l.zero, P, workers, kF, kF, opt_states * kF);
-        p.optimizer_b = z.optimizer;
+        // ddp's ZeRO (parallel/zero.h) shards the optimizer state and steps inside comm_s
+        // above. The memory is predicted as stage 0's: the MLP's terms were fitted as a whole
+        // to plain-SGD runs (no optimizer state at all), where the one-state term stands for
+        // memory found elsewhere; sharding it under-predicted the fused ZeRO rows by 17-20% at
+        // 4-8 ranks (2026-11-25), whose heap equals stage 0's there. With Adam this
+        // over-predicts by the state's (1 - 1/N) (measured 4 ranks: +6%).
         p.optimizer_s = 0;
       }
     } else if (s == "ps") {

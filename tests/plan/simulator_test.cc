@@ -120,7 +120,7 @@ TEST(Simulator, ZeroSyncTakesTheMeasuredReduceScatterAndAllGather) {
   ASSERT_GT(plain.optimizer_s, 0);
   EXPECT_NEAR(p.comm_s, plain.comm_s + plain.optimizer_s / 2, 1e-12);
   EXPECT_EQ(p.optimizer_s, 0);
-  EXPECT_LT(p.optimizer_b, plain.optimizer_b);
+  EXPECT_EQ(p.optimizer_b, plain.optimizer_b);  // stage 0's memory terms (simulator.cc says why)
   c.intra_sizes.broadcast_by_ranks[8] = {{1e3, 1e-5}, {1e6, 1e-4}};
   Cluster back = cluster_from_json(cluster_to_json(c), "roundtrip");
   EXPECT_NEAR(back.measured_allgather_s(2, 1e6), 3e-4, 1e-15);
