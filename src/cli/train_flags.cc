@@ -89,7 +89,7 @@ const std::vector<FlagSpec>& table() {
        [](TrainConfig& f, const std::string& v) { f.heartbeat = to_float("heartbeat", v, 0, 1e6); }},
       {"bucket-mb", "MB", "ddp: gradient bucket size in MB (default 1)",
        [](TrainConfig& f, const std::string& v) { f.bucket_mb = to_float("bucket-mb", v, 0, 1e5); }},
-      {"no-overlap", nullptr, "ddp: all-reduce after backward instead of overlapping it (always, with more ranks than cores)",
+      {"no-overlap", nullptr, "ddp: all-reduce after backward instead of overlapping it (always, without a core beyond one per rank)",
        [](TrainConfig& f, const std::string&) { f.no_overlap = true; }},
       {"no-window", nullptr, "ddp on one host: keep gradients in process memory, not in a shared-memory window",
        [](TrainConfig& f, const std::string&) { f.no_window = true; }},

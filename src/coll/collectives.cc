@@ -124,7 +124,8 @@ Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t cou
 }
 
 Algorithm allreduce_apply(Communicator& comm, const float* send, float* recv, const std::vector<size_t>& counts,
-                          const ApplyFn& apply, const AllreduceOptions& opts_in, const ShmWindow* window) {
+                          const ApplyFn& apply, const AllreduceOptions& opts_in, const ShmWindow* window,
+                          bool recv_shared) {
   const auto opts = with_shm_context(comm, opts_in);
   const int p = comm.size(), me = comm.rank();
   DT_CHECK_EQ(counts.size(), static_cast<size_t>(p), InvalidArgument, "allreduce_apply: one count per rank");
@@ -135,7 +136,7 @@ Algorithm allreduce_apply(Communicator& comm, const float* send, float* recv, co
            "others still read send)");
   DT_CHECK(!opts.deterministic, InvalidArgument,
            "allreduce_apply: no deterministic mode (use allreduce with fixed-point sums, then step)");
-  if (p == 1) {
+  if (p == 1 && !recv_shared) {
     if (send != recv) std::copy(send, send + n, recv);
     if (n) apply(0, recv, n);
     return Algorithm::kNaive;
@@ -144,6 +145,9 @@ Algorithm allreduce_apply(Communicator& comm, const float* send, float* recv, co
   const int64_t in_window = window ? window->offset_of(send, n * sizeof(float)) : -1;
   DT_CHECK(!window || in_window >= 0, InvalidArgument,
            "allreduce_apply: send (" << n << " floats) does not lie in this rank's buffer of the window given");
+  DT_CHECK(!recv_shared || (window && opts.shm && opts.algorithm == Algorithm::kAuto && send != recv), InvalidArgument,
+           "allreduce_apply: a shared recv needs the inputs in a window, the shared-memory context, the automatic "
+           "algorithm, and send apart from recv");
   if (opts.shm && opts.algorithm == Algorithm::kAuto) {
     Call call(comm, CollOp::kAllreduce, opts, Algorithm::kShmDirect, DType::kFloat32, n, kApplyRoot, ReduceOp::kSum);
     bool done = false;
@@ -153,7 +157,7 @@ Algorithm allreduce_apply(Communicator& comm, const float* send, float* recv, co
     call.run([&] {
       if (window) {
         algo::allreduce_apply_window(call, static_cast<size_t>(in_window), reinterpret_cast<char*>(recv), blocks, piece,
-                                     *opts.shm, *window);
+                                     *opts.shm, *window, recv_shared);
         done = true;
       } else {
         done = algo::allreduce_apply_shm_direct(call, reinterpret_cast<const char*>(send), reinterpret_cast<char*>(recv),

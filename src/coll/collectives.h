@@ -54,8 +54,13 @@ using ApplyFn = std::function<void(size_t offset, float* values, size_t len)>;
 // window (optional): when send lies in this rank's buffer of that window (coll/shm_context.h)
 // at the same place on every rank (checked: InvalidArgument naming both places), the owners
 // read every input where it lies instead of through the slots.
+// recv_shared (with a window): recv is ONE buffer that every rank maps (each passes its own
+// mapping of it, e.g. another window's buffer of rank 0): each owner writes its block there and
+// nothing is copied out, so the host keeps one copy of the result (ddp's shared parameters).
+// No rank may read recv's other blocks during the call; all of them are written on return.
 Algorithm allreduce_apply(Communicator& comm, const float* send, float* recv, const std::vector<size_t>& counts,
-                          const ApplyFn& apply, const AllreduceOptions& opts = {}, const ShmWindow* window = nullptr);
+                          const ApplyFn& apply, const AllreduceOptions& opts = {}, const ShmWindow* window = nullptr,
+                          bool recv_shared = false);
 Algorithm broadcast(Communicator& comm, void* buf, size_t count, DType t, int root, const BroadcastOptions& opts = {});
 // recv is used on the root only (may be null elsewhere).
 Algorithm reduce(Communicator& comm, const void* send, void* recv, size_t count, DType t, ReduceOp op, int root,

@@ -154,6 +154,7 @@ ShmContext::ShmContext(Communicator& comm, size_t slot_bytes)
   pids_.assign(size_, 0);
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   spin_ranks_per_core_ = static_cast<int>((size_ + cores - 1) / cores);
+  cores_ = cores;
   yield_ns_ = static_cast<int64_t>(comm.coll_config().shm_yield_us * 1000);
   std::random_device rd;
   segs_ = map_host_segments(comm, seg_bytes_, "dtrain-coll-rank", [&](char* mine) {

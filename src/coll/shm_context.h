@@ -60,6 +60,8 @@ class ShmContext {
   Communicator& comm() { return comm_; }
   // More ranks than cores: waits yield and sleep rather than spin.
   bool oversubscribed() const { return spin_ranks_per_core_ > 1; }
+  // Whether the host has cores beyond one per rank (for a rank's helper threads).
+  bool spare_cores() const { return cores_ > static_cast<unsigned>(size_); }
   size_t slot_bytes() const { return slot_bytes_; }
   bool serves(const Communicator& c) const { return &c == &comm_; }
 
@@ -126,6 +128,7 @@ class ShmContext {
   std::vector<int64_t> pids_;
   std::vector<const void*> inputs_;  // allreduce_small's slots in rank order
   int spin_ranks_per_core_ = 1;
+  unsigned cores_ = 1;
   int64_t yield_ns_ = 100000;  // CollConfig::shm_yield_us
   int cross_memory_reads_ = -1;
   size_t slots_allreduce_min_ = kSlotsAllreduceMinBytes;  // probe_peers may lower it
@@ -147,7 +150,7 @@ class ShmWindow {
   ShmWindow& operator=(const ShmWindow&) = delete;
 
   char* mine() const { return segs_[rank_]; }
-  const char* of(int rank) const { return segs_[rank]; }
+  char* of(int rank) const { return segs_[rank]; }
   size_t bytes() const { return bytes_; }
   bool serves(const Communicator& c) const { return &c == &comm_; }
   // Where [p, p + len) lies in this rank's buffer (bytes from its start); -1 outside it.

@@ -178,9 +178,10 @@ void allreduce_apply_slots(Call& c, const char* send, char* recv, const Blocks& 
 // window into its slot, applies, arrives, and everyone copies every block's piece out. The
 // piece is a whole slot (not a slot over p), and nothing is copied in. Nobody writes a window
 // here; a rank's last read precedes its arrival at the last phase, after which the caller may
-// write its window again.
+// write its window again. recv_shared: recv is one buffer that every rank maps; each owner
+// writes its own block into it and a single closing phase replaces the per-piece phases.
 void allreduce_apply_window(Call& c, size_t offset, char* recv, const Blocks& b, const ApplyPiece& apply,
-                            ShmContext& ctx, const ShmWindow& window) {
+                            ShmContext& ctx, const ShmWindow& window, bool recv_shared) {
   const int p = c.size(), me = c.rank();
   const size_t es = c.elem();
   const size_t piece = std::max<size_t>(1, ctx.slot_bytes() / es);  // elements of a block per phase
@@ -200,6 +201,21 @@ void allreduce_apply_window(Call& c, size_t offset, char* recv, const Blocks& b,
                           << "'s at byte " << mine_at << " (every rank must pass the same place)");
   }
   std::vector<const void*> in_rank_order(static_cast<size_t>(p));
+  if (recv_shared) {
+    // One recv that every rank maps: each owner writes its block there, piece by piece from
+    // a cache-sized buffer, and one closing phase says every block is written and every
+    // input read. Nothing is copied out.
+    char* values = c.scratch(piece * es);
+    for (size_t at = 0; at < b.len(me); at += piece) {
+      const size_t mine = part(me, at);
+      for (int q = 0; q < p; ++q) in_rank_order[q] = window.of(q) + offset + (b.off[me] + at) * es;
+      reduce_ordered(c.dtype(), c.redop(), values, in_rank_order.data(), p, mine);
+      apply(b.off[me] + at, values, mine);
+      copy_bytes(recv + (b.off[me] + at) * es, values, mine * es);
+    }
+    waits.all(ctx.next_phase(), b.len(me) * es);
+    return;
+  }
   for (size_t at = 0; at < longest; at += piece) {
     const uint64_t out = ctx.next_phase();
     const size_t mine = part(me, at);

@@ -4,6 +4,7 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "coll/collectives.h"
 
 namespace dtrain {
 
@@ -46,7 +47,16 @@ DataParallel::DataParallel(TrainableModel& model, const OptimizerConfig& config,
     std::sort(ranges.begin(), ranges.end());
     zopt_ = std::make_unique<ZeroOptimizer>(&comm_, options.zero, model.num_params(), config, ranges, /*average=*/false,
                                             options.fused_step);
-    if (options.fused_step && place_in_window()) zopt_->set_window(window_.get());
+    if (options.fused_step && place_in_window()) {
+      zopt_->set_window(window_.get());
+      // One copy of the parameters for the host, in rank 0's buffer of a second window: every
+      // rank's forward and backward read it, and each owner writes its slice there in its
+      // bucket's collective, so no rank copies the others' slices out.
+      const auto n = static_cast<size_t>(model.num_params());
+      params_window_ = std::make_unique<ShmWindow>(comm_, n * sizeof(float));
+      if (comm_.rank() == 0) params_counted_ = std::make_unique<CountedAsHeap>(static_cast<int64_t>(n * sizeof(float)));
+      shared_params_ = std::span<float>(reinterpret_cast<float*>(params_window_->of(0)), n);
+    }
     opt_ = &zopt_->optimizer();
   }
   optimizer_ = opt_;
@@ -65,14 +75,16 @@ bool DataParallel::place_in_window() {
 }
 
 void DataParallel::start() {
-  // With more ranks on the host than cores the progress thread has no core of its own: it
-  // would take one from a rank's backward, and each bucket's phases wait for ranks that are
-  // not running (4 ranks on 2 cores: 8.2k ex/s without overlap, 7.9k with).
-  overlap_ = o_.overlap && !(comm_.shm_context() && comm_.shm_context()->oversubscribed());
+  // Unless the host has a core beyond one per rank, the progress thread has none of its own:
+  // it takes one from a rank's backward, and with more ranks than cores each bucket's phases
+  // wait for ranks that are not running (2 ranks on 2 cores: 11.8k ex/s without overlap,
+  // 11.4k with; 4 ranks: 8.2k against 7.9k).
+  overlap_ = o_.overlap && !(comm_.shm_context() && !comm_.shm_context()->spare_cores());
   // Start from rank 0's parameters (identical seeds make this a no-op; a resumed or
   // differently initialised rank is brought in line).
   blocking_broadcast(comm_, inst_, "broadcast-params", model_.params().data(), model_.params().size(),
                      DType::kFloat32, 0);
+  share_params();
   queue_ = std::make_unique<ProgressQueue>(comm_);
 }
 
@@ -90,14 +102,15 @@ void DataParallel::submit_bucket(int b) {
     for (const GradRange& o : buckets_.buckets()) index += o.offset < r.offset;
     ZeroOptimizer* z = zopt_.get();
     std::span<float> grad = share_.grad();
-    std::span<float> params = model_.params();
+    std::span<float> params = step_params();
+    const bool shared = !shared_params_.empty();
     Instrument* inst = inst_;
     // The fused step is an all-reduce whose owners step their slice (allreduce_apply).
     const std::string name = (z->fused() ? "allreduce+step bucket " : "reduce-scatter bucket ") + std::to_string(b);
     const int64_t bytes = r.len * 4;
     pending_.push_back(queue_->submit(name, [=](Communicator&) {
       const double t0 = now_seconds();
-      const Algorithm a = z->reduce(index, grad, params);
+      const Algorithm a = z->reduce(index, grad, params, shared);
       if (inst) inst->comm(1, name, t0, now_seconds(), bytes, z->fused() ? coll_args(a, static_cast<size_t>(bytes)) : "");
     }, /*bounded=*/true));  // collectives: a waiter may run them (coll/work.h)
     return;
@@ -139,7 +152,13 @@ void DataParallel::submit_bucket(int b) {
 }
 
 LossAcc DataParallel::step(std::span<const int64_t> global_batch) {
-  std::span<float> params = model_.params();
+  LossAcc r = step_in_place(global_batch);
+  unshare_params();  // the model's own copy holds the step's result too
+  return r;
+}
+
+LossAcc DataParallel::step_in_place(std::span<const int64_t> global_batch) {
+  std::span<float> params = step_params();
   pending_.clear();
   buckets_.reset();
   std::vector<int> ready_buckets;
@@ -179,8 +198,28 @@ LossAcc DataParallel::step(std::span<const int64_t> global_batch) {
   return r;
 }
 
+void DataParallel::share_params() {
+  if (shared_params_.empty()) return;
+  // The replicas are equal (broadcast at the start, the same steps since, or the same
+  // checkpoint): rank 0 puts its copy in the shared buffer, and nobody reads it before.
+  std::span<float> mine = model_.params();
+  if (comm_.rank() == 0) std::copy(mine.begin(), mine.end(), shared_params_.begin());
+  barrier(comm_);
+}
+
+void DataParallel::unshare_params() {
+  if (shared_params_.empty()) return;
+  std::span<float> mine = model_.params();
+  std::copy(shared_params_.begin(), shared_params_.end(), mine.begin());
+}
+
 LossAcc DataParallel::run_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress) {
-  LossAcc local = run_minibatches(order, batch, progress, [&](std::span<const int64_t> ids) { return step(ids); });
+  // With shared parameters the model's own copy is brought up to date after the epoch, for
+  // evaluation and checkpoints (and taken as the shared one before it: a resume may load it).
+  share_params();
+  LossAcc local =
+      run_minibatches(order, batch, progress, [&](std::span<const int64_t> ids) { return step_in_place(ids); });
+  unshare_params();
   if (local.examples) local.loss /= static_cast<double>(local.examples);
   return sum_stats(comm_, local);
 }

@@ -51,8 +51,8 @@ namespace dtrain {
 
 struct DdpOptions {
   size_t bucket_bytes = size_t{1} << 20;
-  // false: all-reduce every bucket after backward (for comparison). Off anyway with more
-  // ranks on the host than cores (ShmContext::oversubscribed): nothing to overlap on.
+  // false: all-reduce every bucket after backward (for comparison). Off anyway on a host
+  // without a core beyond one per rank (ShmContext::spare_cores): nothing to overlap on.
   bool overlap = true;
   bool deterministic = false;
   int64_t det_shard = 8;
@@ -87,6 +87,7 @@ class DataParallel : public ModelStrategy {
   const Instrument* instrument() const override { return inst_; }
 
   // One synchronous step on the global minibatch; returns this rank's share's loss/accuracy.
+  // The model's parameters hold the result afterwards (with the host's shared copy, a copy).
   LossAcc step(std::span<const int64_t> global_batch);
   const std::vector<GradRange>& buckets() const { return buckets_.buckets(); }
   const ZeroOptimizer* zero() const { return zopt_.get(); }
@@ -97,6 +98,12 @@ class DataParallel : public ModelStrategy {
                Instrument* inst, int);  // the members; the public constructors then start()
   void submit_bucket(int b);
   bool place_in_window();  // DdpOptions::window: false where it does not apply
+  // The parameters a step reads and writes: the host's shared copy, or the model's own.
+  std::span<float> step_params() { return shared_params_.empty() ? model_.params() : shared_params_; }
+  void share_params();    // the model's parameters -> the shared copy (collective)
+  // step() without bringing the model's own copy up to date (run_epoch does, once).
+  LossAcc step_in_place(std::span<const int64_t> global_batch);
+  void unshare_params();  // the shared copy -> the model's parameters
   void start();
 
   Optimizer* opt_;
@@ -113,6 +120,11 @@ class DataParallel : public ModelStrategy {
   // (no copy into the slots), counted as this rank's heap (DdpOptions::window).
   std::unique_ptr<ShmWindow> window_;
   std::unique_ptr<CountedAsHeap> window_counted_;
+  // Fused ZeRO on one host: one copy of the parameters for all ranks (rank 0's buffer of
+  // this window), counted on rank 0; empty otherwise.
+  std::unique_ptr<ShmWindow> params_window_;
+  std::unique_ptr<CountedAsHeap> params_counted_;
+  std::span<float> shared_params_;
   std::vector<Work> pending_;
   int64_t step_ = 0;
   bool overlap_ = true;  // o_.overlap where the host has a core per rank

@@ -74,7 +74,7 @@ ZeroOptimizer::ZeroOptimizer(Communicator* dp, int stage, int64_t n, const Optim
   if (stage > 0 && !fused) shard_grad_.assign(static_cast<size_t>(len_), 0.0f);
 }
 
-Algorithm ZeroOptimizer::reduce(int bucket, std::span<float> grads, std::span<float> params) {
+Algorithm ZeroOptimizer::reduce(int bucket, std::span<float> grads, std::span<float> params, bool params_shared) {
   if (!fused_) {
     reduce(bucket, grads);
     return Algorithm::kNaive;
@@ -99,7 +99,7 @@ Algorithm ZeroOptimizer::reduce(int bucket, std::span<float> grads, std::span<fl
     std::copy_n(at, len, values);
   };
   if (ranks_ > 1) {
-    const Algorithm a = allreduce_apply(*dp_, grads.data() + s.begin, p, counts, apply, {}, window_);
+    const Algorithm a = allreduce_apply(*dp_, grads.data() + s.begin, p, counts, apply, {}, window_, params_shared);
     comm_.add("reduce_scatter", s.len * 4, ranks_);
     comm_.add("allgather", s.len * 4, ranks_);
     return a;

@@ -98,7 +98,8 @@ class ZeroOptimizer {
   // Fused mode's reduce: also steps this rank's slice and leaves bucket b's new parameters in
   // params on every rank.
   // Returns the algorithm the collective ran (kNaive for one rank or the unfused path).
-  Algorithm reduce(int bucket, std::span<float> grads, std::span<float> params);
+  // params_shared: params is one buffer every rank maps (allreduce_apply's recv_shared).
+  Algorithm reduce(int bucket, std::span<float> grads, std::span<float> params, bool params_shared = false);
   bool fused() const { return fused_; }
   // Fused mode: the gradients passed to reduce lie in this window (every rank's at the same
   // place), which the collective then reads in place (coll/shm_context.h ShmWindow).

@@ -317,10 +317,10 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       }
       // With ZeRO 1-2 (parallel/zero.h, fused) each bucket's all-reduce also carries this
       // rank's optimizer step of its slice (1/N of the bucket's step), on the progress thread,
-      // and nothing is left after the last bucket. With more ranks on the node than cores
-      // ddp does not overlap (data_parallel.h): the buckets go after backward, one by one.
+      // and nothing is left after the last bucket. Without a core beyond one per rank on the
+      // node ddp does not overlap (data_parallel.h): the buckets go after backward, one by one.
       GradBuckets buckets(units, static_cast<size_t>(l.bucket_mb * (1 << 20)), 4);
-      const bool overlap = node_n <= c.cores_per_node;
+      const bool overlap = node_n < c.cores_per_node;
       const double step_s = p.optimizer_s;  // the whole model's step on one rank
       double t = fwd, comm_end = t;
       std::vector<double> after;  // bucket costs, without overlap
