@@ -25,19 +25,23 @@ float value(int r, size_t i) { return static_cast<float>(1 + (r * 7 + i) % 5); }
 // counts: rank q owns counts[q] elements; the transform depends on the element's place, so a
 // piece handed over at the wrong offset shows.
 // where: 0 send and recv apart, 1 in place, 2 send in a window (recv apart), 3 in place in
-// a window (ddp's plain all-reduce).
+// a window (ddp's plain all-reduce), 4 send in a window and recv shared by all ranks (rank
+// 0's buffer of a second window: ddp's parameters with its fused ZeRO).
 void check_apply(int p, const testing::WorldOptions& w, const std::vector<size_t>& counts, const char* what,
                  int where = 0) {
   const size_t n = std::accumulate(counts.begin(), counts.end(), size_t{0});
   testing::run_world(p, w, [&](Communicator& c) {
-    std::unique_ptr<ShmWindow> window;
+    std::unique_ptr<ShmWindow> window, shared;
     if (where >= 2) window = std::make_unique<ShmWindow>(c, (n + 16) * sizeof(float));
+    if (where == 4) shared = std::make_unique<ShmWindow>(c, n * sizeof(float));
     for (int round = 0; round < 2; ++round) {  // again, with warm scratch and the next phases
       std::vector<float> own(n), out(n, -1.0f);
       std::span<float> in = window ? std::span<float>(reinterpret_cast<float*>(window->mine()) + 16, n)
                                    : std::span<float>(own);
       for (size_t i = 0; i < n; ++i) in[i] = value(c.rank(), i + round);
-      float* recv = where == 1 || where == 3 ? in.data() : out.data();
+      float* recv = where == 1 || where == 3 ? in.data()
+                    : where == 4            ? reinterpret_cast<float*>(shared->of(0))
+                                            : out.data();
       std::vector<int> seen(n, 0);
       size_t first = 0;
       for (int q = 0; q < c.rank(); ++q) first += counts[q];
@@ -51,7 +55,7 @@ void check_apply(int p, const testing::WorldOptions& w, const std::vector<size_t
               v[k] = v[k] * 2.0f + static_cast<float>((off + k) % 1000);
             }
           },
-          {}, window.get());
+          {}, window.get(), where == 4);
       for (size_t i = 0; i < n; ++i) {
         float sum = 0;
         for (int r = 0; r < p; ++r) sum += value(r, i + round);
@@ -62,6 +66,7 @@ void check_apply(int p, const testing::WorldOptions& w, const std::vector<size_t
           ASSERT_EQ(in[i], value(c.rank(), i + round)) << "the input is only read";
         }
       }
+      if (where == 4) barrier(c);  // nobody writes the shared recv again before all have read it
     }
   });
 }
@@ -93,6 +98,7 @@ TEST(AllreduceApply, SlotsDirectAndTcpAgree) {
       check_apply(p, direct, zero_like(n, p), "direct in place", 1);
       check_apply(p, slots, zero_like(n, p), "window", 2);
       check_apply(p, slots, zero_like(n, p), "window in place", 3);
+      if (p > 1) check_apply(p, slots, zero_like(n, p), "window, shared recv", 4);
     }
   }
   check_apply(3, tcp, zero_like(1000, 3), "tcp in place", 1);
@@ -102,6 +108,7 @@ TEST(AllreduceApply, SlotsDirectAndTcpAgree) {
   check_apply(4, tcp, uneven, "tcp uneven");
   check_apply(4, slots, uneven, "window uneven", 2);
   check_apply(4, slots, uneven, "window uneven in place", 3);
+  check_apply(4, slots, uneven, "window uneven, shared recv", 4);
 }
 
 // Every rank must pass the same place of its window: a rank whose input sits elsewhere is
