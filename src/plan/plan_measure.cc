@@ -31,7 +31,8 @@ std::vector<std::string> train_args(const std::string& model, const Layout& l, i
     if (l.recompute) a.push_back("--recompute");
   } else {
     a.insert(a.end(), {"--epochs", "1"});
-    if (s == "ddp" && l.zero > 0) a.insert(a.end(), {"--zero", std::to_string(l.zero)});
+    // Always said: the MLP's ddp defaults to --zero 1 (train/config.cc).
+    if (s == "ddp" && l.ranks() > 1) a.insert(a.end(), {"--zero", std::to_string(l.zero)});
     if (s == "ps") a.insert(a.end(), {"--servers", std::to_string(l.servers)});
     if (s == "localsgd") a.insert(a.end(), {"--sync-every", std::to_string(l.sync_every)});
   }

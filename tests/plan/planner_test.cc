@@ -118,6 +118,8 @@ TEST(PlanMeasure, TrainArgsRunExactlyTheLayout) {
   std::string d;
   for (const auto& x : train_args("mlp:784-10", {.strategy = "ddp", .dp = 2, .bucket_mb = 4}, 64, "", 0)) d += x + " ";
   EXPECT_NE(d.find("--bucket-mb 4"), std::string::npos) << d;
+  // Stage 0 is said too: the MLP's ddp defaults to --zero 1.
+  EXPECT_NE(d.find("--zero 0"), std::string::npos) << d;
 }
 
 TEST(PlanMeasure, SteadyStepIsTheMedianRoundAfterTheFirst) {
