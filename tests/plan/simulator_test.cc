@@ -275,14 +275,21 @@ TEST(Simulator, FedAvgPricesTheSampledClientsOnTheirRanks) {
 TEST(Simulator, SlotAllReduceKeepsNoModelSizedBuffer) {
   ModelSpec m = ModelSpec::parse("mlp:784-256-128-10");
   const double bytes = m.params() * 4;
-  // Four ranks on two cores: the all-reduce goes through the shared-memory slots, which keep
-  // no model-sized buffer (ddp's gradient and 0.5 MB of staging); with a core each (and a
-  // bucket under 8 MiB) the cross-memory path keeps ddp's scratch and, beyond two ranks, a
+  // Four ranks on two cores: localsgd's all-reduce goes through the shared-memory slots, which
+  // keep no model-sized buffer (its two copies less one, and 0.5 MB of staging); with a core
+  // each (and a call under 8 MiB) the cross-memory path keeps its two and, beyond two ranks, a
   // receive buffer.
-  Prediction slots = simulate(m, {.strategy = "ddp", .dp = 4}, ideal(2), 64);
-  Prediction ring = simulate(m, {.strategy = "ddp", .dp = 4}, ideal(8), 64);
+  Prediction slots = simulate(m, {.strategy = "localsgd", .dp = 4}, ideal(2), 64);
+  Prediction ring = simulate(m, {.strategy = "localsgd", .dp = 4}, ideal(8), 64);
   EXPECT_NEAR(slots.buffers_b, bytes + 512.0 * 1024, 1e-6);
   EXPECT_NEAR(ring.buffers_b, 3 * bytes, 1e-6);
+  // ddp on one node reduces from its gradient window in place: its two copies on either path,
+  // and with its fused ZeRO the node's shared parameters besides.
+  for (int cores : {2, 8}) {
+    EXPECT_NEAR(simulate(m, {.strategy = "ddp", .dp = 4}, ideal(cores), 64).buffers_b, 2 * bytes, 1e-6) << cores;
+    EXPECT_NEAR(simulate(m, {.strategy = "ddp", .dp = 4, .zero = 1}, ideal(cores), 64).buffers_b, 3 * bytes, 1e-6)
+        << cores;
+  }
 }
 
 
