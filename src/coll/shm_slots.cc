@@ -66,6 +66,30 @@ struct Waits {
   }
 };
 
+// One output phase of allreduce_apply: this rank reduces its piece at `at` (up to `piece`
+// elements of its block; inputs in rank order) into its slot of the next phase, applies,
+// arrives, and then copies every block's piece at `at` out of its owner's slot. The slot is
+// written only after everyone arrived at the phase before (the caller's last full phase).
+void apply_and_share(Call& c, Waits& waits, const std::vector<const void*>& in_rank_order, const Blocks& b, size_t at,
+                     size_t piece, const ApplyPiece& apply, char* recv) {
+  const int p = c.size(), me = c.rank();
+  const size_t es = c.elem();
+  ShmContext& ctx = waits.ctx;
+  auto part = [&](int q) { return b.len(q) > at ? std::min(piece, b.len(q) - at) : size_t{0}; };
+  const uint64_t out = ctx.next_phase();
+  const size_t mine = part(me);
+  char* values = ctx.my_slot(out);
+  if (mine) {
+    reduce_ordered(c.dtype(), c.redop(), values, in_rank_order.data(), p, mine);
+    apply(b.off[me] + at, values, mine);
+  }
+  waits.all(out, mine * es);
+  for (int k = 0; k < p; ++k) {
+    const int q = (me + k) % p;
+    copy_bytes(recv + (b.off[q] + at) * es, ctx.slot_of(q, out), part(q) * es);
+  }
+}
+
 }  // namespace
 
 void allreduce_slots(Call& c, const char* send, char* buf, size_t n, ShmContext& ctx) {
@@ -156,19 +180,8 @@ void allreduce_apply_slots(Call& c, const char* send, char* recv, const Blocks& 
     char* slot = ctx.my_slot(in);
     for (int q = 0; q < p; ++q) copy_bytes(slot + q * piece * es, send + (b.off[q] + at) * es, part(q, at) * es);
     waits.all(in, piece * es * p);
-    const uint64_t out = ctx.next_phase();
-    const size_t mine = part(me, at);
     for (int q = 0; q < p; ++q) in_rank_order[q] = ctx.slot_of(q, in) + me * piece * es;
-    char* values = ctx.my_slot(out);
-    if (mine) {
-      reduce_ordered(c.dtype(), c.redop(), values, in_rank_order.data(), p, mine);
-      apply(b.off[me] + at, values, mine);
-    }
-    waits.all(out, mine * es);
-    for (int k = 0; k < p; ++k) {
-      const int q = (me + k) % p;
-      copy_bytes(recv + (b.off[q] + at) * es, ctx.slot_of(q, out), part(q, at) * es);
-    }
+    apply_and_share(c, waits, in_rank_order, b, at, piece, apply, recv);
   }
 }
 
@@ -217,19 +230,8 @@ void allreduce_apply_window(Call& c, size_t offset, char* recv, const Blocks& b,
     return;
   }
   for (size_t at = 0; at < longest; at += piece) {
-    const uint64_t out = ctx.next_phase();
-    const size_t mine = part(me, at);
-    char* values = ctx.my_slot(out);
-    if (mine) {
-      for (int q = 0; q < p; ++q) in_rank_order[q] = window.of(q) + offset + (b.off[me] + at) * es;
-      reduce_ordered(c.dtype(), c.redop(), values, in_rank_order.data(), p, mine);
-      apply(b.off[me] + at, values, mine);
-    }
-    waits.all(out, mine * es);
-    for (int k = 0; k < p; ++k) {
-      const int q = (me + k) % p;
-      copy_bytes(recv + (b.off[q] + at) * es, ctx.slot_of(q, out), part(q, at) * es);
-    }
+    for (int q = 0; q < p; ++q) in_rank_order[q] = window.of(q) + offset + (b.off[me] + at) * es;
+    apply_and_share(c, waits, in_rank_order, b, at, piece, apply, recv);
   }
 }
 
