@@ -100,8 +100,8 @@ PlanResult plan(const ModelSpec& m, int ranks, const Cluster& c, int64_t batch, 
   auto layouts = enumerate_layouts(m, ranks, batch, o);
   r.enumerated = static_cast<int>(layouts.size());
   for (const auto& l : layouts) {
-    Prediction p = simulate(m, l, c, batch);
-    if (p.memory_b() > mem_limit) {
+    Prediction p = simulate(m, l, c, batch, mem_limit);
+    if (p.over_memory || p.memory_b() > mem_limit) {
       ++r.dropped_memory;
       continue;
     }

@@ -187,7 +187,7 @@ std::vector<int> balance(const ModelSpec& m, int pieces) {
 
 }  // namespace
 
-Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64_t batch) {
+Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64_t batch, double memory_limit_b) {
   const std::string& s = l.strategy;
   DT_CHECK(l.dp >= 1 && l.tp >= 1 && l.pp >= 1 && l.micro >= 1 && l.virtual_stages >= 1, InvalidArgument,
            "layout " << l.describe() << ": every degree must be >= 1");
@@ -514,6 +514,48 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       if (x.block) p.tp_bytes += 4 * 2 * (l.tp - 1.0) / l.tp * act_bytes * l.micro;
     }
   }
+  // Per-rank memory: the worst stage. Activations are walked along the stage's own
+  // instruction list (what the executor runs): a forward of (micro, chunk) adds that chunk's
+  // kept activations, its backward frees them; the high-water mark of that sum, plus the
+  // largest backward transient. (Chunks of an interleaved stage keep different amounts: the
+  // largest chunk's times the micro-batches in flight over-predicted it by 13-18%.)
+  // Plus parallel/pipeline.cc's own tensors, one micro-batch's activation (act_bytes) each:
+  // the received input of every (micro, chunk) in flight on a piece that receives, kept for
+  // its backward (the unit timings measure a unit's activations without its input), and the
+  // receives posted ahead (kPostedAhead). Sent tensors are freed as each send completes.
+  constexpr double kPostedAhead = 2;
+  double stage_params = 0, stage_act = 0;
+  for (int st = 0; st < l.pp; ++st) {
+    double par = 0, transient = 0;
+    for (int ch = 0; ch < V; ++ch) {
+      const Piece& pc = pieces[sched.piece(st, ch)];
+      par += pc.params, transient = std::max(transient, pc.transient);
+    }
+    double live = 0, peak = 0;
+    for (const PipeInstr& in : sched.per_stage[st]) {
+      const int piece = sched.piece(st, in.chunk);
+      const double kept = pieces[piece].act + (l.pp > 1 && piece > 0 ? act_bytes : 0);
+      if (in.op == PipeOp::kForward) peak = std::max(peak, live += kept);
+      if (in.op == PipeOp::kBackward) live -= kept;
+    }
+    stage_params = std::max(stage_params, par);
+    stage_act = std::max(stage_act, peak + transient + (l.pp > 1 ? kPostedAhead * act_bytes : 0));
+  }
+  auto z = zero_bytes(l.zero, stage_params, l.dp, kF, kF, opt_states * kF);
+  p.weights_b = z.weights, p.grads_b = z.grads, p.optimizer_b = z.optimizer, p.activations_b = stage_act;
+  if (l.zero >= 3) p.weights_b += stage_params * kF / m.units.size() * 2;  // one gathered unit (+ prefetch)
+  if ((l.zero == 1 || l.zero == 2) && l.dp > 1) {
+    // parallel/zero.cc's own buffers: the shard's gradient and parameters (P/N each), and the
+    // padded reduce-scatter copy of the one bucket (the whole gradient) with its receive slice.
+    p.buffers_b = 2 * stage_params * kF / l.dp + stage_params * kF * (1 + 1.0 / l.dp);
+  }
+  // Memory does not depend on the timing below: a layout over the caller's limit stops here
+  // (the planner drops it; most of a large model's layouts are, and the schedule's
+  // simulation is the expensive part).
+  if (p.memory_b() > memory_limit_b) {
+    p.over_memory = true;
+    return p;
+  }
   const CostParams pl = link_of(c, ppg, act_bytes, true);
   // The stages' slowdown. A stage computes only part of the step, so fewer than n ranks
   // share the cores at any moment, and how many changes through the step: one stage in the
@@ -601,41 +643,6 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
   double busiest = *std::max_element(r.busy.begin(), r.busy.end());
   p.compute_s = busiest;
   p.bubble_s = r.makespan - busiest;
-  // Per-rank memory: the worst stage. Activations are walked along the stage's own
-  // instruction list (what the executor runs): a forward of (micro, chunk) adds that chunk's
-  // kept activations, its backward frees them; the high-water mark of that sum, plus the
-  // largest backward transient. (Chunks of an interleaved stage keep different amounts: the
-  // largest chunk's times the micro-batches in flight over-predicted it by 13-18%.)
-  // Plus parallel/pipeline.cc's own tensors, one micro-batch's activation (act_bytes) each:
-  // the received input of every (micro, chunk) in flight on a piece that receives, kept for
-  // its backward (the unit timings measure a unit's activations without its input), and the
-  // receives posted ahead (kPostedAhead). Sent tensors are freed as each send completes.
-  constexpr double kPostedAhead = 2;
-  double stage_params = 0, stage_act = 0;
-  for (int st = 0; st < l.pp; ++st) {
-    double par = 0, transient = 0;
-    for (int ch = 0; ch < V; ++ch) {
-      const Piece& pc = pieces[sched.piece(st, ch)];
-      par += pc.params, transient = std::max(transient, pc.transient);
-    }
-    double live = 0, peak = 0;
-    for (const PipeInstr& in : sched.per_stage[st]) {
-      const int piece = sched.piece(st, in.chunk);
-      const double kept = pieces[piece].act + (l.pp > 1 && piece > 0 ? act_bytes : 0);
-      if (in.op == PipeOp::kForward) peak = std::max(peak, live += kept);
-      if (in.op == PipeOp::kBackward) live -= kept;
-    }
-    stage_params = std::max(stage_params, par);
-    stage_act = std::max(stage_act, peak + transient + (l.pp > 1 ? kPostedAhead * act_bytes : 0));
-  }
-  auto z = zero_bytes(l.zero, stage_params, l.dp, kF, kF, opt_states * kF);
-  p.weights_b = z.weights, p.grads_b = z.grads, p.optimizer_b = z.optimizer, p.activations_b = stage_act;
-  if (l.zero >= 3) p.weights_b += stage_params * kF / m.units.size() * 2;  // one gathered unit (+ prefetch)
-  if ((l.zero == 1 || l.zero == 2) && l.dp > 1) {
-    // parallel/zero.cc's own buffers: the shard's gradient and parameters (P/N each), and the
-    // padded reduce-scatter copy of the one bucket (the whole gradient) with its receive slice.
-    p.buffers_b = 2 * stage_params * kF / l.dp + stage_params * kF * (1 + 1.0 / l.dp);
-  }
   p.optimizer_s = c.optimizer_s(stage_params / (l.zero >= 1 ? l.dp : 1), c.optimizer_ns_per_param, 28) * slow;
   // Data-parallel sync after the pipeline: one bucket, the stage's whole gradient
   // (parallel/model_parallel.cc builds its ZeroOptimizer without buckets).

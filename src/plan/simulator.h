@@ -38,6 +38,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -103,8 +104,13 @@ struct Prediction {
   double buffers_b = 0;  // the strategy's own copies of parameters / gradients (MLP strategies)
   double dp_bytes = 0, tp_bytes = 0, pp_bytes = 0;  // sent per rank per step
   double memory_b() const { return weights_b + grads_b + optimizer_b + activations_b + buffers_b; }
+  // The GPT's layouts: the memory exceeded simulate's memory_limit_b, so the time fields were
+  // not computed (memory first: it does not depend on the schedule's timing).
+  bool over_memory = false;
 };
 
-Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64_t batch);
+// memory_limit_b: a layout predicted to need more per rank stops after its memory (over_memory).
+Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64_t batch,
+                    double memory_limit_b = std::numeric_limits<double>::infinity());
 
 }  // namespace dtrain::plan
