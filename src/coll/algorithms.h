@@ -89,10 +89,11 @@ bool reduce_scatter_shm_direct(Call& c, const char* send, char* out, const Block
 void allreduce_slots(Call& c, const char* send, char* buf, size_t n, ShmContext& ctx);
 // allreduce_apply's shared-memory paths (coll/collectives.h): rank r reduces block r of every
 // input piece by piece, hands each piece to `apply` (offset from the start of the buffer,
-// the values in place) and every rank's recv gets the result. The shm_direct one returns
+// the values in place; true: apply wrote the result into this rank's recv itself) and every
+// rank's recv gets the result. The shm_direct one returns
 // false, having done nothing, when cross-memory reads are refused (it takes the slots where
 // allreduce_shm_direct would).
-using ApplyPiece = std::function<void(size_t offset, char* values, size_t len)>;
+using ApplyPiece = std::function<bool(size_t offset, char* values, size_t len)>;
 bool allreduce_apply_shm_direct(Call& c, const char* send, char* recv, const Blocks& b, const ApplyPiece& apply,
                                 ShmContext* ctx);
 void allreduce_apply_slots(Call& c, const char* send, char* recv, const Blocks& b, const ApplyPiece& apply,

@@ -138,7 +138,7 @@ Algorithm allreduce_apply(Communicator& comm, const float* send, float* recv, co
            "allreduce_apply: no deterministic mode (use allreduce with fixed-point sums, then step)");
   if (p == 1 && !recv_shared) {
     if (send != recv) std::copy(send, send + n, recv);
-    if (n) apply(0, recv, n);
+    if (n) apply(0, recv, n);  // values are recv here: either answer leaves the result there
     return Algorithm::kNaive;
   }
   DT_CHECK(!window || window->serves(comm), InvalidArgument, "allreduce_apply: the window belongs to another communicator");
@@ -152,7 +152,7 @@ Algorithm allreduce_apply(Communicator& comm, const float* send, float* recv, co
     Call call(comm, CollOp::kAllreduce, opts, Algorithm::kShmDirect, DType::kFloat32, n, kApplyRoot, ReduceOp::kSum);
     bool done = false;
     const algo::ApplyPiece piece = [&](size_t off, char* values, size_t len) {
-      apply(off, reinterpret_cast<float*>(values), len);
+      return apply(off, reinterpret_cast<float*>(values), len);
     };
     call.run([&] {
       if (window) {
@@ -175,11 +175,12 @@ Algorithm allreduce_apply(Communicator& comm, const float* send, float* recv, co
   static_cast<CollOptions&>(rs) = opts;
   rs.algorithm = Algorithm::kAuto;
   const Algorithm a = reduce_scatter(comm, padded.data(), mine.data(), per, DType::kFloat32, ReduceOp::kSum, rs);
-  if (counts[me]) apply(blocks.off[me], mine.data(), counts[me]);
+  // Where apply wrote its block into recv itself, the all-gather takes it from there (in place).
+  const bool in_recv = counts[me] && apply(blocks.off[me], mine.data(), counts[me]);
   AllgatherOptions ag;
   static_cast<CollOptions&>(ag) = opts;
   ag.algorithm = Algorithm::kAuto;
-  allgatherv(comm, mine.data(), recv, counts, DType::kFloat32, ag);
+  allgatherv(comm, in_recv ? recv + blocks.off[me] : mine.data(), recv, counts, DType::kFloat32, ag);
   return a;
 }
 

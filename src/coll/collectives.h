@@ -39,7 +39,10 @@ inline Algorithm allreduce(Communicator& comm, void* buf, size_t count, DType t,
 // rank q (the same counts on every rank; their sum is the buffer's length). Rank q is handed
 // the sums of its elements in pieces, each element exactly once, in order:
 // apply(offset, values, len) gets in values[0, len) the sums of elements [offset, offset +
-// len) of the buffer and leaves there what every rank's recv shall hold at those places.
+// len) of the buffer and computes what every rank's recv shall hold at those places: either
+// left in values (returns false), or written by apply itself into this rank's recv at
+// [offset, offset + len) (returns true; values is then scratch), which saves a copy where the
+// result is made in place there (ddp's optimizer steps its parameters where they lie).
 // Afterwards every rank's recv holds, bit for bit, what the owners' apply left; send is only
 // read, unless it is recv (in place: each piece of it is overwritten only after its owner
 // has read it on every rank). Otherwise they must not overlap, and recv must not be read or written by anyone else
@@ -50,7 +53,7 @@ inline Algorithm allreduce(Communicator& comm, void* buf, size_t count, DType t,
 // in cache (shm_direct's cross-memory reads/writes, or the slots); elsewhere it is a
 // reduce-scatter, apply, all-gather (also where opts.algorithm is not auto; those two calls
 // then pick their own algorithms). Returns the algorithm used.
-using ApplyFn = std::function<void(size_t offset, float* values, size_t len)>;
+using ApplyFn = std::function<bool(size_t offset, float* values, size_t len)>;
 // window (optional): when send lies in this rank's buffer of that window (coll/shm_context.h)
 // at the same place on every rank (checked: InvalidArgument naming both places), the owners
 // read every input where it lies instead of through the slots.

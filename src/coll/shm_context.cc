@@ -121,11 +121,15 @@ std::vector<char*> map_host_segments(Communicator& comm, size_t bytes, const std
     for (int q = 0; q < size; ++q)
       if (q != rank) await_handle(comm, key + "mapped/" + std::to_string(q), q, deadline);
   } catch (...) {
-    for (char*& seg : segs)
-      if (seg) ::munmap(std::exchange(seg, nullptr), bytes);
+    unmap_host_segments(segs, bytes);
     throw;
   }
   return segs;
+}
+
+void unmap_host_segments(std::vector<char*>& segs, size_t bytes) {
+  for (char*& seg : segs)
+    if (seg) ::munmap(std::exchange(seg, nullptr), bytes);
 }
 
 ShmWindow::ShmWindow(Communicator& comm, size_t bytes)
@@ -133,10 +137,7 @@ ShmWindow::ShmWindow(Communicator& comm, size_t bytes)
   segs_ = map_host_segments(comm, bytes_, "dtrain-window-rank", nullptr);
 }
 
-ShmWindow::~ShmWindow() {
-  for (char* s : segs_)
-    if (s) ::munmap(s, bytes_);
-}
+ShmWindow::~ShmWindow() { unmap_host_segments(segs_, bytes_); }
 
 int64_t ShmWindow::offset_of(const void* p, size_t len) const {
   const char* c = static_cast<const char*>(p);
@@ -206,10 +207,7 @@ void ShmContext::probe_peers(const Deadline& deadline) {
   slots_allreduce_min_ = static_cast<size_t>(header(0)->slots_from);
 }
 
-ShmContext::~ShmContext() {
-  for (char* s : segs_)
-    if (s) ::munmap(s, seg_bytes_);
-}
+ShmContext::~ShmContext() { unmap_host_segments(segs_, seg_bytes_); }
 
 ShmContext::Header* ShmContext::header(int rank) const { return reinterpret_cast<Header*>(segs_[rank]); }
 

@@ -167,5 +167,7 @@ class ShmWindow {
 // and maps every rank's (ShmContext and ShmWindow): index = rank.
 std::vector<char*> map_host_segments(Communicator& comm, size_t bytes, const std::string& label,
                                      const std::function<void(char*)>& init);
+// Unmaps what map_host_segments mapped (null entries skipped) and nulls the entries.
+void unmap_host_segments(std::vector<char*>& segs, size_t bytes);
 
 }  // namespace dtrain

@@ -172,7 +172,8 @@ void must_read(const Peer& peer, size_t offset, void* local, size_t bytes, int q
 // push: each finished piece is also written into every peer's output at the same place,
 // while it is still in cache.
 // apply (allreduce_apply): each reduced piece goes to a cache-sized buffer first, is handed
-// to apply there, and what apply leaves is what lands in out and the peers' outputs.
+// to apply there, and what apply leaves (there, or in out itself) lands in out and the
+// peers' outputs.
 void reduce_slice(Call& c, const std::vector<Peer>& peers, size_t lo, size_t n, char* out, bool push = false,
                   const ApplyPiece* apply = nullptr) {
   const int p = c.size(), me = c.rank();
@@ -198,8 +199,7 @@ void reduce_slice(Call& c, const std::vector<Peer>& peers, size_t lo, size_t n, 
     }
     if (apply) {
       reduce_ordered(c.dtype(), c.redop(), values, in_rank_order.data(), p, len);
-      (*apply)(lo + at, values, len);
-      copy_bytes(out + at * es, values, len * es);
+      if (!(*apply)(lo + at, values, len)) copy_bytes(out + at * es, values, len * es);
     } else {
       reduce_ordered(c.dtype(), c.redop(), out + at * es, in_rank_order.data(), p, len);
     }
@@ -209,6 +209,12 @@ void reduce_slice(Call& c, const std::vector<Peer>& peers, size_t lo, size_t n, 
         must_write(peers[q].output(), off, out + at * es, len * es, q);
       }
   }
+}
+
+// Whether an all-reduce of `bytes` goes through the slots (allreduce_shm_direct says why).
+bool allreduce_takes_slots(Call& c, const ShmContext* ctx, size_t bytes) {
+  return ctx && (ctx->oversubscribed() || bytes >= ctx->slots_allreduce_min_bytes()) &&
+         bytes <= c.comm().coll_config().shm_slots_bytes;
 }
 
 }  // namespace
@@ -229,9 +235,7 @@ void allreduce_shm_direct(Call& c, const char* send, char* buf, size_t n, ShmCon
   // ahead from 16 MiB (16 MiB 7.3 against 6.8-7.5, 64 MiB 6.3-6.5 against 6.0). So with a
   // core per rank they take the calls from kSlotsAllreduceMinBytes up, or from
   // kSlotsAllreduceCloseMinBytes where the context's probe found the two cores close.
-  if (ctx && (ctx->oversubscribed() || n * es >= ctx->slots_allreduce_min_bytes()) &&
-      n * es <= c.comm().coll_config().shm_slots_bytes)
-    return allreduce_slots(c, send, buf, n, *ctx);
+  if (allreduce_takes_slots(c, ctx, n * es)) return allreduce_slots(c, send, buf, n, *ctx);
   Phases phases(c, ctx);
   std::vector<Peer> peers;
   if (!phases.share(send, peers, buf)) {
@@ -259,8 +263,7 @@ bool allreduce_apply_shm_direct(Call& c, const char* send, char* recv, const Blo
                                 ShmContext* ctx) {
   const int me = c.rank();
   const size_t bytes = b.total() * c.elem();
-  if (ctx && (ctx->oversubscribed() || bytes >= ctx->slots_allreduce_min_bytes()) &&
-      bytes <= c.comm().coll_config().shm_slots_bytes) {
+  if (allreduce_takes_slots(c, ctx, bytes)) {
     allreduce_apply_slots(c, send, recv, b, apply, *ctx);
     return true;
   }

@@ -81,7 +81,7 @@ void apply_and_share(Call& c, Waits& waits, const std::vector<const void*>& in_r
   char* values = ctx.my_slot(out);
   if (mine) {
     reduce_ordered(c.dtype(), c.redop(), values, in_rank_order.data(), p, mine);
-    apply(b.off[me] + at, values, mine);
+    if (apply(b.off[me] + at, values, mine)) copy_bytes(values, recv + (b.off[me] + at) * es, mine * es);
   }
   waits.all(out, mine * es);
   for (int k = 0; k < p; ++k) {
@@ -216,15 +216,14 @@ void allreduce_apply_window(Call& c, size_t offset, char* recv, const Blocks& b,
   std::vector<const void*> in_rank_order(static_cast<size_t>(p));
   if (recv_shared) {
     // One recv that every rank maps: each owner writes its block there, piece by piece from
-    // a cache-sized buffer, and one closing phase says every block is written and every
-    // input read. Nothing is copied out.
+    // a cache-sized buffer (or apply does, in place), and one closing phase says every block
+    // is written and every input read. Nothing is copied out.
     char* values = c.scratch(piece * es);
     for (size_t at = 0; at < b.len(me); at += piece) {
       const size_t mine = part(me, at);
       for (int q = 0; q < p; ++q) in_rank_order[q] = window.of(q) + offset + (b.off[me] + at) * es;
       reduce_ordered(c.dtype(), c.redop(), values, in_rank_order.data(), p, mine);
-      apply(b.off[me] + at, values, mine);
-      copy_bytes(recv + (b.off[me] + at) * es, values, mine * es);
+      if (!apply(b.off[me] + at, values, mine)) copy_bytes(recv + (b.off[me] + at) * es, values, mine * es);
     }
     waits.all(ctx.next_phase(), b.len(me) * es);
     return;

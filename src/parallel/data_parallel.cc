@@ -128,7 +128,7 @@ void DataParallel::submit_bucket(int b) {
     const std::string name = "allreduce bucket " + std::to_string(b);
     pending_.push_back(queue_->submit(name, [=](Communicator& c) {
       const double t0 = now_seconds();
-      const Algorithm a = allreduce_apply(c, data, data, counts, [](size_t, float*, size_t) {}, {}, w);
+      const Algorithm a = allreduce_apply(c, data, data, counts, [](size_t, float*, size_t) { return false; }, {}, w);
       if (inst) inst->comm(1, name, t0, now_seconds(), static_cast<int64_t>(count * 4), coll_args(a, count * 4));
     }, /*bounded=*/true));
     return;

@@ -88,15 +88,14 @@ Algorithm ZeroOptimizer::reduce(int bucket, std::span<float> grads, std::span<fl
   const int64_t mine = s.mine - s.begin;  // this rank's slice, from the bucket's start
   const float inv = average_ ? 1.0f / static_cast<float>(ranks_) : 1.0f;
   Optimizer& opt = *opt_;
-  // The pieces of this rank's slice arrive summed; scale, step them in place in the
-  // parameters, and hand the new values back to be shared.
+  // The pieces of this rank's slice arrive summed; scale them and step the parameters where
+  // they lie (this rank's recv: the collective shares them from there).
   auto apply = [&](size_t off, float* values, size_t len) {
     if (inv != 1.0f)
       for (size_t i = 0; i < len; ++i) values[i] *= inv;
-    float* at = p + off;
-    opt.update(std::span<float>(at, len), std::span<const float>(values, len),
+    opt.update(std::span<float>(p + off, len), std::span<const float>(values, len),
                s.at + static_cast<int64_t>(off) - mine);
-    std::copy_n(at, len, values);
+    return true;
   };
   if (ranks_ > 1) {
     const Algorithm a = allreduce_apply(*dp_, grads.data() + s.begin, p, counts, apply, {}, window_, params_shared);

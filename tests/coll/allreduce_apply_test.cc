@@ -27,8 +27,10 @@ float value(int r, size_t i) { return static_cast<float>(1 + (r * 7 + i) % 5); }
 // where: 0 send and recv apart, 1 in place, 2 send in a window (recv apart), 3 in place in
 // a window (ddp's plain all-reduce), 4 send in a window and recv shared by all ranks (rank
 // 0's buffer of a second window: ddp's parameters with its fused ZeRO).
+// into_recv: apply writes its results into this rank's recv itself and says so (returns true)
+// instead of leaving them in values.
 void check_apply(int p, const testing::WorldOptions& w, const std::vector<size_t>& counts, const char* what,
-                 int where = 0) {
+                 int where = 0, bool into_recv = false) {
   const size_t n = std::accumulate(counts.begin(), counts.end(), size_t{0});
   testing::run_world(p, w, [&](Communicator& c) {
     std::unique_ptr<ShmWindow> window, shared;
@@ -49,11 +51,12 @@ void check_apply(int p, const testing::WorldOptions& w, const std::vector<size_t
           c, in.data(), recv, counts,
           [&](size_t off, float* v, size_t len) {
             for (size_t k = 0; k < len; ++k) {
-              ASSERT_GE(off + k, first);
-              ASSERT_LT(off + k, first + counts[c.rank()]);
+              EXPECT_GE(off + k, first);
+              EXPECT_LT(off + k, first + counts[c.rank()]);
               ++seen[off + k];
-              v[k] = v[k] * 2.0f + static_cast<float>((off + k) % 1000);
+              (into_recv ? recv[off + k] : v[k]) = v[k] * 2.0f + static_cast<float>((off + k) % 1000);
             }
+            return into_recv;
           },
           {}, window.get(), where == 4);
       for (size_t i = 0; i < n; ++i) {
@@ -99,6 +102,11 @@ TEST(AllreduceApply, SlotsDirectAndTcpAgree) {
       check_apply(p, slots, zero_like(n, p), "window", 2);
       check_apply(p, slots, zero_like(n, p), "window in place", 3);
       if (p > 1) check_apply(p, slots, zero_like(n, p), "window, shared recv", 4);
+      check_apply(p, slots, zero_like(n, p), "slots, into recv", 0, true);
+      check_apply(p, direct, zero_like(n, p), "direct, into recv", 0, true);
+      check_apply(p, slots, zero_like(n, p), "window, into recv", 2, true);
+      if (p > 1) check_apply(p, slots, zero_like(n, p), "window, shared recv, into recv", 4, true);
+      if (n <= 1000) check_apply(p, tcp, zero_like(n, p), "tcp, into recv", 0, true);
     }
   }
   check_apply(3, tcp, zero_like(1000, 3), "tcp in place", 1);
@@ -121,13 +129,13 @@ TEST(AllreduceApply, WindowInputsAtDifferentPlacesAreRefused) {
     float* in = reinterpret_cast<float*>(w.mine()) + (c.rank() == 1 ? 16 : 0);
     std::vector<float> out(100);
     try {
-      allreduce_apply(c, in, out.data(), {50, 50}, [](size_t, float*, size_t) {}, {}, &w);
+      allreduce_apply(c, in, out.data(), {50, 50}, [](size_t, float*, size_t) { return false; }, {}, &w);
     } catch (const InvalidArgument& e) {
       std::lock_guard<std::mutex> lock(mu);
       errors[c.rank()] = e.what();
     }
     std::vector<float> apart(100);  // not in the window at all: refused before any phase
-    EXPECT_THROW(allreduce_apply(c, apart.data(), out.data(), {50, 50}, [](size_t, float*, size_t) {}, {}, &w),
+    EXPECT_THROW(allreduce_apply(c, apart.data(), out.data(), {50, 50}, [](size_t, float*, size_t) { return false; }, {}, &w),
                  InvalidArgument);
   });
   for (int r = 0; r < 2; ++r) {
@@ -139,7 +147,7 @@ TEST(AllreduceApply, WindowInputsAtDifferentPlacesAreRefused) {
 TEST(AllreduceApply, ArgumentsAreChecked) {
   testing::run_world(2, TransportKind::kShm, [&](Communicator& c) {
     std::vector<float> buf(8);
-    auto nop = [](size_t, float*, size_t) {};
+    auto nop = [](size_t, float*, size_t) { return false; };
     EXPECT_THROW(allreduce_apply(c, buf.data(), buf.data() + 1, {3, 4}, nop), InvalidArgument);  // overlap
     std::vector<float> out(8);
     EXPECT_THROW(allreduce_apply(c, buf.data(), out.data(), {8}, nop), InvalidArgument);  // one count per rank
@@ -157,7 +165,7 @@ TEST(AllreduceApply, PlainAllreduceMeanwhileIsADesync) {
     std::vector<float> in(100000, 1.0f), out(100000);
     try {
       if (c.rank() == 0)
-        allreduce_apply(c, in.data(), out.data(), {50000, 50000}, [](size_t, float*, size_t) {});
+        allreduce_apply(c, in.data(), out.data(), {50000, 50000}, [](size_t, float*, size_t) { return false; });
       else
         allreduce(c, in.data(), out.data(), in.size(), DType::kFloat32, ReduceOp::kSum);
     } catch (const Desync& e) {
