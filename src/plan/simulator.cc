@@ -437,9 +437,14 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
         // Since every receive is posted before its message can come (gossip.cc), a model
         // crosses at the exchange's own rate, not at the rate of the node's working set
         // (which priced the transport's extra heap copy: 4 and 8 ranks +47% after the change).
+        // A rank's share of its degree exchanges is the exchange's time (each of the two
+        // cores of a 2-rank exchange copies one message into a ring and one out). The mix
+        // is element-wise (x = (x + inboxes) / (deg + 1): deg + 1 models read), as in the
+        // step above; priced as deg + 2 copies at half the exchange's rate it over-predicted
+        // the 4- and 8-rank rows by 46-48% (2026-11-25, dv-y3).
         const double msg_byte = c.link_at(false, bytes, true).beta_s_per_byte;
         const double own = (p.compute_s + p.optimizer_s) / slow;
-        node_cpu = n * (own + degree * bytes * msg_byte + (degree + 2) * bytes * msg_byte / 2);
+        node_cpu = n * (own + degree * bytes * msg_byte + (degree + 1) * bytes / c.elementwise_bps);
       } else {
         const double own = p.compute_s / slow;
         const double server = l.ps_sync ? P * c.sgd_ns_per_param * 1e-9 + workers * P * 12 / c.elementwise_bps
