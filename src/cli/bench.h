@@ -10,5 +10,6 @@ namespace dtrain::cli {
 int bench_p2p(const Args& args);          // latency and bandwidth per transport (bench_p2p.cc)
 int bench_collectives(const Args& args);  // every collective x algorithm (bench_collectives.cc)
 int bench_calibrate(const Args& args);    // alpha-beta-gamma calibration (bench_calibrate.cc)
+int bench_tp_blocks(const Args& args);    // tensor-parallel blocks across the ranks (bench_tp_blocks.cc)
 
 }  // namespace dtrain::cli

@@ -24,6 +24,9 @@
 // pages, and wait on the scheduler), and the executors run processes. The result goes to FILE (default $DTRAIN_CALIBRATION
 // or ~/.cache/dtrain/calibration.json), keeping the entry of a transport not measured; later
 // runs and `dtrain plan collective` read it.
+// Last, the launcher times tensor-parallel GPT blocks in place at 2, 4 and 8 ranks
+// (`dtrain bench tp-blocks -n P`, plan/calibrate_tp.h) into compute.tp_blocks: the split
+// formula misses their replicated work and the waits at each of their all-reduces.
 // Then (unless --no-compute) rank 0 measures the compute side for the planner
 // (plan/calibrate_compute.h: GEMM GFLOP/s by shape, element-wise GB/s, optimizer ns per
 // parameter, the oversubscription penalty) into the file's "compute" section (version 2),
@@ -50,6 +53,7 @@
 #include "plan/calibrate_compute.h"
 #include "plan/coll_bench.h"
 #include "plan/cluster.h"
+#include "plan/simulator.h"
 
 #include <nlohmann/json.hpp>
 
@@ -314,6 +318,56 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
 
 }  // namespace
 
+// The launcher's last part: tensor-parallel GPT blocks timed in place (plan/calibrate_tp.h)
+// at 2, 4 and 8 ranks, each degree a `dtrain bench tp-blocks -n P` job per block shape (the
+// calibration's two GPT widths and those of --models; a degree must divide the heads), into
+// the file's compute.tp_blocks (~10 s).
+int add_tp_blocks(const std::string& path, double timeout, const std::vector<std::string>& extra) {
+  std::ifstream in(path);
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  DT_CHECK(j.is_object() && j.contains("compute"), IoError,
+           "bench calibrate: " << path << " has no compute section to add the tensor-parallel blocks to");
+  std::vector<plan::ModelSpec> shapes;
+  std::vector<std::string> specs{"gpt:layers=1,heads=4,width=64,context=64", "gpt:layers=1,heads=8,width=128,context=64"};
+  specs.insert(specs.end(), extra.begin(), extra.end());
+  nlohmann::json rows = nlohmann::json::array();
+  for (const std::string& spec : specs) {
+    const plan::ModelSpec m = plan::ModelSpec::parse(spec);
+    if (!m.gpt || std::any_of(shapes.begin(), shapes.end(), [&](const plan::ModelSpec& s) {
+          return s.heads == m.heads && s.width == m.width && s.context == m.context;
+        }))
+      continue;
+    shapes.push_back(m);
+    const std::string one = "gpt:layers=1,heads=" + std::to_string(m.heads) + ",width=" + std::to_string(m.width) +
+                            ",context=" + std::to_string(m.context);
+    for (int p : {2, 4, 8}) {
+      if (m.heads % p != 0) continue;
+      const std::string file = path + ".tp" + std::to_string(p) + ".json";
+      launch::LaunchOptions o;
+      o.nproc = p;
+      o.timeout_s = timeout;
+      o.tag_output = false;
+      const int rc = launch::relaunch_command(
+          o, {"bench", "tp-blocks"},
+          {"-n", std::to_string(p), "--spec", one, "--items", "2,6,12", "--seconds", "0.2", "--timeout",
+           std::to_string(timeout), "--json", file});
+      std::ifstream r(file);
+      nlohmann::json got = nlohmann::json::parse(r, nullptr, false);
+      std::remove(file.c_str());
+      if (rc != 0) return rc;
+      DT_CHECK(got.is_array() && !got.empty(), IoError, "bench calibrate: the " << p << "-rank tp-blocks job wrote no rows");
+      for (auto& row : got) rows.push_back(row);
+    }
+  }
+  plan::tp_blocks_from_json(rows, path + ".compute.tp_blocks");  // refuse what the simulator would
+  j["compute"]["tp_blocks"] = rows;
+  std::ofstream out(path);
+  DT_CHECK(out.good(), IoError, "cannot write calibration file " << path);
+  out << j.dump(2) << "\n";
+  std::printf("added %zu tensor-parallel block timings (2, 4 and 8 ranks, processes) to %s\n", rows.size(), path.c_str());
+  return 0;
+}
+
 int bench_calibrate(const Args& args) {
   Flags f("bench calibrate", args);
   int n = static_cast<int>(f.get_int("nproc", 2, 1, 1024, "ranks to start", "n"));
@@ -408,7 +462,8 @@ int bench_calibrate(const Args& args) {
     const int rc = launch::relaunch_command(o, {"bench", "calibrate"}, args);
     const bool shm = std::find(kinds.begin(), kinds.end(), TransportKind::kShm) != kinds.end();
     if (rc != 0 || compute_seconds <= 0 || !shm) return rc;
-    return add_collectives_by_ranks(out, timeout);
+    if (const int rc2 = add_collectives_by_ranks(out, timeout); rc2 != 0) return rc2;
+    return add_tp_blocks(out, timeout, extra);
   }
   WorldInfo info = world_from_env();
   std::shared_ptr<void> keepalive;

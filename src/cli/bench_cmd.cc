@@ -12,6 +12,7 @@ int bench_main(const Args& args) {
       {"p2p", {bench_p2p, "point-to-point latency and bandwidth per transport"}},
       {"collectives", {bench_collectives, "collectives with nccl-tests columns (--op, --algo, --sizes)"}},
       {"calibrate", {bench_calibrate, "measure alpha, beta, gamma for the cost model"}},
+      {"tp-blocks", {bench_tp_blocks, "tensor-parallel GPT blocks timed across the ranks (-n = degree)"}},
   };
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::fprintf(stderr, "usage: dtrain bench <name> [options]\n\nbenchmarks:\n");
@@ -20,7 +21,7 @@ int bench_main(const Args& args) {
   }
   auto it = table.find(args[0]);
   DT_CHECK(it != table.end(), InvalidArgument,
-           "unknown benchmark '" << args[0] << "' (use p2p, collectives or calibrate)");
+           "unknown benchmark '" << args[0] << "' (use p2p, collectives, calibrate or tp-blocks)");
   return it->second.first(Args(args.begin() + 1, args.end()));
 }
 

@@ -17,7 +17,7 @@ struct Command {
 const std::map<std::string, Command>& commands() {
   static const std::map<std::string, Command> table = {
       {"run", {run_main, "start N local ranks of a program (like torchrun)"}},
-      {"bench", {bench_main, "benchmarks: p2p, collectives, calibrate"}},
+      {"bench", {bench_main, "benchmarks: p2p, collectives, calibrate, tp-blocks"}},
       {"train", {train_main, "train a model (single, threads, hogwild, ddp, ...)"}},
       {"plan", {plan_main, "predict the cost of collectives and strategies"}},
       {"generate", {generate_main, "sample text from a language-model checkpoint"}},

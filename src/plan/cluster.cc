@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "plan/simulator.h"
 
 namespace dtrain::plan {
 
@@ -209,6 +210,7 @@ Cluster cluster_from_json(const nlohmann::json& j, const std::string& where) {
   c.intra = link(j, "intra", where);
   c.inter = j.contains("inter") ? link(j, "inter", where) : c.intra;
   if (j.contains("units")) c.units = units_from_json(j["units"], where + ".units");
+  if (j.contains("tp_blocks")) c.tp_blocks = tp_blocks_from_json(j["tp_blocks"], where + ".tp_blocks");
   if (j.contains("intra_by_size")) c.intra_sizes = link_sizes_from_json(j["intra_by_size"], where + ".intra_by_size");
   if (j.contains("inter_by_size")) c.inter_sizes = link_sizes_from_json(j["inter_by_size"], where + ".inter_by_size");
   c.source = where;
@@ -235,12 +237,73 @@ nlohmann::json cluster_to_json(const Cluster& c) {
           {"llc_mb", c.llc_bytes / (1 << 20)}, {"intra", link_json(c.intra)},
           {"inter", link_json(c.inter)}};
   if (!c.units.empty()) j["units"] = units_json({}, c.units);
+  if (!c.tp_blocks.empty()) j["tp_blocks"] = tp_blocks_json(c.tp_blocks);
   const LinkSizes& in = c.intra_sizes;
   if (!in.allreduce.empty() || !in.exchange.empty() || !in.allreduce_by_ranks.empty() || !in.reducescatter_by_ranks.empty() ||
       !in.allgather_by_ranks.empty() || !in.broadcast_by_ranks.empty())
     j["intra_by_size"] = link_sizes_json(in);
   if (!c.inter_sizes.allreduce.empty() || !c.inter_sizes.exchange.empty()) j["inter_by_size"] = link_sizes_json(c.inter_sizes);
   return j;
+}
+
+std::vector<TpBlockFigure> tp_blocks_from_json(const nlohmann::json& rows, const std::string& where) {
+  DT_CHECK(rows.is_array(), InvalidArgument,
+           where << " must be an array of {\"spec\", \"tp\", \"items\", \"fwd_s\", \"bwd_s\"} rows (dtrain bench tp-blocks)");
+  std::vector<TpBlockFigure> out;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    DT_CHECK(r.is_object() && r.contains("spec") && r["spec"].is_string(), InvalidArgument, at << ": needs \"spec\" (a gpt: spec)");
+    const ModelSpec m = ModelSpec::parse(r["spec"].get<std::string>());
+    DT_CHECK(m.gpt, InvalidArgument, at << ": spec " << m.spec << " is not a GPT");
+    const double tp = need(r, "tp", at, "tensor-parallel degree >= 2");
+    const double items = need(r, "items", at, "sequences per pass >= 1");
+    const double f = need(r, "fwd_s", at, "forward seconds per block"), b = need(r, "bwd_s", at, "backward seconds per block");
+    DT_CHECK(tp >= 2 && tp == std::floor(tp) && m.heads % static_cast<int64_t>(tp) == 0 && items >= 1 &&
+                 items == std::floor(items) && f > 0 && b > 0,
+             InvalidArgument, at << ": tp must be an integer >= 2 dividing the heads, items an integer >= 1, fwd_s and bwd_s > 0");
+    auto it = std::find_if(out.begin(), out.end(), [&](const TpBlockFigure& x) {
+      return x.heads == m.heads && x.width == m.width && x.context == m.context && x.tp == static_cast<int>(tp);
+    });
+    if (it == out.end()) it = out.insert(out.end(), TpBlockFigure{m.heads, m.width, m.context, static_cast<int>(tp), {}});
+    it->points.push_back({static_cast<int64_t>(items), f, b});
+  }
+  for (auto& fig : out) {
+    std::sort(fig.points.begin(), fig.points.end(), [](const TpBlockPoint& a, const TpBlockPoint& b) { return a.items < b.items; });
+    for (size_t i = 1; i < fig.points.size(); ++i)
+      DT_CHECK(fig.points[i].items != fig.points[i - 1].items, InvalidArgument,
+               where << ": two rows for the same block, tp " << fig.tp << " and items " << fig.points[i].items);
+  }
+  return out;
+}
+
+nlohmann::json tp_blocks_json(const std::vector<TpBlockFigure>& figures) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& f : figures) {
+    const std::string spec = "gpt:layers=1,heads=" + std::to_string(f.heads) + ",width=" + std::to_string(f.width) +
+                             ",context=" + std::to_string(f.context);
+    for (const auto& p : f.points)
+      rows.push_back({{"spec", spec}, {"tp", f.tp}, {"items", p.items}, {"fwd_s", p.fwd_s}, {"bwd_s", p.bwd_s}});
+  }
+  return rows;
+}
+
+const TpBlockFigure* Cluster::tp_block_for(int64_t heads, int64_t width, int64_t context, int tp) const {
+  const TpBlockFigure* best = nullptr;
+  double best_d = 0;
+  for (const auto& f : tp_blocks) {
+    // A block whose width or context is more than 2x off is another regime (its GEMMs'
+    // share of the block differs): not used.
+    if (f.tp != tp || f.points.empty() || f.width > 2 * width || 2 * f.width < width || f.context > 2 * context ||
+        2 * f.context < context)
+      continue;
+    // The exact shape wins; else the nearest width in ratio (then heads, context).
+    const double d = std::abs(std::log(static_cast<double>(f.width) / static_cast<double>(width))) +
+                     1e-3 * (std::abs(std::log(static_cast<double>(f.heads) / static_cast<double>(heads))) +
+                             std::abs(std::log(static_cast<double>(f.context) / static_cast<double>(context))));
+    if (!best || d < best_d) best = &f, best_d = d;
+  }
+  return best;
 }
 
 const UnitCost* Cluster::unit_for(const std::string& kind, const std::string& spec) const {
@@ -314,6 +377,7 @@ Cluster this_machine(const std::string& path) {
       c.slowdown.push_back({pt[0].get<double>(), pt[1].get<double>()});
     }
   }
+  if (k.contains("tp_blocks")) c.tp_blocks = tp_blocks_from_json(k["tp_blocks"], w + ".tp_blocks");
   if (version >= 3 && k.contains("units")) {
     c.units = units_from_json(k["units"], w + ".units");
     c.source = "calibrated(" + path + ")";

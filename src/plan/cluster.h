@@ -75,6 +75,24 @@ std::vector<std::pair<double, double>> implied_betas(const LinkSizes& t, const C
 // Interpolates (bytes, beta) points in log(bytes); flat beyond the ends; `fallback` if empty.
 double beta_at(const std::vector<std::pair<double, double>>& betas, double bytes, double fallback);
 
+// One tensor-parallel block timed in place (plan/calibrate_tp.h): seconds per block of one
+// rank's shard over `items` sequences, all-reduces and their waits included.
+struct TpBlockPoint {
+  int64_t items = 0;
+  double fwd_s = 0, bwd_s = 0;
+};
+// A block shape at one tensor-parallel degree, its points by increasing items. In the
+// calibration file (compute.tp_blocks) and a cluster file ("tp_blocks"): rows
+// {"spec": "gpt:...", "tp": p, "items": n, "fwd_s": s, "bwd_s": s}, as `bench tp-blocks`
+// writes them.
+struct TpBlockFigure {
+  int64_t heads = 0, width = 0, context = 0;
+  int tp = 1;
+  std::vector<TpBlockPoint> points;
+};
+std::vector<TpBlockFigure> tp_blocks_from_json(const nlohmann::json& rows, const std::string& where);
+nlohmann::json tp_blocks_json(const std::vector<TpBlockFigure>& figures);
+
 struct Cluster {
   std::string name = "this-machine";
   int nodes = 1;
@@ -99,6 +117,8 @@ struct Cluster {
   // Calibrated forward/backward cost lines of the executors' units, by kind (calibrate_units.h);
   // a kind missing here is costed from gemm_flops and elementwise_bps.
   std::map<std::string, UnitCost> units;
+  // Tensor-parallel blocks timed in place, by shape and degree (empty: none calibrated).
+  std::vector<TpBlockFigure> tp_blocks;
   std::string source = "default";
 
   // The last-level cache one rank's optimizer state competes for (this_machine reads it from
@@ -114,6 +134,10 @@ struct Cluster {
   // model ("kind@spec", when the calibration timed it: `dtrain bench calibrate --models`),
   // else the kind's, else nullptr.
   const UnitCost* unit_for(const std::string& kind, const std::string& spec) const;
+  // The timed tensor-parallel block of degree tp whose width is nearest (in ratio) to
+  // `width`, the exact shape first, among those within 2x of its width and context; nullptr
+  // when there is none.
+  const TpBlockFigure* tp_block_for(int64_t heads, int64_t width, int64_t context, int tp) const;
   // Ranks on one node for a job of n ranks.
   int ranks_on_node(int n) const;
   // How much slower compute runs on a node where r ranks compute at once (r >= 1, may be

@@ -173,6 +173,48 @@ Pass unit_pass(const Cluster& c, const Unit& u, double items, int tp, const std:
   return {f, 2 * f};
 }
 
+// Tensor-parallel blocks timed in place (Cluster::tp_blocks, plan/calibrate_tp.h) correct the
+// split formula: for the timed block of this degree whose shape is nearest, the ratio of each
+// timed point to what the formula gives for that point (unit_pass at its items, slowed by
+// the p ranks it ran with, plus its two all-reduces per direction at p ranks), interpolated
+// in items (flat beyond the points). The formula's block (compute and all-reduces) is scaled
+// by it, so what it adds to the formula -- the replicated work the split misses, the waits at
+// each all-reduce, ranks beyond the cores scheduled again at every call -- carries over to
+// other item counts, other shapes and layouts where tp ranks share the node with others.
+// (Without it, the 6x128 GPT at tp 2 / 4 / 8 on 2 cores was predicted 20 / 22 / 36% short.)
+struct TpRatio {
+  double f = 1, b = 1;
+};
+TpRatio tp_block_ratio(const Cluster& c, const ModelSpec& m, double items, int tp) {
+  const TpBlockFigure* fig = tp > 1 ? c.tp_block_for(m.heads, m.width, m.context, tp) : nullptr;
+  if (!fig) return {};
+  // The model's own block when the shape is the timed one (the same cost line), else the
+  // timed shape's.
+  const bool same = fig->heads == m.heads && fig->width == m.width && fig->context == m.context;
+  const ModelSpec one = same ? m
+                             : ModelSpec::parse("gpt:layers=1,heads=" + std::to_string(fig->heads) + ",width=" +
+                                                std::to_string(fig->width) + ",context=" + std::to_string(fig->context));
+  const Unit& blk = one.units[1];
+  const double slow = c.compute_slowdown(c.ranks_on_node(tp));
+  std::vector<std::pair<double, TpRatio>> at;
+  for (const TpBlockPoint& pt : fig->points) {
+    const double n = static_cast<double>(pt.items);
+    const Pass ps = unit_pass(c, blk, n, tp, one.spec);
+    const double ar = 2 * allreduce_s(c, Group{tp, 1}, n * fig->context * fig->width * kF, c.ranks_on_node(tp));
+    const double pf = ps.f * slow + ar, pb = ps.b * slow + ar;
+    if (pf > 0 && pb > 0) at.push_back({n, {pt.fwd_s / pf, pt.bwd_s / pb}});
+  }
+  if (at.empty()) return {};
+  if (items <= at.front().first) return at.front().second;
+  for (size_t i = 1; i < at.size(); ++i)
+    if (items <= at[i].first) {
+      const double w = (items - at[i - 1].first) / (at[i].first - at[i - 1].first);
+      return {at[i - 1].second.f + w * (at[i].second.f - at[i - 1].second.f),
+              at[i - 1].second.b + w * (at[i].second.b - at[i - 1].second.b)};
+    }
+  return at.back().second;
+}
+
 // Cut the units into `pieces` contiguous pieces as the executor does for --balance flops
 // (parallel/pipeline.h balanced_partition over parallel/model_parallel.h gpt_flops_costs: the
 // least possible largest piece); returns the first unit of each piece and the end. (An
@@ -483,16 +525,18 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
   // dtrain's ZeRO-3 (parallel/zero3.h) re-runs each unit's forward in backward, keeping unit
   // inputs only: activation recompute, whatever --recompute says.
   const bool recompute = l.recompute || l.zero >= 3;
+  const TpRatio tpr = tp_block_ratio(c, m, items, l.tp);
   std::vector<Piece> pieces(cut.size() - 1);
   for (size_t k = 0; k + 1 < cut.size(); ++k) {
     Piece& pc = pieces[k];
     for (int u = cut[k]; u < cut[k + 1]; ++u) {
       const Unit& x = m.units[u];
       Pass ps = unit_pass(c, x, items, l.tp, m.spec);
-      pc.f += ps.f;
-      pc.b += ps.b + (recompute && x.block ? ps.f : 0);
-      pc.fc += x.block ? 2 * tp_ar : 0;
-      pc.bc += x.block ? 2 * tp_ar : 0;
+      const double rf = x.block ? tpr.f : 1, rb = x.block ? tpr.b : 1;
+      pc.f += ps.f * rf;
+      pc.b += ps.b * rb + (recompute && x.block ? ps.f * rf : 0);
+      pc.fc += x.block ? 2 * tp_ar * rf : 0;
+      pc.bc += x.block ? 2 * tp_ar * rb : 0;
       pc.params += x.block ? x.params / l.tp : x.params;
       // Kept activations: calibrated heap bytes per item (a block's scaled by the closed
       // form's tp share), or the closed form; with recompute a block keeps its input only.

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "plan/cluster.h"
 #include "support/subprocess.h"
 
 namespace dtrain {
@@ -54,6 +55,31 @@ TEST(BenchCollectivesProcesses, ReadTheCollectiveSettings) {
   EXPECT_NE(r.output.find("calibrated(" + base + ".cal.json)"), std::string::npos) << r.output;
   ASSERT_EQ(rows.size(), 1u) << rows.dump();
   EXPECT_EQ(rows[0]["algo"], "ring") << rows.dump();
+}
+
+// The calibration's tensor-parallel blocks: the job's ranks are one group; rank 0 writes one
+// row per item count, which the calibration file keeps as they are.
+TEST(BenchTpBlocks, TimesTheBlockAcrossTheJobsRanks) {
+  std::string bin = testing::env_path("DTRAIN_BIN");
+  const std::string out = "/tmp/dtrain-tpblocks-" + std::to_string(::getpid()) + ".json";
+  auto r = testing::run_command(bin + " bench tp-blocks -n 2 --spec gpt:layers=1,heads=2,width=16,context=8 --items 1,3 " +
+                                "--seconds 0.01 --json " + out);
+  std::ifstream in(out);
+  nlohmann::json rows = in.good() ? nlohmann::json::parse(in) : nlohmann::json();
+  std::remove(out.c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(rows.size(), 2u) << rows.dump();
+  EXPECT_EQ(rows[1]["tp"], 2);
+  EXPECT_EQ(rows[1]["items"], 3);
+  EXPECT_GT(rows[1]["fwd_s"].get<double>(), 0.0);
+  EXPECT_GT(rows[1]["bwd_s"].get<double>(), 0.0);
+  EXPECT_EQ(plan::tp_blocks_from_json(rows, out).size(), 1u);  // what the calibration file accepts
+  r = testing::run_command(bin + " bench tp-blocks -n 2 --items 2,x");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--items: 'x'"), std::string::npos) << r.output;
+  r = testing::run_command(bin + " bench tp-blocks -n 3 --spec gpt:layers=1,heads=2,width=16,context=8 --items 1");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("heads must be a multiple of the ranks"), std::string::npos) << r.output;
 }
 
 TEST(BenchP2p, BadFlagsAreClearErrors) {

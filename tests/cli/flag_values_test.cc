@@ -33,7 +33,7 @@ std::vector<std::string> flags_with_values(const std::string& help) {
 
 TEST(FlagValues, EveryNumericFlagOfEveryCommandFailsCleanlyOrAccepts) {
   const std::string bin = testing::env_path("DTRAIN_BIN");
-  const std::vector<std::string> commands = {"train", "run", "bench p2p", "bench collectives", "bench calibrate",
+  const std::vector<std::string> commands = {"train", "run", "bench p2p", "bench collectives", "bench calibrate", "bench tp-blocks",
                                              "plan collective", "generate"};
   const std::vector<std::string> values = {"0", "-1", "nan", "inf", "1e300", "4294967297"};
   int checked = 0;

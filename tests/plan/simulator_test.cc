@@ -272,6 +272,51 @@ TEST(Simulator, FedAvgPricesTheSampledClientsOnTheirRanks) {
   EXPECT_NEAR(shared.compute_s, alone.compute_s, 1e-12);  // 4 client steps, 2 at a time at half speed: 4 / 4
 }
 
+TEST(Simulator, FedAvgWaitsForTheBusiestCore) {
+  ModelSpec m = ModelSpec::parse("mlp:784-256-10");
+  Cluster c = ideal(2);
+  c.oversub_penalty = 1.0;
+  Prediction alone = simulate(m, {.strategy = "fedavg", .dp = 3, .clients = 1, .client_fraction = 1}, c, 64);
+  // Three clients, one per rank, on two cores: one core runs two of them, and the round
+  // waits for those (2 client steps of wall for 3 minibatches), not 3 / 2.
+  Prediction three = simulate(m, {.strategy = "fedavg", .dp = 3, .clients = 3, .client_fraction = 1}, c, 64);
+  EXPECT_NEAR(three.compute_s, alone.compute_s * 2 / 3, 1e-12);
+}
+
+// Rows of `bench tp-blocks` for one shape and degree, every time scaled by k.
+std::vector<TpBlockFigure> tp_figure(const std::string& spec, int tp, double k) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (int items : {2, 8})
+    rows.push_back({{"spec", spec}, {"tp", tp}, {"items", items}, {"fwd_s", k * 1e-3 * items}, {"bwd_s", k * 2e-3 * items}});
+  return tp_blocks_from_json(rows, "test");
+}
+
+TEST(Simulator, TimedTensorParallelBlocksScaleTheSplitFormula) {
+  ModelSpec m = ModelSpec::parse(kGpt);  // heads 4, width 64, context 32
+  Cluster c = ideal(2);
+  const Layout tp2{.strategy = "tp", .tp = 2}, tp4{.strategy = "tp", .tp = 4}, single{.strategy = "single"};
+  const double plain = simulate(m, tp2, c, 8).step_s;
+  std::vector<double> steps;
+  for (double k : {1.0, 2.0, 3.0}) {
+    c.tp_blocks = tp_figure("gpt:layers=1,heads=4,width=64,context=32", 2, k);
+    steps.push_back(simulate(m, tp2, c, 8).step_s);
+  }
+  // The blocks' part follows the timed figure linearly; the rest (embedding, head,
+  // optimizer) does not move.
+  EXPECT_NE(steps[0], plain);
+  EXPECT_GT(steps[1], steps[0]);
+  EXPECT_NEAR(steps[2] - steps[1], steps[1] - steps[0], 1e-9 * steps[2]);
+  // Other degrees and tp-free layouts are untouched.
+  Cluster none = ideal(2);
+  EXPECT_DOUBLE_EQ(simulate(m, tp4, c, 8).step_s, simulate(m, tp4, none, 8).step_s);
+  EXPECT_DOUBLE_EQ(simulate(m, single, c, 8).step_s, simulate(m, single, none, 8).step_s);
+  // A shape twice as wide borrows the ratio; one four times as wide does not.
+  ModelSpec wide = ModelSpec::parse("gpt:layers=4,heads=4,width=128,context=32");
+  ModelSpec wider = ModelSpec::parse("gpt:layers=4,heads=4,width=256,context=32");
+  EXPECT_NE(simulate(wide, tp2, c, 8).step_s, simulate(wide, tp2, none, 8).step_s);
+  EXPECT_DOUBLE_EQ(simulate(wider, tp2, c, 8).step_s, simulate(wider, tp2, none, 8).step_s);
+}
+
 TEST(Simulator, SlotAllReduceKeepsNoModelSizedBuffer) {
   ModelSpec m = ModelSpec::parse("mlp:784-256-128-10");
   const double bytes = m.params() * 4;
