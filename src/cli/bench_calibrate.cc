@@ -148,7 +148,7 @@ Calibrated calibrate(Communicator& c, double seconds) {
   return out;
 }
 
-constexpr const char* kByRanksSizes = "16K,64K,256K,512K,1M,2M,4M,8M,16M,32M,64M";
+constexpr const char* kByRanksSizes = "16K,64K,256K,512K,1M,2M,4M,8M,16M,32M,64M,128M,256M";
 constexpr double kByRanksSeconds = 0.08;
 constexpr int kByRanksPasses = 2;
 // The compute each rank burns before every call when the gap factor is measured: about an
@@ -220,7 +220,7 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
 
 // The launcher's part after the 2-rank job wrote `path`: the shm all-reduce, reduce-scatter,
 // all-gather and broadcast at 2, 4 and 8 ranks, processes as in training (ZeRO's sync: their
-// shared-memory paths are not an all-reduce's halves; the broadcast and 64 MiB for what
+// shared-memory paths are not an all-reduce's halves; the broadcast and up to 256 MiB for what
 // `dtrain bench collectives` predicts), each rank count a job of its own (`dtrain bench
 // collectives -n P`, rows to a temporary JSON file), into the file's links_by_size.intra
 // allreduce_by_ranks, reducescatter_by_ranks, allgather_by_ranks and broadcast_by_ranks.
