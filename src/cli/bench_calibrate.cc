@@ -149,7 +149,7 @@ Calibrated calibrate(Communicator& c, double seconds) {
 }
 
 constexpr const char* kByRanksSizes = "16K,64K,256K,512K,1M,2M,4M,8M,16M,32M,64M,128M,256M";
-constexpr double kByRanksSeconds = 0.08;
+constexpr double kByRanksSeconds = 0.25;
 constexpr int kByRanksPasses = 2;
 // The compute each rank burns before every call when the gap factor is measured: about an
 // MLP step's per-rank compute at 4-8 ranks (training's calls are that far apart).
