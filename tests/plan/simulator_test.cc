@@ -272,6 +272,19 @@ TEST(Simulator, FedAvgPricesTheSampledClientsOnTheirRanks) {
   EXPECT_NEAR(shared.compute_s, alone.compute_s, 1e-12);  // 4 client steps, 2 at a time at half speed: 4 / 4
 }
 
+TEST(Simulator, DdpAtOneRankPerCorePullsBackWhatItsPeersTouched) {
+  ModelSpec m = ModelSpec::parse("mlp:784-256-10");
+  const double bytes = m.params() * 4;
+  Cluster c = ideal(4);  // exchange beta: the intra link's 1e-9 s/byte
+  Prediction ddp = simulate(m, {.strategy = "ddp", .dp = 2, .zero = 1}, c, 64);
+  Prediction local = simulate(m, {.strategy = "localsgd", .dp = 2}, c, 64);
+  EXPECT_NEAR(ddp.compute_s - local.compute_s, 0.5 * bytes * 1e-9, 1e-12);
+  // More ranks than cores: the caches are the co-located ranks' anyway (the slowdown curve).
+  Cluster one = ideal(1);
+  EXPECT_NEAR(simulate(m, {.strategy = "ddp", .dp = 2, .zero = 1}, one, 64).compute_s,
+              simulate(m, {.strategy = "localsgd", .dp = 2}, one, 64).compute_s, 1e-12);
+}
+
 TEST(Simulator, FedAvgWaitsForTheBusiestCore) {
   ModelSpec m = ModelSpec::parse("mlp:784-256-10");
   Cluster c = ideal(2);
