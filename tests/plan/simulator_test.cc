@@ -278,7 +278,9 @@ TEST(Simulator, DdpAtOneRankPerCorePullsBackWhatItsPeersTouched) {
   Cluster c = ideal(4);  // exchange beta: the intra link's 1e-9 s/byte
   Prediction ddp = simulate(m, {.strategy = "ddp", .dp = 2, .zero = 1}, c, 64);
   Prediction local = simulate(m, {.strategy = "localsgd", .dp = 2}, c, 64);
-  EXPECT_NEAR(ddp.compute_s - local.compute_s, 0.5 * bytes * 1e-9, 1e-12);
+  EXPECT_NEAR(ddp.compute_s - local.compute_s, 2 * 0.5 * bytes * 1e-9, 1e-12);  // gradient and parameters
+  Prediction plain = simulate(m, {.strategy = "ddp", .dp = 2, .zero = 0}, c, 64);
+  EXPECT_NEAR(plain.compute_s - local.compute_s, 0.5 * bytes * 1e-9, 1e-12);  // the gradient only
   // More ranks than cores: the caches are the co-located ranks' anyway (the slowdown curve).
   Cluster one = ideal(1);
   EXPECT_NEAR(simulate(m, {.strategy = "ddp", .dp = 2, .zero = 1}, one, 64).compute_s,
