@@ -16,7 +16,8 @@ rest); measuring all would hold the shared machine for 10-30 minutes. The checks
 therefore over the MEASURED set, which the report says.
 
 Usage: scripts/plan_quality.py [--build build] [--ranks 4 8] [--batch-per-rank 4]
-       [--steps 12] [--max 24] [--top 5] [--out DIR]
+       [--steps 12] [--repeats 3] [--max 24] [--top 5] [--out DIR]
+Each layout's measured figure is the median of --repeats runs taken in interleaved rounds.
 Run it under the bench lock: flock /tmp/dtrain-bench.lock scripts/plan_quality.py ...
 """
 import argparse
@@ -58,6 +59,7 @@ def main():
     ap.add_argument("--ranks", type=int, nargs="+", default=[4])
     ap.add_argument("--batch-per-rank", type=int, default=4)
     ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--repeats", type=int, default=3, help="runs per layout, interleaved; the median is its figure")
     ap.add_argument("--max", type=int, default=24)
     ap.add_argument("--top", type=int, default=5)
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/dtrain-plan-quality"))
@@ -84,19 +86,34 @@ def main():
                 seen.add(shape(l))
                 chosen.append(i)
         print(f"== {n} ranks, batch {batch}: {len(ranked)} layouts, measuring {len(chosen)} "
-              f"(top {o.top} + one per shape), {o.steps} steps each", flush=True)
+              f"(top {o.top} + one per shape), {o.steps} steps each, median of {o.repeats} interleaved runs", flush=True)
         print(f"{'pred#':>5}  {'layout':<52} {'pred ms':>9} {'meas ms':>9} {'error':>8}", flush=True)
+        # Each layout is measured --repeats times, the rounds interleaved (layout 1, 2, ..., then
+        # again), so a drift of the machine hits every layout alike; its figure is the median.
+        # One 12-step run of a layout moved 5-15% between sweeps minutes apart (twins that differ
+        # only in ZeRO stage measured 138 and 160 ms in one sweep, 145 and 142 alone).
+        times, failed = {i: [] for i in chosen}, set()
+        for rep in range(o.repeats):
+            for i in chosen:
+                if i in failed:
+                    continue
+                l = ranked[i]
+                j = os.path.join(o.out, f"n{n}-{i}-r{rep}.json")
+                r = subprocess.run(train_cmd(binary, l, batch, data, o.steps, j), capture_output=True, text=True)
+                if r.returncode != 0:
+                    failed.add(i)
+                    print(f"{i + 1:>5}  {l['layout']:<52} FAILED: {r.stderr.strip().splitlines()[-1:]}", flush=True)
+                    continue
+                times[i].append(json.load(open(j))["prediction"].get("measured_step_ms", 0))
         rows = []
         for i in chosen:
-            l = ranked[i]
-            j = os.path.join(o.out, f"n{n}-{i}.json")
-            r = subprocess.run(train_cmd(binary, l, batch, data, o.steps, j), capture_output=True, text=True)
-            if r.returncode != 0:
-                print(f"{i + 1:>5}  {l['layout']:<52} FAILED: {r.stderr.strip().splitlines()[-1:]}", flush=True)
+            if i in failed or not times[i]:
                 continue
-            meas = json.load(open(j))["prediction"].get("measured_step_ms", 0)
+            l, meas = ranked[i], statistics.median(times[i])
             rows.append((i, l, meas))
-            print(f"{i + 1:>5}  {l['layout']:<52} {l['step_ms']:9.2f} {meas:9.2f} {(l['step_ms'] / meas - 1) * 100:+7.1f}%", flush=True)
+            spread = f"  ({min(times[i]):.1f}-{max(times[i]):.1f})" if len(times[i]) > 1 else ""
+            print(f"{i + 1:>5}  {l['layout']:<52} {l['step_ms']:9.2f} {meas:9.2f} {(l['step_ms'] / meas - 1) * 100:+7.1f}%{spread}",
+                  flush=True)
         if not rows:
             ok_all = False
             continue

@@ -723,6 +723,19 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       else t += (reduce_scatter_s(c, dpg, b, node_n) + allgather_s(c, dpg, b, node_n)) / comm_slow;
     }
     if (l.zero >= 3) t += allgather_s(c, dpg, bytes, node_n) / comm_slow * l.micro;  // gathers in forward
+    if (l.zero == 1 || l.zero == 2) {
+      // parallel/zero.cc's unfused step (the GPT's, one bucket) also passes over the stage's
+      // parameters: it zero-fills the padded gradient and copies the gradient into it (12
+      // bytes a parameter), scales its slice out of the receive buffer and copies its shard
+      // of the parameters out and back (24 / dp); ZeRO-2 zero-fills the re-bound gradient
+      // (4). With the trainers' default clipping (--clip 1) the shards' squared norm is one
+      // more, 8-byte, all-reduce over dp. Measured in plan_quality sweeps (4 ranks, dp2 pp2,
+      // three interleaved runs): the ZeRO-1/2 twins of a layout 4-6% slower than ZeRO 0,
+      // its "optimizer" span 5-6 ms against 3.2-3.4; predicted 0.5 ms faster before this.
+      const double pass_b = stage_params * (12 + 24.0 / l.dp + (l.zero == 2 ? 4 : 0));
+      p.optimizer_s += pass_b / c.elementwise_bps * slow;
+      t += allreduce_s(c, dpg, 8, node_n) / comm_slow;
+    }
     p.comm_s = t * comm_slow;
     p.dp_bytes = zero_traffic_elems(l.zero, stage_params, l.dp) * kF;
   }

@@ -109,7 +109,9 @@ TEST(Simulator, ZeroSyncTakesTheMeasuredReduceScatterAndAllGather) {
   c.intra_sizes.allgather_by_ranks[2] = {{1e3, 3e-4}, {1e9, 3e-4}};
   EXPECT_NEAR(c.measured_reducescatter_s(2, 1e6), 2e-4, 1e-15);
   EXPECT_EQ(c.measured_allgather_s(4, 1e6), -1);
-  EXPECT_NEAR(simulate(g, z, c, 8).comm_s, 5e-4, 1e-12);  // one bucket: one of each
+  c.intra_sizes.allreduce_by_ranks[2] = {{1, 1e-5}, {1e9, 1e-5}};
+  // One bucket: one of each, and the clipping norm's 8-byte all-reduce.
+  EXPECT_NEAR(simulate(g, z, c, 8).comm_s, 5e-4 + 1e-5, 1e-12);
   EXPECT_NE(before, 5e-4);
   // The MLP's ddp with ZeRO-2: its step is fused into the bucket's all-reduce (zero.h), so the
   // one bucket costs plain ddp's all-reduce plus this rank's half of the optimizer step, and
@@ -285,6 +287,21 @@ TEST(Simulator, DdpAtOneRankPerCorePullsBackWhatItsPeersTouched) {
   Cluster one = ideal(1);
   EXPECT_NEAR(simulate(m, {.strategy = "ddp", .dp = 2, .zero = 1}, one, 64).compute_s,
               simulate(m, {.strategy = "localsgd", .dp = 2}, one, 64).compute_s, 1e-12);
+}
+
+TEST(Simulator, ZeroStepsPassOverTheStagesParameters) {
+  ModelSpec m = ModelSpec::parse(kGpt);
+  Cluster c = ideal();
+  c.elementwise_bps = 1e9;
+  Prediction z0 = simulate(m, {.strategy = "zero", .dp = 2, .zero = 0}, c, 16);
+  Prediction z1 = simulate(m, {.strategy = "zero", .dp = 2, .zero = 1}, c, 16);
+  Prediction z2 = simulate(m, {.strategy = "zero", .dp = 2, .zero = 2}, c, 16);
+  const double P = m.params();
+  // ZeRO-2 re-binds (zero-fills) the gradient each step: 4 bytes a parameter more than ZeRO-1.
+  EXPECT_NEAR(z2.optimizer_s - z1.optimizer_s, P * 4 / 1e9, 1e-12);
+  // Both pay their passes (12 + 24 / dp bytes a parameter) beyond the sharded step's saving.
+  EXPECT_NEAR(z1.optimizer_s, z0.optimizer_s / 2 + P * (12 + 12) / 1e9, 1e-9);
+  EXPECT_GT(z1.comm_s, 0);
 }
 
 TEST(Simulator, FedAvgWaitsForTheBusiestCore) {
