@@ -256,7 +256,9 @@ std::string train_usage(const std::string& extra) {
         "  dtrain train -n 4                     (ddp on 4 local ranks: Fashion-MNIST MLP)\n"
         "  dtrain train -n 2 --model mlp:784-1024-1024-1024-10 --batch 256 --baseline --trace t.json\n"
         "  dtrain train -n 2 --strategy pp --microbatches 4 --model gpt:layers=4,heads=4,width=128,context=64 \\\n"
-        "      --data text:input.txt --steps 2000 --checkpoint ck   (then: dtrain generate --checkpoint ck/model.gpt)\n\n"
+        "      --data text:input.txt --steps 2000 --checkpoint ck   (then: dtrain generate --checkpoint ck/model.gpt)\n"
+        "  dtrain train -n 4 --plan auto --model gpt:layers=6,heads=8,width=128,context=64 --data text:input.txt\n"
+        "      (the layout `dtrain plan train` ranks first: docs/PLANNER.md)\n\n"
         "--batch is the GLOBAL minibatch for ddp/ps/localsgd/gossip (each of N ranks takes B/N);\n"
         "the client batch for fedavg.\n\n"
         "options:\n";
