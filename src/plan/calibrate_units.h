@@ -28,7 +28,7 @@
 //   kept warm first (keep_heap_warm), as a training run's is.
 // - default_unit_points() are the shapes `dtrain bench calibrate` measures: the MLP
 //   784-256-128-10's three layers at 8, 16, 64 and 128 examples, and the GPT's embedding, block
-//   and head at widths 64 and 128 (heads 4 and 8, context 64) and 2, 6 and 12 sequences.
+//   and head at widths 64 and 128 (heads 4 and 8, context 64) and 2, 6, 12 and 24 sequences.
 //   extra points come from `--models` (any mlp:/gpt: spec, at the same item counts).
 // - fit_units(points) groups the points by kind and fits each direction; memory is the
 //   least-squares slope through the origin of the heap bytes (base/heap_stats.h) the forward

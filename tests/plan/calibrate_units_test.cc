@@ -246,11 +246,11 @@ TEST(CalibrateUnits, MlpStepIsTheStepAroundTheLayers) {
 
 TEST(CalibrateUnits, MeasuresTheRealUnits) {
   std::vector<UnitPoint> pts = unit_points_for("gpt:layers=2,heads=2,width=16,context=8");
-  // A layernorm over a block's output, embedding, one block (both are alike), head; three
-  // item counts.
-  ASSERT_EQ(pts.size(), 12u);
+  // A layernorm over a block's output, embedding, one block (both are alike), head; four
+  // item counts (2, 6, 12 and 24 sequences).
+  ASSERT_EQ(pts.size(), 16u);
   for (auto& p : unit_points_for("mlp:8-4-2")) pts.push_back(p);
-  ASSERT_EQ(pts.size(), 20u);  // two MLP layers of their own shapes, four item counts
+  ASSERT_EQ(pts.size(), 24u);  // two MLP layers of their own shapes, four item counts
   measure_units(pts, 0.05);
   ModelSpec g = ModelSpec::parse("gpt:layers=2,heads=2,width=16,context=8");
   for (const auto& p : pts) {
