@@ -224,26 +224,30 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
 // `dtrain bench collectives` predicts), each rank count a job of its own (`dtrain bench
 // collectives -n P`, rows to a temporary JSON file), into the file's links_by_size.intra
 // allreduce_by_ranks, reducescatter_by_ranks, allgather_by_ranks and broadcast_by_ranks.
-// One `dtrain bench collectives -n p` job over shm with `args`, its rows (a non-empty JSON
-// array) into *rows through a temporary file beside the calibration (stem + p + ".json");
-// returns the job's exit code.
-int collectives_job(const std::string& stem, int p, double timeout, const std::vector<std::string>& args,
-                    nlohmann::json* rows) {
+// One `dtrain bench NAME -n p` job with `args`, its rows (a non-empty JSON array) into *rows
+// through a temporary file beside the calibration (stem + p + ".json"); returns the job's
+// exit code.
+int bench_job(const char* name, const std::string& stem, int p, double timeout, const std::vector<std::string>& args,
+              nlohmann::json* rows) {
   const std::string file = stem + std::to_string(p) + ".json";
   launch::LaunchOptions o;
   o.nproc = p;
   o.timeout_s = timeout;
   o.tag_output = false;
-  std::vector<std::string> a{"-n", std::to_string(p), "--transport", "shm", "--timeout", std::to_string(timeout),
-                             "--json", file};
+  std::vector<std::string> a{"-n", std::to_string(p), "--timeout", std::to_string(timeout), "--json", file};
   a.insert(a.end(), args.begin(), args.end());
-  const int rc = launch::relaunch_command(o, {"bench", "collectives"}, a);
+  const int rc = launch::relaunch_command(o, {"bench", name}, a);
   std::ifstream r(file);
   *rows = nlohmann::json::parse(r, nullptr, false);
   std::remove(file.c_str());
   if (rc != 0) return rc;
-  DT_CHECK(rows->is_array() && !rows->empty(), IoError, "bench calibrate: the " << p << "-rank collectives wrote no rows");
+  DT_CHECK(rows->is_array() && !rows->empty(), IoError, "bench calibrate: the " << p << "-rank " << name << " wrote no rows");
   return 0;
+}
+// A `dtrain bench collectives -n p` job over shm.
+int collectives_job(const std::string& stem, int p, double timeout, std::vector<std::string> args, nlohmann::json* rows) {
+  args.insert(args.begin(), {"--transport", "shm"});
+  return bench_job("collectives", stem, p, timeout, args, rows);
 }
 
 int add_collectives_by_ranks(const std::string& path, double timeout) {
@@ -316,8 +320,6 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
   return 0;
 }
 
-}  // namespace
-
 // The launcher's last part: tensor-parallel GPT blocks timed in place (plan/calibrate_tp.h)
 // at 2, 4 and 8 ranks, each degree a `dtrain bench tp-blocks -n P` job per block shape (the
 // calibration's two GPT widths and those of --models; a degree must divide the heads), into
@@ -338,24 +340,13 @@ int add_tp_blocks(const std::string& path, double timeout, const std::vector<std
         }))
       continue;
     shapes.push_back(m);
-    const std::string one = "gpt:layers=1,heads=" + std::to_string(m.heads) + ",width=" + std::to_string(m.width) +
-                            ",context=" + std::to_string(m.context);
+    const std::string one = plan::gpt_block_spec(m.heads, m.width, m.context);
     for (int p : {2, 4, 8}) {
       if (m.heads % p != 0) continue;
-      const std::string file = path + ".tp" + std::to_string(p) + ".json";
-      launch::LaunchOptions o;
-      o.nproc = p;
-      o.timeout_s = timeout;
-      o.tag_output = false;
-      const int rc = launch::relaunch_command(
-          o, {"bench", "tp-blocks"},
-          {"-n", std::to_string(p), "--spec", one, "--items", "2,6,12", "--seconds", "0.2", "--timeout",
-           std::to_string(timeout), "--json", file});
-      std::ifstream r(file);
-      nlohmann::json got = nlohmann::json::parse(r, nullptr, false);
-      std::remove(file.c_str());
+      nlohmann::json got;
+      const int rc = bench_job("tp-blocks", path + ".tp", p, timeout,
+                               {"--spec", one, "--items", "2,6,12", "--seconds", "0.2"}, &got);
       if (rc != 0) return rc;
-      DT_CHECK(got.is_array() && !got.empty(), IoError, "bench calibrate: the " << p << "-rank tp-blocks job wrote no rows");
       for (auto& row : got) rows.push_back(row);
     }
   }
@@ -367,6 +358,8 @@ int add_tp_blocks(const std::string& path, double timeout, const std::vector<std
   std::printf("added %zu tensor-parallel block timings (2, 4 and 8 ranks, processes) to %s\n", rows.size(), path.c_str());
   return 0;
 }
+
+}  // namespace
 
 int bench_calibrate(const Args& args) {
   Flags f("bench calibrate", args);

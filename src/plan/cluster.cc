@@ -280,8 +280,7 @@ std::vector<TpBlockFigure> tp_blocks_from_json(const nlohmann::json& rows, const
 nlohmann::json tp_blocks_json(const std::vector<TpBlockFigure>& figures) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& f : figures) {
-    const std::string spec = "gpt:layers=1,heads=" + std::to_string(f.heads) + ",width=" + std::to_string(f.width) +
-                             ",context=" + std::to_string(f.context);
+    const std::string spec = gpt_block_spec(f.heads, f.width, f.context);
     for (const auto& p : f.points)
       rows.push_back({{"spec", spec}, {"tp", f.tp}, {"items", p.items}, {"fwd_s", p.fwd_s}, {"bwd_s", p.bwd_s}});
   }

@@ -22,6 +22,11 @@ double ModelSpec::params() const {
   return p;
 }
 
+std::string gpt_block_spec(int64_t heads, int64_t width, int64_t context) {
+  return "gpt:layers=1,heads=" + std::to_string(heads) + ",width=" + std::to_string(width) +
+         ",context=" + std::to_string(context);
+}
+
 // The MLP: one unit per layer (x W^T + b, then ReLU except the last); it keeps its input and
 // its pre-activation for backward. The GPT: embedding, L blocks, head, each counted from the
 // shapes in nn/transformer.h (a block: qkv 3h^2, proj h^2, fc 4h^2, proj 4h^2 MACs per token,
@@ -191,9 +196,7 @@ TpRatio tp_block_ratio(const Cluster& c, const ModelSpec& m, double items, int t
   // The model's own block when the shape is the timed one (the same cost line), else the
   // timed shape's.
   const bool same = fig->heads == m.heads && fig->width == m.width && fig->context == m.context;
-  const ModelSpec one = same ? m
-                             : ModelSpec::parse("gpt:layers=1,heads=" + std::to_string(fig->heads) + ",width=" +
-                                                std::to_string(fig->width) + ",context=" + std::to_string(fig->context));
+  const ModelSpec one = same ? m : ModelSpec::parse(gpt_block_spec(fig->heads, fig->width, fig->context));
   const Unit& blk = one.units[1];
   const double slow = c.compute_slowdown(c.ranks_on_node(tp));
   std::vector<std::pair<double, TpRatio>> at;

@@ -70,6 +70,10 @@ struct ModelSpec {
   static ModelSpec parse(const std::string& spec);
 };
 
+// The spec of a one-block GPT of this shape ("gpt:layers=1,heads=H,width=W,context=C"): what
+// the calibration times a block of and names it by.
+std::string gpt_block_spec(int64_t heads, int64_t width, int64_t context);
+
 // The MLP executors' step beyond its units (the batch gathered from the dataset, the loss and
 // its gradient, the gradient's scaling and hand-off: parallel/share_grad.h), per item: what
 // its calibrated line ("mlp_step", calibrate_compute.h) is a function of: the input width
