@@ -65,6 +65,11 @@ const std::vector<SettingInfo> kTable = {
      "broadcast when ranks outnumber cores (with a core per rank broadcast uses them up to 256K) (0: never; the "
      "default is every size)",
      "world (CollConfig)"},
+    {"DTRAIN_SHM_CORES", T::kChoice, "probe",
+     "how close two ranks' cores are (probe: a cache line's round trip when the communicator starts); far apart, the "
+     "2-rank all-gather, reduce-scatter and broadcast skip the slots and the all-reduce takes them from 8M, close from "
+     "256K",
+     "world (CollConfig)", "probe|close|far"},
     {"DTRAIN_CALIBRATION", T::kPath, "~/.cache/dtrain/calibration.json",
      "cost-model calibration file (written by dtrain bench calibrate)", "world (CollConfig), plan, bench"},
     {"DTRAIN_ALGO", T::kString, "auto (cost model)", "algorithm for every collective that has it", "world (CollConfig)"},

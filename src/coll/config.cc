@@ -19,6 +19,8 @@ CollConfig coll_config_from(const Settings& s) {
   c.shm_yield_us = s.number("DTRAIN_SHM_YIELD_US");
   c.shm_slot_bytes = static_cast<size_t>(std::max<int64_t>(s.bytes("DTRAIN_SHM_SLOT_BYTES"), 64));
   c.shm_slots_bytes = static_cast<size_t>(std::max<int64_t>(s.bytes("DTRAIN_SHM_SLOTS_BYTES"), 0));
+  const std::string cores = s.choice("DTRAIN_SHM_CORES");
+  c.shm_cores = cores == "close" ? CoreDistance::kClose : cores == "far" ? CoreDistance::kFar : CoreDistance::kProbe;
   c.calibration_path = s.calibration_path();
   if (s.has("DTRAIN_HOST_ID")) c.host_id = s.text("DTRAIN_HOST_ID");
   const bool global = s.has("DTRAIN_ALGO");

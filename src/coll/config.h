@@ -7,7 +7,7 @@
 //   identity of the hierarchical all-reduce. A default-constructed one is an unset environment.
 // - coll_config_from(settings) fills one from a settings snapshot (DTRAIN_SEGMENT_BYTES,
 //   DTRAIN_COLL_CHECK, DTRAIN_SHM_CONTEXT, DTRAIN_SHM_YIELD_US, DTRAIN_SHM_SLOT_BYTES, DTRAIN_SHM_SLOTS_BYTES,
-//   DTRAIN_CALIBRATION,
+//   DTRAIN_SHM_CORES, DTRAIN_CALIBRATION,
 //   DTRAIN_ALGO, DTRAIN_<OP>_ALGO, DTRAIN_HOST_ID); Communicator::from_env passes it in, and
 //   split() hands the parent's to its children. A malformed value is an InvalidArgument naming
 //   the variable.
@@ -42,6 +42,10 @@ inline constexpr int64_t kCloseRoundTripNs = 250;  // measured: 0.06-0.21 us clo
 // DTRAIN_SHM_SLOTS_BYTES's default: the slots carry calls of every size (coll/shm_slots.cc).
 inline constexpr size_t kDefaultShmSlotsBytes = size_t{64} << 30;
 
+// How close two ranks' cores are, for the choice between the slots and cross-memory reads
+// (ShmContext): measured when the context is built (kProbe), or stated (DTRAIN_SHM_CORES).
+enum class CoreDistance { kProbe, kClose, kFar };
+
 struct CollConfig {
   size_t segment_bytes = size_t{1} << 20;
   bool check = true;
@@ -49,6 +53,7 @@ struct CollConfig {
   double shm_yield_us = 100;
   size_t shm_slot_bytes = size_t{256} << 10;  // DTRAIN_SHM_SLOT_BYTES: the context's slot size
   size_t shm_slots_bytes = kDefaultShmSlotsBytes;  // DTRAIN_SHM_SLOTS_BYTES
+  CoreDistance shm_cores = CoreDistance::kProbe;    // DTRAIN_SHM_CORES
   std::string calibration_path;  // "" = the built-in cost parameters
   std::string host_id;           // "" = the host name
   std::array<ForcedAlgorithm, static_cast<size_t>(CollOp::kBarrier) + 1> forced{};

@@ -164,14 +164,23 @@ ShmContext::ShmContext(Communicator& comm, size_t slot_bytes)
     reinterpret_cast<Header*>(mine)->id = (static_cast<uint64_t>(rd()) << 32) | rd();
   });
   for (int q = 0; q < size_; ++q) pids_[q] = header(q)->pid;
-  if (size_ == 2 && !oversubscribed()) probe_peers(Deadline::after(comm.timeout()));
+  if (size_ == 2 && !oversubscribed()) {
+    const CoreDistance stated = comm.coll_config().shm_cores;
+    if (stated == CoreDistance::kProbe) {
+      probe_peers(Deadline::after(comm.timeout()));
+    } else {
+      slots_allreduce_min_ = stated == CoreDistance::kClose ? kSlotsAllreduceCloseMinBytes : kSlotsAllreduceMinBytes;
+      cores_far_ = stated == CoreDistance::kFar;
+    }
+  }
 }
 
 // Two ranks with a core each bounce a counter through their probe lines, kProbeRounds times
 // after kProbeWarm: the mean round trip tells whether their cores are close (share a cache:
 // 0.1-0.2 us for an 8-byte all-reduce on this VM at times) or far apart (0.33-0.46 us at
-// others, docs/PERFORMANCE.md "the VM has two modes"), which decides where the all-reduce's
-// slots beat cross-memory reads (coll/shm_direct.cc). Rank 0 measures and decides, and
+// others, docs/PERFORMANCE.md "the VM has two modes"), which decides where the slots beat
+// cross-memory reads (coll/shm_direct.cc): the all-reduce's threshold, and whether the
+// all-gather, reduce-scatter and broadcast take the slots at all. Rank 0 measures and decides, and
 // publishes the verdict before its last count, so both ranks take the same path; ~100 us.
 void ShmContext::probe_peers(const Deadline& deadline) {
   constexpr uint64_t kProbeWarm = 32, kProbeRounds = 256;
@@ -205,6 +214,7 @@ void ShmContext::probe_peers(const Deadline& deadline) {
     await(last + 1);
   }
   slots_allreduce_min_ = static_cast<size_t>(header(0)->slots_from);
+  cores_far_ = slots_allreduce_min_ >= kSlotsAllreduceMinBytes;
 }
 
 ShmContext::~ShmContext() { unmap_host_segments(segs_, seg_bytes_); }

@@ -103,8 +103,15 @@ class ShmContext {
 
   // From how many bytes an all-reduce with a core per rank takes the slots: decided once, at
   // construction, by a round-trip probe between two ranks (kSlotsAllreduceCloseMinBytes when
-  // their cores proved close, else kSlotsAllreduceMinBytes; the same on both ranks).
+  // their cores proved close, else kSlotsAllreduceMinBytes; the same on both ranks), or by
+  // CollConfig::shm_cores where that states the distance (no probe then).
   size_t slots_allreduce_min_bytes() const { return slots_allreduce_min_; }
+  // Whether two ranks with a core each have their cores far apart (the probe's verdict or the
+  // stated one, the same on both ranks; false for other rank counts). Then
+  // all-gather, reduce-scatter and broadcast skip the slots at every size: with the cores far
+  // apart each of a slot pipeline's phases costs a slow round trip, and the cross-memory
+  // reads were 1.2-3x faster at every size from 64 KiB to 256 MiB (coll/shm_direct.cc).
+  bool cores_far() const { return cores_far_; }
   // That probe's mean round trip of a cache line between the two ranks, on rank 0 (0 where
   // none ran: other rank counts, ranks beyond the cores, rank 1).
   int64_t round_trip_ns() const { return round_trip_ns_; }
@@ -132,6 +139,7 @@ class ShmContext {
   int64_t yield_ns_ = 100000;  // CollConfig::shm_yield_us
   int cross_memory_reads_ = -1;
   size_t slots_allreduce_min_ = kSlotsAllreduceMinBytes;  // probe_peers may lower it
+  bool cores_far_ = false;                                 // probe_peers may set it
   int64_t round_trip_ns_ = 0;
   void probe_peers(const Deadline& deadline);
 };

@@ -217,6 +217,17 @@ bool allreduce_takes_slots(Call& c, const ShmContext* ctx, size_t bytes) {
          bytes <= c.comm().coll_config().shm_slots_bytes;
 }
 
+// Whether an all-gather or reduce-scatter of `bytes` goes through the slots: every size the
+// slots carry, unless the context's probe found the two ranks' cores far apart. Then, at 2
+// ranks on the EPYC VM (bench collectives, 8-byte round trip 0.30-0.41 us, two interleaved
+// rounds each), the cross-memory reads were faster at every size from 64 KiB to 256 MiB:
+// all-gather 5.8 against 9.3-10.1 us at 64 KiB, 11.3 against 24-27 us at 256 KiB, 1.25-1.5x
+// from 1 MiB; reduce-scatter 6.5 against 9.9-10.6 us at 64 KiB, 1.2-1.9x above. With the
+// cores close the slots were 1.3-1.9x ahead (docs/PERFORMANCE.md, 2026-11-25 02:21).
+bool gather_takes_slots(Call& c, const ShmContext* ctx, size_t bytes) {
+  return ctx && bytes <= c.comm().coll_config().shm_slots_bytes && !ctx->cores_far();
+}
+
 }  // namespace
 
 void allreduce_shm_direct(Call& c, const char* send, char* buf, size_t n, ShmContext* ctx) {
@@ -285,7 +296,7 @@ void allgather_shm_direct(Call& c, char* buf, const char* mine, const Blocks& b,
   const size_t es = c.elem();
   char* my_block = buf + b.off[me] * es;
   if (p == 1 || b.total() == 0) return copy_bytes_if_apart(my_block, mine, b.len(me) * es);
-  if (ctx && b.total() * es <= c.comm().coll_config().shm_slots_bytes) return allgather_slots(c, buf, mine, b, *ctx);
+  if (gather_takes_slots(c, ctx, b.total() * es)) return allgather_slots(c, buf, mine, b, *ctx);
   Phases phases(c, ctx);
   std::vector<Peer> peers;
   if (!phases.share(mine, peers)) {
@@ -315,9 +326,12 @@ void broadcast_shm_direct(Call& c, char* buf, size_t n, int root, ShmContext* ct
   // per slot's worth; every cross-memory round would be a trip through the scheduler), but
   // with a core per rank only up to kPipelinedBroadcastBytes: there, at 2 ranks, the slots'
   // pipeline took 51 us for 1 MiB and 195 us for 4 MiB against 37 and 139 us for the reads
-  // below (bench collectives, 256 KiB slots).
+  // below (bench collectives, 256 KiB slots). With the two cores far apart (ShmContext's
+  // probe) not even that: there the reads took 4.7-4.9 us at 64 KiB and 8.4-8.7 us at 256 KiB
+  // against the slots' 12.4-13.6 and 26.5-26.9.
   const size_t bytes = n * c.elem();
-  if (ctx && bytes <= c.comm().coll_config().shm_slots_bytes && (ctx->oversubscribed() || bytes <= kPipelinedBroadcastBytes))
+  if (ctx && bytes <= c.comm().coll_config().shm_slots_bytes &&
+      (ctx->oversubscribed() || (bytes <= kPipelinedBroadcastBytes && !ctx->cores_far())))
     return broadcast_slots(c, buf, n, root, *ctx);
   Phases phases(c, ctx);
   std::vector<Peer> peers;
@@ -345,7 +359,7 @@ void broadcast_shm_direct(Call& c, char* buf, size_t n, int root, ShmContext* ct
 bool reduce_scatter_shm_direct(Call& c, const char* send, char* out, const Blocks& b, ShmContext* ctx) {
   const int me = c.rank();
   if (b.total() == 0) return true;
-  if (ctx && b.total() * c.elem() <= c.comm().coll_config().shm_slots_bytes) {
+  if (gather_takes_slots(c, ctx, b.total() * c.elem())) {
     reduce_scatter_slots(c, send, out, b, *ctx);
     return true;
   }

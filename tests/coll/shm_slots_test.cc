@@ -17,6 +17,7 @@ namespace {
 testing::WorldOptions slots_always() {
   testing::WorldOptions o;
   o.coll.shm_slots_bytes = size_t{1} << 30;  // every size through the slots
+  o.coll.shm_cores = CoreDistance::kClose;    // ... also at 2 ranks, whatever the machine's cores
   return o;
 }
 
@@ -72,10 +73,13 @@ TEST(ShmSlots, AllreduceFromEightMiBWithACorePerRank) {
 TEST(ShmSlots, RoundTripProbeIsAgreedByBothRanks) {
   std::mutex mu;
   std::vector<size_t> seen;
-  testing::run_world(2, slots_always(), [&](Communicator& c) {
+  testing::WorldOptions probe = slots_always();
+  probe.coll.shm_cores = CoreDistance::kProbe;
+  testing::run_world(2, probe, [&](Communicator& c) {
     ShmContext ctx(c, 64 << 10);
     const size_t from = ctx.slots_allreduce_min_bytes();
     EXPECT_TRUE(from == kSlotsAllreduceCloseMinBytes || from == kSlotsAllreduceMinBytes) << from;
+    EXPECT_EQ(ctx.cores_far(), from == kSlotsAllreduceMinBytes);
     if (c.rank() == 0) {
       EXPECT_GT(ctx.round_trip_ns(), 0);
     }
@@ -100,7 +104,58 @@ TEST(ShmSlots, RoundTripProbeIsAgreedByBothRanks) {
     ShmContext ctx(c, 64 << 10);
     EXPECT_EQ(ctx.slots_allreduce_min_bytes(), kSlotsAllreduceMinBytes);
     EXPECT_EQ(ctx.round_trip_ns(), 0);
+    EXPECT_FALSE(ctx.cores_far());
   });
+}
+
+// A stated distance (DTRAIN_SHM_CORES) replaces the probe: far apart, the 2-rank all-gather,
+// reduce-scatter and broadcast read each other's buffers instead of taking the slots, at sizes
+// of one element, past one slot and many slots, and every root; close, the all-reduce takes
+// the slots from the close threshold. Results are exact either way.
+TEST(ShmSlots, StatedCoreDistanceSkipsTheProbeAndEveryPathIsExact) {
+  for (CoreDistance d : {CoreDistance::kFar, CoreDistance::kClose}) {
+    testing::WorldOptions w = slots_always();
+    w.coll.shm_cores = d;
+    testing::run_world(2, w, [&](Communicator& c) {
+      ShmContext ctx(c, 1024);
+      EXPECT_EQ(ctx.round_trip_ns(), 0);
+      EXPECT_EQ(ctx.cores_far(), d == CoreDistance::kFar);
+      EXPECT_EQ(ctx.slots_allreduce_min_bytes(),
+                d == CoreDistance::kFar ? kSlotsAllreduceMinBytes : kSlotsAllreduceCloseMinBytes);
+      const DType t = DType::kFloat32;
+      for (size_t n : {size_t{1}, size_t{300}, size_t{20000}}) {
+        auto mine = testing::input(t, c.rank(), n);
+        std::vector<char> all(2 * n * 4, 0), want;
+        for (int r = 0; r < 2; ++r) {
+          auto part = testing::input(t, r, n);
+          want.insert(want.end(), part.begin(), part.end());
+        }
+        AllgatherOptions ag;
+        ag.algorithm = Algorithm::kShmDirect;
+        ag.shm = &ctx;
+        allgather(c, mine.data(), all.data(), n, t, ag);
+        ASSERT_EQ(testing::compare(all, want, t), "") << "all-gather n=" << n;
+
+        auto in = testing::input(t, c.rank(), 2 * n);
+        std::vector<char> out(n * 4);
+        ReduceScatterOptions rs;
+        rs.algorithm = Algorithm::kShmDirect;
+        rs.shm = &ctx;
+        reduce_scatter(c, in.data(), out.data(), n, t, ReduceOp::kSum, rs);
+        ASSERT_EQ(testing::compare(out, testing::expected_reduce(t, 2, n, ReduceOp::kSum, c.rank() * n), t), "")
+            << "reduce-scatter n=" << n;
+
+        for (int root = 0; root < 2; ++root) {
+          auto buf = c.rank() == root ? testing::input(t, root, n) : std::vector<char>(n * 4, 0);
+          BroadcastOptions b;
+          b.algorithm = Algorithm::kShmDirect;
+          b.shm = &ctx;
+          broadcast(c, buf.data(), n, t, root, b);
+          ASSERT_EQ(testing::compare(buf, testing::input(t, root, n), t), "") << "broadcast n=" << n << " root " << root;
+        }
+      }
+    });
+  }
 }
 
 TEST(ShmSlots, AllgathervUnevenBlocksLargerThanTheSlot) {
