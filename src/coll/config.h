@@ -18,6 +18,7 @@
 
 #include <array>
 #include <cstddef>
+#include <limits>
 #include <string>
 
 #include "base/settings.h"
@@ -30,10 +31,11 @@ struct ForcedAlgorithm {
   bool job_wide = false;  // from DTRAIN_ALGO
 };
 
-// With a core per rank, an all-reduce takes the shared-memory slots from this size (below it
-// the cross-memory path: coll/shm_direct.cc has the measurements). The planner prices the
-// paths' memory by the same threshold (plan/simulator.cc).
-inline constexpr size_t kSlotsAllreduceMinBytes = size_t{8} << 20;
+// With a core per rank and the cores far apart, an all-reduce never takes the shared-memory
+// slots (the cross-memory path at every size: coll/shm_direct.cc has the measurements; the
+// threshold was 8 MiB until the far mode measured the slots 1.4-1.7x slower at 8-32 MiB
+// too). The planner prices the paths' memory by the same threshold (plan/simulator.cc).
+inline constexpr size_t kSlotsAllreduceFarMinBytes = std::numeric_limits<size_t>::max();
 // ... and from this size where two ranks measured each other close (ShmContext's probe: a
 // cache line's round trip under kCloseRoundTripNs): there the slots were 1.3-1.9x faster
 // from 256 KiB on.

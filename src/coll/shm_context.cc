@@ -169,7 +169,7 @@ ShmContext::ShmContext(Communicator& comm, size_t slot_bytes)
     if (stated == CoreDistance::kProbe) {
       probe_peers(Deadline::after(comm.timeout()));
     } else {
-      slots_allreduce_min_ = stated == CoreDistance::kClose ? kSlotsAllreduceCloseMinBytes : kSlotsAllreduceMinBytes;
+      slots_allreduce_min_ = stated == CoreDistance::kClose ? kSlotsAllreduceCloseMinBytes : kSlotsAllreduceFarMinBytes;
       cores_far_ = stated == CoreDistance::kFar;
     }
   }
@@ -204,7 +204,7 @@ void ShmContext::probe_peers(const Deadline& deadline) {
       await(i);
     }
     round_trip_ns_ = (now_ns() - t0) / static_cast<int64_t>(kProbeRounds);
-    header(rank_)->slots_from = round_trip_ns_ < kCloseRoundTripNs ? kSlotsAllreduceCloseMinBytes : kSlotsAllreduceMinBytes;
+    header(rank_)->slots_from = round_trip_ns_ < kCloseRoundTripNs ? kSlotsAllreduceCloseMinBytes : kSlotsAllreduceFarMinBytes;
     mine.store(last + 1, std::memory_order_release);
   } else {
     for (uint64_t i = 1; i <= last; ++i) {
@@ -214,7 +214,7 @@ void ShmContext::probe_peers(const Deadline& deadline) {
     await(last + 1);
   }
   slots_allreduce_min_ = static_cast<size_t>(header(0)->slots_from);
-  cores_far_ = slots_allreduce_min_ >= kSlotsAllreduceMinBytes;
+  cores_far_ = slots_allreduce_min_ >= kSlotsAllreduceFarMinBytes;
 }
 
 ShmContext::~ShmContext() { unmap_host_segments(segs_, seg_bytes_); }

@@ -103,7 +103,7 @@ class ShmContext {
 
   // From how many bytes an all-reduce with a core per rank takes the slots: decided once, at
   // construction, by a round-trip probe between two ranks (kSlotsAllreduceCloseMinBytes when
-  // their cores proved close, else kSlotsAllreduceMinBytes; the same on both ranks), or by
+  // their cores proved close, else kSlotsAllreduceFarMinBytes; the same on both ranks), or by
   // CollConfig::shm_cores where that states the distance (no probe then).
   size_t slots_allreduce_min_bytes() const { return slots_allreduce_min_; }
   // Whether two ranks with a core each have their cores far apart (the probe's verdict or the
@@ -138,7 +138,7 @@ class ShmContext {
   unsigned cores_ = 1;
   int64_t yield_ns_ = 100000;  // CollConfig::shm_yield_us
   int cross_memory_reads_ = -1;
-  size_t slots_allreduce_min_ = kSlotsAllreduceMinBytes;  // probe_peers may lower it
+  size_t slots_allreduce_min_ = kSlotsAllreduceFarMinBytes;  // probe_peers may lower it
   bool cores_far_ = false;                                 // probe_peers may set it
   int64_t round_trip_ns_ = 0;
   void probe_peers(const Deadline& deadline);

@@ -243,9 +243,12 @@ void allreduce_shm_direct(Call& c, const char* send, char* buf, size_t n, ShmCon
   // cross-memory path at every size from 256 KiB (1 MiB 20.4-20.8 vs 11.4-11.9 GB/s busbw);
   // far apart (~0.35-0.45 us) they lost up to 4 MiB (8.0-8.4 against 10.0-11.2 GB/s), lost
   // 10-20% at 8 MiB (8.1-8.3 against 8.8-10.1; close, they were 1.9x there) and were even or
-  // ahead from 16 MiB (16 MiB 7.3 against 6.8-7.5, 64 MiB 6.3-6.5 against 6.0). So with a
-  // core per rank they take the calls from kSlotsAllreduceMinBytes up, or from
-  // kSlotsAllreduceCloseMinBytes where the context's probe found the two cores close.
+  // ahead from 16 MiB (16 MiB 7.3 against 6.8-7.5, 64 MiB 6.3-6.5 against 6.0). Measured again
+  // far apart (2026-11-26, two interleaved rounds, busbw GB/s), the slots lost at every size:
+  // 8-32 MiB 4.4-5.0 against 6.0-8.3, 64 MiB even (3.4-3.6), 128 MiB 3.3 against 3.6. So with
+  // a core per rank they take the calls from kSlotsAllreduceCloseMinBytes where the context's
+  // probe found the two cores close, and never (kSlotsAllreduceFarMinBytes) where it found
+  // them far apart.
   if (allreduce_takes_slots(c, ctx, n * es)) return allreduce_slots(c, send, buf, n, *ctx);
   Phases phases(c, ctx);
   std::vector<Peer> peers;

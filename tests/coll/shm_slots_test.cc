@@ -45,9 +45,9 @@ TEST(ShmSlots, BroadcastEveryRootAcrossManyChunks) {
   }
 }
 
-// With a core per rank the all-reduce takes the slots from 8 MiB (coll/shm_direct.cc): sizes
-// on both sides of the switch, out of place and in place, float32 and int32 (exact sums).
-TEST(ShmSlots, AllreduceFromEightMiBWithACorePerRank) {
+// With a core per rank and the cores close the all-reduce takes the slots (coll/shm_direct.cc):
+// sizes of many slots, out of place and in place, float32 and int32 (exact sums).
+TEST(ShmSlots, AllreduceOfManySlotsWithACorePerRank) {
   testing::run_world(2, slots_always(), [&](Communicator& c) {
     ShmContext ctx(c, 64 << 10);
     for (DType t : {DType::kFloat32, DType::kInt32}) {
@@ -68,7 +68,7 @@ TEST(ShmSlots, AllreduceFromEightMiBWithACorePerRank) {
 
 // Two ranks with a core each probe how close their cores are when the context is built and
 // agree on where the all-reduce takes the slots (kSlotsAllreduceCloseMinBytes or
-// kSlotsAllreduceMinBytes, the machine decides which); other rank counts do not probe. Sums
+// kSlotsAllreduceFarMinBytes, the machine decides which); other rank counts do not probe. Sums
 // around the close threshold are exact on whichever path the probe chose.
 TEST(ShmSlots, RoundTripProbeIsAgreedByBothRanks) {
   std::mutex mu;
@@ -78,8 +78,8 @@ TEST(ShmSlots, RoundTripProbeIsAgreedByBothRanks) {
   testing::run_world(2, probe, [&](Communicator& c) {
     ShmContext ctx(c, 64 << 10);
     const size_t from = ctx.slots_allreduce_min_bytes();
-    EXPECT_TRUE(from == kSlotsAllreduceCloseMinBytes || from == kSlotsAllreduceMinBytes) << from;
-    EXPECT_EQ(ctx.cores_far(), from == kSlotsAllreduceMinBytes);
+    EXPECT_TRUE(from == kSlotsAllreduceCloseMinBytes || from == kSlotsAllreduceFarMinBytes) << from;
+    EXPECT_EQ(ctx.cores_far(), from == kSlotsAllreduceFarMinBytes);
     if (c.rank() == 0) {
       EXPECT_GT(ctx.round_trip_ns(), 0);
     }
@@ -102,7 +102,7 @@ TEST(ShmSlots, RoundTripProbeIsAgreedByBothRanks) {
   EXPECT_EQ(seen[0], seen[1]);
   testing::run_world(3, slots_always(), [&](Communicator& c) {
     ShmContext ctx(c, 64 << 10);
-    EXPECT_EQ(ctx.slots_allreduce_min_bytes(), kSlotsAllreduceMinBytes);
+    EXPECT_EQ(ctx.slots_allreduce_min_bytes(), kSlotsAllreduceFarMinBytes);
     EXPECT_EQ(ctx.round_trip_ns(), 0);
     EXPECT_FALSE(ctx.cores_far());
   });
@@ -121,7 +121,7 @@ TEST(ShmSlots, StatedCoreDistanceSkipsTheProbeAndEveryPathIsExact) {
       EXPECT_EQ(ctx.round_trip_ns(), 0);
       EXPECT_EQ(ctx.cores_far(), d == CoreDistance::kFar);
       EXPECT_EQ(ctx.slots_allreduce_min_bytes(),
-                d == CoreDistance::kFar ? kSlotsAllreduceMinBytes : kSlotsAllreduceCloseMinBytes);
+                d == CoreDistance::kFar ? kSlotsAllreduceFarMinBytes : kSlotsAllreduceCloseMinBytes);
       const DType t = DType::kFloat32;
       for (size_t n : {size_t{1}, size_t{300}, size_t{20000}}) {
         auto mine = testing::input(t, c.rank(), n);
