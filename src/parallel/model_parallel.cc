@@ -65,7 +65,7 @@ GptTrainer::GptTrainer(Communicator& world, const MpConfig& config, const data::
     GptStage dense(cfg_.model, 0, cfg_.model.num_units());
     dense.allocate(0);
     dense.init_gpt(cfg_.seed);
-    zero3_ = std::make_unique<Zero3Gpt>(&mesh_->dp(), cfg_.model, dense, cfg_.optimizer);
+    zero3_ = std::make_unique<Zero3Gpt>(&mesh_->dp(), cfg_.model, dense, cfg_.optimizer, instrument_);
     return;
   }
   build_model_parallel();

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "base/error.h"
 #include "coll/collectives.h"
@@ -21,8 +22,9 @@ struct Zero3Gpt::Unit {
   int64_t n = 0, per = 0, soff = 0;
 };
 
-Zero3Gpt::Zero3Gpt(Communicator* dp, const GptConfig& config, const GptStage& init, const OptimizerConfig& optimizer)
-    : dp_(dp), ranks_(dp ? dp->size() : 1), rank_(dp ? dp->rank() : 0), config_(config) {
+Zero3Gpt::Zero3Gpt(Communicator* dp, const GptConfig& config, const GptStage& init, const OptimizerConfig& optimizer,
+                   Instrument* instrument)
+    : dp_(dp), ranks_(dp ? dp->size() : 1), rank_(dp ? dp->rank() : 0), config_(config), instrument_(instrument) {
   DT_CHECK(init.unit_begin() == 0 && init.unit_end() == config.num_units() && init.tp_size() == 1, InvalidArgument,
            "Zero3Gpt: the initial model must be the whole dense GPT");
   int64_t soff = 0;
@@ -53,12 +55,18 @@ Zero3Gpt::Zero3Gpt(Communicator* dp, const GptConfig& config, const GptStage& in
 
 Zero3Gpt::~Zero3Gpt() = default;
 
+void Zero3Gpt::computed(const char* prefix, size_t unit, double t0) {
+  if (instrument_) instrument_->compute(prefix + std::to_string(unit), t0, now_seconds());
+}
+
 void Zero3Gpt::gather(Unit& u, std::vector<float>& full, bool count) {
   full.assign(static_cast<size_t>(u.per * ranks_), 0.0f);
   const float* mine = shard_params_.data() + u.soff;
   if (ranks_ > 1) {
+    const double t0 = now_seconds();
     allgather(*dp_, mine, full.data(), static_cast<size_t>(u.per), DType::kFloat32);
     if (count) comm_.add("allgather", u.per * ranks_ * 4, ranks_);
+    if (count && instrument_) instrument_->comm(0, "zero3.allgather", t0, now_seconds(), u.per * ranks_ * 4);
   } else {
     std::copy_n(mine, u.per, full.data());
   }
@@ -68,8 +76,10 @@ void Zero3Gpt::reduce_grads(Unit& u, std::vector<float>& g) {
   g.resize(static_cast<size_t>(u.per * ranks_), 0.0f);  // zero padding past n
   float* mine = shard_grads_.data() + u.soff;
   if (ranks_ > 1) {
+    const double t0 = now_seconds();
     reduce_scatter(*dp_, g.data(), mine, static_cast<size_t>(u.per), DType::kFloat32, ReduceOp::kSum);
     comm_.add("reduce_scatter", u.per * ranks_ * 4, ranks_);
+    if (instrument_) instrument_->comm(0, "zero3.reduce_scatter", t0, now_seconds(), u.per * ranks_ * 4);
   } else {
     std::copy_n(g.data(), u.per, mine);
   }
@@ -87,11 +97,13 @@ float Zero3Gpt::step(std::span<const int32_t> tokens, std::span<const int32_t> t
   for (size_t i = 0; i < last; ++i) {
     Unit& u = *units_[i];
     gather(u, full);
+    const double t0 = now_seconds();
     grads.assign(static_cast<size_t>(u.n), 0.0f);
     u.module->bind(std::span<float>(full.data(), static_cast<size_t>(u.n)), std::span<float>(grads));
     Graph g(nullptr, false);
     inputs[i] = x;
     x = u.module->forward_stage(g, x.defined() ? g.input(x) : Var(), tokens, targets, batch, seq).value();
+    computed("F", i, t0);
   }
   // The head: forward and backward at once.
   Tensor dx;
@@ -99,6 +111,7 @@ float Zero3Gpt::step(std::span<const int32_t> tokens, std::span<const int32_t> t
   {
     Unit& u = *units_[last];
     gather(u, full);
+    const double t0 = now_seconds();
     grads.assign(static_cast<size_t>(u.n), 0.0f);
     u.module->bind(std::span<float>(full.data(), static_cast<size_t>(u.n)), std::span<float>(grads));
     Graph g;
@@ -107,12 +120,14 @@ float Zero3Gpt::step(std::span<const int32_t> tokens, std::span<const int32_t> t
     g.backward(l);
     loss = l.item();
     dx = in.grad().clone();
+    if (instrument_) instrument_->compute("head", t0, now_seconds());
     reduce_grads(u, grads);
   }
   // Backward, unit by unit from the last block down.
   for (size_t i = last; i-- > 0;) {
     Unit& u = *units_[i];
     gather(u, full);
+    const double t0 = now_seconds();
     grads.assign(static_cast<size_t>(u.n), 0.0f);
     u.module->bind(std::span<float>(full.data(), static_cast<size_t>(u.n)), std::span<float>(grads));
     Graph g;
@@ -120,11 +135,13 @@ float Zero3Gpt::step(std::span<const int32_t> tokens, std::span<const int32_t> t
     Var out = u.module->forward_stage(g, in, tokens, targets, batch, seq);
     g.backward(out, dx);
     if (in.defined()) dx = in.grad().clone();
+    computed("B", i, t0);
     reduce_grads(u, grads);
   }
   // Free the gathered buffers before the step: only shards stay.
   std::vector<float>().swap(full);
   std::vector<float>().swap(grads);
+  const double t_opt = now_seconds();
   if (clip_norm > 0) {
     double sq = grad_sumsq(shard_grads_);
     if (ranks_ > 1) allreduce(*dp_, &sq, 1, DType::kFloat64, ReduceOp::kSum);
@@ -132,6 +149,7 @@ float Zero3Gpt::step(std::span<const int32_t> tokens, std::span<const int32_t> t
   }
   opt_->set_lr(lr);
   opt_->step(shard_params_, shard_grads_);
+  if (instrument_) instrument_->compute("optimizer", t_opt, now_seconds());
   return loss;
 }
 

@@ -26,6 +26,10 @@
 // - gather_dense(out) all-gathers every unit into a dense GptStage (collective).
 // - bytes(): persistent bytes between steps (params, grads, optimizer state: measured);
 //   peak_unit_bytes(): the largest unit's gathered parameters + gradients (transient).
+// - With an Instrument, step() records its timeline: compute spans "F<u>" (a unit's forward),
+//   "head" (the head's forward and backward), "B<u>" (a unit's re-run forward and backward)
+//   and "optimizer" (clipping and the step), and comm spans "zero3.allgather" and
+//   "zero3.reduce_scatter" on the training thread, with their bytes.
 // Thread-safety: one training thread per rank.
 #pragma once
 
@@ -37,13 +41,15 @@
 #include "coll/communicator.h"
 #include "nn/transformer.h"
 #include "optim/optimizer.h"
+#include "parallel/instrument.h"
 #include "parallel/zero.h"
 
 namespace dtrain {
 
 class Zero3Gpt {
  public:
-  Zero3Gpt(Communicator* dp, const GptConfig& config, const GptStage& init, const OptimizerConfig& optimizer);
+  Zero3Gpt(Communicator* dp, const GptConfig& config, const GptStage& init, const OptimizerConfig& optimizer,
+           Instrument* instrument = nullptr);
   ~Zero3Gpt();
 
   float step(std::span<const int32_t> tokens, std::span<const int32_t> targets, int64_t batch, int64_t seq, float lr,
@@ -73,6 +79,9 @@ class Zero3Gpt {
   int64_t n_total_ = 0;
   int64_t peak_unit_bytes_ = 0;
   ZeroComm comm_;
+  Instrument* instrument_ = nullptr;
+  // A compute span [t0, now] named prefix + unit (when instrumented).
+  void computed(const char* prefix, size_t unit, double t0);
 };
 
 }  // namespace dtrain

@@ -57,6 +57,9 @@ std::vector<UnitPoint> points_of(const std::string& spec, const std::vector<int6
     // One GPT block stands for all (they are identical); every MLP layer has its own shape.
     if (m.gpt && x.block && u != 1) continue;
     for (int64_t n : items) out.push_back({x.kind, spec, static_cast<int>(u), n, n * unit_work(x), 0, 0});
+    // ... and is also timed as ZeRO-3 runs it (kZero3Block).
+    if (m.gpt && x.block)
+      for (int64_t n : items) out.push_back({kZero3Block, spec, static_cast<int>(u), n, n * unit_work(x), 0, 0});
   }
   return out;
 }
@@ -120,6 +123,29 @@ UnitPass time_unit(const UnitPoint& p, double seconds, int fixed) {
     return time_pass(
         seconds, fixed, [&](Graph& g) { return layernorm(g.leaf(x), g.leaf(gamma), g.leaf(beta)); },
         [&](Graph& g, const Var& y) { g.backward(y, seed); });
+  }
+  if (p.kind == kZero3Block) {
+    // One block alone, as parallel/zero3.cc runs it: a forward that records nothing, then
+    // (its backward) the forward again with recording and the backward at once, on the
+    // activations the re-run just wrote.
+    c.layers = std::max<int64_t>(c.layers, 1);
+    GptStage one(c, p.unit, p.unit + 1);
+    one.allocate(1);
+    one.init_gpt(1);
+    const int64_t tok = p.items * c.context;
+    Tensor x = Tensor::empty({tok, c.width}), seed = Tensor::empty({tok, c.width});
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      x.data()[i] = 0.5f * std::sin(0.37f * static_cast<float>(i));
+      seed.data()[i] = 1e-3f * std::cos(0.11f * static_cast<float>(i));
+    }
+    return time_pass(
+        seconds, fixed,
+        [&](Graph&) {
+          Graph none(nullptr, false);
+          one.forward_stage(none, none.input(x), {}, {}, p.items, c.context);
+          return Var();
+        },
+        [&](Graph& g, const Var&) { g.backward(one.forward_stage(g, g.leaf(x), {}, {}, p.items, c.context), seed); });
   }
   // A block is timed inside a stack of kStack blocks and charged 1/kStack of it: the
   // activations of several blocks (not one block's, hot in cache) are what training touches.

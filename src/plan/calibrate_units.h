@@ -6,7 +6,11 @@
 // - A unit kind is what plan/simulator.h's ModelSpec calls a unit: "mlp_layer" (one Linear
 //   layer of the MLP), "gpt_embedding", "gpt_block", "gpt_head"; and "gpt_layernorm", one
 //   layernorm (forward, backward) over a block's output, which tensor parallelism does not
-//   split (its work: items x context x width elements). Its WORK for a pass over
+//   split (its work: items x context x width elements); and kZero3Block, a GPT block run as
+//   ZeRO-3 runs it (parallel/zero3.h): alone, "forward" a pass that records nothing and
+//   "backward" the re-run forward with recording plus the backward, on activations still
+//   hot from that re-run (measured 6x128 GPT, 12 sequences: 5.2 + 12.9 ms a block, where
+//   the stacked block's forward + backward + forward again is ~21). Its WORK for a pass over
 //   `items` examples or sequences is items x (fwd_flops + out_elems) of the ModelSpec unit
 //   (unit_work()): FLOPs, plus the elements it writes so the embedding (no FLOPs) has a size.
 // - UnitFit is t = fixed_s + work x s_per_work + params x s_per_param: least squares with
@@ -28,7 +32,7 @@
 //   kept warm first (keep_heap_warm), as a training run's is.
 // - default_unit_points() are the shapes `dtrain bench calibrate` measures: the MLP
 //   784-256-128-10's three layers at 8, 16, 64 and 128 examples, and the GPT's embedding, block
-//   and head at widths 64 and 128 (heads 4 and 8, context 64) and 2, 6, 12 and 24 sequences.
+//   (also as kZero3Block) and head at widths 64 and 128 (heads 4 and 8, context 64) and 2, 6, 12 and 24 sequences.
 //   extra points come from `--models` (any mlp:/gpt: spec, at the same item counts).
 // - fit_units(points) groups the points by kind and fits each direction; memory is the
 //   least-squares slope through the origin of the heap bytes (base/heap_stats.h) the forward
@@ -49,6 +53,8 @@
 #include <nlohmann/json.hpp>
 
 namespace dtrain::plan {
+
+inline constexpr const char* kZero3Block = "gpt_block_zero3";
 
 struct UnitFit {
   double fixed_s = 0, s_per_work = 0;
