@@ -59,6 +59,10 @@ void Zero3Gpt::computed(const char* prefix, size_t unit, double t0) {
   if (instrument_) instrument_->compute(prefix + std::to_string(unit), t0, now_seconds());
 }
 
+void Zero3Gpt::comm_span(const char* name, double t0, int64_t bytes) {
+  instrument_->comm(0, name, t0, now_seconds(), bytes, "\"bytes\":" + std::to_string(bytes));
+}
+
 void Zero3Gpt::gather(Unit& u, std::vector<float>& full, bool count) {
   full.assign(static_cast<size_t>(u.per * ranks_), 0.0f);
   const float* mine = shard_params_.data() + u.soff;
@@ -66,7 +70,7 @@ void Zero3Gpt::gather(Unit& u, std::vector<float>& full, bool count) {
     const double t0 = now_seconds();
     allgather(*dp_, mine, full.data(), static_cast<size_t>(u.per), DType::kFloat32);
     if (count) comm_.add("allgather", u.per * ranks_ * 4, ranks_);
-    if (count && instrument_) instrument_->comm(0, "zero3.allgather", t0, now_seconds(), u.per * ranks_ * 4);
+    if (count && instrument_) comm_span("zero3.allgather", t0, u.per * ranks_ * 4);
   } else {
     std::copy_n(mine, u.per, full.data());
   }
@@ -79,7 +83,7 @@ void Zero3Gpt::reduce_grads(Unit& u, std::vector<float>& g) {
     const double t0 = now_seconds();
     reduce_scatter(*dp_, g.data(), mine, static_cast<size_t>(u.per), DType::kFloat32, ReduceOp::kSum);
     comm_.add("reduce_scatter", u.per * ranks_ * 4, ranks_);
-    if (instrument_) instrument_->comm(0, "zero3.reduce_scatter", t0, now_seconds(), u.per * ranks_ * 4);
+    if (instrument_) comm_span("zero3.reduce_scatter", t0, u.per * ranks_ * 4);
   } else {
     std::copy_n(g.data(), u.per, mine);
   }

@@ -82,6 +82,8 @@ class Zero3Gpt {
   Instrument* instrument_ = nullptr;
   // A compute span [t0, now] named prefix + unit (when instrumented).
   void computed(const char* prefix, size_t unit, double t0);
+  // A comm span [t0, now] on the training thread, its bytes also in the event's args.
+  void comm_span(const char* name, double t0, int64_t bytes);
 };
 
 }  // namespace dtrain

@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -46,6 +48,36 @@ TEST_F(TrainGptCli, RankKilledMidPipelineIsNamed) {
 nlohmann::json load_json(const std::string& path) {
   std::ifstream in(path);
   return nlohmann::json::parse(in);
+}
+
+// ZeRO-3 writes its timeline like every other layout: on both ranks, each unit's forward
+// and its re-run forward with backward, the head, the optimizer, and the all-gathers and
+// reduce-scatters with their bytes; the report counts that compute and communication.
+TEST_F(TrainGptCli, ZeroThreeRecordsItsTimeline) {
+  const std::string base = "/tmp/dtrain-gpt-zero3-" + std::to_string(::getpid());
+  auto r = testing::run_command(run_args("-n 2 --strategy zero --zero 3 --json " + base + ".json --trace " + base + "-t.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto t = load_json(base + "-t.json");
+  std::map<std::pair<int, std::string>, int> seen;
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    seen[{e["pid"].get<int>(), e["name"].get<std::string>()}]++;
+    if (e["cat"] == "comm") {
+      EXPECT_GT(e["args"]["bytes"].get<double>(), 0) << e.dump();
+    }
+  }
+  // Units: embedding 0, blocks 1-2, head 3.
+  for (int rank : {0, 1})
+    for (const char* name : {"F0", "F1", "F2", "head", "B2", "B1", "B0", "optimizer", "zero3.allgather", "zero3.reduce_scatter"})
+      EXPECT_GT(seen[std::make_pair(rank, std::string(name))], 0) << "rank " << rank << " has no " << name << " span";
+  EXPECT_EQ(seen[std::make_pair(0, std::string("F1"))], 6);  // one a step
+  const auto j = load_json(base + ".json");
+  for (const auto& rk : j["ranks"]) {
+    EXPECT_GT(rk["compute_seconds"].get<double>(), 0);
+    EXPECT_GT(rk["comm_bytes"].get<double>(), 0);
+  }
+  std::remove((base + ".json").c_str());
+  std::remove((base + "-t.json").c_str());
 }
 
 // The GPT checkpoints and resumes through the one trainer: a run whose rank 1 is killed when
