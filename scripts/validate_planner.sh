@@ -79,5 +79,7 @@ for n in $RANKS; do
   fi
   if [ "$n" -ge 4 ]; then
     run gpt-hybrid "$n" --strategy hybrid --dp 2 --tp 1 --pp $((n / 2)) --microbatches 4 "${GARGS[@]}" --batch 16
+    # tp inside a job whose ranks outnumber the cores (simulator.cc tp_block_ratio)
+    run gpt-hybrid-tp "$n" --strategy hybrid --dp $((n / 4)) --tp 2 --pp 2 --microbatches 4 "${GARGS[@]}" --batch 16
   fi
 done

@@ -190,8 +190,21 @@ Pass unit_pass(const Cluster& c, const Unit& u, double items, int tp, const std:
 struct TpRatio {
   double f = 1, b = 1;
 };
-TpRatio tp_block_ratio(const Cluster& c, const ModelSpec& m, double items, int tp) {
-  const TpBlockFigure* fig = tp > 1 ? c.tp_block_for(m.heads, m.width, m.context, tp) : nullptr;
+// job_ranks: the whole job's ranks. Where they outnumber the node's cores, a tp block's waits
+// are set by that crowding, not by its own degree: every f/g all-reduce waits until its
+// partners are scheduled among all the job's ranks. So the ratio comes from the block timed
+// at the job's rank count (the largest timed degree up to it), applied to this degree's
+// formula. Measured on 2 cores (plan_quality, 2026-11-26): hybrid dp2 tp2 pp2 gpipe m4 at 8
+// ranks 197 ms, predicted 136 with the tp-2 figure (timed alone on 2 ranks) and 200 with the
+// 8-rank one; dp1 tp2 pp4 interleavedx2 m8 200 ms, 138 -> 203; at 4 ranks dp1 tp2 pp2
+// gpipe m4 85 ms, 67 -> 78.
+TpRatio tp_block_ratio(const Cluster& c, const ModelSpec& m, double items, int tp, int job_ranks) {
+  if (tp <= 1) return {};
+  const int on_node = c.ranks_on_node(job_ranks);
+  if (on_node > c.cores_per_node && on_node > tp)
+    for (int d = on_node; d > tp; --d)
+      if (c.tp_block_for(m.heads, m.width, m.context, d)) return tp_block_ratio(c, m, items, d, d);
+  const TpBlockFigure* fig = c.tp_block_for(m.heads, m.width, m.context, tp);
   if (!fig) return {};
   // The model's own block when the shape is the timed one (the same cost line), else the
   // timed shape's.
@@ -543,7 +556,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
   // dtrain's ZeRO-3 (parallel/zero3.h) re-runs each unit's forward in backward, keeping unit
   // inputs only: activation recompute, whatever --recompute says.
   const bool recompute = l.recompute || l.zero >= 3;
-  const TpRatio tpr = tp_block_ratio(c, m, items, l.tp);
+  const TpRatio tpr = tp_block_ratio(c, m, items, l.tp, l.dp * l.tp * l.pp);
   std::vector<Piece> pieces(cut.size() - 1);
   for (size_t k = 0; k + 1 < cut.size(); ++k) {
     Piece& pc = pieces[k];

@@ -349,6 +349,28 @@ TEST(Simulator, TimedTensorParallelBlocksScaleTheSplitFormula) {
   EXPECT_DOUBLE_EQ(simulate(wider, tp2, c, 8).step_s, simulate(wider, tp2, none, 8).step_s);
 }
 
+// A tp group inside a job whose ranks outnumber the cores waits as the job's crowding
+// dictates: its blocks take the ratio of the block timed at the job's rank count (8 here),
+// not of the one timed alone at its own degree. With a core per rank its own degree's.
+// (Four ranks here: the test model's 4 heads allow tp up to 4.)
+TEST(Simulator, TensorParallelInACrowdedJobTakesTheJobsTimedBlock) {
+  ModelSpec m = ModelSpec::parse(kGpt);
+  const Layout hybrid{.strategy = "hybrid", .dp = 1, .tp = 2, .pp = 2, .micro = 2};
+  const std::string shape = "gpt:layers=1,heads=4,width=64,context=32";
+  auto with = [&](int cores, double k2, double k4) {
+    Cluster c = ideal(cores);
+    c.tp_blocks = tp_figure(shape, 2, k2);
+    for (auto& f : tp_figure(shape, 4, k4)) c.tp_blocks.push_back(f);
+    return simulate(m, hybrid, c, 16).step_s;
+  };
+  // Two cores, four ranks: the 4-rank figure decides, the 2-rank one does not.
+  EXPECT_DOUBLE_EQ(with(2, 1, 3), with(2, 2, 3));
+  EXPECT_GT(with(2, 1, 3), with(2, 1, 2));
+  // Four cores: the other way round.
+  EXPECT_DOUBLE_EQ(with(4, 2, 1), with(4, 2, 3));
+  EXPECT_GT(with(4, 3, 1), with(4, 2, 1));
+}
+
 TEST(Simulator, SlotAllReduceKeepsNoModelSizedBuffer) {
   ModelSpec m = ModelSpec::parse("mlp:784-256-128-10");
   const double bytes = m.params() * 4;
