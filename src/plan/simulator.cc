@@ -592,14 +592,15 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
         pc.transient = std::max(pc.transient, uc->peak_b(me) * items);
       } else if (measured) {
         // A tensor-parallel block keeps much of what it keeps unsplit (the f/g copies, the
-        // replicated LayerNorm and residual tensors and their gradients). Measured here on the
-        // 6x128 GPT (docs/PLANNER.md's gpt-tp rows): the activation heap at tp 2 / 4 / 8 is
-        // 92.2 / 76.5 / 68.8 MB, i.e. 60.8 + 62.8 / tp. Against the calibrated tp-1 footprint
-        // a kTpWhole of 0.65 puts the three rows at -4.4 / +3.0 / +7.9% (0.7, fitted earlier
-        // to two noisier points, over-predicted tp 8 by 14%); the closed form's 4sbh :
-        // (12sbh + as^2b)/t would split 0.8.
-        constexpr double kTpWhole = 0.65;
-        const double share = x.block ? kTpWhole + (1 - kTpWhole) / l.tp : 1.0;
+        // replicated LayerNorm and residual tensors and their gradients), and more than a
+        // tp-1 block would: measured here on the 6x128 GPT (docs/PLANNER.md's gpt-tp rows),
+        // the activation heap at tp 2 / 4 / 8 is 92.2 / 76.5 / 68.8 MB, i.e. 60.8 + 62.8 / tp,
+        // against 106.3 calibrated at tp 1 (so the line's 123.6 at tp = 1 is 16% above it).
+        // As shares of the calibrated footprint: 0.572 + 0.591 / tp from tp 2 on, exact at
+        // the three rows. (A share of 0.65 + 0.35 / tp, which is 1 at tp 1, put them at -4.4 /
+        // +3.0 / +7.9%, and tp 2 inside a pipeline, the gpt-hybrid-tp rows, at -4.9 / -7.6%.)
+        constexpr double kTpKept = 0.572, kTpSplit = 0.591;
+        const double share = x.block && l.tp > 1 ? kTpKept + kTpSplit / l.tp : 1.0;
         pc.act += uc->act_b(me) * items * share;
         // Gradients of the activations stay until the graph goes: the live micro-batch in
         // backward holds the whole high-water mark.
