@@ -67,8 +67,8 @@ const std::vector<SettingInfo> kTable = {
      "world (CollConfig)"},
     {"DTRAIN_SHM_CORES", T::kChoice, "probe",
      "how close two ranks' cores are (probe: a cache line's round trip when the communicator starts); far apart, the "
-     "2-rank all-gather, reduce-scatter and broadcast skip the slots and the all-reduce takes them from 8M, close from "
-     "256K",
+     "2-rank collectives skip the shared-memory slots at every size; close, the all-reduce takes them from 256K and "
+     "the all-gather and reduce-scatter at every size",
      "world (CollConfig)", "probe|close|far"},
     {"DTRAIN_CALIBRATION", T::kPath, "~/.cache/dtrain/calibration.json",
      "cost-model calibration file (written by dtrain bench calibrate)", "world (CollConfig), plan, bench"},
