@@ -35,8 +35,6 @@ uint64_t hash_counts(const std::vector<size_t>& counts) {
 }  // namespace
 
 namespace {
-constexpr size_t kSmallAllreduceBytes = size_t{64} << 10;
-
 // The shared-memory fast paths need a ShmContext. Unless the caller passed one, the
 // communicator keeps one (built with it, coll/communicator.cc) whenever its transport is shm
 // and DTRAIN_SHM_CONTEXT is not 0 (the default).
@@ -57,12 +55,10 @@ Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t cou
   const size_t bytes = count * dtype_size(t);
   DT_CHECK(!opts.shm || opts.shm->serves(comm), InvalidArgument,
            "allreduce: the options' ShmContext belongs to another communicator");
-  // A buffer that fits the context's slot is one shared-memory phase, which auto always
-  // prefers; that choice is made here without consulting the cost model (it is the whole
-  // cost of a small call otherwise).
-  // (At most 64 KiB: every rank reads every slot, p x bytes each, which beyond that costs more
-  // than shm_direct's one read of each peer's slice.)
-  const bool fits_slot = opts.shm && bytes <= std::min(opts.shm->slot_bytes(), kSmallAllreduceBytes) && comm.size() > 1;
+  // A buffer up to ShmContext::small_allreduce_bytes() is one shared-memory phase, which auto
+  // always prefers; that choice is made here without consulting the cost model (it is the
+  // whole cost of a small call otherwise).
+  const bool fits_slot = opts.shm && bytes <= opts.shm->small_allreduce_bytes() && comm.size() > 1;
   Algorithm a = fits_slot && opts.algorithm == Algorithm::kAuto && !config_forces_algorithm(comm.coll_config(), CollOp::kAllreduce)
                     ? Algorithm::kShmDirect
                     : resolve_algorithm(CollOp::kAllreduce, opts.algorithm, comm, bytes, opts);

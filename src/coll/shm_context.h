@@ -30,6 +30,7 @@
 // Thread-safety: one collective at a time per context, like the communicator.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -100,6 +101,17 @@ class ShmContext {
   void set_cross_memory_reads(bool ok) { cross_memory_reads_ = ok ? 1 : 0; }
 
   void allreduce_small(void* buf, size_t count, DType t, ReduceOp op, const Fingerprint& fp, const Deadline& deadline);
+  // Up to how many bytes an all-reduce is allreduce_small's one phase (coll/collectives.cc):
+  // every rank reads every slot, p x bytes each, which beyond 64 KiB costs more than
+  // shm_direct's one read of each peer's slice, and beyond 16 KiB already with the two cores
+  // far apart (2 ranks, EPYC VM, 8-byte round trip 0.3-0.4 us, two interleaved rounds: 32 KiB
+  // 9.8-10.0 us in one phase against 7.9-8.3 us through the reads, 64 KiB 13.7-14.4 against
+  // 9.5-10.1; 16 KiB 5.5 against 6.9). Never more than the slot.
+  size_t small_allreduce_bytes() const {
+    return std::min(slot_bytes_, cores_far_ ? kSmallAllreduceFarBytes : kSmallAllreduceBytes);
+  }
+  static constexpr size_t kSmallAllreduceBytes = size_t{64} << 10;
+  static constexpr size_t kSmallAllreduceFarBytes = size_t{16} << 10;
 
   // From how many bytes an all-reduce with a core per rank takes the slots: decided once, at
   // construction, by a round-trip probe between two ranks (kSlotsAllreduceCloseMinBytes when
@@ -143,6 +155,17 @@ class ShmContext {
   int64_t round_trip_ns_ = 0;
   void probe_peers(const Deadline& deadline);
 };
+
+// Whether the shared-memory direct algorithm of `op` (kShmDirect) carries a call of `bytes`
+// through ctx's slots rather than cross-memory reads: the choice coll/shm_direct.cc makes (it
+// calls this), for reports (`dtrain bench collectives` prints it). ctx null: never. A
+// broadcast or all-reduce takes the slots when ranks outnumber the cores; with a core per
+// rank the all-reduce from slots_allreduce_min_bytes() (an all-reduce up to
+// small_allreduce_bytes() never gets here: it is one phase through the slots, decided by
+// coll/collectives.cc), the broadcast up to 256 KiB, the
+// all-gather and reduce-scatter at every size, none of them when cores_far(); always up to
+// CollConfig::shm_slots_bytes.
+bool shm_direct_takes_slots(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes);
 
 // A window (MPI_Win_allocate_shared's shape): a buffer of `bytes` per rank in shared memory
 // that every rank of the host maps. Collective over comm, through the store only, like

@@ -211,24 +211,36 @@ void reduce_slice(Call& c, const std::vector<Peer>& peers, size_t lo, size_t n, 
   }
 }
 
-// Whether an all-reduce of `bytes` goes through the slots (allreduce_shm_direct says why).
-bool allreduce_takes_slots(Call& c, const ShmContext* ctx, size_t bytes) {
-  return ctx && (ctx->oversubscribed() || bytes >= ctx->slots_allreduce_min_bytes()) &&
-         bytes <= c.comm().coll_config().shm_slots_bytes;
-}
-
-// Whether an all-gather or reduce-scatter of `bytes` goes through the slots: every size the
-// slots carry, unless the context's probe found the two ranks' cores far apart. Then, at 2
-// ranks on the EPYC VM (bench collectives, 8-byte round trip 0.30-0.41 us, two interleaved
-// rounds each), the cross-memory reads were faster at every size from 64 KiB to 256 MiB:
-// all-gather 5.8 against 9.3-10.1 us at 64 KiB, 11.3 against 24-27 us at 256 KiB, 1.25-1.5x
-// from 1 MiB; reduce-scatter 6.5 against 9.9-10.6 us at 64 KiB, 1.2-1.9x above. With the
-// cores close the slots were 1.3-1.9x ahead (docs/PERFORMANCE.md, 2026-11-25 02:21).
-bool gather_takes_slots(Call& c, const ShmContext* ctx, size_t bytes) {
-  return ctx && bytes <= c.comm().coll_config().shm_slots_bytes && !ctx->cores_far();
-}
 
 }  // namespace
+
+}  // namespace dtrain::algo
+
+namespace dtrain {
+
+// The path choice (declared in coll/shm_context.h). All-reduce: allreduce_shm_direct says
+// why. All-gather and reduce-scatter: every size the slots carry, unless the context's probe
+// found the two ranks' cores far apart. Then, at 2 ranks on the EPYC VM (bench collectives,
+// 8-byte round trip 0.30-0.41 us, two interleaved rounds each), the cross-memory reads were
+// faster at every size from 64 KiB to 256 MiB: all-gather 5.8 against 9.3-10.1 us at 64 KiB,
+// 11.3 against 24-27 us at 256 KiB, 1.25-1.5x from 1 MiB; reduce-scatter 6.5 against
+// 9.9-10.6 us at 64 KiB, 1.2-1.9x above. With the cores close the slots were 1.3-1.9x ahead
+// (docs/PERFORMANCE.md, 2026-11-25 02:21). Broadcast: broadcast_shm_direct says why.
+bool shm_direct_takes_slots(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes) {
+  if (!ctx || bytes > comm.coll_config().shm_slots_bytes) return false;
+  switch (op) {
+    case CollOp::kAllreduce: return ctx->oversubscribed() || bytes >= ctx->slots_allreduce_min_bytes();
+    case CollOp::kAllgather:
+    case CollOp::kReduceScatter: return !ctx->cores_far();
+    case CollOp::kBroadcast:
+      return ctx->oversubscribed() || (bytes <= algo::kPipelinedBroadcastBytes && !ctx->cores_far());
+    default: return false;
+  }
+}
+
+}  // namespace dtrain
+
+namespace dtrain::algo {
 
 void allreduce_shm_direct(Call& c, const char* send, char* buf, size_t n, ShmContext* ctx) {
   const int p = c.size(), me = c.rank();
@@ -249,7 +261,7 @@ void allreduce_shm_direct(Call& c, const char* send, char* buf, size_t n, ShmCon
   // a core per rank they take the calls from kSlotsAllreduceCloseMinBytes where the context's
   // probe found the two cores close, and never (kSlotsAllreduceFarMinBytes) where it found
   // them far apart.
-  if (allreduce_takes_slots(c, ctx, n * es)) return allreduce_slots(c, send, buf, n, *ctx);
+  if (shm_direct_takes_slots(CollOp::kAllreduce, c.comm(), ctx, n * es)) return allreduce_slots(c, send, buf, n, *ctx);
   Phases phases(c, ctx);
   std::vector<Peer> peers;
   if (!phases.share(send, peers, buf)) {
@@ -277,7 +289,7 @@ bool allreduce_apply_shm_direct(Call& c, const char* send, char* recv, const Blo
                                 ShmContext* ctx) {
   const int me = c.rank();
   const size_t bytes = b.total() * c.elem();
-  if (allreduce_takes_slots(c, ctx, bytes)) {
+  if (shm_direct_takes_slots(CollOp::kAllreduce, c.comm(), ctx, bytes)) {
     allreduce_apply_slots(c, send, recv, b, apply, *ctx);
     return true;
   }
@@ -299,7 +311,7 @@ void allgather_shm_direct(Call& c, char* buf, const char* mine, const Blocks& b,
   const size_t es = c.elem();
   char* my_block = buf + b.off[me] * es;
   if (p == 1 || b.total() == 0) return copy_bytes_if_apart(my_block, mine, b.len(me) * es);
-  if (gather_takes_slots(c, ctx, b.total() * es)) return allgather_slots(c, buf, mine, b, *ctx);
+  if (shm_direct_takes_slots(CollOp::kAllgather, c.comm(), ctx, b.total() * es)) return allgather_slots(c, buf, mine, b, *ctx);
   Phases phases(c, ctx);
   std::vector<Peer> peers;
   if (!phases.share(mine, peers)) {
@@ -333,9 +345,7 @@ void broadcast_shm_direct(Call& c, char* buf, size_t n, int root, ShmContext* ct
   // probe) not even that: there the reads took 4.7-4.9 us at 64 KiB and 8.4-8.7 us at 256 KiB
   // against the slots' 12.4-13.6 and 26.5-26.9.
   const size_t bytes = n * c.elem();
-  if (ctx && bytes <= c.comm().coll_config().shm_slots_bytes &&
-      (ctx->oversubscribed() || (bytes <= kPipelinedBroadcastBytes && !ctx->cores_far())))
-    return broadcast_slots(c, buf, n, root, *ctx);
+  if (shm_direct_takes_slots(CollOp::kBroadcast, c.comm(), ctx, bytes)) return broadcast_slots(c, buf, n, root, *ctx);
   Phases phases(c, ctx);
   std::vector<Peer> peers;
   if (!phases.share(buf, peers)) return broadcast_binomial(c, buf, n, root, kPhase);
@@ -362,7 +372,7 @@ void broadcast_shm_direct(Call& c, char* buf, size_t n, int root, ShmContext* ct
 bool reduce_scatter_shm_direct(Call& c, const char* send, char* out, const Blocks& b, ShmContext* ctx) {
   const int me = c.rank();
   if (b.total() == 0) return true;
-  if (gather_takes_slots(c, ctx, b.total() * c.elem())) {
+  if (shm_direct_takes_slots(CollOp::kReduceScatter, c.comm(), ctx, b.total() * c.elem())) {
     reduce_scatter_slots(c, send, out, b, *ctx);
     return true;
   }

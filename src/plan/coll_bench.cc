@@ -324,6 +324,12 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
         CollBenchRow row;
         row.op = coll_op_name(op);
         row.algo = algorithm_name(used);
+        if (used == Algorithm::kShmDirect) {
+          const ShmContext* eff = ctx ? ctx.get() : c.shm_context();
+          const size_t call = pt.total * es;
+          const bool one_phase = op == CollOp::kAllreduce && eff && call <= eff->small_allreduce_bytes();
+          row.path = one_phase || shm_direct_takes_slots(op, c, eff, call) ? "slots" : "reads";
+        }
         row.transport = kind;
         row.type = dtype_name(cfg.dtype);
         row.redop = (op == CollOp::kAllreduce || op == CollOp::kReduce || op == CollOp::kReduceScatter)
@@ -357,8 +363,9 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
             std::snprintf(pred, sizeof pred, "%.1f", row.predicted_us);
             std::snprintf(err, sizeof err, "%.0f%%", row.time_us > 0 ? (row.predicted_us - row.time_us) / row.time_us * 100 : 0);
           }
+          const std::string algo = row.path.empty() ? row.algo : row.algo + "/" + row.path;
           std::printf("%12zu %12zu %9s %6s %5d %18s %11.2f %8.3f %8.3f %7s %10s %7s %5s\n", row.size_bytes, row.count,
-                      row.type.c_str(), row.redop.c_str(), row.root, row.algo.c_str(), row.time_us, row.algbw_gbps,
+                      row.type.c_str(), row.redop.c_str(), row.root, algo.c_str(), row.time_us, row.algbw_gbps,
                       row.busbw_gbps, wrong < 0 ? "N/A" : std::to_string(wrong).c_str(), pred, err,
                       row.predicted_from.c_str());
           std::fflush(stdout);
@@ -405,6 +412,7 @@ std::string rows_to_json(const std::vector<CollBenchRow>& rows) {
   for (const auto& r : rows)
     out.push_back({{"op", r.op},
                    {"algo", r.algo},
+                   {"path", r.path},
                    {"transport", r.transport},
                    {"world_size", r.world_size},
                    {"type", r.type},

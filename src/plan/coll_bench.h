@@ -58,6 +58,9 @@ struct CollBenchConfig {
 
 struct CollBenchRow {
   std::string op, algo, transport, type, redop;
+  // shm_direct's path: "slots" (the context's shared-memory slots) or "reads" (cross-memory
+  // reads of the peers' buffers), coll/shm_context.h shm_direct_takes_slots; "" otherwise.
+  std::string path;
   int world_size = 0, root = -1;
   size_t size_bytes = 0, count = 0;
   double time_us = 0, algbw_gbps = 0, busbw_gbps = 0, predicted_us = 0;

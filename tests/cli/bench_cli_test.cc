@@ -45,6 +45,12 @@ TEST(BenchCollectivesCli, AllAlgorithmsCheckedWithJsonRows) {
     EXPECT_EQ(row["transport"], "shm");
     EXPECT_GT(row["time_us"].get<double>(), 0);
     algos.insert(row["op"].get<std::string>() + "/" + row["algo"].get<std::string>());
+    // shm_direct says which of its two paths carried the call; other algorithms have none.
+    if (row["algo"] == "shm_direct") {
+      EXPECT_TRUE(row["path"] == "slots" || row["path"] == "reads") << row.dump();
+    } else {
+      EXPECT_EQ(row["path"], "") << row.dump();
+    }
   }
   for (const char* want : {"allreduce/ring", "allreduce/tree", "allreduce/halving_doubling", "allreduce/shm_direct",
                            "allgather/bruck", "reducescatter/halving_doubling", "broadcast/chain"})

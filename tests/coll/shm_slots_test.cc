@@ -122,6 +122,22 @@ TEST(ShmSlots, StatedCoreDistanceSkipsTheProbeAndEveryPathIsExact) {
       EXPECT_EQ(ctx.cores_far(), d == CoreDistance::kFar);
       EXPECT_EQ(ctx.slots_allreduce_min_bytes(),
                 d == CoreDistance::kFar ? kSlotsAllreduceFarMinBytes : kSlotsAllreduceCloseMinBytes);
+      EXPECT_EQ(ctx.small_allreduce_bytes(), 1024u);  // never more than the slot
+      {
+        ShmContext big(c, 64 << 10);
+        EXPECT_EQ(big.small_allreduce_bytes(), d == CoreDistance::kFar ? ShmContext::kSmallAllreduceFarBytes
+                                                                        : ShmContext::kSmallAllreduceBytes);
+        // Either side of the far threshold, through the communicator's default choice.
+        for (size_t n : {ShmContext::kSmallAllreduceFarBytes / 4, ShmContext::kSmallAllreduceFarBytes / 4 + 1000}) {
+          AllreduceOptions o;
+          o.shm = &big;
+          auto in = testing::input(DType::kInt32, c.rank(), n);
+          std::vector<char> out(in.size());
+          allreduce(c, in.data(), out.data(), n, DType::kInt32, ReduceOp::kSum, o);
+          ASSERT_EQ(testing::compare(out, testing::expected_reduce(DType::kInt32, 2, n, ReduceOp::kSum), DType::kInt32), "")
+              << "n=" << n;
+        }
+      }
       const DType t = DType::kFloat32;
       for (size_t n : {size_t{1}, size_t{300}, size_t{20000}}) {
         auto mine = testing::input(t, c.rank(), n);
