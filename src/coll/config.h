@@ -34,7 +34,7 @@ struct ForcedAlgorithm {
 // With a core per rank and the cores far apart, an all-reduce never takes the shared-memory
 // slots (the cross-memory path at every size: coll/shm_direct.cc has the measurements; the
 // threshold was 8 MiB until the far mode measured the slots 1.4-1.7x slower at 8-32 MiB
-// too). The planner prices the paths' memory by the same threshold (plan/simulator.cc).
+// too). The planner prices the paths' memory as for cores far apart (plan/simulator.cc).
 inline constexpr size_t kSlotsAllreduceFarMinBytes = std::numeric_limits<size_t>::max();
 // ... and from this size where two ranks measured each other close (ShmContext's probe: a
 // cache line's round trip under kCloseRoundTripNs): there the slots were 1.3-1.9x faster

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 #include <set>
+#include <utility>
 
 #include <malloc.h>
 
@@ -97,6 +98,17 @@ UnitPass time_pass(double seconds, int fixed, Fwd&& fwd, Bwd&& bwd) {
   return {median(fs), median(bs), act, peak};
 }
 
+// A block's input and output gradient for `tok` tokens of `width`: values that vary along a
+// row (a constant row would make LayerNorm's variance zero).
+std::pair<Tensor, Tensor> varying_inputs(int64_t tok, int64_t width) {
+  Tensor x = Tensor::empty({tok, width}), seed = Tensor::empty({tok, width});
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    x.data()[i] = 0.5f * std::sin(0.37f * static_cast<float>(i));
+    seed.data()[i] = 1e-3f * std::cos(0.11f * static_cast<float>(i));
+  }
+  return {std::move(x), std::move(seed)};
+}
+
 }  // namespace
 
 UnitPass time_unit(const UnitPoint& p, double seconds, int fixed) {
@@ -114,11 +126,7 @@ UnitPass time_unit(const UnitPoint& p, double seconds, int fixed) {
   GptConfig c = GptConfig::parse(p.spec, 65);
   if (p.kind == "gpt_layernorm") {
     const int64_t tok = p.items * c.context;
-    Tensor x = Tensor::empty({tok, c.width}), seed = Tensor::empty({tok, c.width});
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      x.data()[i] = 0.5f * std::sin(0.37f * static_cast<float>(i));
-      seed.data()[i] = 1e-3f * std::cos(0.11f * static_cast<float>(i));
-    }
+    auto [x, seed] = varying_inputs(tok, c.width);
     Tensor gamma = Tensor::full({c.width}, 1.0f), beta = Tensor::full({c.width}, 0.0f);
     return time_pass(
         seconds, fixed, [&](Graph& g) { return layernorm(g.leaf(x), g.leaf(gamma), g.leaf(beta)); },
@@ -133,11 +141,7 @@ UnitPass time_unit(const UnitPoint& p, double seconds, int fixed) {
     one.allocate(1);
     one.init_gpt(1);
     const int64_t tok = p.items * c.context;
-    Tensor x = Tensor::empty({tok, c.width}), seed = Tensor::empty({tok, c.width});
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      x.data()[i] = 0.5f * std::sin(0.37f * static_cast<float>(i));
-      seed.data()[i] = 1e-3f * std::cos(0.11f * static_cast<float>(i));
-    }
+    auto [x, seed] = varying_inputs(tok, c.width);
     return time_pass(
         seconds, fixed,
         [&](Graph&) {
@@ -157,12 +161,7 @@ UnitPass time_unit(const UnitPoint& p, double seconds, int fixed) {
   const int64_t tok = p.items * c.context;
   std::vector<int32_t> ids(static_cast<size_t>(tok));
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 7) % static_cast<size_t>(c.vocab));
-  // Inputs that vary along a row (a constant row would make LayerNorm's variance zero).
-  Tensor x = Tensor::empty({tok, c.width}), seed = Tensor::empty({tok, c.width});
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    x.data()[i] = 0.5f * std::sin(0.37f * static_cast<float>(i));
-    seed.data()[i] = 1e-3f * std::cos(0.11f * static_cast<float>(i));
-  }
+  auto [x, seed] = varying_inputs(tok, c.width);
   if (p.kind == "gpt_embedding")
     return time_pass(
         seconds, fixed, [&](Graph& g) { return stage.forward_stage(g, Var(), ids, {}, p.items, c.context); },

@@ -330,14 +330,14 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     else if (s == "fedavg") copies = 4;
     // Beyond two ranks the all-reduce's ring keeps a receive buffer of the model's size
     // (measured: +1.4 copies from 2 to 4 ranks, flat from 4 to 8), except where it goes
-    // through the shared-memory slots instead (every rank on one node, more ranks than cores
-    // or, with the cores close, a call of 256 KiB or more: coll/shm_direct.cc; the planner
-    // assumes them far apart, where they never do), which keep nothing of the model's size
+    // through the shared-memory slots instead (every rank on one node and more ranks than
+    // cores; with a core per rank only where two ranks' cores are close, coll/shm_direct.cc,
+    // and the planner assumes them far apart), which keep nothing of the model's size
     // (measured 4 and 8 ranks: exactly one copy less, 5.37 -> 4.43 MB). Gossip's
     // neighbour exchange is not an all-reduce (its inboxes are counted above).
     const double call_b = s == "ddp" && l.bucket_mb > 0 ? std::min(bytes, l.bucket_mb * (1 << 20)) : bytes;
     const bool slots = c.ranks_on_node(workers) >= workers && call_b <= kShmSlotsBytes &&
-                       (c.ranks_on_node(workers) > c.cores_per_node || call_b >= static_cast<double>(kSlotsAllreduceFarMinBytes));
+                       c.ranks_on_node(workers) > c.cores_per_node;
     if (workers > 2 && s != "ps" && s != "single" && s != "gossip" && !slots && !(s == "ddp" && workers > 1 &&
                                                                                  c.ranks_on_node(workers) >= workers))
       copies += 1;
