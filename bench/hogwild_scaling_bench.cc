@@ -5,7 +5,8 @@
 // training examples/s (only run_epoch is timed: no loading, no evaluation), its speedup over
 // one thread of the same method and over serial SGD (plain hogwild, 1 thread), and the test
 // accuracy and loss after the last run, and the cores the runs got (process CPU time over wall
-// time, median): a 2-thread run that got 1.3 cores was measured on a busy machine. Not a Google Benchmark: its own main.
+// time, median): a 2-thread run that got 1.3 cores was measured on a busy machine. Not a
+// Google Benchmark: its own main.
 //
 //   export DTRAIN_DATA_DIR=../shared/data
 //   build/bin/hogwild_scaling_bench --data news20 --model softmax --normalize --lr 0.5 --epochs 10 --reps 5
@@ -14,10 +15,14 @@
 //
 // Why many epochs per run: one news20 epoch lasts ~30 ms and an a9a epoch ~5 ms, too short to
 // time one by one on a shared machine; a run of E epochs is timed as a whole.
+//
+// --each prints every run as it ends (a configuration whose runs differ by rep, not by
+// noise, shows there: two threads' scratch on one cache line made every run after a
+// process's first 35% slower, parallel/hogwild_hot.cc).
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -33,7 +38,7 @@ namespace {
 
 struct Options {
   std::string data = "news20", model = "softmax", methods = "hogwild,hogwild-lock,hogwild-hot", threads = "1,2";
-  bool normalize = false, average = true;
+  bool normalize = false, average = true, each = false;
   float lr = 0.5f;
   int64_t epochs = 10, reps = 5, batch = 1, hot_features = -1, merge_every = 4096;
 };
@@ -58,18 +63,20 @@ Options parse(int argc, char** argv) {
     else if (a == "--methods") o.methods = value();
     else if (a == "--threads") o.threads = value();
     else if (a == "--normalize") o.normalize = true;
+    else if (a == "--each") o.each = true;
     else if (a == "--hot-merge") {
       const std::string v = value();
       if (v != "average" && v != "sum") throw std::runtime_error("--hot-merge takes average or sum, not '" + v + "'");
       o.average = v == "average";
-    }
-    else if (a == "--lr") o.lr = std::stof(value());
+    } else if (a == "--lr") o.lr = std::stof(value());
     else if (a == "--epochs") o.epochs = std::stoll(value());
     else if (a == "--reps") o.reps = std::stoll(value());
     else if (a == "--batch") o.batch = std::stoll(value());
     else if (a == "--hot-features") o.hot_features = std::stoll(value());
     else if (a == "--merge-every") o.merge_every = std::stoll(value());
-    else throw std::runtime_error("unknown option '" + a + "' (see the comment at the top of bench/hogwild_scaling_bench.cc)");
+    else
+      throw std::runtime_error("unknown option '" + a +
+                               "' (see the comment at the top of bench/hogwild_scaling_bench.cc)");
   }
   if (o.epochs < 1 || o.reps < 1 || o.batch < 1) throw std::runtime_error("--epochs, --reps and --batch must be >= 1");
   return o;
@@ -97,10 +104,13 @@ struct Result {
 
 std::unique_ptr<dtrain::ModelStrategy> make(const std::string& method, int threads, dtrain::TrainableModel& model,
                                             const float* lr, const Options& o) {
-  if (method == "hogwild") return std::make_unique<dtrain::Hogwild>(model, lr, threads, dtrain::Hogwild::Mode::kLockFree);
-  if (method == "hogwild-lock") return std::make_unique<dtrain::Hogwild>(model, lr, threads, dtrain::Hogwild::Mode::kLocked);
+  if (method == "hogwild")
+    return std::make_unique<dtrain::Hogwild>(model, lr, threads, dtrain::Hogwild::Mode::kLockFree);
+  if (method == "hogwild-lock")
+    return std::make_unique<dtrain::Hogwild>(model, lr, threads, dtrain::Hogwild::Mode::kLocked);
   if (method == "hogwild-hot")
-    return std::make_unique<dtrain::HogwildHot>(model, lr, dtrain::HogwildHotOptions{threads, o.hot_features, o.merge_every, o.average});
+    return std::make_unique<dtrain::HogwildHot>(
+        model, lr, dtrain::HogwildHotOptions{threads, o.hot_features, o.merge_every, o.average});
   throw std::runtime_error("unknown method '" + method + "' (hogwild, hogwild-lock, hogwild-hot)");
 }
 
@@ -117,10 +127,12 @@ int main(int argc, char** argv) try {
   std::vector<std::pair<std::string, int>> configs;
   for (const auto& m : split_list(o.methods))
     for (const auto& t : split_list(o.threads)) configs.emplace_back(m, std::stoi(t));
-  std::printf("hogwild_scaling_bench: %s (%lld train x %lld features, %lld test), %s, lr %g, batch %lld, %lld epochs per run, %lld reps\n",
-              o.data.c_str(), static_cast<long long>(split.train.rows), static_cast<long long>(split.train.cols),
-              static_cast<long long>(split.test.rows), o.model.c_str(), o.lr, static_cast<long long>(o.batch),
-              static_cast<long long>(o.epochs), static_cast<long long>(o.reps));
+  std::printf(
+      "hogwild_scaling_bench: %s (%lld train x %lld features, %lld test), %s, lr %g, batch %lld, %lld epochs per run, "
+      "%lld reps\n",
+      o.data.c_str(), static_cast<long long>(split.train.rows), static_cast<long long>(split.train.cols),
+      static_cast<long long>(split.test.rows), o.model.c_str(), o.lr, static_cast<long long>(o.batch),
+      static_cast<long long>(o.epochs), static_cast<long long>(o.reps));
   std::printf("load average at start: %s\n", loadavg().c_str());
   std::map<std::pair<std::string, int>, Result> results;
   for (int64_t rep = 0; rep < o.reps; ++rep)
@@ -141,6 +153,9 @@ int main(int argc, char** argv) try {
       r.cores.push_back((cpu_seconds() - cpu0) / seconds);
       r.test = model->evaluate(split.test.rows > 0 ? split.test : split.train);
       r.describe = s->describe();
+      if (o.each)
+        std::printf("run %s x%d rep %lld: %.0f ex/s, %.2f cores\n", cfg.first.c_str(), cfg.second,
+                    static_cast<long long>(rep), r.rates.back(), r.cores.back());
     }
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -148,7 +163,9 @@ int main(int argc, char** argv) try {
   };
   const auto serial_it = results.find({"hogwild", 1});
   const double serial = serial_it != results.end() ? median(serial_it->second.rates) : 0.0;
-  std::printf("\n| method | threads | examples/s (median) | min - max | vs 1 thread, same method | vs serial SGD | cores used | test acc | test loss |\n");
+  std::printf(
+      "\n| method | threads | examples/s (median) | min - max | vs 1 thread, same method | vs serial SGD | cores used "
+      "| test acc | test loss |\n");
   std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (const auto& cfg : configs) {
     const Result& r = results[cfg];
@@ -158,8 +175,8 @@ int main(int argc, char** argv) try {
     std::printf("| %s | %d | %.0f | %.0f - %.0f | %s | %s | %.2f | %.4f | %.4f |\n", cfg.first.c_str(), cfg.second, m,
                 *std::min_element(r.rates.begin(), r.rates.end()), *std::max_element(r.rates.begin(), r.rates.end()),
                 base > 0 ? (std::to_string(m / base).substr(0, 4) + "x").c_str() : "-",
-                serial > 0 ? (std::to_string(m / serial).substr(0, 4) + "x").c_str() : "-", median(r.cores), r.test.accuracy(),
-                r.test.loss);
+                serial > 0 ? (std::to_string(m / serial).substr(0, 4) + "x").c_str() : "-", median(r.cores),
+                r.test.accuracy(), r.test.loss);
   }
   for (const auto& cfg : configs)
     if (cfg.first == "hogwild-hot" && cfg.second > 1) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/aligned.h"
 #include "base/error.h"
 
 namespace dtrain {
@@ -35,8 +36,10 @@ LossAcc Hogwild::run_stream_sparse(std::span<const int64_t> stream, int64_t batc
   const data::Dataset& ds = model_.train_set();
   float* w = model_.params().data();
   const int k = m.outputs();
-  std::vector<float> scores(static_cast<size_t>(k));
-  std::vector<float> dscores(static_cast<size_t>(k * batch));
+  // Scratch on lines of its own: another thread's allocation on the same line would be
+  // written by both cores every example (base/aligned.h, own_lines).
+  AlignedVector<float> scores = own_lines<float>(static_cast<size_t>(k));
+  AlignedVector<float> dscores = own_lines<float>(static_cast<size_t>(k * batch));
   LossAcc acc;
   const auto n = static_cast<int64_t>(stream.size());
   // As in hogwild-hot (parallel/hogwild_hot.cc): with other threads writing, the next
