@@ -64,7 +64,9 @@ LossAcc Hogwild::run_stream_sparse(std::span<const int64_t> stream, int64_t batc
   };
   for (int64_t first = 0; first < n; first += batch) {
     const int64_t len = std::min(batch, n - first);
-    if (mode_ == Mode::kLockFree) {
+    // Alone, in either mode, a thread takes the locked path's plain loads and stores (the
+    // mutex is never contended); the same arithmetic per coordinate as the relaxed atomics.
+    if (mode_ == Mode::kLockFree && threads_ > 1) {
       minibatch(RelaxedAccess{}, first, len);
     } else {
       std::lock_guard<std::mutex> lock(mu_);

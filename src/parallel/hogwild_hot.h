@@ -107,9 +107,14 @@ class HogwildHot : public ModelStrategy {
 
  private:
   struct ThreadState;
+  // Access: RelaxedAccess with other threads, PlainAccess alone (nn/sparse_linear.h).
+  template <class Access>
   LossAcc run_stream(ThreadState& st, std::span<const int64_t> stream, int64_t batch, float lr,
                      const ProgressFn* progress, int64_t scale);
-  void scores(const ThreadState& st, const float* shared, const int32_t* loc, const SparseRow& row, float* out) const;
+  template <class Access>
+  void scores(const ThreadState& st, const float* shared, const int32_t* loc, const SparseRow& row,
+              float* __restrict out) const;
+  template <class Access>
   void update(ThreadState& st, float* shared, const int32_t* loc, const SparseRow& row, const float* dscore,
               float scale) const;
   void pull(ThreadState& st);   // local = base = shared (hot coordinates), under the mutex

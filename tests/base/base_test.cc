@@ -3,6 +3,7 @@
 #include <atomic>
 #include <numeric>
 
+#include "base/aligned.h"
 #include "base/dtype.h"
 #include "base/env.h"
 #include "base/error.h"
@@ -48,6 +49,18 @@ TEST(DType, HalfConversionsRoundTrip) {
   EXPECT_EQ(parse_dtype("bf16"), DType::kBFloat16);
   EXPECT_THROW(parse_dtype("complex"), InvalidArgument);
   EXPECT_EQ(dtype_size(DType::kFloat64), 8u);
+}
+
+TEST(Aligned, OwnLinesStartOnALineAndFillWholeLines) {
+  for (size_t n : {size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{20}, size_t{100}}) {
+    AlignedVector<float> v = own_lines<float>(n);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data()) % kCacheLine, 0u) << n;
+    EXPECT_GE(v.size(), n);
+    EXPECT_LT(v.size(), n + kCacheLine / sizeof(float)) << n;
+    EXPECT_EQ(v.size() * sizeof(float) % kCacheLine, 0u) << n;  // nothing else can share its last line
+  }
+  AlignedVector<double> d = own_lines<double>(3);
+  EXPECT_EQ(d.size(), kCacheLine / sizeof(double));
 }
 
 TEST(ThreadPool, CoversRangeExactlyOnce) {
