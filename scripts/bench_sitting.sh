@@ -24,6 +24,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPIRUN="mpirun --oversubscribe"
 [[ -x $B ]] || { echo "bench_sitting: $B is missing: run scripts/build.sh first" >&2; exit 2; }
 
+# Which machine this was: the VM has moved between hosts (EPYC, Xeon) between sittings, and
+# its figures move with it. The table's last line repeats this.
+{ lscpu | sed -n 's/^Model name: *//p'; lscpu | sed -n 's/^\(L2\|L3\) cache: *\(.*\)/\1 \2/p'; nproc; } |
+  paste -sd ';' | sed 's/;/; /g; s/$/ CPUs/' >"$OUT/machine.txt"
+
 PEERS=${PEERS:-$OUT/peers}
 if [[ ! -x $PEERS/bin/mpi_coll ]]; then
   src=${PEERS_SRC:-$(cd .. && pwd)/shared/peers}

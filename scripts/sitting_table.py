@@ -201,6 +201,9 @@ missed = sum(r[5] == "**no**" for r in rows)
 lines.append("")
 measured = sum(r[5] == "not measured" for r in rows)
 lines.append(f"{met} met, {missed} not met, {measured} not measured (of {len(rows)} rows; the others are references)")
+if os.path.exists(path("machine.txt")):
+    lines.append("")
+    lines.append("machine: " + open(path("machine.txt")).read().strip())
 text = "\n".join(lines) + "\n"
 with open(path("table.md"), "w") as f:
     f.write(text)
