@@ -28,6 +28,7 @@
 #include <cerrno>
 #include <string>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "base/error.h"
@@ -96,11 +97,17 @@ struct Phases {
   Deadline deadline;
   Phases(Call& call, ShmContext* context) : c(call), ctx(context), deadline(Deadline::after(call.remaining())) {}
   // busy_bytes: what the slowest rank may still be copying (ShmContext::wait_all's hint).
-  bool barrier_or(uint32_t base, bool flag, size_t busy_bytes = 0) {
-    if (!ctx) return ::dtrain::algo::barrier_or(c, base, flag);
+  // meanwhile: work of this rank's own that needs nothing from the others, done between
+  // announcing its arrival and waiting for theirs (so it overlaps the slowest rank's finish).
+  bool barrier_or(uint32_t base, bool flag, size_t busy_bytes = 0, const std::function<void()>& meanwhile = {}) {
+    if (!ctx) {
+      if (meanwhile) meanwhile();
+      return ::dtrain::algo::barrier_or(c, base, flag);
+    }
     uint64_t ph = ctx->next_phase();
     *ctx->my_slot(ph) = flag;
     ctx->arrive(ph, &c.fingerprint());
+    if (meanwhile) meanwhile();
     ctx->wait_all(ph, deadline, [this] { return c.describe(); }, busy_bytes, &c.fingerprint());
     bool any = false;
     for (int q = 0; q < c.size(); ++q) any = any || *ctx->slot_of(q, ph) != 0;
@@ -324,8 +331,9 @@ void allgather_shm_direct(Call& c, char* buf, const char* mine, const Blocks& b,
     const int q = (me + k) % p;
     must_read(peers[q], 0, buf + b.off[q] * es, b.len(q) * es, q);
   }
-  copy_bytes_if_apart(my_block, mine, b.len(me) * es);
-  phases.barrier_or(Phases::kEnd, false, b.total() * es);
+  // The own block is copied after this rank says it has read everything: the peers may
+  // finish meanwhile (they only read `mine`, as the copy does).
+  phases.barrier_or(Phases::kEnd, false, b.total() * es, [&] { copy_bytes_if_apart(my_block, mine, b.len(me) * es); });
 }
 
 // Broadcast, shm-direct: a binomial tree of copies. In round j (mask = 2^j) each rank whose
