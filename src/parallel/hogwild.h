@@ -23,7 +23,9 @@
 //
 // Locked baseline (Mode::kLocked): the same loop with one mutex; sparse models hold it for
 // the whole read-compute-write of each minibatch, dense models for the snapshot and for the
-// update (the gradient is computed outside it). With T = 1 both modes are plain serial SGD.
+// update (the gradient is computed outside it). With T = 1 both modes are plain serial SGD,
+// and a sparse model's lone thread reads and writes plainly (no atomics: nobody else
+// touches the model), which lets the compiler vectorise the K-output loops.
 //
 // Only plain SGD (a constant lr per epoch, optional L2 in the sparse model) is supported:
 // momentum and Adam state would be shared mutable state outside the paper's scheme.
