@@ -89,6 +89,10 @@ HogwildHot::HogwildHot(TrainableModel& model, const float* lr, const HogwildHotO
     loc_[n] = slot[static_cast<size_t>(j)] >= 0 ? slot[static_cast<size_t>(j)] : ~j;
   }
   const size_t hot_floats = (hot_.size() + 1) * static_cast<size_t>(m.outputs());
+  if (options.threads == 1) {
+    alone_ = std::make_unique<Hogwild>(model, lr, 1, Hogwild::Mode::kLockFree);
+    return;
+  }
   for (int t = 0; t < options.threads; ++t) states_.push_back(std::make_unique<ThreadState>(hot_floats));
 }
 
@@ -107,9 +111,9 @@ Metrics HogwildHot::epoch_metrics() { return {{"hot_features", static_cast<doubl
 // thread's hot copy or the shared buffer, as loc says (slot >= 0, or ~feature). The arithmetic
 // and its order per coordinate are SparseLinear's, which is what makes T = 1 bit-identical to
 // serial SGD. The row is picked without a branch (hot and cold nonzeros alternate at random,
-// which a branch predictor cannot follow), so with other threads both go through
-// RelaxedAccess: on the private copy that costs nothing (a relaxed load or store is a plain
-// move on x86 and ARM). A lone thread uses PlainAccess, which the compiler may vectorise.
+// which a branch predictor cannot follow), so both go through RelaxedAccess: on the private
+// copy that costs nothing (a relaxed load or store is a plain move on x86 and ARM). (A lone
+// thread does not come here: run_epoch hands it to serial SGD.)
 namespace {
 // (A ternary on the two buffers compiled to a conditional jump, mispredicted on about a third
 // of the nonzeros: 16-17% slower than serial SGD at one thread, 11-12% with the masks.)
@@ -127,7 +131,6 @@ inline void prefetch_rows(const int32_t* loc, int64_t nnz, const float* local, c
 }
 }  // namespace
 
-template <class Access>
 void HogwildHot::scores(const ThreadState& st, const float* shared, const int32_t* loc, const SparseRow& row,
                         float* __restrict out) const {
   // Pointers and counts in locals: after a relaxed atomic access the compiler reloads what it
@@ -141,7 +144,7 @@ void HogwildHot::scores(const ThreadState& st, const float* shared, const int32_
   for (int64_t n = 0; n < nnz; ++n) {
     const float x = val[n];
     const float* w = row_of(loc[n], local, shared, k);
-    for (int c = 0; c < k; ++c) out[c] += x * Access::load(w + c);
+    for (int c = 0; c < k; ++c) out[c] += x * RelaxedAccess::load(w + c);
   }
 }
 
@@ -178,7 +181,6 @@ void merge_row(float* __restrict shared, float* __restrict local, float* __restr
 }
 }  // namespace
 
-template <class Access>
 void HogwildHot::update(ThreadState& st, float* shared, const int32_t* loc, const SparseRow& row, const float* dscore,
                         float scale) const {
   const int k = k_;
@@ -188,7 +190,7 @@ void HogwildHot::update(ThreadState& st, float* shared, const int32_t* loc, cons
   const int64_t nnz = row.nnz;
   for (int64_t n = 0; n < nnz; ++n) {
     const float sx = scale * val[n];
-    add_row<Access>(const_cast<float*>(row_of(loc[n], local, shared, k)), k, sx, dscore, scale, l2);
+    add_row<RelaxedAccess>(const_cast<float*>(row_of(loc[n], local, shared, k)), k, sx, dscore, scale, l2);
   }
   float* bias = local + hot_.size() * static_cast<size_t>(k);
   for (int c = 0; c < k; ++c) bias[c] += scale * dscore[c];
@@ -226,7 +228,6 @@ void HogwildHot::merge(ThreadState& st) {
 
 // One thread's stream: HOGWILD!'s minibatch loop (parallel/hogwild.cc) on the split model,
 // with a merge after every merge_every examples and at the end.
-template <class Access>
 LossAcc HogwildHot::run_stream(ThreadState& st, std::span<const int64_t> stream, int64_t batch, float lr,
                                const ProgressFn* progress, int64_t scale) {
   const SparseLinear& m = *model_.sparse();
@@ -254,13 +255,13 @@ LossAcc HogwildHot::run_stream(ThreadState& st, std::span<const int64_t> stream,
         const int64_t next = stream[static_cast<size_t>(first + i + 1)];
         prefetch_rows(loc_.data() + ds.row_ptr[static_cast<size_t>(next)], ds.sparse_row(next).nnz, st.local, shared, k);
       }
-      scores<Access>(st, shared, loc_.data() + ds.row_ptr[static_cast<size_t>(e)], ds.sparse_row(e), st.scores.data());
+      scores(st, shared, loc_.data() + ds.row_ptr[static_cast<size_t>(e)], ds.sparse_row(e), st.scores.data());
       acc.correct += m.predict_from_scores(st.scores.data()) == label;
       acc.loss += m.loss_and_dscore(st.scores.data(), label, st.dscores.data() + i * k);
     }
     for (int64_t i = 0; i < len; ++i) {
       const int64_t e = stream[static_cast<size_t>(first + i)];
-      update<Access>(st, shared, loc_.data() + ds.row_ptr[static_cast<size_t>(e)], ds.sparse_row(e), st.dscores.data() + i * k, step);
+      update(st, shared, loc_.data() + ds.row_ptr[static_cast<size_t>(e)], ds.sparse_row(e), st.dscores.data() + i * k, step);
     }
     acc.examples += len;
     since_merge += len;
@@ -277,6 +278,10 @@ LossAcc HogwildHot::run_stream(ThreadState& st, std::span<const int64_t> stream,
 
 LossAcc HogwildHot::run_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress) {
   DT_CHECK(batch >= 1, InvalidArgument, "--batch must be >= 1, got " << batch);
+  if (alone_) {
+    merges_ = 0;
+    return alone_->run_epoch(order, batch, progress);
+  }
   const float lr = *lr_;
   const int threads = options_.threads;
   const auto n = static_cast<int64_t>(order.size());
@@ -291,10 +296,7 @@ LossAcc HogwildHot::run_epoch(std::span<const int64_t> order, int64_t batch, con
     for (int64_t t = lo; t < hi; ++t) {
       auto stream = order.subspan(static_cast<size_t>(n * t / threads), static_cast<size_t>(n * (t + 1) / threads - n * t / threads));
       const ProgressFn* report = (t == 0 && progress) ? &progress : nullptr;
-      ThreadState& st = *states_[static_cast<size_t>(t)];
-      // Alone, a thread needs no atomics: plain loads and stores, which vectorise.
-      parts[static_cast<size_t>(t)] = threads == 1 ? run_stream<PlainAccess>(st, stream, batch, lr, report, threads)
-                                                   : run_stream<RelaxedAccess>(st, stream, batch, lr, report, threads);
+      parts[static_cast<size_t>(t)] = run_stream(*states_[static_cast<size_t>(t)], stream, batch, lr, report, threads);
     }
   });
   LossAcc total;
