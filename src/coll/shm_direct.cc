@@ -28,7 +28,6 @@
 #include <cerrno>
 #include <string>
 #include <cstring>
-#include <functional>
 #include <vector>
 
 #include "base/error.h"
@@ -97,17 +96,20 @@ struct Phases {
   Deadline deadline;
   Phases(Call& call, ShmContext* context) : c(call), ctx(context), deadline(Deadline::after(call.remaining())) {}
   // busy_bytes: what the slowest rank may still be copying (ShmContext::wait_all's hint).
-  // meanwhile: work of this rank's own that needs nothing from the others, done between
+  // meanwhile(): work of this rank's own that needs nothing from the others, done between
   // announcing its arrival and waiting for theirs (so it overlaps the slowest rank's finish).
-  bool barrier_or(uint32_t base, bool flag, size_t busy_bytes = 0, const std::function<void()>& meanwhile = {}) {
+  // A template, not a std::function: no allocation on the call's path.
+  bool barrier_or(uint32_t base, bool flag, size_t busy_bytes = 0) { return barrier_or(base, flag, busy_bytes, [] {}); }
+  template <class Meanwhile>
+  bool barrier_or(uint32_t base, bool flag, size_t busy_bytes, Meanwhile&& meanwhile) {
     if (!ctx) {
-      if (meanwhile) meanwhile();
+      meanwhile();
       return ::dtrain::algo::barrier_or(c, base, flag);
     }
     uint64_t ph = ctx->next_phase();
     *ctx->my_slot(ph) = flag;
     ctx->arrive(ph, &c.fingerprint());
-    if (meanwhile) meanwhile();
+    meanwhile();
     ctx->wait_all(ph, deadline, [this] { return c.describe(); }, busy_bytes, &c.fingerprint());
     bool any = false;
     for (int q = 0; q < c.size(); ++q) any = any || *ctx->slot_of(q, ph) != 0;

@@ -78,6 +78,11 @@ HogwildHot::HogwildHot(TrainableModel& model, const float* lr, const HogwildHotO
   const int64_t h = options.hot_features >= 0 ? options.hot_features
                                               : auto_hot_count(counts, ds.rows, options.merge_every, m.outputs());
   hot_ = most_frequent_features(counts, h);
+  // One thread runs serial SGD itself (alone_): the hot set is reported, nothing else is built.
+  if (options.threads == 1) {
+    alone_ = std::make_unique<Hogwild>(model, lr, 1, Hogwild::Mode::kLockFree);
+    return;
+  }
   // Slots in feature order, so that a merge walks the shared buffer forwards.
   slot_feature_ = hot_;
   std::sort(slot_feature_.begin(), slot_feature_.end());
@@ -89,10 +94,6 @@ HogwildHot::HogwildHot(TrainableModel& model, const float* lr, const HogwildHotO
     loc_[n] = slot[static_cast<size_t>(j)] >= 0 ? slot[static_cast<size_t>(j)] : ~j;
   }
   const size_t hot_floats = (hot_.size() + 1) * static_cast<size_t>(m.outputs());
-  if (options.threads == 1) {
-    alone_ = std::make_unique<Hogwild>(model, lr, 1, Hogwild::Mode::kLockFree);
-    return;
-  }
   for (int t = 0; t < options.threads; ++t) states_.push_back(std::make_unique<ThreadState>(hot_floats));
 }
 

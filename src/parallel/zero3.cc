@@ -55,12 +55,12 @@ Zero3Gpt::Zero3Gpt(Communicator* dp, const GptConfig& config, const GptStage& in
 
 Zero3Gpt::~Zero3Gpt() = default;
 
-void Zero3Gpt::computed(const char* prefix, size_t unit, double t0) {
-  if (instrument_) instrument_->compute(prefix + std::to_string(unit), t0, now_seconds());
+void Zero3Gpt::compute_span(const std::string& name, double t0) {
+  if (instrument_) instrument_->compute(name, t0, now_seconds());
 }
 
 void Zero3Gpt::comm_span(const char* name, double t0, int64_t bytes) {
-  instrument_->comm(0, name, t0, now_seconds(), bytes, "\"bytes\":" + std::to_string(bytes));
+  if (instrument_) instrument_->comm(0, name, t0, now_seconds(), bytes, "\"bytes\":" + std::to_string(bytes));
 }
 
 void Zero3Gpt::gather(Unit& u, std::vector<float>& full, bool count) {
@@ -70,7 +70,7 @@ void Zero3Gpt::gather(Unit& u, std::vector<float>& full, bool count) {
     const double t0 = now_seconds();
     allgather(*dp_, mine, full.data(), static_cast<size_t>(u.per), DType::kFloat32);
     if (count) comm_.add("allgather", u.per * ranks_ * 4, ranks_);
-    if (count && instrument_) comm_span("zero3.allgather", t0, u.per * ranks_ * 4);
+    if (count) comm_span("zero3.allgather", t0, u.per * ranks_ * 4);
   } else {
     std::copy_n(mine, u.per, full.data());
   }
@@ -83,7 +83,7 @@ void Zero3Gpt::reduce_grads(Unit& u, std::vector<float>& g) {
     const double t0 = now_seconds();
     reduce_scatter(*dp_, g.data(), mine, static_cast<size_t>(u.per), DType::kFloat32, ReduceOp::kSum);
     comm_.add("reduce_scatter", u.per * ranks_ * 4, ranks_);
-    if (instrument_) comm_span("zero3.reduce_scatter", t0, u.per * ranks_ * 4);
+    comm_span("zero3.reduce_scatter", t0, u.per * ranks_ * 4);
   } else {
     std::copy_n(g.data(), u.per, mine);
   }
@@ -107,7 +107,7 @@ float Zero3Gpt::step(std::span<const int32_t> tokens, std::span<const int32_t> t
     Graph g(nullptr, false);
     inputs[i] = x;
     x = u.module->forward_stage(g, x.defined() ? g.input(x) : Var(), tokens, targets, batch, seq).value();
-    computed("F", i, t0);
+    compute_span("F" + std::to_string(i), t0);
   }
   // The head: forward and backward at once.
   Tensor dx;
@@ -124,7 +124,7 @@ float Zero3Gpt::step(std::span<const int32_t> tokens, std::span<const int32_t> t
     g.backward(l);
     loss = l.item();
     dx = in.grad().clone();
-    if (instrument_) instrument_->compute("head", t0, now_seconds());
+    compute_span("head", t0);
     reduce_grads(u, grads);
   }
   // Backward, unit by unit from the last block down.
@@ -139,7 +139,7 @@ float Zero3Gpt::step(std::span<const int32_t> tokens, std::span<const int32_t> t
     Var out = u.module->forward_stage(g, in, tokens, targets, batch, seq);
     g.backward(out, dx);
     if (in.defined()) dx = in.grad().clone();
-    computed("B", i, t0);
+    compute_span("B" + std::to_string(i), t0);
     reduce_grads(u, grads);
   }
   // Free the gathered buffers before the step: only shards stay.
@@ -153,7 +153,7 @@ float Zero3Gpt::step(std::span<const int32_t> tokens, std::span<const int32_t> t
   }
   opt_->set_lr(lr);
   opt_->step(shard_params_, shard_grads_);
-  if (instrument_) instrument_->compute("optimizer", t_opt, now_seconds());
+  compute_span("optimizer", t_opt);
   return loss;
 }
 

@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "coll/communicator.h"
@@ -80,9 +81,9 @@ class Zero3Gpt {
   int64_t peak_unit_bytes_ = 0;
   ZeroComm comm_;
   Instrument* instrument_ = nullptr;
-  // A compute span [t0, now] named prefix + unit (when instrumented).
-  void computed(const char* prefix, size_t unit, double t0);
-  // A comm span [t0, now] on the training thread, its bytes also in the event's args.
+  // Spans [t0, now] (when instrumented): compute, and comm on the training thread with its
+  // bytes also in the event's args.
+  void compute_span(const std::string& name, double t0);
   void comm_span(const char* name, double t0, int64_t bytes);
 };
 
