@@ -105,7 +105,7 @@ size_t resolve_segment_bytes(const CollConfig& config, const CollOptions& opts) 
 bool fingerprint_enabled(const CollConfig& config, const CollOptions& opts) { return opts.check && config.check; }
 
 Call::Call(Communicator& comm, CollOp op, const CollOptions& opts, Algorithm algorithm, DType dtype, uint64_t count,
-           int root, ReduceOp redop)
+           int root, ReduceOp redop, FingerprintRoute route)
     : comm_(comm),
       op_(op),
       opts_(opts),
@@ -131,8 +131,11 @@ Call::Call(Communicator& comm, CollOp op, const CollOptions& opts, Algorithm alg
   checking_ = fingerprint_enabled(comm.coll_config(), opts);
   fp_.reserved = checking_ ? kChecked : 0;
   // Ranks waiting in the shared-memory context can see which call this rank is in.
-  if (opts.shm && opts.shm->serves(comm)) opts.shm->publish_call(fp_);
-  if (size_ > 1) {
+  const bool shared = opts.shm && opts.shm->serves(comm);
+  if (shared) opts.shm->publish_call(fp_);
+  // The context's phases compare the records themselves: no exchange (and no message round).
+  shm_route_ = shared && route == FingerprintRoute::kShmPhases;
+  if (size_ > 1 && !shm_route_) {
     uint64_t t = Communicator::collective_tag(kFingerprintSeq, kFingerprintStep);
     Transport& tr = comm.transport();
     try {
@@ -265,6 +268,8 @@ void Call::fail(std::exception_ptr e) {
     bool store_lost = false;
     try {
       prev_entered = fp_recv_.valid() && fp_recv_.test() && peer_fp_.seq == fp_.seq;
+      Fingerprint theirs;  // on the shared-memory route, the call rank-1 published says it
+      if (shm_route_ && opts_.shm->current_call((rank_ + size_ - 1) % size_, &theirs)) prev_entered = theirs.seq == fp_.seq;
     } catch (...) {
     }
     try {

@@ -10,6 +10,12 @@
 //   calls and both ranks. Ranks that agree pairwise around the ring agree globally. The
 //   records travel even where the check is off (CollOptions::check, DTRAIN_COLL_CHECK=0);
 //   only ranks that both check compare, so one rank turning it off is no false desync.
+//   FingerprintRoute::kShmPhases skips that exchange where the algorithm runs on the
+//   ShmContext's full phases (given in the options and serving this communicator): every such
+//   phase already carries each rank's record and compares them all, and a waiting rank sees
+//   a peer's published call, so the exchange would only repeat the check, for a message round
+//   per call. Every rank must choose the same route for the same call, as it chooses the same
+//   algorithm (the route follows from it).
 //   Ranks that learn of a desync second-hand (a peer left after finding it) throw Desync
 //   naming the rank(s) whose call differs from the majority's, not the rank that left.
 // - run(fn) executes the algorithm and turns transport errors into errors that name the call
@@ -60,10 +66,13 @@ struct Fingerprint {
   std::string describe() const;  // "allreduce(float32 x 1000, sum, ring)"
 };
 
+// Where a call's fingerprint is compared (see the contract above).
+enum class FingerprintRoute { kTransport, kShmPhases };
+
 class Call {
  public:
   Call(Communicator& comm, CollOp op, const CollOptions& opts, Algorithm algorithm, DType dtype, uint64_t count,
-       int root = -1, ReduceOp redop = ReduceOp::kSum);
+       int root = -1, ReduceOp redop = ReduceOp::kSum, FingerprintRoute route = FingerprintRoute::kTransport);
   ~Call();
   Call(const Call&) = delete;
   Call& operator=(const Call&) = delete;
@@ -143,6 +152,7 @@ class Call {
   Request fp_send_, fp_recv_;
   bool fp_checked_ = false;
   bool checking_ = true;  // this rank compares fingerprints (CollOptions::check, DTRAIN_COLL_CHECK)
+  bool shm_route_ = false;  // FingerprintRoute::kShmPhases, honoured: no exchange was posted
   std::exception_ptr setup_error_;  // posting the fingerprint failed (e.g. a dead neighbour)
   std::unique_ptr<BufferPool::Lease> scratch_;
   size_t scratch_bytes_ = 0;

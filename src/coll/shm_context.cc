@@ -271,8 +271,8 @@ uint64_t digest(const Fingerprint& f) {
     x ^= x >> 31;
   };
   mix(f.count);
-  mix((static_cast<uint64_t>(static_cast<uint32_t>(f.root)) << 24) | (uint64_t{f.op} << 16) | (uint64_t{f.dtype} << 8) |
-      f.redop);
+  mix((uint64_t{f.algorithm} << 56) | (static_cast<uint64_t>(static_cast<uint32_t>(f.root)) << 24) |
+      (uint64_t{f.op} << 16) | (uint64_t{f.dtype} << 8) | f.redop);
   return x;
 }
 }  // namespace
@@ -364,7 +364,7 @@ void ShmContext::wait_for(int q, uint64_t phase, const Deadline& deadline, const
 
 bool ShmContext::same_call(const Fingerprint& a, const Fingerprint& b) {
   return a.seq == b.seq && a.count == b.count && a.dtype == b.dtype && a.redop == b.redop && a.op == b.op &&
-         a.root == b.root;
+         a.root == b.root && a.algorithm == b.algorithm;
 }
 
 void ShmContext::throw_desync(uint64_t phase) {

@@ -94,6 +94,8 @@ class ShmContext {
   // Publishes the call this rank has entered (every collective that was given this context
   // does, on either path), for check_peer_call on the waiting ranks.
   void publish_call(const Fingerprint& fp);
+  // The call rank q last published (false while it has published none, or is rewriting it).
+  bool current_call(int q, Fingerprint* out) const;
 
   // Whether the ranks agreed that cross-memory reads (process_vm_readv) work among them:
   // -1 not probed yet, 0 refused, 1 allowed. Set once by the shm-direct algorithms.
@@ -132,7 +134,6 @@ class ShmContext {
   struct Header;
   Header* header(int rank) const;
   static bool same_call(const Fingerprint& a, const Fingerprint& b);
-  bool current_call(int q, Fingerprint* out) const;
   void check_peer_call(int q, const Fingerprint& mine, uint64_t phase);
   [[noreturn]] void throw_desync(uint64_t phase);
   char* slot(int rank, uint64_t phase) const;

@@ -233,5 +233,59 @@ TEST(ShmContextDefault, DesyncNamesTheRankThatDiffersFromTheMajority) {
   }
 }
 
+// The shared-memory algorithms compare the calls in the context's phases, so their calls send
+// no fingerprint message (Call's FingerprintRoute::kShmPhases): not a byte leaves through the
+// transport, and the results are right.
+TEST(ShmContextDefault, ShmDirectCallsSendNoMessage) {
+  const int p = 3;
+  const size_t n = 16384;  // 64 KiB of float32
+  testing::run_world(p, TransportKind::kShm, [&](Communicator& c) {
+    std::vector<float> mine(n, static_cast<float>(c.rank() + 1)), all(n * p), sum(n);
+    const uint64_t before = c.transport().bytes_sent();
+    AllgatherOptions ag;
+    ag.algorithm = Algorithm::kShmDirect;
+    allgather(c, mine.data(), all.data(), n, DType::kFloat32, ag);
+    BroadcastOptions bo;
+    bo.algorithm = Algorithm::kShmDirect;
+    std::vector<float> root_buf(n, static_cast<float>(c.rank() == 1 ? 7 : 0));
+    broadcast(c, root_buf.data(), n, DType::kFloat32, 1, bo);
+    AllreduceOptions ao;
+    ao.algorithm = Algorithm::kShmDirect;
+    allreduce(c, mine.data(), sum.data(), n, DType::kFloat32, ReduceOp::kSum, ao);
+    EXPECT_EQ(c.transport().bytes_sent(), before) << "rank " << c.rank();
+    for (int q = 0; q < p; ++q) EXPECT_EQ(all[q * n + n - 1], static_cast<float>(q + 1)) << "block " << q;
+    EXPECT_EQ(root_buf[n - 1], 7.0f);
+    EXPECT_EQ(sum[0], 6.0f);
+  });
+}
+
+// A rank on another algorithm for the same call is a Desync on every rank, found while the
+// shared-memory ranks wait (the peer's published call names its algorithm), not a timeout.
+TEST(ShmContextDefault, AnotherAlgorithmOnOneRankIsADesyncNamingBoth) {
+  const int p = 3;
+  std::mutex mu;
+  std::vector<std::string> errors(p);
+  testing::run_world(p, TransportKind::kShm, [&](Communicator& c) {
+    std::vector<float> mine(1000, 1.0f), all(1000 * p);
+    AllgatherOptions ag;
+    ag.algorithm = c.rank() == 2 ? Algorithm::kRing : Algorithm::kShmDirect;
+    ag.timeout_s = 30;
+    try {
+      allgather(c, mine.data(), all.data(), mine.size(), DType::kFloat32, ag);
+    } catch (const Desync& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      errors[c.rank()] = e.what();
+    } catch (const Error& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      errors[c.rank()] = std::string("not a Desync: ") + e.what();
+    }
+  });
+  for (int r = 0; r < p; ++r) {
+    EXPECT_NE(errors[r].find("allgather(float32 x 1000, ring)"), std::string::npos) << r << ": " << errors[r];
+    EXPECT_NE(errors[r].find("allgather(float32 x 1000, shm_direct)"), std::string::npos) << r << ": " << errors[r];
+    EXPECT_EQ(errors[r].find("timed out"), std::string::npos) << r << ": " << errors[r];
+  }
+}
+
 }  // namespace
 }  // namespace dtrain
