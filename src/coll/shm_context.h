@@ -65,6 +65,9 @@ class ShmContext {
   bool spare_cores() const { return cores_ > static_cast<unsigned>(size_); }
   size_t slot_bytes() const { return slot_bytes_; }
   bool serves(const Communicator& c) const { return &c == &comm_; }
+  // This rank's process id when the context was built (the shm-direct paths ask it, not the
+  // kernel, on every call).
+  int64_t own_pid() const { return pids_[rank_]; }
 
   // Next phase number (same on every rank as long as all use the context in the same order).
   uint64_t next_phase() { return ++phase_; }

@@ -46,7 +46,10 @@ struct Peer {
   int64_t pid = 0;
   uint64_t addr = 0;  // the rank's input
   uint64_t out = 0;   // the rank's output, when it differs (all-reduce out of place)
-  Peer output() const { return Peer{pid, out ? out : addr, 0}; }
+  // Set by share() on arrival (what a peer sends is ignored): the rank is a thread of this
+  // process, read and written with memcpy. Kept so no copy asks the kernel for getpid().
+  uint64_t here = 0;
+  Peer output() const { return Peer{pid, out ? out : addr, 0, here}; }
 };
 
 // Copies `bytes` from address `remote` of process `pid` into `local`; false when the kernel
@@ -54,7 +57,7 @@ struct Peer {
 bool read_remote(const Peer& peer, size_t offset, void* local, size_t bytes, int peer_rank) {
   if (bytes == 0) return true;
   char* src = reinterpret_cast<char*>(peer.addr) + offset;
-  if (peer.pid == ::getpid()) {
+  if (peer.here) {
     copy_bytes(local, src, bytes);
     return true;
   }
@@ -121,7 +124,7 @@ struct Phases {
   // probe and its barrier: one phase instead of two.
   bool share(const void* mine, std::vector<Peer>& peers, const void* my_out = nullptr) {
     const int p = c.size(), me = c.rank();
-    Peer self{::getpid(), reinterpret_cast<uint64_t>(mine), reinterpret_cast<uint64_t>(my_out)};
+    Peer self{ctx ? ctx->own_pid() : ::getpid(), reinterpret_cast<uint64_t>(mine), reinterpret_cast<uint64_t>(my_out)};
     peers.assign(p, Peer{});
     peers[me] = self;
     if (ctx) {
@@ -139,6 +142,7 @@ struct Phases {
       }
       c.wait_all(reqs);
     }
+    for (Peer& q : peers) q.here = q.pid == self.pid;
     if (ctx && ctx->cross_memory_reads() >= 0) return ctx->cross_memory_reads() == 1;
     bool refused = false;
     for (int q = 0; q < p && !refused; ++q) {
@@ -157,7 +161,7 @@ struct Phases {
 void must_write(const Peer& peer, size_t offset, const void* local, size_t bytes, int peer_rank) {
   if (bytes == 0) return;
   char* dst = reinterpret_cast<char*>(peer.addr) + offset;
-  if (peer.pid == ::getpid()) return copy_bytes(dst, local, bytes);
+  if (peer.here) return copy_bytes(dst, local, bytes);
   size_t done = 0;
   while (done < bytes) {
     iovec l{const_cast<char*>(static_cast<const char*>(local)) + done, bytes - done};
@@ -191,14 +195,13 @@ void reduce_slice(Call& c, const std::vector<Peer>& peers, size_t lo, size_t n, 
   char* copies = c.scratch(piece * es * (p + (apply ? 1 : 0)));
   char* values = copies + static_cast<size_t>(p) * piece * es;
   std::vector<const void*> in_rank_order(p);
-  const int64_t pid = ::getpid();
   for (size_t at = 0; at < n; at += piece) {
     const size_t len = std::min(piece, n - at), off = (lo + at) * es;
     // Visit the peers starting after this rank, so concurrent ranks touch different owners'
     // pages (the reduction itself is still in rank order).
     for (int k = 0; k < p; ++k) {
       const int q = (me + k) % p;
-      if (peers[q].pid == pid) {
+      if (peers[q].here) {
         in_rank_order[q] = reinterpret_cast<const char*>(peers[q].addr) + off;
       } else {
         char* dst = copies + static_cast<size_t>(q) * piece * es;
