@@ -5,13 +5,16 @@
 // CPU flushing denormals (the executors run with FTZ/DAZ set).
 #include <xmmintrin.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "base/dtype.h"
+#include "coll/bytes.h"
 #include "coll/reduce_kernels.h"
 
 namespace dtrain {
@@ -78,6 +81,23 @@ TEST(ReduceKernels, Float16SumOfManySourcesKeepsTheOrderAndTheTail) {
       EXPECT_EQ(first, out) << "k " << k << " n " << n;
     }
   }
+}
+
+// The cache-bypassing copy equals memcpy for every alignment of both ends and every length
+// around its 16-byte head and 64-byte body, and writes nothing outside [dst, dst + n).
+TEST(CopyBytesStreaming, EqualsMemcpyAtEveryAlignmentAndLength) {
+  std::vector<char> src(4096 + 64), dst(4096 + 128), want(dst.size());
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<char>(i * 131 + 7);
+  for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{63}, size_t{64}, size_t{65},
+                   size_t{127}, size_t{200}, size_t{4096}})
+    for (size_t da = 0; da < 20; ++da)
+      for (size_t sa = 0; sa < 3; ++sa) {
+        std::fill(dst.begin(), dst.end(), '\x5a');
+        want = dst;
+        std::memcpy(want.data() + da, src.data() + sa, n);
+        copy_bytes_streaming(dst.data() + da, src.data() + sa, n);
+        ASSERT_EQ(dst, want) << "n " << n << " dst+" << da << " src+" << sa;
+      }
 }
 
 }  // namespace
