@@ -1,0 +1,101 @@
+// The small-batch AVX-512 products (tensor/gemm_small.h) against a double-precision
+// reference, through gemm() as every caller reaches them: every row count of the small side
+// across the 16-float vectors and the 6-row tiles, large sides off the tile and panel widths,
+// padded leading dimensions, beta 0 over NaN and beta 1 accumulating; and the shapes they
+// decline are left to OpenBLAS untouched.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tensor/blas.h"
+#include "tensor/cpu_features.h"
+#include "tensor/gemm_small.h"
+
+namespace dtrain {
+namespace {
+
+struct Case {
+  bool ta, tb;
+  int64_t m, n, k;
+};
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(g);
+  return v;
+}
+
+// Runs gemm on padded operands and compares with the reference; returns the worst error
+// relative to the sum of |terms| of that element.
+void check(const Case& t, float beta) {
+  const int64_t pad = 3;
+  const int64_t ar = t.ta ? t.k : t.m, ac = t.ta ? t.m : t.k;  // A as stored
+  const int64_t br = t.tb ? t.n : t.k, bc = t.tb ? t.k : t.n;  // B as stored
+  const int64_t lda = ac + pad, ldb = bc + pad, ldc = t.n + pad;
+  std::vector<float> a = random_floats(static_cast<size_t>(ar * lda), 1), b = random_floats(static_cast<size_t>(br * ldb), 2);
+  std::vector<float> c = random_floats(static_cast<size_t>(t.m * ldc), 3);
+  if (beta == 0.0f)
+    for (float& x : c) x = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> c0 = c;
+  gemm(t.ta, t.tb, t.m, t.n, t.k, 1.0f, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+  auto A = [&](int64_t i, int64_t p) { return t.ta ? a[p * lda + i] : a[i * lda + p]; };
+  auto B = [&](int64_t p, int64_t j) { return t.tb ? b[j * ldb + p] : b[p * ldb + j]; };
+  for (int64_t i = 0; i < t.m; ++i)
+    for (int64_t j = 0; j < ldc; ++j) {
+      const float got = c[i * ldc + j];
+      if (j >= t.n) {  // past the row: untouched
+        ASSERT_TRUE(std::isnan(got) ? std::isnan(c0[i * ldc + j]) : got == c0[i * ldc + j]) << "padding at " << i << "," << j;
+        continue;
+      }
+      double want = beta == 1.0f ? c0[i * ldc + j] : 0.0, scale = std::fabs(want);
+      for (int64_t p = 0; p < t.k; ++p) {
+        want += static_cast<double>(A(i, p)) * B(p, j);
+        scale += std::fabs(static_cast<double>(A(i, p)) * B(p, j));
+      }
+      ASSERT_LE(std::fabs(got - want), 1e-5 * (scale + 1.0))
+          << "ta " << t.ta << " tb " << t.tb << " m " << t.m << " n " << t.n << " k " << t.k << " beta " << beta
+          << " at " << i << "," << j << ": " << got << " vs " << want;
+    }
+}
+
+TEST(GemmSmall, ForwardShapesMatchTheReference) {
+  for (int64_t m : {1, 5, 6, 16, 17, 33, 48, 64})
+    for (int64_t n : {256, 263, 300})
+      for (float beta : {0.0f, 1.0f}) check({false, true, m, n, 300}, beta);
+  check({false, true, 64, 1024, 784}, 0.0f);
+}
+
+TEST(GemmSmall, WeightGradientShapesMatchTheReference) {
+  for (int64_t k : {1, 7, 32, 64})
+    for (int64_t m : {256, 259})
+      for (int64_t n : {256, 300, 321})
+        for (float beta : {0.0f, 1.0f}) check({true, false, m, n, k}, beta);
+}
+
+TEST(GemmSmall, TakesOnlyItsShapesAndIsRepeatable) {
+  if (!isa_supported(Isa::kAvx512)) GTEST_SKIP() << "this CPU has no AVX-512: gemm() never calls gemm_small here";
+  const int64_t m = 40, n = 300, k = 280;
+  std::vector<float> a = random_floats(m * k, 4), b = random_floats(n * k, 5), c1(m * n), c2(m * n, 7.0f);
+  EXPECT_TRUE(gemm_small(false, true, m, n, k, a.data(), k, b.data(), k, 0.0f, c1.data(), n));
+  EXPECT_TRUE(gemm_small(false, true, m, n, k, a.data(), k, b.data(), k, 0.0f, c2.data(), n));
+  EXPECT_EQ(c1, c2) << "the same inputs give the same bits";
+  const std::vector<float> before = c2;
+  // Declined, C untouched: a beta other than 0 and 1, the small side too large, either side
+  // too small, and the forms it does not implement.
+  EXPECT_FALSE(gemm_small(false, true, m, n, k, a.data(), k, b.data(), k, 0.5f, c2.data(), n));
+  EXPECT_FALSE(gemm_small(false, true, 65, n, k, a.data(), k, b.data(), k, 0.0f, c2.data(), n));
+  EXPECT_FALSE(gemm_small(false, true, m, 255, k, a.data(), k, b.data(), k, 0.0f, c2.data(), 255));
+  EXPECT_FALSE(gemm_small(true, false, 256, 256, 65, b.data(), 256, b.data(), 256, 0.0f, c2.data(), 256));
+  EXPECT_FALSE(gemm_small(false, false, m, n, k, a.data(), k, b.data(), n, 0.0f, c2.data(), n));
+  EXPECT_FALSE(gemm_small(true, true, m, n, k, a.data(), m, b.data(), k, 0.0f, c2.data(), n));
+  EXPECT_EQ(c2, before);
+}
+
+}  // namespace
+}  // namespace dtrain
