@@ -13,6 +13,7 @@
 #include "parallel/pipeline_schedule.h"
 #include "parallel/share_grad.h"
 #include "plan/closed_forms.h"
+#include "tensor/gemm_small.h"
 
 namespace dtrain::plan {
 
@@ -311,6 +312,19 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     }
     const Unit& first = m.units.front();  // its input width d0 = fwd_flops / (2 d1)
     p.activations_b += transient + kF * items * first.fwd_flops / 2 / std::max(1.0, first.out_elems);
+    // The small-batch products' packing scratch (tensor/gemm_small.h), which a rank's thread
+    // keeps from its first step on: the largest forward's and the largest weight gradient's
+    // (a bound: the two share one of their buffers). Counted whatever the CPU, so a plan reads
+    // the same everywhere; where no AVX-512 runs them it is a few hundred KiB too many.
+    const int64_t rows = static_cast<int64_t>(std::ceil(items));
+    size_t fwd_scratch = 0, wgrad_scratch = 0;
+    for (const auto& u : m.units) {
+      if (u.kind != "mlp_layer") continue;
+      const auto d_out = static_cast<int64_t>(u.out_elems), d_in = static_cast<int64_t>(u.fwd_flops / 2 / std::max(1.0, u.out_elems));
+      fwd_scratch = std::max(fwd_scratch, gemm_small_scratch_bytes(false, true, rows, d_out, d_in));
+      wgrad_scratch = std::max(wgrad_scratch, gemm_small_scratch_bytes(true, false, d_out, d_in, rows));
+    }
+    p.activations_b += static_cast<double>(fwd_scratch + wgrad_scratch);
     p.optimizer_s = c.optimizer_s(P, c.sgd_ns_per_param, 20) * pass_slow;
     // The executors' own copies of the parameters (parallel/*.h): ddp's gradient and scratch
     // buffers (share_grad.h), localsgd's and gossip's gradient, gossip's mean and one inbox per

@@ -21,14 +21,21 @@
 // - Sums run over k in order, one fused multiply-add per term, in single precision: results
 //   differ from OpenBLAS's in the last bits (its blocking orders the sums differently), and
 //   are the same on every call and every rank for the same inputs.
+// - gemm_small_scratch_bytes(trans_a, trans_b, m, n, k): the bytes of packing scratch a call
+//   of that shape needs, which its thread keeps (grown, never shrunk): the forward's packed
+//   A^T (the size of A at 16-row granularity; its C^T goes through 24 KiB on the stack), the
+//   weight gradient's packed A and B (each the size of its operand, whole tiles and panels);
+//   0 for shapes it declines. The planner counts it in a rank's memory.
 // Thread-safety: reentrant; each thread packs into its own scratch.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace dtrain {
 
 bool gemm_small(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+size_t gemm_small_scratch_bytes(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k);
 
 }  // namespace dtrain
