@@ -5,6 +5,7 @@
 #
 #   scripts/bench_sitting.sh                 # everything (~15-25 min on 2 cores)
 #   PARTS="coll train" scripts/bench_sitting.sh    # a subset: coll, tcp, train, main, hogwild
+#   ROUNDS=1 ...                             # one round of the collectives instead of 3
 #
 # The peers (OpenMPI, Gloo, PyTorch DDP) are prepared here: unless PEERS already holds built
 # binaries, ../shared/peers (or PEERS_SRC) is copied into OUT/peers and its install.sh run
@@ -47,12 +48,18 @@ step_to() { local f=$1; shift; echo "== $1 $(uptime)" | tee -a "$OUT/log.txt"; s
 
 SIZES="8,64K,256K,1M,4M,16M,64M,256M"
 MPI_SIZES="8,65536,262144,1048576,4194304,16777216,67108864,268435456"
+# ROUNDS interleaved rounds (dtrain then OpenMPI at 2, 4, 8 ranks, then again): the table
+# takes each side's median per row, so a drift of the VM within the sitting (rows moved 10-20%
+# between sittings minutes apart) hits both sides alike and one spike decides nothing.
+ROUNDS=${ROUNDS:-3}
 if has coll; then
-  for n in 2 4 8; do
-    step "collectives shm n=$n dtrain (default path)" $B bench collectives -n $n --transport shm \
-      --op allreduce,allgather,reducescatter,broadcast --sizes $SIZES --seconds $T --json "$OUT/coll-n$n.json"
-    step_to "mpi-n$n.csv" "collectives shm n=$n OpenMPI vader" \
-      $MPIRUN -np $n "$PEERS/bin/mpi_coll" mpi_vader $T allreduce,allgather,reduce_scatter,bcast $MPI_SIZES
+  for r in $(seq 1 "$ROUNDS"); do
+    for n in 2 4 8; do
+      step "collectives shm n=$n dtrain (default path), round $r" $B bench collectives -n $n --transport shm \
+        --op allreduce,allgather,reducescatter,broadcast --sizes $SIZES --seconds $T --json "$OUT/coll-n$n-r$r.json"
+      step_to "mpi-n$n-r$r.csv" "collectives shm n=$n OpenMPI vader, round $r" \
+        $MPIRUN -np $n "$PEERS/bin/mpi_coll" mpi_vader $T allreduce,allgather,reduce_scatter,bcast $MPI_SIZES
+    done
   done
 fi
 if has tcp; then

@@ -5,8 +5,12 @@ issues, measured beside its peer in the same sitting, with the ratio and whether
 Usage: sitting_table.py OUT_DIR     (prints markdown; also writes OUT_DIR/table.md)
 
 Reads what the sitting left in OUT_DIR:
-  coll-n{2,4,8}.json   dtrain bench collectives --json rows (default settings)
-  mpi-n{2,4,8}.csv     OpenMPI vader rows: COLL,<impl>,<op>,<n>,<bytes>,<iters>,<time_us>,<algbw>,<busbw>,<check>
+  coll-n{2,4,8}-r{1,2,..}.json  dtrain bench collectives --json rows (default settings), one file a round
+  mpi-n{2,4,8}-r{1,2,..}.csv    OpenMPI vader rows, one file a round:
+                       COLL,<impl>,<op>,<n>,<bytes>,<iters>,<time_us>,<algbw>,<busbw>,<check>
+                       Each side's figure for a row is its median over the rounds (interleaved
+                       with the other side's). Sittings before the rounds left coll-n{n}.json and
+                       mpi-n{n}.csv: read as one round.
   train-*.json         dtrain train --json summaries (examples_per_second)
   torch-*.csv          ../shared/peers/py/ddp_mlp.py rows: TRAIN,...,<samples_per_s>
   ceiling-*.txt        compute_bench MlpTrainStep output (items_per_second)
@@ -21,6 +25,7 @@ import csv
 import json
 import os
 import re
+import statistics
 import sys
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else "."
@@ -42,25 +47,49 @@ def load_json(name):
         return None
 
 
-def dtrain_coll(n):
-    """(op, bytes) -> row of dtrain's default path at n ranks."""
+def rounds(stem, ext):
+    """The files of a collectives part: one a round, or the single file of older sittings."""
+    found = sorted((f for f in os.listdir(OUT) if re.fullmatch(re.escape(stem) + r"-r\d+\." + ext, f)),
+                   key=lambda f: int(re.search(r"-r(\d+)\.", f).group(1))) if os.path.isdir(OUT) else []
+    return found or [f"{stem}.{ext}"]
+
+
+def median_rows(per_round):
+    """{key: row} per round -> {key: row of medians over the rounds that have the key}."""
+    keys = {k for r in per_round for k in r}
     out = {}
-    for r in load_json(f"coll-n{n}.json") or []:
-        out[(r["op"], int(r["size_bytes"]))] = r
+    for k in keys:
+        have = [r[k] for r in per_round if k in r]
+        row = dict(have[0])
+        for field in ("time_us", "busbw_gbps"):
+            row[field] = statistics.median(h[field] for h in have)
+        row["rounds"] = len(have)
+        out[k] = row
     return out
+
+
+def dtrain_coll(n):
+    """(op, bytes) -> row of dtrain's default path at n ranks (medians over the rounds)."""
+    per_round = []
+    for name in rounds(f"coll-n{n}", "json"):
+        per_round.append({(r["op"], int(r["size_bytes"])): r for r in load_json(name) or []})
+    return median_rows(per_round)
 
 
 def mpi_coll(n):
-    out = {}
-    try:
-        with open(path(f"mpi-n{n}.csv")) as f:
-            for rec in csv.reader(f):
-                if len(rec) >= 10 and rec[0] == "COLL":
-                    out[(rec[2], int(rec[4]))] = {"time_us": float(rec[6]), "busbw_gbps": float(rec[8]),
-                                                  "ok": rec[9] == "ok"}
-    except OSError:
-        pass
-    return out
+    per_round = []
+    for name in rounds(f"mpi-n{n}", "csv"):
+        out = {}
+        try:
+            with open(path(name)) as f:
+                for rec in csv.reader(f):
+                    if len(rec) >= 10 and rec[0] == "COLL":
+                        out[(rec[2], int(rec[4]))] = {"time_us": float(rec[6]), "busbw_gbps": float(rec[8]),
+                                                      "ok": rec[9] == "ok"}
+        except OSError:
+            pass
+        per_round.append(out)
+    return median_rows(per_round)
 
 
 def size_name(b):
@@ -201,6 +230,10 @@ missed = sum(r[5] == "**no**" for r in rows)
 lines.append("")
 measured = sum(r[5] == "not measured" for r in rows)
 lines.append(f"{met} met, {missed} not met, {measured} not measured (of {len(rows)} rows; the others are references)")
+coll_rounds = len([f for f in rounds("coll-n2", "json") if os.path.exists(path(f))])
+if coll_rounds:
+    lines.append("")
+    lines.append(f"collectives: each side's median over {coll_rounds} interleaved round{'s' if coll_rounds > 1 else ''}")
 if os.path.exists(path("machine.txt")):
     lines.append("")
     lines.append("machine: " + open(path("machine.txt")).read().strip())
