@@ -130,9 +130,12 @@ Call::Call(Communicator& comm, CollOp op, const CollOptions& opts, Algorithm alg
   // alone turned the check off is simply not compared, never a false desync or a wait.
   checking_ = fingerprint_enabled(comm.coll_config(), opts);
   fp_.reserved = checking_ ? kChecked : 0;
-  // Ranks waiting in the shared-memory context can see which call this rank is in.
+  // Ranks waiting in the shared-memory context can see which call this rank is in: the
+  // options' context, else the communicator's own (a call on the message path must show in
+  // it too, for the peers that wait in a one-phase small call of the same number).
   const bool shared = opts.shm && opts.shm->serves(comm);
   if (shared) opts.shm->publish_call(fp_);
+  else if (ShmContext* own = comm.shm_context()) own->publish_call(fp_);
   // The context's phases compare the records themselves: no exchange (and no message round).
   shm_route_ = shared && route == FingerprintRoute::kShmPhases;
   if (size_ > 1 && !shm_route_) {

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "coll/algorithms.h"
+#include "coll/bytes.h"
 #include "coll/call.h"
 #include "coll/cost_model.h"
 #include "coll/hierarchical.h"
@@ -53,6 +54,40 @@ O with_shm_context(Communicator& comm, const O& in) {
 // of a 64 KiB all-gather at 2 ranks (5.1-5.6 -> 4.4-4.5 us; broadcast 4.4-5.9 -> 3.5-3.8).
 FingerprintRoute route_of(Algorithm a) {
   return a == Algorithm::kShmDirect ? FingerprintRoute::kShmPhases : FingerprintRoute::kTransport;
+}
+
+// A call of a few KiB in ONE shared-memory phase that carries the data (ShmContext::
+// exchange_small), the all-reduce's small path for the other collectives: auto takes it
+// where everything fits the context's small size (each rank writes at most that and reads
+// at most that), as does an explicit shm_direct, so every rank of a call takes the same path.
+// Measured (bench collectives, before -> after): 8 B at 2 ranks all-gather 1.91 -> 0.53 us,
+// reduce-scatter 1.94 -> 0.48, broadcast 1.48 -> 0.42 (OpenMPI 0.47, 0.49, 0.12); 16 KiB at 2
+// ranks 3.0-4.3 -> 2.5-3.3 us; at 8 ranks (4 a core) 12-34 -> 5.8-6.7 us at 8 B.
+Algorithm small_or(const Communicator& comm, const CollOptions& opts, CollOp op, size_t bytes, Algorithm resolved,
+                   bool* small) {
+  *small = false;
+  if (!opts.shm || comm.size() < 2 || bytes > opts.shm->small_allreduce_bytes()) return resolved;
+  const Algorithm a = opts.algorithm == Algorithm::kAuto && !config_forces_algorithm(comm.coll_config(), op)
+                          ? Algorithm::kShmDirect
+                          : resolved;
+  *small = a == Algorithm::kShmDirect;
+  return a;
+}
+
+Fingerprint small_call(Communicator& comm, CollOp op, DType t, uint64_t count, int root, ReduceOp redop) {
+  Fingerprint fp;
+  fp.seq = comm.next_sequence();
+  fp.count = count;
+  fp.root = root;
+  fp.op = static_cast<uint8_t>(op);
+  fp.dtype = static_cast<uint8_t>(t);
+  fp.redop = static_cast<uint8_t>(redop);
+  fp.algorithm = static_cast<uint8_t>(Algorithm::kShmDirect);
+  return fp;
+}
+
+Deadline call_deadline(const Communicator& comm, const CollOptions& opts) {
+  return Deadline::after(resolve_timeout(opts.timeout_s, comm.timeout()));
 }
 }  // namespace
 
@@ -191,7 +226,17 @@ Algorithm allreduce_apply(Communicator& comm, const float* send, float* recv, co
 Algorithm broadcast(Communicator& comm, void* buf, size_t count, DType t, int root, const BroadcastOptions& opts_in) {
   const auto opts = with_shm_context(comm, opts_in);
   check_root(comm, root, "broadcast");
-  Algorithm a = resolve_algorithm(CollOp::kBroadcast, opts.algorithm, comm, count * dtype_size(t), opts);
+  const size_t bytes = count * dtype_size(t);
+  bool small = false;
+  Algorithm a = small_or(comm, opts, CollOp::kBroadcast, bytes,
+                         resolve_algorithm(CollOp::kBroadcast, opts.algorithm, comm, bytes, opts), &small);
+  if (small) {
+    const bool mine = comm.rank() == root;
+    opts.shm->exchange_small(buf, bytes, mine ? bytes : 0,
+                             small_call(comm, CollOp::kBroadcast, t, count, root, ReduceOp::kSum), call_deadline(comm, opts));
+    if (!mine) copy_bytes(buf, opts.shm->small_of(root), bytes);
+    return a;
+  }
   Call call(comm, CollOp::kBroadcast, opts, a, t, count, root, ReduceOp::kSum, route_of(a));
   char* b = static_cast<char*>(buf);
   call.run([&] {
@@ -235,6 +280,16 @@ Algorithm allgatherv(Communicator& comm, const void* send, void* recv, const std
   Algorithm a = resolve_algorithm(CollOp::kAllgather, opts.algorithm, comm, blocks.total() * es, opts);
   if (a == Algorithm::kRecursiveDoubling && (comm.size() & (comm.size() - 1))) a = Algorithm::kBruck;
   bool equal = std::all_of(counts.begin(), counts.end(), [&](size_t c) { return c == counts[0]; });
+  bool small = false;
+  if (equal) a = small_or(comm, opts, CollOp::kAllgather, blocks.total() * es, a, &small);
+  if (small) {
+    const size_t block = counts[0] * es;
+    opts.shm->exchange_small(send, block, block, small_call(comm, CollOp::kAllgather, t, counts[0], -1, ReduceOp::kSum),
+                             call_deadline(comm, opts));
+    for (int q = 0; q < comm.size(); ++q)
+      copy_bytes_if_apart(static_cast<char*>(recv) + blocks.off[q] * es, opts.shm->small_of(q), block);
+    return a;
+  }
   Call call(comm, CollOp::kAllgather, opts, a, t, equal ? counts[0] : hash_counts(counts), -1, ReduceOp::kSum,
             route_of(a));
   char* out = static_cast<char*>(recv);
@@ -262,7 +317,20 @@ Algorithm reduce_scatter(Communicator& comm, const void* send, void* recv, size_
   const auto opts = with_shm_context(comm, opts_in);
   const int p = comm.size();
   const size_t es = dtype_size(t), total = count * p;
-  Algorithm a = resolve_algorithm(CollOp::kReduceScatter, opts.algorithm, comm, total * es, opts);
+  bool small = false;
+  Algorithm a = small_or(comm, opts, CollOp::kReduceScatter, total * es,
+                         resolve_algorithm(CollOp::kReduceScatter, opts.algorithm, comm, total * es, opts), &small);
+  if (small) {
+    // Every rank publishes its whole input; each reduces its own block of all of them in rank
+    // order (bit-identical to deterministic mode).
+    opts.shm->exchange_small(send, total * es, total * es, small_call(comm, CollOp::kReduceScatter, t, count, -1, op),
+                             call_deadline(comm, opts));
+    std::vector<const void*> in_rank_order(static_cast<size_t>(p));
+    for (int q = 0; q < p; ++q) in_rank_order[q] = opts.shm->small_of(q) + comm.rank() * count * es;
+    if (count) reduce_ordered(t, op, recv, in_rank_order.data(), p, count);
+    if (op == ReduceOp::kAvg) finish_avg(t, recv, count, p);
+    return a;
+  }
   // Deterministic reduce-scatter takes the message path even where shm_direct was chosen.
   Call call(comm, CollOp::kReduceScatter, opts, a, t, count, -1, op,
             opts.deterministic ? FingerprintRoute::kTransport : route_of(a));

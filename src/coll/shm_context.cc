@@ -407,32 +407,39 @@ void ShmContext::throw_desync(uint64_t phase) {
   DT_THROW(Desync, m.str());
 }
 
-void ShmContext::allreduce_small(void* buf, size_t count, DType t, ReduceOp op, const Fingerprint& fp,
-                                 const Deadline& deadline) {
-  const size_t bytes = count * dtype_size(t);
-  DT_CHECK(bytes <= slot_bytes_, InvalidArgument, "ShmContext: " << bytes << " bytes exceed the slot");
-  uint64_t phase = next_phase();
+const char* ShmContext::exchange_small(const void* mine, size_t bytes, size_t write_bytes, const Fingerprint& fp,
+                                      const Deadline& deadline) {
+  DT_CHECK(bytes <= slot_bytes_ && write_bytes <= bytes, InvalidArgument,
+           "ShmContext: " << bytes << " bytes exceed the slot");
+  const uint64_t phase = next_phase();
   publish_call(fp);
-  copy_bytes(small_area(rank_, phase, bytes), buf, bytes);
+  copy_bytes(small_area(rank_, phase, bytes), mine, write_bytes);
   arrive(phase, &fp);
   // The error text's lambda captures one reference, so std::function keeps it inline (no
   // allocation per call: a capture of three references did allocate).
-  const struct {
-    const Fingerprint& fp;
-    DType t;
-    size_t count;
-  } call{fp, t, count};
   wait_all(
       phase, deadline,
-      [&call] {
+      [&fp] {
         std::ostringstream what;
-        what << "allreduce #" << call.fp.seq << " (shm_direct, " << dtype_name(call.t) << " x " << call.count << ")";
+        what << coll_op_name(static_cast<CollOp>(fp.op)) << " #" << fp.seq << " (shm_direct, "
+             << dtype_name(static_cast<DType>(fp.dtype)) << " x " << fp.count << ")";
         return what.str();
       },
       0, &fp);
+  small_phase_ = phase;
+  small_bytes_ = bytes;
+  return small_area(rank_, phase, bytes);
+}
+
+const char* ShmContext::small_of(int rank) const { return small_area(rank, small_phase_, small_bytes_); }
+
+void ShmContext::allreduce_small(void* buf, size_t count, DType t, ReduceOp op, const Fingerprint& fp,
+                                 const Deadline& deadline) {
+  const size_t bytes = count * dtype_size(t);
+  exchange_small(buf, bytes, bytes, fp, deadline);
   std::vector<const void*>& in_rank_order = inputs_;
   in_rank_order.resize(static_cast<size_t>(size_));
-  for (int q = 0; q < size_; ++q) in_rank_order[q] = small_area(q, phase, bytes);
+  for (int q = 0; q < size_; ++q) in_rank_order[q] = small_of(q);
   if (count) reduce_ordered(t, op, buf, in_rank_order.data(), size_, count);
   if (op == ReduceOp::kAvg) finish_avg(t, buf, count, size_);
 }

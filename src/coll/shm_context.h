@@ -21,6 +21,8 @@
 //   missing peer's doorbell until every rank has arrived, throwing Timeout naming the ranks
 //   that did not arrive, and PeerFailure ("rank q is gone") when the peer's transport is
 //   closed or its process has exited (Transport::peer_gone, checked every millisecond).
+// - exchange_small(): one phase that carries each rank's data (broadcast, all-gather and
+//   reduce-scatter of a few KiB take it, coll/collectives.cc); allreduce_small() is built on it.
 // - allreduce_small(): the all-reduce of a buffer that fits a slot in ONE phase: write data +
 //   fingerprint, arrive, wait, check every rank's fingerprint (Desync naming the ranks whose
 //   call differs from the majority's, and what each called),
@@ -105,6 +107,15 @@ class ShmContext {
   int cross_memory_reads() const { return cross_memory_reads_; }
   void set_cross_memory_reads(bool ok) { cross_memory_reads_ = ok ? 1 : 0; }
 
+  // One full phase that carries data: writes write_bytes of `mine` into this rank's area for
+  // a `bytes`-sized exchange (every rank passes the same `bytes`; write_bytes may be 0, as
+  // a broadcast's readers pass), arrives, waits for every rank and compares the calls (fp).
+  // Afterwards small_of(q) is rank q's area, readable until the phase after next: the
+  // caller reads what it needs before its next collective on this context. Returns this
+  // rank's area.
+  const char* exchange_small(const void* mine, size_t bytes, size_t write_bytes, const Fingerprint& fp,
+                             const Deadline& deadline);
+  const char* small_of(int rank) const;
   void allreduce_small(void* buf, size_t count, DType t, ReduceOp op, const Fingerprint& fp, const Deadline& deadline);
   // Up to how many bytes an all-reduce is allreduce_small's one phase (coll/collectives.cc):
   // every rank reads every slot, p x bytes each, which beyond 64 KiB costs more than
@@ -150,6 +161,8 @@ class ShmContext {
   std::vector<char*> segs_;
   std::vector<int64_t> pids_;
   std::vector<const void*> inputs_;  // allreduce_small's slots in rank order
+  uint64_t small_phase_ = 0;  // the last exchange_small's phase and size (small_of)
+  size_t small_bytes_ = 0;
   int spin_ranks_per_core_ = 1;
   unsigned cores_ = 1;
   int64_t yield_ns_ = 100000;  // CollConfig::shm_yield_us

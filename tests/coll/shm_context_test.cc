@@ -3,6 +3,7 @@
 // absent ranks are still named.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 
@@ -284,6 +285,67 @@ TEST(ShmContextDefault, AnotherAlgorithmOnOneRankIsADesyncNamingBoth) {
     EXPECT_NE(errors[r].find("allgather(float32 x 1000, ring)"), std::string::npos) << r << ": " << errors[r];
     EXPECT_NE(errors[r].find("allgather(float32 x 1000, shm_direct)"), std::string::npos) << r << ": " << errors[r];
     EXPECT_EQ(errors[r].find("timed out"), std::string::npos) << r << ": " << errors[r];
+  }
+}
+
+// Broadcast, all-gather and reduce-scatter of a few KiB take one shared-memory phase that
+// carries the data (coll/collectives.cc), like the small all-reduce: right for every root,
+// type and reduction, in place too, sending nothing through the transport.
+TEST(ShmContextDefault, SmallBroadcastAllgatherReduceScatterInOnePhase) {
+  for (int p : {2, 3, 5}) {
+    testing::run_world(p, TransportKind::kShm, [&](Communicator& c) {
+      const uint64_t before = c.transport().bytes_sent();
+      for (DType t : {DType::kFloat32, DType::kInt32, DType::kFloat64}) {
+        const size_t es = dtype_size(t);
+        for (size_t n : {size_t{1}, size_t{3}, size_t{37}, size_t{300}}) {  // up to 12 KB: under 16 KiB
+          for (int root = 0; root < p; ++root) {
+            auto buf = c.rank() == root ? testing::input(t, root, n) : std::vector<char>(n * es, 0);
+            EXPECT_EQ(broadcast(c, buf.data(), n, t, root), Algorithm::kShmDirect);
+            ASSERT_EQ(testing::compare(buf, testing::input(t, root, n), t), "") << "broadcast n=" << n << " root " << root;
+          }
+          std::vector<char> all(n * es * p), want;
+          auto mine = testing::input(t, c.rank(), n);
+          EXPECT_EQ(allgather(c, mine.data(), all.data(), n, t), Algorithm::kShmDirect);
+          for (int q = 0; q < p; ++q) {
+            auto block = testing::input(t, q, n);
+            want.insert(want.end(), block.begin(), block.end());
+          }
+          ASSERT_EQ(testing::compare(all, want, t), "") << "allgather n=" << n;
+          std::vector<char> inplace(n * es * p);  // this rank's block already in place
+          std::copy(mine.begin(), mine.end(), inplace.begin() + c.rank() * n * es);
+          allgather(c, inplace.data() + c.rank() * n * es, inplace.data(), n, t);
+          ASSERT_EQ(testing::compare(inplace, want, t), "") << "in-place allgather n=" << n;
+          for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kAvg}) {
+            auto in = testing::input(t, c.rank(), n * p, op);
+            std::vector<char> out(n * es);
+            EXPECT_EQ(reduce_scatter(c, in.data(), out.data(), n, t, op), Algorithm::kShmDirect);
+            ASSERT_EQ(testing::compare(out, testing::expected_reduce(t, p, n, op, c.rank() * n), t), "")
+                << "reduce_scatter n=" << n << " op " << static_cast<int>(op);
+          }
+        }
+      }
+      EXPECT_EQ(c.transport().bytes_sent(), before) << "rank " << c.rank();
+    });
+  }
+}
+
+// A small broadcast of another size on one rank is a Desync naming both calls on every rank.
+TEST(ShmContextDefault, SmallBroadcastOfAnotherSizeIsADesync) {
+  const int p = 3;
+  std::mutex mu;
+  std::vector<std::string> errors(p);
+  testing::run_world(p, TransportKind::kShm, [&](Communicator& c) {
+    std::vector<float> buf(c.rank() == 1 ? 6 : 5, 1.0f);
+    try {
+      broadcast(c, buf.data(), buf.size(), DType::kFloat32, 0);
+    } catch (const Desync& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      errors[c.rank()] = e.what();
+    }
+  });
+  for (int r = 0; r < p; ++r) {
+    EXPECT_NE(errors[r].find("broadcast(float32 x 6"), std::string::npos) << r << ": " << errors[r];
+    EXPECT_NE(errors[r].find("broadcast(float32 x 5"), std::string::npos) << r << ": " << errors[r];
   }
 }
 
