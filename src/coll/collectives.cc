@@ -56,21 +56,20 @@ FingerprintRoute route_of(Algorithm a) {
   return a == Algorithm::kShmDirect ? FingerprintRoute::kShmPhases : FingerprintRoute::kTransport;
 }
 
-// A call of a few KiB in ONE shared-memory phase that carries the data (ShmContext::
-// exchange_small), the all-reduce's small path for the other collectives: auto takes it
-// where everything fits the context's small size (each rank writes at most that and reads
-// at most that), as does an explicit shm_direct, so every rank of a call takes the same path.
+// A call of a few KiB is ONE shared-memory phase that carries the data (ShmContext::
+// exchange_small; shm_direct_one_phase says up to which size), which auto always prefers,
+// without consulting the cost model (it would be the whole cost of a small call), as does an
+// explicit or configured shm_direct, so every rank of a call takes the same path. Returns the
+// algorithm, and in *small whether it is that phase (only where may_be_small).
 // Measured (bench collectives, before -> after): 8 B at 2 ranks all-gather 1.91 -> 0.53 us,
 // reduce-scatter 1.94 -> 0.48, broadcast 1.48 -> 0.42 (OpenMPI 0.47, 0.49, 0.12); 16 KiB at 2
 // ranks 3.0-4.3 -> 2.5-3.3 us; at 8 ranks (4 a core) 12-34 -> 5.8-6.7 us at 8 B.
-Algorithm small_or(const Communicator& comm, const CollOptions& opts, CollOp op, size_t bytes, Algorithm resolved,
-                   bool* small) {
-  *small = false;
-  if (!opts.shm || comm.size() < 2 || bytes > opts.shm->small_allreduce_bytes()) return resolved;
-  const Algorithm a = opts.algorithm == Algorithm::kAuto && !config_forces_algorithm(comm.coll_config(), op)
+Algorithm choose(CollOp op, Communicator& comm, const CollOptions& opts, size_t bytes, bool may_be_small, bool* small) {
+  const bool fits = may_be_small && shm_direct_one_phase(op, comm, opts.shm, bytes);
+  const Algorithm a = fits && opts.algorithm == Algorithm::kAuto && !config_forces_algorithm(comm.coll_config(), op)
                           ? Algorithm::kShmDirect
-                          : resolved;
-  *small = a == Algorithm::kShmDirect;
+                          : resolve_algorithm(op, opts.algorithm, comm, bytes, opts);
+  *small = fits && a == Algorithm::kShmDirect;
   return a;
 }
 
@@ -97,26 +96,14 @@ Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t cou
   const size_t bytes = count * dtype_size(t);
   DT_CHECK(!opts.shm || opts.shm->serves(comm), InvalidArgument,
            "allreduce: the options' ShmContext belongs to another communicator");
-  // A buffer up to ShmContext::small_allreduce_bytes() is one shared-memory phase, which auto
-  // always prefers; that choice is made here without consulting the cost model (it is the
-  // whole cost of a small call otherwise).
-  const bool fits_slot = opts.shm && bytes <= opts.shm->small_allreduce_bytes() && comm.size() > 1;
-  Algorithm a = fits_slot && opts.algorithm == Algorithm::kAuto && !config_forces_algorithm(comm.coll_config(), CollOp::kAllreduce)
-                    ? Algorithm::kShmDirect
-                    : resolve_algorithm(CollOp::kAllreduce, opts.algorithm, comm, bytes, opts);
-  if (fits_slot && a == Algorithm::kShmDirect) {
-    // One shared-memory phase: everyone publishes its buffer, everyone reduces all of them.
-    Fingerprint fp;
-    fp.seq = comm.next_sequence();
-    fp.count = count;
-    fp.op = static_cast<uint8_t>(CollOp::kAllreduce);
-    fp.dtype = static_cast<uint8_t>(t);
-    fp.redop = static_cast<uint8_t>(op);
-    fp.algorithm = static_cast<uint8_t>(Algorithm::kShmDirect);
-    double timeout = resolve_timeout(opts.timeout_s, comm.timeout());
+  bool small = false;
+  const Algorithm a = choose(CollOp::kAllreduce, comm, opts, bytes, true, &small);
+  if (small) {
+    // Everyone publishes its buffer, everyone reduces all of them.
     copy_if_needed(recv, send, bytes);
-    opts.shm->allreduce_small(recv, count, t, op, fp, Deadline::after(timeout));
-    return Algorithm::kShmDirect;
+    opts.shm->allreduce_small(recv, count, t, op, small_call(comm, CollOp::kAllreduce, t, count, -1, op),
+                              call_deadline(comm, opts));
+    return a;
   }
   Call call(comm, CollOp::kAllreduce, opts, a, t, count, -1, op, route_of(a));
   char* buf = static_cast<char*>(recv);
@@ -228,8 +215,7 @@ Algorithm broadcast(Communicator& comm, void* buf, size_t count, DType t, int ro
   check_root(comm, root, "broadcast");
   const size_t bytes = count * dtype_size(t);
   bool small = false;
-  Algorithm a = small_or(comm, opts, CollOp::kBroadcast, bytes,
-                         resolve_algorithm(CollOp::kBroadcast, opts.algorithm, comm, bytes, opts), &small);
+  const Algorithm a = choose(CollOp::kBroadcast, comm, opts, bytes, true, &small);
   if (small) {
     const bool mine = comm.rank() == root;
     opts.shm->exchange_small(buf, bytes, mine ? bytes : 0,
@@ -277,11 +263,10 @@ Algorithm allgatherv(Communicator& comm, const void* send, void* recv, const std
   DT_CHECK_EQ(counts.size(), static_cast<size_t>(comm.size()), InvalidArgument, "allgatherv: one count per rank");
   algo::Blocks blocks(counts);
   const size_t es = dtype_size(t);
-  Algorithm a = resolve_algorithm(CollOp::kAllgather, opts.algorithm, comm, blocks.total() * es, opts);
-  if (a == Algorithm::kRecursiveDoubling && (comm.size() & (comm.size() - 1))) a = Algorithm::kBruck;
   bool equal = std::all_of(counts.begin(), counts.end(), [&](size_t c) { return c == counts[0]; });
   bool small = false;
-  if (equal) a = small_or(comm, opts, CollOp::kAllgather, blocks.total() * es, a, &small);
+  Algorithm a = choose(CollOp::kAllgather, comm, opts, blocks.total() * es, equal, &small);
+  if (a == Algorithm::kRecursiveDoubling && (comm.size() & (comm.size() - 1))) a = Algorithm::kBruck;
   if (small) {
     const size_t block = counts[0] * es;
     opts.shm->exchange_small(send, block, block, small_call(comm, CollOp::kAllgather, t, counts[0], -1, ReduceOp::kSum),
@@ -318,17 +303,13 @@ Algorithm reduce_scatter(Communicator& comm, const void* send, void* recv, size_
   const int p = comm.size();
   const size_t es = dtype_size(t), total = count * p;
   bool small = false;
-  Algorithm a = small_or(comm, opts, CollOp::kReduceScatter, total * es,
-                         resolve_algorithm(CollOp::kReduceScatter, opts.algorithm, comm, total * es, opts), &small);
+  const Algorithm a = choose(CollOp::kReduceScatter, comm, opts, total * es, true, &small);
   if (small) {
     // Every rank publishes its whole input; each reduces its own block of all of them in rank
     // order (bit-identical to deterministic mode).
     opts.shm->exchange_small(send, total * es, total * es, small_call(comm, CollOp::kReduceScatter, t, count, -1, op),
                              call_deadline(comm, opts));
-    std::vector<const void*> in_rank_order(static_cast<size_t>(p));
-    for (int q = 0; q < p; ++q) in_rank_order[q] = opts.shm->small_of(q) + comm.rank() * count * es;
-    if (count) reduce_ordered(t, op, recv, in_rank_order.data(), p, count);
-    if (op == ReduceOp::kAvg) finish_avg(t, recv, count, p);
+    opts.shm->reduce_small(recv, comm.rank() * count * es, count, t, op);
     return a;
   }
   // Deterministic reduce-scatter takes the message path even where shm_direct was chosen.

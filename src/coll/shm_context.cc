@@ -407,8 +407,8 @@ void ShmContext::throw_desync(uint64_t phase) {
   DT_THROW(Desync, m.str());
 }
 
-const char* ShmContext::exchange_small(const void* mine, size_t bytes, size_t write_bytes, const Fingerprint& fp,
-                                      const Deadline& deadline) {
+void ShmContext::exchange_small(const void* mine, size_t bytes, size_t write_bytes, const Fingerprint& fp,
+                                const Deadline& deadline) {
   DT_CHECK(bytes <= slot_bytes_ && write_bytes <= bytes, InvalidArgument,
            "ShmContext: " << bytes << " bytes exceed the slot");
   const uint64_t phase = next_phase();
@@ -428,20 +428,23 @@ const char* ShmContext::exchange_small(const void* mine, size_t bytes, size_t wr
       0, &fp);
   small_phase_ = phase;
   small_bytes_ = bytes;
-  return small_area(rank_, phase, bytes);
 }
 
 const char* ShmContext::small_of(int rank) const { return small_area(rank, small_phase_, small_bytes_); }
+
+void ShmContext::reduce_small(void* out, size_t offset, size_t count, DType t, ReduceOp op) {
+  std::vector<const void*>& in_rank_order = inputs_;
+  in_rank_order.resize(static_cast<size_t>(size_));
+  for (int q = 0; q < size_; ++q) in_rank_order[q] = small_of(q) + offset;
+  if (count) reduce_ordered(t, op, out, in_rank_order.data(), size_, count);
+  if (op == ReduceOp::kAvg) finish_avg(t, out, count, size_);
+}
 
 void ShmContext::allreduce_small(void* buf, size_t count, DType t, ReduceOp op, const Fingerprint& fp,
                                  const Deadline& deadline) {
   const size_t bytes = count * dtype_size(t);
   exchange_small(buf, bytes, bytes, fp, deadline);
-  std::vector<const void*>& in_rank_order = inputs_;
-  in_rank_order.resize(static_cast<size_t>(size_));
-  for (int q = 0; q < size_; ++q) in_rank_order[q] = small_of(q);
-  if (count) reduce_ordered(t, op, buf, in_rank_order.data(), size_, count);
-  if (op == ReduceOp::kAvg) finish_avg(t, buf, count, size_);
+  reduce_small(buf, 0, count, t, op);
 }
 
 }  // namespace dtrain

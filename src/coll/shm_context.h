@@ -111,11 +111,13 @@ class ShmContext {
   // a `bytes`-sized exchange (every rank passes the same `bytes`; write_bytes may be 0, as
   // a broadcast's readers pass), arrives, waits for every rank and compares the calls (fp).
   // Afterwards small_of(q) is rank q's area, readable until the phase after next: the
-  // caller reads what it needs before its next collective on this context. Returns this
-  // rank's area.
-  const char* exchange_small(const void* mine, size_t bytes, size_t write_bytes, const Fingerprint& fp,
-                             const Deadline& deadline);
+  // caller reads what it needs before its next collective on this context.
+  void exchange_small(const void* mine, size_t bytes, size_t write_bytes, const Fingerprint& fp,
+                      const Deadline& deadline);
   const char* small_of(int rank) const;
+  // After exchange_small: out = the `count` elements at byte `offset` of every rank's area,
+  // reduced in rank order (avg finished), as the all-reduce and reduce-scatter need.
+  void reduce_small(void* out, size_t offset, size_t count, DType t, ReduceOp op);
   void allreduce_small(void* buf, size_t count, DType t, ReduceOp op, const Fingerprint& fp, const Deadline& deadline);
   // Up to how many bytes an all-reduce is allreduce_small's one phase (coll/collectives.cc):
   // every rank reads every slot, p x bytes each, which beyond 64 KiB costs more than
@@ -160,7 +162,7 @@ class ShmContext {
   uint64_t phase_ = 0;
   std::vector<char*> segs_;
   std::vector<int64_t> pids_;
-  std::vector<const void*> inputs_;  // allreduce_small's slots in rank order
+  std::vector<const void*> inputs_;  // reduce_small's areas in rank order
   uint64_t small_phase_ = 0;  // the last exchange_small's phase and size (small_of)
   size_t small_bytes_ = 0;
   int spin_ranks_per_core_ = 1;
@@ -183,6 +185,10 @@ class ShmContext {
 // all-gather and reduce-scatter at every size, none of them when cores_far(); always up to
 // CollConfig::shm_slots_bytes.
 bool shm_direct_takes_slots(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes);
+// Whether a shm_direct call of `bytes` (the all-reduce's and broadcast's buffer, the
+// all-gather's output of equal blocks, the reduce-scatter's input) is the context's one
+// phase that carries the data (exchange_small): up to small_allreduce_bytes().
+bool shm_direct_one_phase(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes);
 
 // A window (MPI_Win_allocate_shared's shape): a buffer of `bytes` per rank in shared memory
 // that every rank of the host maps. Collective over comm, through the store only, like

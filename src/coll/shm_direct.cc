@@ -240,6 +240,12 @@ namespace dtrain {
 // 11.3 against 24-27 us at 256 KiB, 1.25-1.5x from 1 MiB; reduce-scatter 6.5 against
 // 9.9-10.6 us at 64 KiB, 1.2-1.9x above. With the cores close the slots were 1.3-1.9x ahead
 // (docs/PERFORMANCE.md, 2026-11-25 02:21). Broadcast: broadcast_shm_direct says why.
+bool shm_direct_one_phase(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes) {
+  const bool carried = op == CollOp::kAllreduce || op == CollOp::kBroadcast || op == CollOp::kAllgather ||
+                       op == CollOp::kReduceScatter;
+  return carried && ctx && comm.size() > 1 && bytes <= ctx->small_allreduce_bytes();
+}
+
 bool shm_direct_takes_slots(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes) {
   if (!ctx || bytes > comm.coll_config().shm_slots_bytes) return false;
   switch (op) {
@@ -344,7 +350,7 @@ void allgather_shm_direct(Call& c, char* buf, const char* mine, const Blocks& b,
   // 64 MiB 8.4-9.0 -> 8.3-8.6 ms; at 16 MiB, 8 MiB blocks, they lost: 1.50-1.57 -> 1.67-1.80).
   const size_t own = b.len(me) * es;
   phases.barrier_or(Phases::kEnd, false, b.total() * es, [&] {
-    if (own >= kStreamingCopyBytes && my_block != mine && (my_block + own <= mine || mine + own <= my_block))
+    if (own >= kStreamingCopyBytes && (my_block + own <= mine || mine + own <= my_block))
       copy_bytes_streaming(my_block, mine, own);
     else
       copy_bytes_if_apart(my_block, mine, own);

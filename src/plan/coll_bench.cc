@@ -327,11 +327,7 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
         if (used == Algorithm::kShmDirect) {
           const ShmContext* eff = ctx ? ctx.get() : c.shm_context();
           const size_t call = pt.total * es;
-          // The one-phase small paths of coll/collectives.cc (equal blocks, as here).
-          const bool one_phase = (op == CollOp::kAllreduce || op == CollOp::kBroadcast || op == CollOp::kAllgather ||
-                                  op == CollOp::kReduceScatter) &&
-                                 eff && call <= eff->small_allreduce_bytes();
-          row.path = one_phase || shm_direct_takes_slots(op, c, eff, call) ? "slots" : "reads";
+          row.path = shm_direct_one_phase(op, c, eff, call) || shm_direct_takes_slots(op, c, eff, call) ? "slots" : "reads";
         }
         row.transport = kind;
         row.type = dtype_name(cfg.dtype);
