@@ -63,7 +63,6 @@ def median_rows(per_round):
         row = dict(have[0])
         for field in ("time_us", "busbw_gbps"):
             row[field] = statistics.median(h[field] for h in have)
-        row["rounds"] = len(have)
         out[k] = row
     return out
 

@@ -42,17 +42,17 @@ Scratch& scratch() {
   thread_local Scratch s;
   return s;
 }
-bool takes_forward(int64_t m, int64_t n, int64_t k) { return m >= 1 && m <= 64 && n >= 256 && k >= 256; }
-bool takes_weight_gradient(int64_t m, int64_t n, int64_t k) { return k >= 1 && k <= 64 && m >= 256 && n >= 256; }
-float* grown(std::vector<float>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
-  return v.data();
-}
-
 constexpr int kRows = 6;      // rows of C per register tile
 constexpr int kPanel = 64;    // columns of C per weight-gradient panel (4 vectors)
 constexpr int64_t kMaxSmall = 64;
 constexpr int64_t kForwardBlock = 96;   // rows of B per forward block (16 tiles)
+
+bool takes_forward(int64_t m, int64_t n, int64_t k) { return m >= 1 && m <= kMaxSmall && n >= 256 && k >= 256; }
+bool takes_weight_gradient(int64_t m, int64_t n, int64_t k) { return k >= 1 && k <= kMaxSmall && m >= 256 && n >= 256; }
+float* grown(std::vector<float>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
 
 }  // namespace
 
@@ -177,14 +177,13 @@ void weight_gradient(int64_t m, int64_t n, int64_t k, const float* a, int64_t ld
         continue;
       }
       // The last, narrower panel goes through a full-width buffer.
-      for (int i = 0; i < mr; ++i)
-        if (beta1) std::memcpy(edge + i * kPanel, out + i * ldc, static_cast<size_t>(w) * sizeof(float));
+      if (beta1)
+        for (int i = 0; i < mr; ++i) std::memcpy(edge + i * kPanel, out + i * ldc, static_cast<size_t>(w) * sizeof(float));
       tile<4>(k, at, 1, kRows, bt, kPanel, edge, kPanel, beta1, mr);
       for (int i = 0; i < mr; ++i) std::memcpy(out + i * ldc, edge + i * kPanel, static_cast<size_t>(w) * sizeof(float));
     }
   }
 }
-
 
 }  // namespace
 
