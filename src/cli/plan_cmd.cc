@@ -8,7 +8,7 @@
 // `dtrain bench calibrate`) or the per-transport defaults.
 //
 //   dtrain plan train --model SPEC --ranks N [--cluster FILE] [--memory-gb M] [--batch B]
-//       [--strategy S] [--top K] [--json] [--measure K --data D --steps S]
+//       [--strategy S] [--optimizer O] [--top K] [--json] [--measure K --data D --steps S]
 // enumerates the layouts, drops those over memory, ranks by predicted step time
 // (plan/planner.h); --measure K runs the top K here with `dtrain train` and prints predicted
 // against measured (plan/plan_measure.h).
@@ -109,6 +109,7 @@ int plan_train_cmd(const Args& args) {
   double memory = f.get_double("memory-gb", 0, 0, 1e9, "memory per rank in GB (default: the cluster's)");
   int64_t batch = f.get_int("batch", 0, 0, int64_t{1} << 40, "global batch (default: 12 x ranks for the GPT, 64 for the MLP)");
   std::string strategy = f.get_string("strategy", "", "only this strategy (ddp, ps, localsgd, gossip, fedavg, tp, pp, zero, hybrid)");
+  std::string optimizer = f.get_string("optimizer", "", "as dtrain train --optimizer (default: its default, adamw for the GPT, sgd for the MLP)");
   int top = static_cast<int>(f.get_int("top", 10, 1, 1000000, "rows to print"));
   int measure = static_cast<int>(f.get_int("measure", 0, 0, 1000, "run the top K here and print predicted vs measured"));
   std::string data = f.get_string("data", "", "--data for the measured runs (the GPT: text:FILE)");
@@ -125,6 +126,7 @@ int plan_train_cmd(const Args& args) {
   plan::PlanOptions o;
   o.strategy = strategy;
   o.memory_gb = memory;
+  o.optimizer = optimizer;
   auto r = plan::plan(m, ranks, c, batch, o);
   if (json) {
     nlohmann::json out = {{"model", model}, {"ranks", ranks}, {"batch", batch}, {"cluster", plan::cluster_to_json(c)},

@@ -107,6 +107,7 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
     l.client_fraction = f.client_fraction;
     l.seed = f.seed;
     l.rounds = f.epochs;
+    l.optimizer = f.optimizer;
     plan::Cluster c = plan::this_machine(Settings::process().calibration_path());
     plan::Prediction p = plan::simulate(m, l, c, f.batch);
     j = {{"layout", l.describe()}, {"cluster", c.source},

@@ -43,7 +43,7 @@ void score_logits(const Tensor& logits, std::span<const int32_t> y, double* loss
 class MlpReplica : public Replica {
  public:
   MlpReplica(const std::string& spec, const data::Dataset& ds)
-      : mlp_(spec, MlpOptions{.allocate = false}), ds_(ds), scratch_grad_(static_cast<size_t>(mlp_.num_params())) {}
+      : mlp_(spec, MlpOptions{.allocate = false}), ds_(ds) {}
 
   LossAcc loss_grad(std::span<const float> params, std::span<const int64_t> examples,
                     std::span<float> grad) override {
@@ -56,6 +56,9 @@ class MlpReplica : public Replica {
     gather(ds_, examples, x_, y_);
     // The MLP only reads its parameter buffer; bind() wants a mutable span.
     std::span<float> p(const_cast<float*>(params.data()), params.size());
+    // Scoring only (no gradient asked for) still binds a gradient buffer: made on first use,
+    // so a replica that always gets one (every strategy's) holds no model-sized spare.
+    if (grad.empty() && scratch_grad_.empty()) scratch_grad_.resize(params.size());
     mlp_.bind(p, grad.empty() ? std::span<float>(scratch_grad_) : grad);
     Tensor x = Tensor::wrap(x_.data(), {r.examples, ds_.cols});
     if (grad.empty()) {
@@ -196,16 +199,24 @@ class MlpModel : public TrainableModel {
   LossAcc evaluate(const data::Dataset& ds, ThreadPool* pool) override {
     DT_CHECK(!ds.sparse && ds.cols == master_.input_dim(), InvalidArgument,
              ds.source << " does not match the model's " << master_.input_dim() << " dense inputs");
-    // Fixed chunks of 1000 rows, one replica per chunk range, reduced in chunk order.
+    // Fixed chunks of 1000 rows, reduced in chunk order. Every thread runs the master module
+    // itself (inference only: nn/module.h lets threads share one module for that), each with
+    // its own gathered rows; a replica would hold a model-sized gradient buffer it never uses.
     constexpr int64_t kChunk = 1000;
     const int64_t chunks = (ds.rows + kChunk - 1) / kChunk;
     std::vector<LossAcc> parts(static_cast<size_t>(chunks));
     auto run = [&](int64_t lo, int64_t hi) {
-      MlpReplica rep(spec_, ds);
+      std::vector<float> x;
+      std::vector<int32_t> y;
       for (int64_t c = lo; c < hi; ++c) {
         std::vector<int64_t> ids(static_cast<size_t>(std::min(ds.rows, (c + 1) * kChunk) - c * kChunk));
         std::iota(ids.begin(), ids.end(), c * kChunk);
-        parts[static_cast<size_t>(c)] = rep.loss_grad(master_.param_span(), ids, {});
+        gather(ds, ids, x, y);
+        LossAcc& r = parts[static_cast<size_t>(c)];
+        r.examples = static_cast<int64_t>(ids.size());
+        Tensor logits = master_.logits(Tensor::wrap(x.data(), {r.examples, ds.cols}));
+        score_logits(logits, y, &r.loss, &r.correct);
+        r.loss /= static_cast<double>(r.examples);
       }
     };
     if (pool) pool->parallel_for(0, chunks, 1, run);

@@ -34,6 +34,54 @@ double Cluster::compute_slowdown(double r) const {
   return r / cores_per_node * oversub_penalty;
 }
 
+double Cluster::optimizer_ns(const std::string& family, double params) const {
+  auto it = optimizer_rates.find(family);
+  if (it != optimizer_rates.end() && !it->second.empty()) {
+    const auto& pts = it->second;
+    if (params <= pts.front().first) return pts.front().second;
+    for (size_t i = 1; i < pts.size(); ++i)
+      if (params <= pts[i].first) {
+        const double w = std::log(params / pts[i - 1].first) / std::log(pts[i].first / pts[i - 1].first);
+        return pts[i - 1].second + w * (pts[i].second - pts[i - 1].second);
+      }
+    return pts.back().second;
+  }
+  if (family == "adamw") return optimizer_ns_per_param;
+  if (family == "sgd") return sgd_ns_per_param * optimizer_step_bytes("sgd") / optimizer_step_bytes("momentum");
+  return sgd_ns_per_param;
+}
+
+std::string optimizer_family(const std::string& name, bool gpt) {
+  if (name.empty()) return gpt ? "adamw" : "sgd";
+  if (name == "sgd") return "sgd";
+  if (name == "momentum" || name == "nesterov") return "momentum";
+  if (name == "adam" || name == "adamw") return "adamw";
+  DT_THROW(InvalidArgument, "unknown optimizer '" << name << "' (expected sgd, momentum, nesterov, adam or adamw)");
+}
+
+int optimizer_states(const std::string& family) { return family == "adamw" ? 2 : family == "momentum" ? 1 : 0; }
+
+double optimizer_step_bytes(const std::string& family) { return 12.0 + 8.0 * optimizer_states(family); }
+
+std::map<std::string, std::vector<std::pair<double, double>>> optimizer_rates_from_json(const nlohmann::json& j,
+                                                                                       const std::string& where) {
+  DT_CHECK(j.is_object(), InvalidArgument, where << " must be {\"sgd\"|\"momentum\"|\"adamw\": [[parameters, ns], ...]}");
+  std::map<std::string, std::vector<std::pair<double, double>>> out;
+  for (const auto& [family, rows] : j.items()) {
+    DT_CHECK(family == "sgd" || family == "momentum" || family == "adamw", InvalidArgument,
+             where << ": unknown optimizer family '" << family << "' (expected sgd, momentum or adamw)");
+    DT_CHECK(rows.is_array(), InvalidArgument, where << "." << family << " must be [[parameters, ns], ...]");
+    auto& pts = out[family];
+    for (const auto& r : rows) {
+      DT_CHECK(r.is_array() && r.size() == 2 && r[0].is_number() && r[1].is_number() && r[0].get<double>() > 0 &&
+                   r[1].get<double>() > 0 && (pts.empty() || r[0].get<double>() > pts.back().first),
+               InvalidArgument, where << "." << family << ": each point is [parameters > 0, ns > 0], parameters increasing");
+      pts.push_back({r[0].get<double>(), r[1].get<double>()});
+    }
+  }
+  return out;
+}
+
 std::vector<std::pair<double, double>> implied_betas(const LinkSizes& t, const CostParams& c, bool p2p) {
   std::vector<std::pair<double, double>> out;
   const double p = std::max(2, t.p), frac = (p - 1) / p;
@@ -209,6 +257,7 @@ Cluster cluster_from_json(const nlohmann::json& j, const std::string& where) {
   DT_CHECK(c.gemm_flops > 0 && c.elementwise_bps > 0, InvalidArgument, where << ": rates must be > 0");
   c.intra = link(j, "intra", where);
   c.inter = j.contains("inter") ? link(j, "inter", where) : c.intra;
+  if (j.contains("optimizer_rates")) c.optimizer_rates = optimizer_rates_from_json(j["optimizer_rates"], where + ".optimizer_rates");
   if (j.contains("units")) c.units = units_from_json(j["units"], where + ".units");
   if (j.contains("tp_blocks")) c.tp_blocks = tp_blocks_from_json(j["tp_blocks"], where + ".tp_blocks");
   if (j.contains("intra_by_size")) c.intra_sizes = link_sizes_from_json(j["intra_by_size"], where + ".intra_by_size");
@@ -236,6 +285,7 @@ nlohmann::json cluster_to_json(const Cluster& c) {
           {"oversub_penalty", c.oversub_penalty}, {"memory_gb", c.memory_gb},
           {"llc_mb", c.llc_bytes / (1 << 20)}, {"intra", link_json(c.intra)},
           {"inter", link_json(c.inter)}};
+  if (!c.optimizer_rates.empty()) j["optimizer_rates"] = c.optimizer_rates;
   if (!c.units.empty()) j["units"] = units_json({}, c.units);
   if (!c.tp_blocks.empty()) j["tp_blocks"] = tp_blocks_json(c.tp_blocks);
   const LinkSizes& in = c.intra_sizes;
@@ -365,6 +415,7 @@ Cluster this_machine(const std::string& path) {
   c.elementwise_bps = need(k, "elementwise_gbps", w, "GB/s") * 1e9;
   c.optimizer_ns_per_param = need(k, "optimizer_ns_per_param", w, "ns");
   if (k.contains("sgd_ns_per_param")) c.sgd_ns_per_param = need(k, "sgd_ns_per_param", w, "ns");
+  if (k.contains("optimizer_rates")) c.optimizer_rates = optimizer_rates_from_json(k["optimizer_rates"], w + ".optimizer_rates");
   if (k.contains("oversub_penalty")) c.oversub_penalty = need(k, "oversub_penalty", w, ">= 1");
   if (k.contains("memory_gb")) c.memory_gb = need(k, "memory_gb", w, "GB");
   if (k.contains("slowdown")) {
@@ -392,6 +443,8 @@ Cluster this_machine(const std::string& path) {
         for (UnitFit* f : {&u.fwd, &u.bwd}) f->fixed_s *= speed, f->s_per_work *= speed;
       c.gemm_flops /= speed, c.elementwise_bps /= speed;
       c.optimizer_ns_per_param *= speed, c.sgd_ns_per_param *= speed;
+      for (auto& [family, pts] : c.optimizer_rates)
+        for (auto& pt : pts) pt.second *= speed;
       std::ostringstream o;
       o << c.source << ", compute x" << speed << " (speed re-probed)";
       c.source = o.str();

@@ -105,7 +105,14 @@ struct Cluster {
   double gemm_flops = 60e9;
   double elementwise_bps = 25e9;
   double optimizer_ns_per_param = 0.7;  // AdamW (the GPT)
-  double sgd_ns_per_param = 0.2;        // SGD with momentum (the MLP)
+  double sgd_ns_per_param = 0.2;        // SGD with momentum
+  // Optimizer steps timed by family ("sgd", "momentum", "adamw"; optimizer_family) and size:
+  // (parameters, ns per parameter) points, parameters increasing. A step's rate depends on
+  // whether its arrays stay in cache (plain SGD on this machine's Xeon: 0.12 ns a parameter
+  // at 235K, 0.27 at 1M), so optimizer_ns interpolates them in log(parameters); a family
+  // without points falls back to the scalars above (plain SGD: momentum's at 12/20 of the
+  // bytes).
+  std::map<std::string, std::vector<std::pair<double, double>>> optimizer_rates;
   double oversub_penalty = 1.15;
   // Measured (ranks on the node, slowdown) points, increasing; when present compute_slowdown
   // interpolates them (and extrapolates the last one's slowdown per rank) instead of the
@@ -143,6 +150,8 @@ struct Cluster {
   // How much slower compute runs on a node where r ranks compute at once (r >= 1, may be
   // fractional: the average number computing over a step).
   double compute_slowdown(double ranks_on_node) const;
+  // ns per parameter of one step of `family` over `params` parameters (see optimizer_rates).
+  double optimizer_ns(const std::string& family, double params) const;
   // The measured seconds of an all-reduce of `bytes` among p ranks inside a node, when the
   // calibration timed p ranks (allreduce_by_ranks, or the 2-rank points): log-log
   // interpolation, the smallest size's time below it, linear in bytes beyond the largest;
@@ -160,6 +169,20 @@ struct Cluster {
 Cluster load_cluster(const std::string& path);
 Cluster cluster_from_json(const nlohmann::json& j, const std::string& where);
 nlohmann::json cluster_to_json(const Cluster& c);
+
+// The optimizer families the models price: "sgd" (plain), "momentum" (SGD with momentum or
+// Nesterov), "adamw" (Adam or AdamW), from a `dtrain train --optimizer` name; "" gives the
+// model's default as dtrain train has it (AdamW for the GPT, plain SGD for the MLP). An
+// unknown name is InvalidArgument.
+std::string optimizer_family(const std::string& name, bool gpt);
+// The state arrays a family keeps per parameter (0, 1, 2) and the bytes its step touches per
+// parameter (parameter, gradient and state reads, parameter and state writes: 12, 20, 28).
+int optimizer_states(const std::string& family);
+double optimizer_step_bytes(const std::string& family);
+// The optimizer_rates section of a calibration or cluster file: {"family": [[parameters, ns],
+// ...]}, parameters increasing, ns > 0.
+std::map<std::string, std::vector<std::pair<double, double>>> optimizer_rates_from_json(const nlohmann::json& j,
+                                                                                       const std::string& where);
 // calibration_path: the calibration file (Settings::calibration_path() at the entry point).
 Cluster this_machine(const std::string& calibration_path);
 

@@ -21,6 +21,7 @@ std::vector<std::string> train_args(const std::string& model, const Layout& l, i
   std::string s = l.strategy == "single" && l.ranks() > 1 ? "ddp" : l.strategy;
   a.insert(a.end(), {"--strategy", s});
   if (!data.empty()) a.insert(a.end(), {"--data", data});
+  if (!l.optimizer.empty()) a.insert(a.end(), {"--optimizer", l.optimizer});
   if (gpt) {
     a.insert(a.end(), {"--steps", std::to_string(steps), "--eval-batches", "1"});
     if (s == "hybrid") a.insert(a.end(), {"--dp", std::to_string(l.dp), "--tp", std::to_string(l.tp), "--pp", std::to_string(l.pp)});

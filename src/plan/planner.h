@@ -30,6 +30,7 @@ struct PlanOptions {
   double memory_gb = 0;  // 0: the cluster's
   int max_micro = 64;
   bool measure_only_runnable = false;
+  std::string optimizer = "";  // Layout::optimizer of every candidate ("" = the model's default)
 };
 
 struct Candidate {

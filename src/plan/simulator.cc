@@ -268,7 +268,13 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
   const double two = c.compute_slowdown(std::min(2, c.ranks_on_node(n)));
   const double comm_slow = std::max(1.0, c.compute_slowdown(c.ranks_on_node(n)) / two);
   const int node_n = c.ranks_on_node(n);
-  const double opt_states = m.gpt ? 2 : 1;  // AdamW m, v; SGD momentum
+  // The optimizer's state arrays (AdamW m and v, SGD's momentum, none for plain SGD) and the
+  // calibrated rate of its step at the size each rank steps.
+  const std::string family = optimizer_family(l.optimizer, m.gpt);
+  const double opt_states = optimizer_states(family);
+  auto optimizer_step_s = [&](double params) {
+    return c.optimizer_s(params, c.optimizer_ns(family, params), optimizer_step_bytes(family));
+  };
   Prediction p;
 
   // Data-parallel strategies of the MLP (and single): each worker computes its share.
@@ -325,7 +331,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       wgrad_scratch = std::max(wgrad_scratch, gemm_small_scratch_bytes(true, false, d_out, d_in, rows));
     }
     p.activations_b += static_cast<double>(fwd_scratch + wgrad_scratch);
-    p.optimizer_s = c.optimizer_s(P, c.sgd_ns_per_param, 20) * pass_slow;
+    p.optimizer_s = optimizer_step_s(P) * pass_slow;
     // The executors' own copies of the parameters (parallel/*.h): ddp's gradient and scratch
     // buffers (share_grad.h), localsgd's and gossip's gradient, gossip's mean and one inbox per
     // neighbour, fedavg's global model, gradient and sum plus each round's fresh optimizer
@@ -755,7 +761,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
   double busiest = *std::max_element(r.busy.begin(), r.busy.end());
   p.compute_s = busiest;
   p.bubble_s = r.makespan - busiest;
-  p.optimizer_s = c.optimizer_s(stage_params / (l.zero >= 1 ? l.dp : 1), c.optimizer_ns_per_param, 28) * slow;
+  p.optimizer_s = optimizer_step_s(stage_params / (l.zero >= 1 ? l.dp : 1)) * slow;
   // Data-parallel sync after the pipeline: one bucket, the stage's whole gradient
   // (parallel/model_parallel.cc builds its ZeroOptimizer without buckets).
   if (l.dp > 1) {

@@ -98,6 +98,10 @@ struct Layout {
   double client_fraction = 0.1;  // fedavg: share of the clients sampled per round
   uint64_t seed = 0;             // fedavg: the run's seed (it draws the sample)
   int64_t rounds = 1;            // fedavg: the run's rounds (--epochs), over which the sample is averaged
+  // dtrain train's --optimizer (sgd, momentum, nesterov, adam, adamw); "" = the model's
+  // default there (AdamW for the GPT, plain SGD for the MLP). Sets the optimizer's state
+  // (memory) and the calibrated rate of its step (cluster.h optimizer_family).
+  std::string optimizer = "";
   int ranks() const { return dp * tp * pp; }
   std::string describe() const;
 };
