@@ -343,7 +343,9 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     // beyond weights, gradients and momentum, 2 x its 11.65 MB.)
     // (ddp's ZeRO 1-2 step is fused into its all-reduce, zero.h: no padded or shard buffers.)
     if (s == "ddp") copies = 2;
-    else if (s == "localsgd") copies = 2;  // its gradient and its replica's
+    // localsgd: its gradient and one more model size, measured, not traced (its replica's
+    // unused gradient buffer, once counted here as the phantom momentum of plain SGD, is gone).
+    else if (s == "localsgd") copies = 2;
     // gossip: two sets of inboxes, one model per neighbour each (gossip.cc posts the next
     // step's receives into the other set before it waits for this step's).
     else if (s == "gossip") copies = 2 + 2 * degree;

@@ -412,5 +412,60 @@ TEST(Simulator, CalibratedGapFactorPricesCollectivesBetweenComputeSteps) {
   EXPECT_THROW(link_sizes_from_json(bad, "links"), InvalidArgument);
 }
 
+TEST(Simulator, TheOptimizerSetsItsStateAndTheRateOfItsStep) {
+  ModelSpec m = ModelSpec::parse("mlp:100-10");  // 1010 parameters
+  Cluster c = ideal();
+  // Timed rates per family: (parameters, ns per parameter), interpolated in log(parameters).
+  c.optimizer_rates = {{"sgd", {{1000, 1.0}, {4000, 3.0}}}, {"momentum", {{1000, 2.0}}}, {"adamw", {{1000, 4.0}}}};
+  EXPECT_DOUBLE_EQ(c.optimizer_ns("sgd", 500), 1.0);    // flat below the first point
+  EXPECT_DOUBLE_EQ(c.optimizer_ns("sgd", 2000), 2.0);   // halfway in log(parameters)
+  EXPECT_DOUBLE_EQ(c.optimizer_ns("sgd", 1e6), 3.0);    // flat beyond the last
+  auto run = [&](const std::string& optimizer) {
+    Layout l{.strategy = "single"};
+    l.optimizer = optimizer;
+    return simulate(m, l, c, 50);
+  };
+  // dtrain train's MLP default is plain SGD: no state array.
+  Prediction plain = run(""), sgd = run("sgd"), mom = run("momentum"), nes = run("nesterov"), adamw = run("adamw");
+  EXPECT_DOUBLE_EQ(plain.optimizer_b, 0);
+  EXPECT_DOUBLE_EQ(sgd.optimizer_b, 0);
+  EXPECT_DOUBLE_EQ(mom.optimizer_b, 1010 * 4.0);
+  EXPECT_DOUBLE_EQ(nes.optimizer_b, 1010 * 4.0);
+  EXPECT_DOUBLE_EQ(adamw.optimizer_b, 2 * 1010 * 4.0);
+  EXPECT_DOUBLE_EQ(mom.memory_b() - plain.memory_b(), 1010 * 4.0);
+  EXPECT_NEAR(plain.optimizer_s, 1010 * c.optimizer_ns("sgd", 1010) * 1e-9, 1e-15);
+  EXPECT_NEAR(mom.optimizer_s, 1010 * 2.0e-9, 1e-15);
+  EXPECT_NEAR(adamw.optimizer_s, 1010 * 4.0e-9, 1e-15);
+  // The GPT's default is AdamW.
+  ModelSpec g = ModelSpec::parse(kGpt);
+  Layout gl{.strategy = "single"};
+  Prediction gd = simulate(g, gl, c, 4);
+  gl.optimizer = "adamw";
+  EXPECT_DOUBLE_EQ(gd.optimizer_b, simulate(g, gl, c, 4).optimizer_b);
+  gl.optimizer = "sgd";
+  EXPECT_DOUBLE_EQ(simulate(g, gl, c, 4).optimizer_b, 0);
+  // Without timed rates: AdamW's and momentum's scalars, plain SGD at 12/20 of momentum's.
+  Cluster old = ideal();
+  old.optimizer_ns_per_param = 0.7, old.sgd_ns_per_param = 0.5;
+  EXPECT_DOUBLE_EQ(old.optimizer_ns("adamw", 1e6), 0.7);
+  EXPECT_DOUBLE_EQ(old.optimizer_ns("momentum", 1e6), 0.5);
+  EXPECT_DOUBLE_EQ(old.optimizer_ns("sgd", 1e6), 0.3);
+  // Names as dtrain train takes them; anything else is refused.
+  EXPECT_EQ(optimizer_family("adam", false), "adamw");
+  EXPECT_EQ(optimizer_family("", true), "adamw");
+  EXPECT_EQ(optimizer_family("", false), "sgd");
+  EXPECT_THROW(run("lamb"), InvalidArgument);
+}
+
+TEST(Simulator, OptimizerRatesRoundTripAndMalformedOnesAreRefused) {
+  Cluster c = ideal();
+  c.optimizer_rates = {{"momentum", {{65536, 0.16}, {1048576, 0.44}}}};
+  Cluster back = cluster_from_json(cluster_to_json(c), "round-trip");
+  EXPECT_EQ(back.optimizer_rates, c.optimizer_rates);
+  for (const char* bad : {R"({"lamb": [[1000, 1]]})", R"({"sgd": [[1000, 1], [500, 2]]})", R"({"sgd": [[1000, 0]]})",
+                          R"({"sgd": [1000, 1]})", R"([1, 2])"})
+    EXPECT_THROW(optimizer_rates_from_json(nlohmann::json::parse(bad), "rates"), InvalidArgument) << bad;
+}
+
 }  // namespace
 }  // namespace dtrain::plan
