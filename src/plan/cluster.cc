@@ -35,17 +35,9 @@ double Cluster::compute_slowdown(double r) const {
 }
 
 double Cluster::optimizer_ns(const std::string& family, double params) const {
+  // The same interpolation as the betas by size: in log(x), flat beyond the ends.
   auto it = optimizer_rates.find(family);
-  if (it != optimizer_rates.end() && !it->second.empty()) {
-    const auto& pts = it->second;
-    if (params <= pts.front().first) return pts.front().second;
-    for (size_t i = 1; i < pts.size(); ++i)
-      if (params <= pts[i].first) {
-        const double w = std::log(params / pts[i - 1].first) / std::log(pts[i].first / pts[i - 1].first);
-        return pts[i - 1].second + w * (pts[i].second - pts[i - 1].second);
-      }
-    return pts.back().second;
-  }
+  if (it != optimizer_rates.end() && !it->second.empty()) return beta_at(it->second, params, 0);
   if (family == "adamw") return optimizer_ns_per_param;
   if (family == "sgd") return sgd_ns_per_param * optimizer_step_bytes("sgd") / optimizer_step_bytes("momentum");
   return sgd_ns_per_param;
