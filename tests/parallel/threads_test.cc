@@ -2,6 +2,8 @@
 // a sparse softmax model, and the same result as a plain one-replica SGD loop.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "base/error.h"
@@ -81,6 +83,31 @@ TEST(Threads, MlpBitIdenticalForT124) {
     EXPECT_EQ(runs[3].params, runs[static_cast<size_t>(3 + i)].params) << "adam T differs at run " << i;
   }
   EXPECT_LT(runs[0].losses.back(), runs[0].losses.front());  // it learned something
+}
+
+// Evaluation runs the master module for inference on every pool thread (no replica): the
+// same loss and count on any pool, bit for bit, and the cross-entropy of its probabilities.
+TEST(Threads, MlpEvaluationIsTheSameOnAnyPool) {
+  data::Dataset ds = dense_blobs(2500, 12, 3, 7);  // three chunks of up to 1000 rows
+  auto model = make_mlp_model("12-16-3", ds, 5);
+  const LossAcc alone = model->evaluate(ds, nullptr);
+  for (int t : {2, 3}) {
+    ThreadPool pool(t);
+    const LossAcc pooled = model->evaluate(ds, &pool);
+    EXPECT_EQ(pooled.loss, alone.loss) << t << " threads";
+    EXPECT_EQ(pooled.correct, alone.correct) << t << " threads";
+    EXPECT_EQ(pooled.examples, 2500);
+  }
+  const std::vector<float> prob = model->probabilities(ds);
+  double loss = 0;
+  int64_t correct = 0;
+  for (int64_t i = 0; i < ds.rows; ++i) {
+    const float* row = prob.data() + i * 3;
+    loss -= std::log(static_cast<double>(row[ds.labels[static_cast<size_t>(i)]]));
+    correct += std::max_element(row, row + 3) - row == ds.labels[static_cast<size_t>(i)];
+  }
+  EXPECT_NEAR(alone.loss, loss / 2500, 1e-5);
+  EXPECT_EQ(alone.correct, correct);
 }
 
 TEST(Threads, SparseSoftmaxBitIdenticalForT124) {
