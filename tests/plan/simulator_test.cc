@@ -467,5 +467,25 @@ TEST(Simulator, OptimizerRatesRoundTripAndMalformedOnesAreRefused) {
     EXPECT_THROW(optimizer_rates_from_json(nlohmann::json::parse(bad), "rates"), InvalidArgument) << bad;
 }
 
+TEST(Simulator, OptimizerStateLivesWhereTheStrategyKeepsIt) {
+  ModelSpec m = ModelSpec::parse("mlp:100-10");  // 1010 parameters, 4040 bytes
+  Cluster c = ideal();
+  auto mem = [&](const std::string& strategy, int dp, int zero, const std::string& optimizer) {
+    Layout l{.strategy = strategy, .dp = dp, .zero = zero};
+    l.optimizer = optimizer;
+    return simulate(m, l, c, 64);
+  };
+  // ddp's ZeRO 1-2 keeps the rank's 1/N slice of the state; without ZeRO, all of it.
+  EXPECT_DOUBLE_EQ(mem("ddp", 4, 1, "adamw").optimizer_b, 2 * 4040.0 / 4);
+  EXPECT_DOUBLE_EQ(mem("ddp", 4, 2, "momentum").optimizer_b, 4040.0 / 4);
+  EXPECT_DOUBLE_EQ(mem("ddp", 4, 0, "momentum").optimizer_b, 4040.0);
+  EXPECT_DOUBLE_EQ(mem("localsgd", 4, 0, "adamw").optimizer_b, 2 * 4040.0);
+  // A parameter server's workers run no optimizer; the server holds its slice's state, so with
+  // the server the busiest rank, AdamW adds two slices to the reported memory.
+  const Prediction sgd = mem("ps", 8, 0, "sgd"), adamw = mem("ps", 8, 0, "adamw");
+  EXPECT_DOUBLE_EQ(adamw.optimizer_b, 0);
+  EXPECT_DOUBLE_EQ(adamw.memory_b() - sgd.memory_b(), 2 * 4040.0);
+}
+
 }  // namespace
 }  // namespace dtrain::plan
