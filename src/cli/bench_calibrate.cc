@@ -178,10 +178,10 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
   if (compute_seconds > 0) {
     plan::ComputeRates r = plan::measure_compute(compute_seconds, models);
     compute = plan::compute_json(r);
-    std::printf("compute: gemm %.2f GFLOP/s (median of %zu shapes), element-wise %.2f GB/s, adamw %.2f ns/param, "
-                "sgd %.2f ns/param, oversubscription penalty %.2f (%d cores)\n",
-                r.gemm_gflops, r.gemm_by_shape.size(), r.elementwise_gbps, r.adamw_ns_per_param, r.sgd_ns_per_param,
-                r.oversub_penalty, r.cores);
+    std::printf("compute: gemm %.2f GFLOP/s (median of %zu shapes), element-wise %.2f GB/s, gather %.2f GB/s, adamw %.2f "
+                "ns/param, sgd %.2f ns/param, oversubscription penalty %.2f (%d cores)\n",
+                r.gemm_gflops, r.gemm_by_shape.size(), r.elementwise_gbps, r.gather_gbps, r.adamw_ns_per_param,
+                r.sgd_ns_per_param, r.oversub_penalty, r.cores);
     for (const auto& [kind, u] : r.units)
       std::printf("unit %-14s forward %.1f us + %.3f ns/kwork, backward %.1f us + %.3f ns/kwork\n", kind.c_str(),
                   u.fwd.fixed_s * 1e6, u.fwd.s_per_work * 1e12, u.bwd.fixed_s * 1e6, u.bwd.s_per_work * 1e12);

@@ -188,6 +188,23 @@ ComputeRates measure_compute(double seconds, const std::vector<std::string>& ext
   });
   r.elementwise_gbps = 16.0 * n / t / 1e9;
 
+  // Gather: a minibatch's rows from a dataset the caches cannot hold. The unit and step lines
+  // gather the same few rows every pass (hot); training gathers random rows of the whole
+  // dataset: 58 us a step of 64 Fashion-MNIST rows in perf of a 1-rank run, which the lines
+  // did not see (the MLP's steps read 9-34% low at one rank).
+  {
+    constexpr size_t kRow = 784, kRows = (size_t{256} << 20) / (kRow * sizeof(float)), kBatch = 64;
+    std::vector<float> data(kRow * kRows, 0.5f), out(kRow * kBatch);
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    const double g = best_of(per, [&] {
+      for (size_t i = 0; i < kBatch; ++i) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        std::memcpy(out.data() + i * kRow, data.data() + (x % kRows) * kRow, kRow * sizeof(float));
+      }
+    });
+    r.gather_gbps = static_cast<double>(kBatch * kRow * sizeof(float)) / g / 1e9;
+  }
+
   // Each optimizer family at sizes from in-cache to streaming: the rate per parameter of a
   // 235K-parameter plain SGD step (the validation MLP's) is half that of a 1M one here, and
   // pricing it at 1M with momentum put the MLP's step 30% high at 8 items a rank.
@@ -232,6 +249,7 @@ nlohmann::json compute_json(const ComputeRates& r) {
           {"gemm_gflops", r.gemm_gflops},
           {"gemm_gflops_by_shape", shapes},
           {"elementwise_gbps", r.elementwise_gbps},
+          {"gather_gbps", r.gather_gbps},
           {"optimizer_ns_per_param", r.adamw_ns_per_param},
           {"sgd_ns_per_param", r.sgd_ns_per_param},
           {"optimizer_rates", r.optimizer_rates},

@@ -38,6 +38,9 @@ namespace dtrain::plan {
 struct ComputeRates {
   std::vector<std::pair<std::string, double>> gemm_by_shape;  // "MxNxK" -> GFLOP/s
   double gemm_gflops = 0, elementwise_gbps = 0;
+  // Copying whole rows picked at random from a buffer far larger than the caches (256 MiB of
+  // 3 KiB rows): what gathering a minibatch's examples from a dataset costs a step.
+  double gather_gbps = 0;
   double adamw_ns_per_param = 0, sgd_ns_per_param = 0;  // AdamW / SGD with momentum at 1M parameters
   // Each optimizer family's step at kOptimizerSizes parameters: (parameters, ns per parameter).
   std::map<std::string, std::vector<std::pair<double, double>>> optimizer_rates;

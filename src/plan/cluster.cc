@@ -241,6 +241,7 @@ Cluster cluster_from_json(const nlohmann::json& j, const std::string& where) {
   DT_CHECK(c.nodes >= 1 && c.cores_per_node >= 1, InvalidArgument, where << ": nodes and cores_per_node must be >= 1");
   c.gemm_flops = need(j, "gemm_gflops", where, "matrix-product GFLOP/s per rank") * 1e9;
   c.elementwise_bps = need(j, "elementwise_gbps", where, "memory-bound GB/s per rank") * 1e9;
+  if (j.contains("gather_gbps")) c.gather_bps = need(j, "gather_gbps", where, "GB/s of gathering random rows") * 1e9;
   c.optimizer_ns_per_param = need(j, "optimizer_ns_per_param", where, "optimizer step, ns per parameter");
   c.sgd_ns_per_param = j.contains("sgd_ns_per_param") ? need(j, "sgd_ns_per_param", where, "ns") : c.optimizer_ns_per_param / 2;
   c.oversub_penalty = j.contains("oversub_penalty") ? need(j, "oversub_penalty", where, ">= 1") : 1.0;
@@ -273,7 +274,7 @@ Cluster load_cluster(const std::string& path) {
 nlohmann::json cluster_to_json(const Cluster& c) {
   nlohmann::json j = {{"name", c.name}, {"nodes", c.nodes}, {"ranks_per_node", c.ranks_per_node},
           {"cores_per_node", c.cores_per_node}, {"gemm_gflops", c.gemm_flops / 1e9},
-          {"elementwise_gbps", c.elementwise_bps / 1e9}, {"optimizer_ns_per_param", c.optimizer_ns_per_param}, {"sgd_ns_per_param", c.sgd_ns_per_param},
+          {"elementwise_gbps", c.elementwise_bps / 1e9}, {"gather_gbps", c.gather_bps / 1e9}, {"optimizer_ns_per_param", c.optimizer_ns_per_param}, {"sgd_ns_per_param", c.sgd_ns_per_param},
           {"oversub_penalty", c.oversub_penalty}, {"memory_gb", c.memory_gb},
           {"llc_mb", c.llc_bytes / (1 << 20)}, {"intra", link_json(c.intra)},
           {"inter", link_json(c.inter)}};
@@ -405,6 +406,7 @@ Cluster this_machine(const std::string& path) {
   std::string w = path + ".compute";
   c.gemm_flops = need(k, "gemm_gflops", w, "GFLOP/s") * 1e9;
   c.elementwise_bps = need(k, "elementwise_gbps", w, "GB/s") * 1e9;
+  if (k.contains("gather_gbps")) c.gather_bps = need(k, "gather_gbps", w, "GB/s") * 1e9;
   c.optimizer_ns_per_param = need(k, "optimizer_ns_per_param", w, "ns");
   if (k.contains("sgd_ns_per_param")) c.sgd_ns_per_param = need(k, "sgd_ns_per_param", w, "ns");
   if (k.contains("optimizer_rates")) c.optimizer_rates = optimizer_rates_from_json(k["optimizer_rates"], w + ".optimizer_rates");
@@ -433,7 +435,7 @@ Cluster this_machine(const std::string& path) {
       const double speed = std::clamp(now / ref, 0.25, 4.0);
       for (auto& [kind, u] : c.units)
         for (UnitFit* f : {&u.fwd, &u.bwd}) f->fixed_s *= speed, f->s_per_work *= speed;
-      c.gemm_flops /= speed, c.elementwise_bps /= speed;
+      c.gemm_flops /= speed, c.elementwise_bps /= speed, c.gather_bps /= speed;
       c.optimizer_ns_per_param *= speed, c.sgd_ns_per_param *= speed;
       for (auto& [family, pts] : c.optimizer_rates)
         for (auto& pt : pts) pt.second *= speed;

@@ -104,6 +104,9 @@ struct Cluster {
   // predicted 288 ms for a 21 ms ddp step of the README's MLP.)
   double gemm_flops = 60e9;
   double elementwise_bps = 25e9;
+  // Bytes/s of gathering random dataset rows into a minibatch (calibrate: "gather_gbps");
+  // 0 = not measured: the MLP's steps then carry no gather term.
+  double gather_bps = 0;
   double optimizer_ns_per_param = 0.7;  // AdamW (the GPT)
   double sgd_ns_per_param = 0.2;        // SGD with momentum
   // Optimizer steps timed by family ("sgd", "momentum", "adamw"; optimizer_family) and size:

@@ -301,6 +301,15 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       p.compute_s += around;
       fwd += around;  // before backward: the batch and the loss come first
     }
+    // Gathering the step's rows from the dataset, which the lines above time on the same few
+    // (hot) rows every pass: at the calibrated rate of random rows out of memory, when there
+    // is one. (perf of a 1-rank localsgd run at batch 64: 58 us a step in the gather.)
+    if (c.gather_bps > 0) {
+      const Unit& in = m.units.front();  // its input width d0 = fwd_flops / (2 d1)
+      const double gather = items * kF * in.fwd_flops / 2 / std::max(1.0, in.out_elems) / c.gather_bps * pass_slow;
+      p.compute_s += gather;
+      fwd += gather;
+    }
     double P = m.params(), bytes = P * kF;
     // The optimizer's state: ddp's ZeRO 1-2 (fused into its all-reduce, parallel/zero.h)
     // keeps the rank's 1/N slice of it; a parameter server's workers run no optimizer (the

@@ -487,5 +487,19 @@ TEST(Simulator, OptimizerStateLivesWhereTheStrategyKeepsIt) {
   EXPECT_DOUBLE_EQ(adamw.memory_b() - sgd.memory_b(), 2 * 4040.0);
 }
 
+TEST(Simulator, TheMlpStepGathersItsRowsAtTheCalibratedRate) {
+  ModelSpec m = ModelSpec::parse("mlp:100-10");  // 100 inputs: 400 bytes a row
+  Cluster c = ideal();
+  const Prediction none = simulate(m, {.strategy = "single"}, c, 50);
+  c.gather_bps = 1e6;
+  const Prediction with = simulate(m, {.strategy = "single"}, c, 50);
+  EXPECT_NEAR(with.compute_s - none.compute_s, 50 * 400.0 / 1e6, 1e-12);
+  // Read from a cluster file; absent, there is no term.
+  nlohmann::json j = cluster_to_json(c);
+  EXPECT_DOUBLE_EQ(cluster_from_json(j, "file").gather_bps, 1e6);
+  j.erase("gather_gbps");
+  EXPECT_DOUBLE_EQ(cluster_from_json(j, "file").gather_bps, 0);
+}
+
 }  // namespace
 }  // namespace dtrain::plan
