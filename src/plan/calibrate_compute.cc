@@ -208,18 +208,18 @@ ComputeRates measure_compute(double seconds, const std::vector<std::string>& ext
   // Each optimizer family at sizes from in-cache to streaming: the rate per parameter of a
   // 235K-parameter plain SGD step (the validation MLP's) is half that of a 1M one here, and
   // pricing it at 1M with momentum put the MLP's step 30% high at 8 items a rank.
-  for (const char* family : {"sgd", "momentum", "adamw"}) {
+  for (const std::string family : {"sgd", "momentum", "adamw"}) {
     OptimizerConfig oc;
-    oc.kind = std::string(family) == "adamw" ? "adamw" : "sgd";
-    oc.momentum = std::string(family) == "momentum" ? 0.9f : 0.0f;
+    oc.kind = family == "adamw" ? "adamw" : "sgd";
+    oc.momentum = family == "momentum" ? 0.9f : 0.0f;
     oc.lr = 1e-4f;
     for (int64_t P : {int64_t{1} << 16, int64_t{1} << 18, int64_t{1} << 20, int64_t{1} << 22}) {
       std::vector<float> params(static_cast<size_t>(P), 0.1f), grads(static_cast<size_t>(P), 0.01f);
       auto opt = make_optimizer(oc, P);
       const double ns = best_of(per / 4, [&] { opt->step(params, grads); }) / static_cast<double>(P) * 1e9;
       r.optimizer_rates[family].push_back({static_cast<double>(P), ns});
-      if (P == int64_t{1} << 20 && std::string(family) == "adamw") r.adamw_ns_per_param = ns;
-      if (P == int64_t{1} << 20 && std::string(family) == "momentum") r.sgd_ns_per_param = ns;
+      if (P == int64_t{1} << 20 && family == "adamw") r.adamw_ns_per_param = ns;
+      if (P == int64_t{1} << 20 && family == "momentum") r.sgd_ns_per_param = ns;
     }
   }
 

@@ -42,7 +42,7 @@ struct ComputeRates {
   // 3 KiB rows): what gathering a minibatch's examples from a dataset costs a step.
   double gather_gbps = 0;
   double adamw_ns_per_param = 0, sgd_ns_per_param = 0;  // AdamW / SGD with momentum at 1M parameters
-  // Each optimizer family's step at kOptimizerSizes parameters: (parameters, ns per parameter).
+  // Each optimizer family's step at 64K, 256K, 1M and 4M parameters: (parameters, ns per parameter).
   std::map<std::string, std::vector<std::pair<double, double>>> optimizer_rates;
   double oversub_penalty = 1;
   int cores = 1;

@@ -304,9 +304,9 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     // Gathering the step's rows from the dataset, which the lines above time on the same few
     // (hot) rows every pass: at the calibrated rate of random rows out of memory, when there
     // is one. (perf of a 1-rank localsgd run at batch 64: 58 us a step in the gather.)
+    const double input_b = kF * items * in_elems(m.units.front());  // the step's gathered rows
     if (c.gather_bps > 0) {
-      const Unit& in = m.units.front();  // its input width d0 = fwd_flops / (2 d1)
-      const double gather = items * kF * in.fwd_flops / 2 / std::max(1.0, in.out_elems) / c.gather_bps * pass_slow;
+      const double gather = input_b / c.gather_bps * pass_slow;
       p.compute_s += gather;
       fwd += gather;
     }
@@ -331,8 +331,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
         p.activations_b += kF * u.act_elems * items;
       }
     }
-    const Unit& first = m.units.front();  // its input width d0 = fwd_flops / (2 d1)
-    p.activations_b += transient + kF * items * first.fwd_flops / 2 / std::max(1.0, first.out_elems);
+    p.activations_b += transient + input_b;
     // The small-batch products' packing scratch (tensor/gemm_small.h), which a rank's thread
     // keeps from its first step on: the largest forward's and the largest weight gradient's
     // (a bound: the two share one of their buffers). Counted whatever the CPU, so a plan reads
@@ -341,7 +340,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     size_t fwd_scratch = 0, wgrad_scratch = 0;
     for (const auto& u : m.units) {
       if (u.kind != "mlp_layer") continue;
-      const auto d_out = static_cast<int64_t>(u.out_elems), d_in = static_cast<int64_t>(u.fwd_flops / 2 / std::max(1.0, u.out_elems));
+      const auto d_out = static_cast<int64_t>(u.out_elems), d_in = static_cast<int64_t>(in_elems(u));
       fwd_scratch = std::max(fwd_scratch, gemm_small_scratch_bytes(false, true, rows, d_out, d_in));
       wgrad_scratch = std::max(wgrad_scratch, gemm_small_scratch_bytes(true, false, d_out, d_in, rows));
     }

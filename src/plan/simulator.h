@@ -37,6 +37,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -60,6 +61,8 @@ struct Unit {
 inline double unit_work(const Unit& u) { return u.fwd_flops + u.out_elems; }
 // What a unit's calibrated heap bytes are proportional to, per item: act_elems + out_elems.
 inline double mem_elems(const Unit& u) { return u.act_elems + u.out_elems; }
+// An MLP layer's input width: its forward is 2 x in x out FLOPs an item.
+inline double in_elems(const Unit& u) { return u.fwd_flops / 2 / std::max(1.0, u.out_elems); }
 
 struct ModelSpec {
   std::string spec;
