@@ -6,6 +6,7 @@
 //   list of units in forward order, the same units the executors use (an MLP layer; the GPT's
 //   embedding, blocks and head), each with its parameters, forward FLOPs per item and the
 //   activations it keeps per item. An item is an example (MLP) or a sequence (GPT).
+//   (model_spec.cc; simulate in simulator.cc.)
 // - Layout is what a run is configured by: strategy (ddp, ps, localsgd, gossip, fedavg, tp,
 //   pp, zero, hybrid, single), dp x tp x pp, ZeRO stage, micro-batches, schedule and virtual
 //   stages, recompute, bucket size, plus the data-parallel knobs (sync_every, servers).
