@@ -36,6 +36,8 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <string>
 #include <memory>
 
 #include "base/heap_stats.h"
@@ -97,6 +99,8 @@ class DataParallel : public ModelStrategy {
   DataParallel(TrainableModel& model, Optimizer* optimizer, Communicator& comm, const DdpOptions& options,
                Instrument* inst, int);  // the members; the public constructors then start()
   void submit_bucket(int b);
+  // Queues a bucket's collective (pending_), or runs it at once on one rank.
+  void launch(const std::string& name, std::function<void(Communicator&)> fn);
   bool place_in_window();  // DdpOptions::window: false where it does not apply
   // The parameters a step reads and writes: the host's shared copy, or the model's own.
   std::span<float> step_params() { return shared_params_.empty() ? model_.params() : shared_params_; }
