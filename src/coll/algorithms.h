@@ -65,7 +65,8 @@ void allreduce_recursive_doubling(Call& c, char* buf, size_t n);
 void allreduce_halving_doubling(Call& c, char* buf, size_t n);
 void allreduce_param_server(Call& c, char* buf, size_t n);
 void allreduce_deterministic(Call& c, char* buf, size_t n, Algorithm gather);
-// Reads the inputs in place (send may equal buf): no copy-in.
+// Reads the inputs in place (send may equal buf): no copy-in. Finishes kAvg itself (the owner
+// divides each reduced piece before sharing it), unlike the other all-reduce algorithms.
 void allreduce_shm_direct(Call& c, const char* send, char* buf, size_t n, ShmContext* ctx);
 
 // Reduce-scatter in place over blocks: afterwards block r of buf on rank r holds the result.

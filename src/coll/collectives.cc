@@ -143,7 +143,8 @@ Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t cou
         default: DT_THROW(InvalidArgument, "allreduce: unsupported algorithm " << algorithm_name(a));
       }
     }
-    if (op == ReduceOp::kAvg) finish_avg(t, buf, count, comm.size());
+    // (shm_direct divides each owner's reduced piece itself, in cache, before sharing it.)
+    if (op == ReduceOp::kAvg && a != Algorithm::kShmDirect) finish_avg(t, buf, count, comm.size());
   });
   return a;
 }

@@ -110,6 +110,7 @@ void divide(void* buf, size_t n, D p) {
 
 void sum_f32_ordered_avx512(float* out, const float* const* srcs, int k, size_t n);
 void sum_f16_ordered_avx512(uint16_t* out, const uint16_t* const* srcs, int k, size_t n);
+void divide_f32_avx512(float* x, size_t n, float p, bool power_of_two);
 
 namespace {
 bool have_avx512f() {
@@ -151,6 +152,17 @@ void reduce_ordered(DType t, ReduceOp op, void* out, const void* const* srcs, in
 }
 
 void finish_avg(DType t, void* buf, size_t n, int p) {
+  // float32, the training case: by 1/p where p is a power of two (exactly x / p), 16 wide with
+  // AVX-512. The portable loop's 4-wide divisions took most of a 2-rank in-place average of
+  // 0.94 MB (local SGD's model average): 147 us against the sum's 55.
+  const bool power_of_two = p > 0 && (p & (p - 1)) == 0;
+  if (t == DType::kFloat32 && have_avx512f()) return divide_f32_avx512(static_cast<float*>(buf), n, static_cast<float>(p), power_of_two);
+  if (t == DType::kFloat32 && power_of_two) {
+    float* __restrict x = static_cast<float*>(buf);
+    const float inv = 1.0f / static_cast<float>(p);
+    for (size_t i = 0; i < n; ++i) x[i] *= inv;
+    return;
+  }
   switch (t) {
     case DType::kFloat32: return divide<Native<float>>(buf, n, static_cast<float>(p));
     case DType::kFloat64: return divide<Native<double>>(buf, n, static_cast<double>(p));

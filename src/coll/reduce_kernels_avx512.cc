@@ -1,5 +1,6 @@
 // coll/reduce_kernels_avx512.cc — the float32 and float16 sums in rank order with AVX-512,
-// for the large all-reduces of training (gradients are float32 sums; float16 ones compressed). Only called when the CPU has
+// for the large all-reduces of training (gradients are float32 sums; float16 ones compressed),
+// and kAvg's float32 division. Only called when the CPU has
 // AVX-512F (reduce_kernels.cc checks). Standard headers come before the target pragma so no
 // shared inline code is compiled for AVX-512.
 //
@@ -63,6 +64,18 @@ void sum_f16_ordered_avx512(uint16_t* out, const uint16_t* const* srcs, int k, s
     for (int j = 1; j < k; ++j) acc += fp16_to_float(srcs[j][i]);
     out[i] = float_to_fp16(acc);
   }
+}
+
+// kAvg's division of float32 (finish_avg): x / p, or x * (1/p) where p is a power of two (the
+// same correctly rounded value).
+void divide_f32_avx512(float* x, size_t n, float p, bool power_of_two) {
+  const __m512 by = _mm512_set1_ps(power_of_two ? 1.0f / p : p);
+  size_t i = 0;
+  if (power_of_two)
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), by));
+  else
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_div_ps(_mm512_loadu_ps(x + i), by));
+  for (; i < n; ++i) x[i] = power_of_two ? x[i] * (1.0f / p) : x[i] / p;
 }
 
 }  // namespace dtrain

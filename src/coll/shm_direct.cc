@@ -189,8 +189,11 @@ void must_read(const Peer& peer, size_t offset, void* local, size_t bytes, int q
 // apply (allreduce_apply): each reduced piece goes to a cache-sized buffer first, is handed
 // to apply there, and what apply leaves (there, or in out itself) lands in out and the
 // peers' outputs.
+// average: kAvg's division of each reduced piece, in cache, before it is pushed (a pass of
+// its own over the whole output afterwards reads back the lines the peers wrote: 2 ranks,
+// 0.94 MB in place, 129-147 us against the sum's 55).
 void reduce_slice(Call& c, const std::vector<Peer>& peers, size_t lo, size_t n, char* out, bool push = false,
-                  const ApplyPiece* apply = nullptr) {
+                  const ApplyPiece* apply = nullptr, bool average = false) {
   const int p = c.size(), me = c.rank();
   const size_t es = c.elem();
   const size_t piece = std::max<size_t>(1, std::min(kPieceBytes / es, n));
@@ -216,6 +219,7 @@ void reduce_slice(Call& c, const std::vector<Peer>& peers, size_t lo, size_t n, 
       if (!(*apply)(lo + at, values, len)) copy_bytes(out + at * es, values, len * es);
     } else {
       reduce_ordered(c.dtype(), c.redop(), out + at * es, in_rank_order.data(), p, len);
+      if (average) finish_avg(c.dtype(), out + at * es, len, p);
     }
     if (push)
       for (int k = 1; k < p; ++k) {
@@ -289,6 +293,7 @@ void allreduce_shm_direct(Call& c, const char* send, char* buf, size_t n, ShmCon
     Blocks blocks(n, p);
     reduce_scatter_ring(c, buf, blocks, kPhase);
     allgather_ring(c, buf, blocks, 2 * kPhase);
+    if (c.redop() == ReduceOp::kAvg) finish_avg(c.dtype(), buf, n, p);
     return;
   }
   // Reduce my slice from all p inputs (mine read in place) into my output, and push each
@@ -296,7 +301,8 @@ void allreduce_shm_direct(Call& c, const char* send, char* buf, size_t n, ShmCon
   // anywhere, and only I read slice `me` of any input, each piece before I overwrite it
   // (in place, input = output): no other rank touches what I write.
   Blocks slices(n, p);
-  reduce_slice(c, peers, slices.off[me], slices.len(me), buf + slices.off[me] * es, /*push=*/true);
+  reduce_slice(c, peers, slices.off[me], slices.len(me), buf + slices.off[me] * es, /*push=*/true, nullptr,
+               /*average=*/c.redop() == ReduceOp::kAvg);
   phases.barrier_or(Phases::kEnd, false, n * es);
 }
 

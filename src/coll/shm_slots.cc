@@ -107,9 +107,11 @@ void allreduce_slots(Call& c, const char* send, char* buf, size_t n, ShmContext&
     waits.all(in, len * es);
     const uint64_t out = ctx.next_phase();
     for (int q = 0; q < p; ++q) in_rank_order[q] = ctx.slot_of(q, in) + chunks.off[me] * es;
-    if (chunks.len(me))
-      reduce_ordered(c.dtype(), c.redop(), ctx.my_slot(out) + chunks.off[me] * es, in_rank_order.data(), p,
-                     chunks.len(me));
+    if (chunks.len(me)) {
+      char* mine = ctx.my_slot(out) + chunks.off[me] * es;
+      reduce_ordered(c.dtype(), c.redop(), mine, in_rank_order.data(), p, chunks.len(me));
+      if (c.redop() == ReduceOp::kAvg) finish_avg(c.dtype(), mine, chunks.len(me), p);  // once, by the owner
+    }
     waits.all(out, len * es);
     for (int k = 0; k < p; ++k) {
       const int q = (me + k) % p;
