@@ -3,10 +3,15 @@
 # compute), then runs every strategy at 2, 4 and 8 ranks with `dtrain train --json` and prints
 # the planner's predicted step time and memory beside the measured ones (the "prediction"
 # object every --json run records). Each run is short (a few seconds); the whole script takes
-# a few minutes. Usage: scripts/validate_planner.sh [BUILD_DIR] [RANKS...]; ONLY=regex runs the
-# matching rows only; REPROBE=1 re-measures the slowdown curve before each row. Rows are
-# appended to $OUT/table.tsv (name, ranks, predicted ms, measured ms,
-# error %, predicted MB, measured training-heap MB, error %). The measured step is the run's steady
+# several minutes a round. Usage: scripts/validate_planner.sh [BUILD_DIR] [RANKS...]; ONLY=regex
+# runs the matching rows only; REPROBE=1 re-measures the slowdown curve before each row.
+# ROUNDS=R (default 3): every row runs R times, in R interleaved rounds (every row, then every
+# row again), and the table takes each row's median measured step and heap: one run's figure
+# moves with the VM (localsgd at 2 ranks measured 0.42 and 0.52 ms a step minutes apart).
+# Each run is appended to $OUT/runs.tsv (round, name, ranks, predicted ms, measured ms,
+# predicted MB, measured training-heap MB); $OUT/table.tsv gets one row per layout (name, ranks,
+# predicted ms, median measured ms, error %, predicted MB, median measured MB, error %, runs,
+# the measured steps' spread as (max - min) / median %). The measured step is the run's steady
 # step (plan/plan_measure.h steady_step_s: the GPT's median round after the first, the MLP's
 # epoch rate); the GPT's mean including the first step's warm-up is in each JSON beside it.
 set -euo pipefail
@@ -40,46 +45,70 @@ run() {  # name ranks args...
   local name=$1 n=$2
   shift 2
   if [ -n "${ONLY:-}" ] && ! [[ $name =~ $ONLY ]]; then return; fi
-  local j=$OUT/$name-n$n.json
+  local j=$OUT/$name-n$n-r$round.json
   # REPROBE=1: re-measure the oversubscription curve (a few seconds) right before each run, so
   # the prediction sees the background load the run will see (the machine is shared).
   if [ "${REPROBE:-0}" = 1 ]; then "$BIN" bench calibrate --slowdown-only >>"$OUT/reprobe.log" 2>&1; fi
-  if ! "$BIN" train -n "$n" --quiet --json "$j" "$@" >"$OUT/$name-n$n.log" 2>&1; then
-    printf "%-34s %3s  FAILED (see %s)\n" "$name" "$n" "$OUT/$name-n$n.log"
+  if ! "$BIN" train -n "$n" --quiet --json "$j" "$@" >"$OUT/$name-n$n-r$round.log" 2>&1; then
+    printf "%-34s %3s  FAILED (see %s)\n" "$name" "$n" "$OUT/$name-n$n-r$round.log"
     return
   fi
-  jq -r --arg name "$name" --arg n "$n" '
+  jq -r --arg name "$name" --arg n "$n" --arg r "$round" '
     .prediction as $p |
-    [$name, $n, ($p.step_ms // 0), ($p.measured_step_ms // 0), (($p.step_error // 0) * 100),
-     ($p.memory_mb // 0), ($p.measured_train_heap_mb // 0), (($p.memory_error // 0) * 100)] | @tsv' "$j" |
-    tee -a "$OUT/table.tsv" |
-    awk -F'\t' '{ printf "%-20s %3s  %9.3f ms %9.3f ms %+7.1f%%   %8.2f MB %8.2f MB %+7.1f%%\n", $1, $2, $3, $4, $5, $6, $7, $8 }'
+    [$r, $name, $n, ($p.step_ms // 0), ($p.measured_step_ms // 0), ($p.memory_mb // 0),
+     ($p.measured_train_heap_mb // 0)] | @tsv' "$j" |
+    tee -a "$OUT/runs.tsv" |
+    awk -F'\t' '{ printf "%-20s %3s  %9.3f ms %9.3f ms %+7.1f%%   %8.2f MB %8.2f MB %+7.1f%%\n", $2, $3, $4, $5,
+                   ($5 > 0 ? ($4 / $5 - 1) * 100 : 0), $6, $7, ($7 > 0 ? ($6 / $7 - 1) * 100 : 0) }'
 }
 
-echo "== strategy, ranks, predicted step, measured step, error; predicted memory, measured training heap, error"
+ROUNDS=${ROUNDS:-3}
+# (runs.tsv accumulates: a second invocation with the same OUT adds its runs to the medians.)
 MLP=(--model mlp:784-256-128-10 --epochs 1)
 GARGS=(--model $GPT --data "$TEXT" --steps ${STEPS:-30} --eval-batches 1)
-for n in $RANKS; do
-  run ddp "$n" --strategy ddp "${MLP[@]}"
-  run ddp-zero2 "$n" --strategy ddp --zero 2 "${MLP[@]}"
-  run localsgd "$n" --strategy localsgd "${MLP[@]}"
-  run gossip "$n" --strategy gossip "${MLP[@]}"
-  run ps "$n" --strategy ps --servers 1 --sync "${MLP[@]}"
-  # A fedavg round is 30-60 ms here, too short to time alone (the first, with its warm-up,
-  # read 0.47 ms a step at 8 ranks where later rounds read 0.37-0.38): 4 rounds, the median
-  # of rounds 2-4 (plan_measure.h steady_step_s).
-  run fedavg "$n" --strategy fedavg "${MLP[@]}" --epochs 4
-  run gpt-zero1 "$n" --strategy zero --zero 1 "${GARGS[@]}" --batch $((12 * n))
-  run gpt-zero3 "$n" --strategy zero --zero 3 "${GARGS[@]}" --batch $((12 * n))
-  run gpt-tp "$n" --strategy tp "${GARGS[@]}" --batch 12
-  run gpt-pp-1f1b "$n" --strategy pp --microbatches $((2 * n)) --schedule 1f1b "${GARGS[@]}" --batch $((4 * n))
-  run gpt-pp-gpipe "$n" --strategy pp --microbatches $((2 * n)) --schedule gpipe "${GARGS[@]}" --batch $((4 * n))
-  if [ "$n" -le 4 ]; then
-    run gpt-pp-interleaved "$n" --strategy pp --microbatches $((2 * n)) --schedule interleaved --virtual-stages 2 "${GARGS[@]}" --batch $((4 * n))
-  fi
-  if [ "$n" -ge 4 ]; then
-    run gpt-hybrid "$n" --strategy hybrid --dp 2 --tp 1 --pp $((n / 2)) --microbatches 4 "${GARGS[@]}" --batch 16
-    # tp inside a job whose ranks outnumber the cores (simulator.cc tp_block_ratio)
-    run gpt-hybrid-tp "$n" --strategy hybrid --dp $((n / 4)) --tp 2 --pp 2 --microbatches 4 "${GARGS[@]}" --batch 16
-  fi
+for round in $(seq 1 "$ROUNDS"); do
+  echo "== round $round of $ROUNDS: strategy, ranks, predicted step, measured step, error; predicted memory, measured training heap, error"
+  for n in $RANKS; do
+    run ddp "$n" --strategy ddp "${MLP[@]}"
+    run ddp-zero2 "$n" --strategy ddp --zero 2 "${MLP[@]}"
+    run localsgd "$n" --strategy localsgd "${MLP[@]}"
+    run gossip "$n" --strategy gossip "${MLP[@]}"
+    run ps "$n" --strategy ps --servers 1 --sync "${MLP[@]}"
+    # A fedavg round is 30-60 ms here, too short to time alone (the first, with its warm-up,
+    # read 0.47 ms a step at 8 ranks where later rounds read 0.37-0.38): 4 rounds, the median
+    # of rounds 2-4 (plan_measure.h steady_step_s).
+    run fedavg "$n" --strategy fedavg "${MLP[@]}" --epochs 4
+    run gpt-zero1 "$n" --strategy zero --zero 1 "${GARGS[@]}" --batch $((12 * n))
+    run gpt-zero3 "$n" --strategy zero --zero 3 "${GARGS[@]}" --batch $((12 * n))
+    run gpt-tp "$n" --strategy tp "${GARGS[@]}" --batch 12
+    run gpt-pp-1f1b "$n" --strategy pp --microbatches $((2 * n)) --schedule 1f1b "${GARGS[@]}" --batch $((4 * n))
+    run gpt-pp-gpipe "$n" --strategy pp --microbatches $((2 * n)) --schedule gpipe "${GARGS[@]}" --batch $((4 * n))
+    if [ "$n" -le 4 ]; then
+      run gpt-pp-interleaved "$n" --strategy pp --microbatches $((2 * n)) --schedule interleaved --virtual-stages 2 "${GARGS[@]}" --batch $((4 * n))
+    fi
+    if [ "$n" -ge 4 ]; then
+      run gpt-hybrid "$n" --strategy hybrid --dp 2 --tp 1 --pp $((n / 2)) --microbatches 4 "${GARGS[@]}" --batch 16
+      # tp inside a job whose ranks outnumber the cores (simulator.cc tp_block_ratio)
+      run gpt-hybrid-tp "$n" --strategy hybrid --dp $((n / 4)) --tp 2 --pp 2 --microbatches 4 "${GARGS[@]}" --batch 16
+    fi
+  done
 done
+
+# One row per layout: the median of its rounds.
+python3 - "$OUT/runs.tsv" >"$OUT/table.tsv" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    r, name, n, pred, meas, pmb, mmb = line.rstrip("\n").split("\t")
+    rows.setdefault((name, n), []).append((float(pred), float(meas), float(pmb), float(mmb)))
+for (name, n), runs in rows.items():
+    pred, pmb = runs[0][0], runs[0][2]
+    meas = statistics.median(x[1] for x in runs)
+    mmb = statistics.median(x[3] for x in runs)
+    spread = (max(x[1] for x in runs) - min(x[1] for x in runs)) / meas * 100 if meas else 0
+    err = (pred / meas - 1) * 100 if meas else 0
+    merr = (pmb / mmb - 1) * 100 if mmb else 0
+    print("\t".join(str(v) for v in (name, n, pred, meas, err, pmb, mmb, merr, len(runs), spread)))
+PY
+echo "== median of $ROUNDS rounds: strategy, ranks, predicted step, measured step, error; predicted memory, measured heap, error; runs, spread"
+awk -F'\t' '{ printf "%-20s %3s  %9.3f ms %9.3f ms %+7.1f%%   %8.2f MB %8.2f MB %+7.1f%%  %d runs, spread %.1f%%\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 }' "$OUT/table.tsv"
