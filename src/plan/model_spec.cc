@@ -27,10 +27,12 @@ std::string gpt_block_spec(int64_t heads, int64_t width, int64_t context) {
 ModelSpec ModelSpec::parse(const std::string& spec) {
   ModelSpec m;
   m.spec = spec;
+  m.unit_spec = spec;  // the MLP's; the GPT's below
   if (spec.rfind("gpt", 0) == 0) {
     GptConfig g = GptConfig::parse(spec, 65);
     m.gpt = true;
     m.heads = g.heads, m.width = g.width, m.context = g.context, m.layers = g.layers;
+    m.unit_spec = gpt_block_spec(g.heads, g.width, g.context);
     double s = g.context, h = g.width, V = g.vocab;
     m.units.push_back({"embedding", "gpt_embedding", (V + s) * h, 0, 0, s * h, false});
     for (int64_t l = 0; l < g.layers; ++l)

@@ -156,7 +156,7 @@ TpRatio tp_block_ratio(const Cluster& c, const ModelSpec& m, double items, int t
   std::vector<std::pair<double, TpRatio>> at;
   for (const TpBlockPoint& pt : fig->points) {
     const double n = static_cast<double>(pt.items);
-    const Pass ps = unit_pass(c, blk, n, tp, one.spec);
+    const Pass ps = unit_pass(c, blk, n, tp, one.unit_spec);
     const double ar = 2 * allreduce_s(c, Group{tp, 1}, n * fig->context * fig->width * kF, c.ranks_on_node(tp));
     const double pf = ps.f * slow + ar, pb = ps.b * slow + ar;
     if (pf > 0 && pb > 0) at.push_back({n, {pt.fwd_s / pf, pt.bwd_s / pb}});
@@ -229,14 +229,14 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     std::vector<double> bwd(m.units.size());
     double fwd = 0, bwd_total = 0;
     for (size_t i = 0; i < m.units.size(); ++i) {
-      Pass ps = unit_pass(c, m.units[i], items, 1, m.spec);
+      Pass ps = unit_pass(c, m.units[i], items, 1, m.unit_spec);
       fwd += ps.f * pass_slow;
       bwd[i] = ps.b * pass_slow;
       bwd_total += bwd[i];
     }
     p.compute_s = fwd + bwd_total;
     // The step around the units (mlp_step_work), when calibrated.
-    if (const UnitCost* step = c.unit_for("mlp_step", m.spec)) {
+    if (const UnitCost* step = c.unit_for("mlp_step", m.unit_spec)) {
       const double around = step->fwd.at(items * mlp_step_work(m), m.params()) * pass_slow;
       p.compute_s += around;
       fwd += around;  // before backward: the batch and the loss come first
@@ -262,7 +262,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     // them (else the closed form), plus the gathered input batch.
     double transient = 0;
     for (const auto& u : m.units) {
-      const UnitCost* uc = c.unit_for(u.kind, m.spec);
+      const UnitCost* uc = c.unit_for(u.kind, m.unit_spec);
       if (uc && uc->has_memory()) {
         // The graph keeps every node's gradient until it is destroyed: a unit's footprint at
         // the end of backward is its whole high-water mark, not its forward share.
@@ -539,9 +539,9 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     Piece& pc = pieces[k];
     for (int u = cut[k]; u < cut[k + 1]; ++u) {
       const Unit& x = m.units[u];
-      Pass ps = unit_pass(c, x, items, l.tp, m.spec);
+      Pass ps = unit_pass(c, x, items, l.tp, m.unit_spec);
       const double rf = x.block ? tpr.f : 1, rb = x.block ? tpr.b : 1;
-      const UnitCost* z3 = l.zero >= 3 && x.block ? c.unit_for(kZero3Block, m.spec) : nullptr;
+      const UnitCost* z3 = l.zero >= 3 && x.block ? c.unit_for(kZero3Block, m.unit_spec) : nullptr;
       if (z3) {
         // ZeRO-3's block as timed the way it runs (calibrate_units.h): a forward that records
         // nothing, and the re-run forward with the backward on the activations it just wrote.
@@ -559,7 +559,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       pc.params += x.block ? x.params / l.tp : x.params;
       // Kept activations: calibrated heap bytes per item (a block's scaled by the closed
       // form's tp share), or the closed form; with recompute a block keeps its input only.
-      const UnitCost* uc = c.unit_for(x.kind, m.spec);
+      const UnitCost* uc = c.unit_for(x.kind, m.unit_spec);
       const bool measured = uc && uc->has_memory();
       const double me = mem_elems(x);
       const double closed = x.block ? block_activation_elems(m.context, 1, m.width, m.heads, l.tp, recompute) : x.act_elems;

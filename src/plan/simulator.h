@@ -67,6 +67,12 @@ inline double in_elems(const Unit& u) { return u.fwd_flops / 2 / std::max(1.0, u
 
 struct ModelSpec {
   std::string spec;
+  // The name its units' calibrated lines go by (Cluster::unit_for's "kind@spec"): the spec
+  // itself for the MLP; for the GPT the one-block spec of its shape (gpt_block_spec), which
+  // is what the calibration times: looked up by the whole spec ("layers=6"), no GPT ever
+  // found its own shape's lines, and took the one fit over both timed widths, 14-20% above
+  // the 6x128 block's own points at 2 sequences.
+  std::string unit_spec;
   bool gpt = false;
   int64_t heads = 1, width = 0, context = 1, layers = 0;
   std::vector<Unit> units;

@@ -501,5 +501,28 @@ TEST(Simulator, TheMlpStepGathersItsRowsAtTheCalibratedRate) {
   EXPECT_DOUBLE_EQ(cluster_from_json(j, "file").gather_bps, 0);
 }
 
+// The calibration times one block of a shape and files its lines under the one-block spec
+// (gpt_block@gpt:layers=1,...); a GPT of that shape with any number of layers prices its
+// blocks with them, not with the kind's line over every timed shape.
+TEST(Simulator, AGptTakesTheLinesTimedForItsShape) {
+  Cluster c = ideal();
+  UnitCost own, other;
+  own.fwd.s_per_work = 1e-9, own.bwd.s_per_work = 2e-9;
+  other.fwd.s_per_work = 5e-9, other.bwd.s_per_work = 10e-9;
+  c.units["gpt_block"] = other;
+  c.units["gpt_block@" + gpt_block_spec(4, 64, 32)] = own;
+  const ModelSpec m = ModelSpec::parse(kGpt);  // 4 layers of heads 4, width 64, context 32
+  EXPECT_EQ(m.unit_spec, "gpt:layers=1,heads=4,width=64,context=32");
+  EXPECT_EQ(c.unit_for("gpt_block", m.unit_spec), &c.units.at("gpt_block@" + m.unit_spec));
+  const Prediction p = simulate(m, {.strategy = "single"}, c, 8);
+  double blocks = 0;
+  for (const Unit& u : m.units)
+    if (u.block) blocks += 8 * unit_work(u) * (1e-9 + 2e-9);
+  EXPECT_GE(p.compute_s, blocks * 0.999);
+  EXPECT_LT(p.compute_s, blocks * 2);  // far below the other shape's 5x
+  // The MLP's own spec is its unit spec.
+  EXPECT_EQ(ModelSpec::parse("mlp:100-10").unit_spec, "mlp:100-10");
+}
+
 }  // namespace
 }  // namespace dtrain::plan
