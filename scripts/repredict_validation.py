@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Re-predict a validation table (scripts/validate_planner.sh's $OUT) with another build.
+
+For every row of OUT/table.tsv it asks `dtrain plan train` (same model, ranks, strategy and
+batch as the recorded run, and OUT's calibration unless --calibration says otherwise) for
+every layout, takes the one the run recorded (its prediction's "layout"), and prints the
+recorded prediction, the new one and the measured step with both errors. This separates a
+model change from the machine's moods: same measurements, two predictions.
+Rows whose layout the plan does not enumerate (ps with --sync, say) keep their recorded
+prediction and are marked so.
+
+Usage: scripts/repredict_validation.py OUT [--build build] [--calibration FILE]
+"""
+import argparse
+import glob
+import json
+import os
+import statistics
+import subprocess
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out")
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--calibration")
+    a = ap.parse_args()
+    env = dict(os.environ, DTRAIN_CALIBRATION=a.calibration or os.path.join(a.out, "calibration.json"))
+    binary = os.path.join(a.build, "bin", "dtrain")
+    plans, errs = {}, []
+    for line in open(os.path.join(a.out, "table.tsv")):
+        f = line.rstrip("\n").split("\t")
+        name, n, pred, meas = f[0], f[1], float(f[2]), float(f[3])
+        runs = sorted(glob.glob(os.path.join(a.out, f"{name}-n{n}.json")) +
+                      glob.glob(os.path.join(a.out, f"{name}-n{n}-r*.json")))
+        if not runs or meas <= 0:
+            continue
+        run = json.load(open(runs[0]))
+        layout = run["prediction"]["layout"]
+        key = (run["model"], n, layout.split()[0], run["batch"])
+        if key not in plans:
+            r = subprocess.run([binary, "plan", "train", "--model", key[0], "--ranks", n, "--strategy", key[2],
+                                "--batch", str(key[3]), "--json", "--top", "1000000"],
+                               capture_output=True, text=True, env=env, check=True)
+            plans[key] = {x["layout"]: x["step_ms"] for x in json.loads(r.stdout)["layouts"]}
+        new = plans[key].get(layout)
+        mark = ""
+        if new is None:
+            new, mark = pred, "  (not enumerated: recorded prediction kept)"
+        errs.append(abs(new / meas - 1) * 100)
+        print(f"{name:20s} {n:>2s} {layout:36s} recorded {pred:9.3f} new {new:9.3f} measured {meas:9.3f} ms"
+              f"  {100 * (pred / meas - 1):+6.1f}% -> {100 * (new / meas - 1):+6.1f}%{mark}")
+    if errs:
+        print(f"new: median {statistics.median(errs):.1f}%, {sum(e <= 10 for e in errs)} of {len(errs)} within 10%, "
+              f"worst {max(errs):.1f}%")
+
+
+if __name__ == "__main__":
+    main()
