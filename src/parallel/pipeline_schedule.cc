@@ -176,21 +176,27 @@ std::string where(int stage, size_t pc, const PipeInstr& i) {
 }
 }  // namespace
 
-SimResult simulate(const PipeSchedule& s, const CostFn& cost) {
+SimResult sized_result(const PipeSchedule& s) {
   SimResult r;
   const size_t P = static_cast<size_t>(s.stages);
   r.start.assign(P, {});
   r.end.assign(P, {});
   r.busy.assign(P, 0.0);
   r.max_in_flight.assign(P, 0);
-  std::vector<size_t> pc(P, 0);
-  std::vector<double> clock(P, 0.0);
-  std::vector<int> in_flight(P, 0);
-  std::map<Key, double> sent;  // available messages and when they were sent
   for (size_t st = 0; st < P; ++st) {
     r.start[st].assign(s.per_stage[st].size(), 0.0);
     r.end[st].assign(s.per_stage[st].size(), 0.0);
   }
+  return r;
+}
+
+SimResult simulate(const PipeSchedule& s, const CostFn& cost) {
+  SimResult r = sized_result(s);
+  const size_t P = static_cast<size_t>(s.stages);
+  std::vector<size_t> pc(P, 0);
+  std::vector<double> clock(P, 0.0);
+  std::vector<int> in_flight(P, 0);
+  std::map<Key, double> sent;  // available messages and when they were sent
   bool progress = true;
   while (progress) {
     progress = false;

@@ -89,6 +89,8 @@ using CostFn = std::function<double(int stage, const PipeInstr& instr)>;
 double unit_cost(int stage, const PipeInstr& instr);
 
 SimResult simulate(const PipeSchedule& s, const CostFn& cost = unit_cost);
+// A result sized to s (every start, end and busy time 0), not yet ok: what a simulation fills.
+SimResult sized_result(const PipeSchedule& s);
 // "" when the schedule passes every check above, else the first problem found.
 std::string check_schedule(const PipeSchedule& s);
 

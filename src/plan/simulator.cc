@@ -207,16 +207,8 @@ std::vector<int> balance(const ModelSpec& m, int pieces) {
 // 85-92% of it. Sharing every core among all the stages computing had predicted 63.6 ms
 // against 70-78 measured for pp4 m16.
 SimResult simulate_on_cores(const PipeSchedule& s, const CostFn& cost, int units, int cores) {
-  SimResult r;
+  SimResult r = sized_result(s);
   const size_t P = static_cast<size_t>(s.stages);
-  r.start.assign(P, {});
-  r.end.assign(P, {});
-  r.busy.assign(P, 0.0);
-  r.max_in_flight.assign(P, 0);
-  for (size_t st = 0; st < P; ++st) {
-    r.start[st].assign(s.per_stage[st].size(), 0.0);
-    r.end[st].assign(s.per_stage[st].size(), 0.0);
-  }
   std::vector<size_t> pc(P, 0);
   std::vector<double> clock(P, 0.0);
   std::vector<double> free_at(static_cast<size_t>(std::max(1, cores)), 0.0);  // each core's next free time
