@@ -1,6 +1,7 @@
 #include "plan/calibrate_compute.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -130,28 +131,42 @@ std::vector<std::pair<double, double>> measure_slowdown(int cores, double* pass_
 
 std::vector<UnitPoint> mlp_step_points(const std::string& spec, const std::map<std::string, UnitCost>& fits,
                                        double seconds) {
+  constexpr int64_t kMlpStepDataBytes = int64_t{256} << 20;
   const ModelSpec m = ModelSpec::parse(spec);
   auto layer = fits.find("mlp_layer");
   if (m.gpt || m.units.empty() || layer == fits.end()) return {};
   keep_heap_warm();
   set_blas_threads(1);
   FlushDenormals ftz;  // as the executors run
-  // A synthetic dense dataset of the model's shape: the step's cost does not depend on values.
+  // A synthetic dense dataset of the model's shape, far larger than the caches (kMlpStepDataBytes),
+  // and minibatches of rows drawn at random, as training draws them: the step's cost does not
+  // depend on the values, but it does on where the rows come from. (With the same few rows
+  // every pass, hot in cache, the step line missed the gather that perf put at 58 us of a
+  // 1-rank step at batch 64; a separate gather rate covered 25 of them.)
   data::Dataset ds;
   ds.source = "calibration";
   ds.cols = static_cast<int64_t>(m.units.front().act_elems - m.units.front().out_elems);
   ds.num_classes = static_cast<int>(m.units.back().out_elems);
-  ds.rows = 256;
+  ds.rows = std::max<int64_t>(256, kMlpStepDataBytes / (ds.cols * static_cast<int64_t>(sizeof(float))));
   for (int64_t i = 0; i < ds.rows; ++i) ds.labels.push_back(static_cast<int32_t>(i % ds.num_classes));
   ds.dense.resize(static_cast<size_t>(ds.rows * ds.cols));
-  for (size_t i = 0; i < ds.dense.size(); ++i) ds.dense[i] = 0.5f + 0.5f * std::sin(0.37f * static_cast<float>(i));
+  for (size_t i = 0; i < ds.dense.size(); ++i) ds.dense[i] = 0.25f + 0.01f * static_cast<float>(i % 97);
   auto model = make_mlp_model(spec.substr(4), ds, 1);
   ShareGradient share(*model, ShareOptions{});
   std::vector<UnitPoint> out;
+  uint64_t x = 0x9E3779B97F4A7C15ull;
   for (int64_t items : kMlpItems) {
-    std::vector<int64_t> batch(static_cast<size_t>(items));
-    std::iota(batch.begin(), batch.end(), int64_t{0});
-    const double step = best_of(seconds, [&] { share.compute(model->params(), batch, 0, 1, [](GradRange) {}); });
+    constexpr size_t kBatches = 64;  // drawn up front, used in turn
+    std::vector<std::vector<int64_t>> batches(kBatches, std::vector<int64_t>(static_cast<size_t>(items)));
+    for (auto& b : batches)
+      for (auto& id : b) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        id = static_cast<int64_t>(x % static_cast<uint64_t>(ds.rows));
+      }
+    size_t next = 0;
+    const double step = best_of(seconds, [&] {
+      share.compute(model->params(), batches[next++ % kBatches], 0, 1, [](GradRange) {});
+    });
     double layers = 0;
     for (const auto& u : m.units) {
       const double w = static_cast<double>(items) * unit_work(u);
@@ -250,6 +265,7 @@ nlohmann::json compute_json(const ComputeRates& r) {
           {"gemm_gflops_by_shape", shapes},
           {"elementwise_gbps", r.elementwise_gbps},
           {"gather_gbps", r.gather_gbps},
+          {"mlp_step_random_rows", true},
           {"optimizer_ns_per_param", r.adamw_ns_per_param},
           {"sgd_ns_per_param", r.sgd_ns_per_param},
           {"optimizer_rates", r.optimizer_rates},

@@ -211,6 +211,14 @@ double need(const nlohmann::json& j, const char* key, const std::string& where, 
   return v;
 }
 
+// "mlp_step_random_rows": absent is false; present must be a boolean.
+bool random_rows_flag(const nlohmann::json& j, const std::string& where) {
+  if (!j.contains("mlp_step_random_rows")) return false;
+  DT_CHECK(j["mlp_step_random_rows"].is_boolean(), InvalidArgument,
+           where << ": field \"mlp_step_random_rows\" must be true or false");
+  return j["mlp_step_random_rows"].get<bool>();
+}
+
 CostParams link(const nlohmann::json& j, const char* key, const std::string& where) {
   DT_CHECK(j.contains(key) && j[key].is_object(), InvalidArgument,
            where << ": field \"" << key << "\" must be an object {\"alpha_us\", \"beta_gbps\", \"gamma_gbps\"}");
@@ -242,6 +250,7 @@ Cluster cluster_from_json(const nlohmann::json& j, const std::string& where) {
   c.gemm_flops = need(j, "gemm_gflops", where, "matrix-product GFLOP/s per rank") * 1e9;
   c.elementwise_bps = need(j, "elementwise_gbps", where, "memory-bound GB/s per rank") * 1e9;
   if (j.contains("gather_gbps")) c.gather_bps = need(j, "gather_gbps", where, "GB/s of gathering random rows") * 1e9;
+  c.mlp_step_random_rows = random_rows_flag(j, where);
   c.optimizer_ns_per_param = need(j, "optimizer_ns_per_param", where, "optimizer step, ns per parameter");
   c.sgd_ns_per_param = j.contains("sgd_ns_per_param") ? need(j, "sgd_ns_per_param", where, "ns") : c.optimizer_ns_per_param / 2;
   c.oversub_penalty = j.contains("oversub_penalty") ? need(j, "oversub_penalty", where, ">= 1") : 1.0;
@@ -279,6 +288,7 @@ nlohmann::json cluster_to_json(const Cluster& c) {
           {"llc_mb", c.llc_bytes / (1 << 20)}, {"intra", link_json(c.intra)},
           {"inter", link_json(c.inter)}};
   if (!c.optimizer_rates.empty()) j["optimizer_rates"] = c.optimizer_rates;
+  if (c.mlp_step_random_rows) j["mlp_step_random_rows"] = true;
   if (!c.units.empty()) j["units"] = units_json({}, c.units);
   if (!c.tp_blocks.empty()) j["tp_blocks"] = tp_blocks_json(c.tp_blocks);
   const LinkSizes& in = c.intra_sizes;
@@ -407,6 +417,7 @@ Cluster this_machine(const std::string& path) {
   c.gemm_flops = need(k, "gemm_gflops", w, "GFLOP/s") * 1e9;
   c.elementwise_bps = need(k, "elementwise_gbps", w, "GB/s") * 1e9;
   if (k.contains("gather_gbps")) c.gather_bps = need(k, "gather_gbps", w, "GB/s") * 1e9;
+  c.mlp_step_random_rows = random_rows_flag(k, w);
   c.optimizer_ns_per_param = need(k, "optimizer_ns_per_param", w, "ns");
   if (k.contains("sgd_ns_per_param")) c.sgd_ns_per_param = need(k, "sgd_ns_per_param", w, "ns");
   if (k.contains("optimizer_rates")) c.optimizer_rates = optimizer_rates_from_json(k["optimizer_rates"], w + ".optimizer_rates");

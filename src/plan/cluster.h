@@ -5,8 +5,9 @@
 //   on the models' matrix products), elementwise_bps (bytes/s for memory-bound ops),
 //   optimizer_ns_per_param / sgd_ns_per_param (one AdamW / SGD step per parameter), cores_per_node (ranks beyond it
 //   time-share: compute slows by ranks/cores times `oversub_penalty`), memory_gb per rank.
-//   Optional: "optimizer_rates" (each optimizer family's step by size, optimizer_ns) and
-//   "gather_gbps" (random dataset rows gathered into a minibatch), both written by calibrate.
+//   Optional: "optimizer_rates" (each optimizer family's step by size, optimizer_ns),
+//   "gather_gbps" (random dataset rows gathered into a minibatch) and "mlp_step_random_rows"
+//   (a boolean: the MLP step line already carries that gather), all written by calibrate.
 //   Links: intra (inside a node) and inter (between nodes) alpha-beta-gamma (coll/cost_model.h).
 // - load_cluster(path) reads a JSON cluster file (docs/clusters/*.json); a missing or
 //   malformed field is an InvalidArgument naming the file, the field and what it should be.
@@ -109,6 +110,10 @@ struct Cluster {
   // Bytes/s of gathering random dataset rows into a minibatch (calibrate: "gather_gbps");
   // 0 = not measured: the MLP's steps then carry no gather term.
   double gather_bps = 0;
+  // The "mlp_step" line was timed on random rows of a dataset larger than the caches, so it
+  // carries the gather itself (calibrate: "mlp_step_random_rows"); the gather term above is
+  // then not added to it. False for older files, whose step line gathered hot rows.
+  bool mlp_step_random_rows = false;
   double optimizer_ns_per_param = 0.7;  // AdamW (the GPT)
   double sgd_ns_per_param = 0.2;        // SGD with momentum
   // Optimizer steps timed by family ("sgd", "momentum", "adamw"; optimizer_family) and size:

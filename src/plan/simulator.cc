@@ -333,11 +333,14 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       p.compute_s += around;
       fwd += around;  // before backward: the batch and the loss come first
     }
-    // Gathering the step's rows from the dataset, which the lines above time on the same few
-    // (hot) rows every pass: at the calibrated rate of random rows out of memory, when there
-    // is one. (perf of a 1-rank localsgd run at batch 64: 58 us a step in the gather.)
+    // Gathering the step's rows from the dataset: in the step line itself where it was timed
+    // on random rows of a large dataset (Cluster::mlp_step_random_rows); for older files,
+    // whose lines gathered the same few hot rows every pass, at the calibrated rate of random
+    // rows out of memory. (perf of a 1-rank localsgd run at batch 64: 58 us a step in the
+    // gather, of which that rate covered 25.)
     const double input_b = kF * items * in_elems(m.units.front());  // the step's gathered rows
-    if (c.gather_bps > 0) {
+    const bool step_gathers = c.mlp_step_random_rows && c.unit_for("mlp_step", m.unit_spec);
+    if (c.gather_bps > 0 && !step_gathers) {
       const double gather = input_b / c.gather_bps * pass_slow;
       p.compute_s += gather;
       fwd += gather;

@@ -506,6 +506,23 @@ TEST(Simulator, TheMlpStepGathersItsRowsAtTheCalibratedRate) {
   EXPECT_DOUBLE_EQ(cluster_from_json(j, "file").gather_bps, 1e6);
   j.erase("gather_gbps");
   EXPECT_DOUBLE_EQ(cluster_from_json(j, "file").gather_bps, 0);
+  // A step line timed on random rows of a large dataset carries the gather itself: the term
+  // is not added again. Without a step line there is nothing that carries it.
+  c.mlp_step_random_rows = true;
+  EXPECT_NEAR(simulate(m, {.strategy = "single"}, c, 50).compute_s, with.compute_s, 1e-12);
+  UnitCost step;
+  step.fwd.s_per_work = 1e-9;
+  c.units["mlp_step"] = step;
+  const double around = 50 * mlp_step_work(m) * 1e-9;
+  EXPECT_NEAR(simulate(m, {.strategy = "single"}, c, 50).compute_s, none.compute_s + around, 1e-12);
+  c.mlp_step_random_rows = false;  // an older file's step line: hot rows, the term on top
+  EXPECT_NEAR(simulate(m, {.strategy = "single"}, c, 50).compute_s, with.compute_s + around, 1e-12);
+  // The flag round-trips, and must be a boolean.
+  c.mlp_step_random_rows = true;
+  j = cluster_to_json(c);
+  EXPECT_TRUE(cluster_from_json(j, "file").mlp_step_random_rows);
+  j["mlp_step_random_rows"] = 1;
+  EXPECT_THROW(cluster_from_json(j, "file"), InvalidArgument);
 }
 
 // The calibration times one block of a shape and files its lines under the one-block spec
