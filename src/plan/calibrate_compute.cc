@@ -138,16 +138,17 @@ std::vector<UnitPoint> mlp_step_points(const std::string& spec, const std::map<s
   keep_heap_warm();
   set_blas_threads(1);
   FlushDenormals ftz;  // as the executors run
-  // A synthetic dense dataset of the model's shape, far larger than the caches (kMlpStepDataBytes),
-  // and minibatches of rows drawn at random, as training draws them: the step's cost does not
-  // depend on the values, but it does on where the rows come from. (With the same few rows
+  // A synthetic dense dataset of the model's shape, far larger than the caches
+  // (kMlpStepDataBytes, at most 1M rows), and minibatches of rows drawn at random, as training
+  // draws them: the step's cost does not depend on the values, but it does on where the rows
+  // come from. (With the same few rows
   // every pass, hot in cache, the step line missed the gather that perf put at 58 us of a
   // 1-rank step at batch 64; a separate gather rate covered 25 of them.)
   data::Dataset ds;
   ds.source = "calibration";
   ds.cols = static_cast<int64_t>(m.units.front().act_elems - m.units.front().out_elems);
   ds.num_classes = static_cast<int>(m.units.back().out_elems);
-  ds.rows = std::max<int64_t>(256, kMlpStepDataBytes / (ds.cols * static_cast<int64_t>(sizeof(float))));
+  ds.rows = std::clamp<int64_t>(kMlpStepDataBytes / (ds.cols * static_cast<int64_t>(sizeof(float))), 256, int64_t{1} << 20);
   for (int64_t i = 0; i < ds.rows; ++i) ds.labels.push_back(static_cast<int32_t>(i % ds.num_classes));
   ds.dense.resize(static_cast<size_t>(ds.rows * ds.cols));
   for (size_t i = 0; i < ds.dense.size(); ++i) ds.dense[i] = 0.25f + 0.01f * static_cast<float>(i % 97);
