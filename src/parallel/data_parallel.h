@@ -37,8 +37,8 @@
 
 #include <cstddef>
 #include <functional>
-#include <string>
 #include <memory>
+#include <string>
 
 #include "base/heap_stats.h"
 #include "coll/shm_context.h"

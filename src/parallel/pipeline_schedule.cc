@@ -2,9 +2,12 @@
 #include "parallel/pipeline_schedule.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <queue>
 #include <sstream>
 #include <tuple>
+#include <utility>
 
 #include "base/error.h"
 
@@ -176,6 +179,8 @@ std::string where(int stage, size_t pc, const PipeInstr& i) {
 }
 }  // namespace
 
+namespace {
+// A result sized to s (every start, end and busy time 0), not yet ok: what a simulation fills.
 SimResult sized_result(const PipeSchedule& s) {
   SimResult r;
   const size_t P = static_cast<size_t>(s.stages);
@@ -189,6 +194,7 @@ SimResult sized_result(const PipeSchedule& s) {
   }
   return r;
 }
+}  // namespace
 
 SimResult simulate(const PipeSchedule& s, const CostFn& cost) {
   SimResult r = sized_result(s);
@@ -254,6 +260,83 @@ SimResult simulate(const PipeSchedule& s, const CostFn& cost) {
     return r;
   }
   for (size_t st = 0; st < P; ++st) r.makespan = std::max(r.makespan, clock[st]);
+  r.ok = true;
+  return r;
+}
+
+// simulate() with the cores as a resource (see the header): list scheduling, first come first
+// served, one stage's next instruction at a time in time order over the stages. A stage is
+// queued once per instruction, when it reaches it and the message it waits for, if any, is
+// sent.
+SimResult simulate_on_cores(const PipeSchedule& s, const CostFn& cost, int units, int cores) {
+  SimResult r = sized_result(s);
+  const size_t P = static_cast<size_t>(s.stages);
+  std::vector<size_t> pc(P, 0);
+  std::vector<double> clock(P, 0.0);
+  std::vector<int> in_flight(P, 0);
+  std::vector<double> free_at(static_cast<size_t>(std::max(1, cores)), 0.0);  // each core's next free time
+  const size_t need = static_cast<size_t>(std::clamp(units, 1, std::max(1, cores)));
+  std::map<Key, double> sent;  // (gradient?, micro-batch, piece) -> when
+  auto ready_at = [&](size_t st, double* t) {  // false: waits for a message not sent yet
+    const PipeInstr& in = s.per_stage[st][pc[st]];
+    *t = clock[st];
+    if (in.op != PipeOp::kRecvAct && in.op != PipeOp::kRecvGrad) return true;
+    auto it = sent.find({in.op == PipeOp::kRecvGrad, in.micro, s.piece(static_cast<int>(st), in.chunk)});
+    if (it == sent.end()) return false;
+    *t = std::max(*t, it->second);
+    return true;
+  };
+  // Stages whose next instruction can run, by when (then by stage): each (stage, instruction)
+  // is queued once, when the stage reaches it and its message, if it waits for one, is sent.
+  using Ready = std::pair<double, size_t>;
+  std::priority_queue<Ready, std::vector<Ready>, std::greater<Ready>> ready;
+  std::vector<bool> queued(P, false);
+  auto enqueue = [&](size_t st) {
+    double t = 0;
+    if (!queued[st] && pc[st] < s.per_stage[st].size() && ready_at(st, &t)) ready.push({t, st}), queued[st] = true;
+  };
+  for (size_t st = 0; st < P; ++st) enqueue(st);
+  while (!ready.empty()) {
+    const auto [best_t, st] = ready.top();
+    ready.pop();
+    queued[st] = false;
+    const PipeInstr& in = s.per_stage[st][pc[st]];
+    const int piece = s.piece(static_cast<int>(st), in.chunk);
+    double t = best_t;
+    const double d = cost(static_cast<int>(st), in);
+    const bool computes = in.op == PipeOp::kForward || in.op == PipeOp::kBackward;
+    if (in.op == PipeOp::kRecvAct || in.op == PipeOp::kRecvGrad) sent.erase({in.op == PipeOp::kRecvGrad, in.micro, piece});
+    if (computes) {
+      // The `need` cores that free up first; it starts when the last of them is free. The
+      // wait for them counts as the stage's compute (it is the cores' sharing, not the
+      // schedule's bubble).
+      std::sort(free_at.begin(), free_at.end());
+      const double since = t;
+      t = std::max(t, free_at[need - 1]);
+      for (size_t k = 0; k < need; ++k) free_at[k] = t + d;
+      r.busy[st] += d + (t - since);
+    }
+    r.start[st][pc[st]] = t;
+    r.end[st][pc[st]] = t + d;
+    clock[st] = t + d;
+    if (in.op == PipeOp::kForward) r.max_in_flight[st] = std::max(r.max_in_flight[st], ++in_flight[st]);
+    if (in.op == PipeOp::kBackward) --in_flight[st];
+    ++pc[st];
+    enqueue(st);
+    if (in.op == PipeOp::kSendAct || in.op == PipeOp::kSendGrad) {
+      const bool grad = in.op == PipeOp::kSendGrad;
+      const int to = grad ? piece - 1 : piece + 1;
+      sent[{grad, in.micro, to}] = clock[st];
+      enqueue(static_cast<size_t>(s.stage_of(to)));
+    }
+  }
+  for (size_t st = 0; st < P; ++st) {
+    if (pc[st] < s.per_stage[st].size()) {
+      r.error = "stage " + std::to_string(st) + " cannot proceed (a receive that is never sent)";
+      return r;
+    }
+    r.makespan = std::max(r.makespan, clock[st]);
+  }
   r.ok = true;
   return r;
 }

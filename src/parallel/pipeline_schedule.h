@@ -31,7 +31,8 @@
 //      the end of every stage's list. A stuck state is reported stage by stage.
 // simulate() is the same simulation with instruction durations: it gives each instruction
 // a start and end time, the makespan, busy time per stage, the bubble fraction and the
-// most micro-batches in flight (activation memory) per stage.
+// most micro-batches in flight (activation memory) per stage; simulate_on_cores() the same
+// with the cores as a resource (ranks beyond the cores queue for them).
 // Thread-safety: pure functions over values.
 #pragma once
 
@@ -89,8 +90,13 @@ using CostFn = std::function<double(int stage, const PipeInstr& instr)>;
 double unit_cost(int stage, const PipeInstr& instr);
 
 SimResult simulate(const PipeSchedule& s, const CostFn& cost = unit_cost);
-// A result sized to s (every start, end and busy time 0), not yet ok: what a simulation fills.
-SimResult sized_result(const PipeSchedule& s);
+// The same schedule on a node whose ranks outnumber its cores, with the cores as a resource:
+// a Forward or Backward also needs `units` of the `cores` (its stage's ranks there: replicas
+// and tensor-parallel shards, at most all the cores) and holds them until it ends; ready
+// instructions take the cores first come, first served. Sends and receives take no core.
+// busy[st] is the stage's forwards and backwards plus its waits for a core. An error (not
+// ok) where a receive's send never runs.
+SimResult simulate_on_cores(const PipeSchedule& s, const CostFn& cost, int units, int cores);
 // "" when the schedule passes every check above, else the first problem found.
 std::string check_schedule(const PipeSchedule& s);
 

@@ -2,11 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
-#include <map>
-#include <queue>
-#include <tuple>
-#include <utility>
 
 #include "base/error.h"
 #include "coll/config.h"
@@ -189,93 +184,6 @@ std::vector<int> balance(const ModelSpec& m, int pieces) {
   return balanced_partition(gpt_flops_costs(GptConfig::parse(m.spec, 65)), pieces);
 }
 
-// The schedule on a node whose ranks outnumber its cores, with the cores as a resource.
-// simulate() (parallel/pipeline_schedule.h) lets every stage compute whenever its inputs are
-// there; here a forward or backward also needs `units` of the node's `cores` (its replicas'
-// and tp shards' ranks, at most all the cores) and runs to completion once it has them.
-// Instructions take the cores in the order they became ready (list scheduling, first come
-// first served), one stage's next instruction at a time, in time order over the stages.
-// Sends and receives take no core (their cost is the caller's). busy[st] is the stage's
-// forwards and backwards plus its waits for a core.
-//
-// Why: the scheduler does not share the cores out among every stage that could compute.
-// A rank that wakes keeps the core while its forward or backward runs (about 1-2 ms here;
-// CFS slices are longer), and ranks queue for a core meanwhile. Traced on 2 cores (4 ranks,
-// 1f1b pp4 m8 of the 6x128 GPT): the middle stages' forwards took 1.04-1.10x their solo time,
-// not the 2.2x of four ranks on two cores, while the ranks waited for each other the rest of
-// the step; the CPU a step was one rank's (129 against 130 ms), and the cores were busy
-// 85-92% of it. Sharing every core among all the stages computing had predicted 63.6 ms
-// against 70-78 measured for pp4 m16.
-SimResult simulate_on_cores(const PipeSchedule& s, const CostFn& cost, int units, int cores) {
-  SimResult r = sized_result(s);
-  const size_t P = static_cast<size_t>(s.stages);
-  std::vector<size_t> pc(P, 0);
-  std::vector<double> clock(P, 0.0);
-  std::vector<double> free_at(static_cast<size_t>(std::max(1, cores)), 0.0);  // each core's next free time
-  const size_t need = static_cast<size_t>(std::clamp(units, 1, std::max(1, cores)));
-  std::map<std::tuple<int, int, int>, double> sent;  // (gradient?, micro-batch, piece) -> when
-  auto ready_at = [&](size_t st, double* t) {  // false: waits for a message not sent yet
-    const PipeInstr& in = s.per_stage[st][pc[st]];
-    *t = clock[st];
-    if (in.op != PipeOp::kRecvAct && in.op != PipeOp::kRecvGrad) return true;
-    auto it = sent.find({in.op == PipeOp::kRecvGrad, in.micro, s.piece(static_cast<int>(st), in.chunk)});
-    if (it == sent.end()) return false;
-    *t = std::max(*t, it->second);
-    return true;
-  };
-  // Stages whose next instruction can run, by when (then by stage): each (stage, instruction)
-  // is queued once, when the stage reaches it and its message, if it waits for one, is sent.
-  using Ready = std::pair<double, size_t>;
-  std::priority_queue<Ready, std::vector<Ready>, std::greater<Ready>> ready;
-  std::vector<bool> queued(P, false);
-  auto enqueue = [&](size_t st) {
-    double t = 0;
-    if (!queued[st] && pc[st] < s.per_stage[st].size() && ready_at(st, &t)) ready.push({t, st}), queued[st] = true;
-  };
-  for (size_t st = 0; st < P; ++st) enqueue(st);
-  while (!ready.empty()) {
-    const auto [best_t, st] = ready.top();
-    ready.pop();
-    queued[st] = false;
-    const PipeInstr& in = s.per_stage[st][pc[st]];
-    const int piece = s.piece(static_cast<int>(st), in.chunk);
-    double t = best_t;
-    const double d = cost(static_cast<int>(st), in);
-    const bool computes = in.op == PipeOp::kForward || in.op == PipeOp::kBackward;
-    if (in.op == PipeOp::kRecvAct || in.op == PipeOp::kRecvGrad) sent.erase({in.op == PipeOp::kRecvGrad, in.micro, piece});
-    if (computes) {
-      // The `need` cores that free up first; it starts when the last of them is free. The
-      // wait for them counts as the stage's compute (it is the cores' sharing, not the
-      // schedule's bubble).
-      std::sort(free_at.begin(), free_at.end());
-      const double since = t;
-      t = std::max(t, free_at[need - 1]);
-      for (size_t k = 0; k < need; ++k) free_at[k] = t + d;
-      r.busy[st] += d + (t - since);
-    }
-    r.start[st][pc[st]] = t;
-    r.end[st][pc[st]] = t + d;
-    clock[st] = t + d;
-    ++pc[st];
-    enqueue(st);
-    if (in.op == PipeOp::kSendAct || in.op == PipeOp::kSendGrad) {
-      const bool grad = in.op == PipeOp::kSendGrad;
-      const int to = grad ? piece - 1 : piece + 1;
-      sent[{grad, in.micro, to}] = clock[st];
-      enqueue(static_cast<size_t>(s.stage_of(to)));
-    }
-  }
-  for (size_t st = 0; st < P; ++st) {
-    if (pc[st] < s.per_stage[st].size()) {
-      r.error = "stage " + std::to_string(st) + " cannot proceed (a receive that is never sent)";
-      return r;
-    }
-    r.makespan = std::max(r.makespan, clock[st]);
-  }
-  r.ok = true;
-  return r;
-}
-
 }  // namespace
 
 Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64_t batch, double memory_limit_b) {
@@ -328,7 +236,8 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     }
     p.compute_s = fwd + bwd_total;
     // The step around the units (mlp_step_work), when calibrated.
-    if (const UnitCost* step = c.unit_for("mlp_step", m.unit_spec)) {
+    const UnitCost* step = c.unit_for("mlp_step", m.unit_spec);
+    if (step) {
       const double around = step->fwd.at(items * mlp_step_work(m), m.params()) * pass_slow;
       p.compute_s += around;
       fwd += around;  // before backward: the batch and the loss come first
@@ -339,8 +248,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     // rows out of memory. (perf of a 1-rank localsgd run at batch 64: 58 us a step in the
     // gather, of which that rate covered 25.)
     const double input_b = kF * items * in_elems(m.units.front());  // the step's gathered rows
-    const bool step_gathers = c.mlp_step_random_rows && c.unit_for("mlp_step", m.unit_spec);
-    if (c.gather_bps > 0 && !step_gathers) {
+    if (c.gather_bps > 0 && !(step && c.mlp_step_random_rows)) {
       const double gather = input_b / c.gather_bps * pass_slow;
       p.compute_s += gather;
       fwd += gather;
@@ -763,7 +671,14 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
   // each forward and backward holds while it runs, at the curve's cost of time-sharing (its
   // slowdown at the node's ranks over the share of a core each gets: 2.17 / 2 for 4 ranks on
   // 2 cores here); a stage's replicas and tp shards on the node take as many cores at once
-  // (all of them at most, and then slowed by the rest). Sends keep the step's slowdown of
+  // (all of them at most, and then slowed by the rest). Why not a share of every core among
+  // all the stages computing: a rank that wakes keeps its core while its forward or backward
+  // runs (1-2 ms here; CFS slices are longer) and the others queue for one. Traced on 2
+  // cores (4 ranks, 1f1b pp4 m8 of the 6x128 GPT), the middle stages' forwards took
+  // 1.04-1.10x their solo time, not the curve's 2.2x, while the ranks waited for each other
+  // the rest of the step; the CPU a step was one rank's (129 against 130 ms) and the cores
+  // were busy 85-92% of it; the even share had predicted 63.6 ms against 70-78 measured for
+  // pp4 m16. Sends keep the step's slowdown of
   // communication: a send wakes its receiver, which then waits for a core (traced, 4 ranks
   // on 2 cores: a forward started 0.27 ms after its input's sender finished, median, against
   // 0.095 with a core each; priced at the cost of sharing, the 8-rank plan chose a 32

@@ -105,6 +105,30 @@ TEST(PipelineSchedule, SimulatedBubbleEqualsTheFormula) {
       }
 }
 
+// With the cores as a resource: cores enough for every stage give simulate()'s timing; fewer
+// cores make the step at least the work over the cores (forward 1, backward 2 per stage and
+// micro-batch), never more than all of it in a row, and the waits for a core count as busy.
+TEST(PipelineSchedule, StagesQueueForTheCores) {
+  for (const char* kind : {"gpipe", "1f1b"})
+    for (int m : {1, 4, 8}) {
+      const PipeSchedule s = make_schedule(kind, 4, m);
+      const SimResult free = simulate(s), wide = simulate_on_cores(s, unit_cost, 1, 4);
+      ASSERT_TRUE(wide.ok) << wide.error;
+      EXPECT_DOUBLE_EQ(wide.makespan, free.makespan) << kind << " m=" << m;
+      EXPECT_EQ(wide.max_in_flight, free.max_in_flight);
+      const SimResult two = simulate_on_cores(s, unit_cost, 1, 2);
+      ASSERT_TRUE(two.ok) << two.error;
+      const double work = 3.0 * 4 * m;
+      EXPECT_GE(two.makespan, std::max(free.makespan, work / 2) - 1e-12) << kind << " m=" << m;
+      EXPECT_LE(two.makespan, work + 1e-12);
+      double busy = 0;
+      for (double b : two.busy) busy += b;
+      EXPECT_GE(busy, work - 1e-12);
+      // A stage's two ranks on one core: everything in a row.
+      EXPECT_DOUBLE_EQ(simulate_on_cores(s, unit_cost, 2, 1).makespan, work);
+    }
+}
+
 TEST(PipelineSchedule, InFlightMicroBatches) {
   for (int p : {2, 4, 8})
     for (int m : {1, 3, 8, 16}) {
