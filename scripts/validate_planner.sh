@@ -29,7 +29,7 @@ GPT=gpt:layers=6,heads=8,width=128,context=64
 
 # The MLP rows train on Fashion-MNIST (the Debian package, or the data directory), the GPT
 # rows on tinyshakespeare from $DATA: say what is missing before spending the calibration.
-if ! "$BIN" data 2>/dev/null | grep -q "^fashion-mnist.*found"; then
+if ! "$BIN" data 2>/dev/null | grep -q "^fashion-mnist  *found"; then
   echo "validate_planner: Fashion-MNIST is not installed (the MLP rows train on it): run scripts/deps.sh --main" >&2
   exit 2
 fi
