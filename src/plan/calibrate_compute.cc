@@ -168,13 +168,16 @@ std::vector<UnitPoint> mlp_step_points(const std::string& spec, const std::map<s
     const double step = best_of(seconds, [&] {
       share.compute(model->params(), batches[next++ % kBatches], 0, 1, [](GradRange) {});
     });
+    // Less the layers' own timed points at these items (the simulator prices them so), kept
+    // signed: clamped at 0, a host whose whole step ran faster than its layers' plane lost
+    // the step's time altogether (Cluster::mlp_step_of_timed_layers).
     double layers = 0;
     for (const auto& u : m.units) {
-      const double w = static_cast<double>(items) * unit_work(u);
-      layers += layer->second.fwd.at(w, u.params) + layer->second.bwd.at(w, u.params);
+      const auto [f, b] = layer->second.pass(spec, u.params, static_cast<double>(items), static_cast<double>(items) * unit_work(u));
+      layers += f + b;
     }
     UnitPoint p{"mlp_step", spec, 0, items, static_cast<double>(items) * mlp_step_work(m), 0, 0};
-    p.fwd_s = std::max(0.0, step - layers);
+    p.fwd_s = step - layers;
     out.push_back(p);
   }
   return out;
@@ -267,6 +270,7 @@ nlohmann::json compute_json(const ComputeRates& r) {
           {"elementwise_gbps", r.elementwise_gbps},
           {"gather_gbps", r.gather_gbps},
           {"mlp_step_random_rows", true},
+          {"mlp_step_of_timed_layers", true},
           {"optimizer_ns_per_param", r.adamw_ns_per_param},
           {"sgd_ns_per_param", r.sgd_ns_per_param},
           {"optimizer_rates", r.optimizer_rates},

@@ -12,11 +12,14 @@
 //     the MLP executors' whole step (parallel/share_grad.h ShareGradient::compute, the call
 //     ddp/localsgd/gossip/fedavg/ps make, on a synthetic 256 MiB dataset of the model's
 //     shape, minibatches of rows drawn at random as training draws them) at 8, 16, 64 and
-//     128 items, less the fitted layer lines: what the step costs around its layers
-//     (gathering the batch from memory, the loss, scaling and handing off the gradient), kind
-//     "mlp_step", a line in items x mlp_step_work (simulator.h); the layer lines alone
+//     128 items, less the layers' timed points at those items (UnitCost::pass): what the step
+//     costs around its layers (gathering the batch from memory, the loss, scaling and handing
+//     off the gradient), kind "mlp_step", points in items x mlp_step_work (simulator.h), signed
+//     (a whole step may run faster than its layers timed apart); the layer lines alone
 //     predicted a 1-rank ddp step of the MLP 784-256-128-10 20-25% short; the section says
-//     "mlp_step_random_rows": true (the line carries the gather; older files timed hot rows);
+//     "mlp_step_random_rows": true (the line carries the gather; older files timed hot rows)
+//     and "mlp_step_of_timed_layers": true (older files subtracted the fitted layer lines and
+//     clamped at 0; Cluster's loader re-bases them);
 //     oversubscription: 1, cores and 2 x cores forked PROCESSES each running a fixed number of
 //     GPT-block passes; slowdown = wall time / one process's (the curve the simulator
 //     interpolates), and penalty = slowdown at 2 x cores / 2 (>= 1: worse than fair sharing).

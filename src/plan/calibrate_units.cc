@@ -286,35 +286,95 @@ UnitFit fit_line(const std::vector<std::pair<double, double>>& xy, double max_fi
   return fit_plane(pts, max_fixed_share);
 }
 
-std::map<std::string, UnitCost> fit_units(const std::vector<UnitPoint>& points) {
-  // A point's parameters: its unit's, or the whole model's for the step around the units.
-  ModelSpec cache;
-  auto params_of = [&](const UnitPoint& p) {
-    if (p.kind == "mlp_step") return ModelSpec::parse(p.spec).params();
-    if (p.kind == "gpt_layernorm") return 2.0 * static_cast<double>(ModelSpec::parse(p.spec).width);  // gamma, beta
-    return unit_of(p.spec, p.unit, &cache).params;
-  };
-  // Every kind's line over all its points, and, where a kind was timed on more than one
-  // model, each model's own line too ("kind@spec"): Cluster::unit_for prefers it for that
-  // model. (One plane over the 784-256-128-10 MLP and the 784-1024-1024-10 one fitted
-  // neither: the small one's rows +30..+80%, the large one's -19..-24%.)
-  std::map<std::string, std::set<std::string>> specs_of;
-  for (const auto& p : points) specs_of[p.kind].insert(p.spec);
-  auto keys = [&](const UnitPoint& p) {
+namespace {
+
+// A point's parameters: its unit's, or the whole model's for the step around the units.
+double params_of(const UnitPoint& p, ModelSpec* cache) {
+  if (p.kind == "mlp_step") return ModelSpec::parse(p.spec).params();
+  if (p.kind == "gpt_layernorm") return 2.0 * static_cast<double>(ModelSpec::parse(p.spec).width);  // gamma, beta
+  return unit_of(p.spec, p.unit, cache).params;
+}
+
+// The entries of the fits a point belongs to: its kind's, and, where a kind was timed on more
+// than one model, that model's own ("kind@spec"): Cluster::unit_for prefers it for that
+// model. (One plane over the 784-256-128-10 MLP and the 784-1024-1024-10 one fitted neither:
+// the small one's rows +30..+80%, the large one's -19..-24%.)
+class FitKeys {
+ public:
+  explicit FitKeys(const std::vector<UnitPoint>& points) {
+    for (const auto& p : points) specs_of_[p.kind].insert(p.spec);
+  }
+  std::vector<std::string> operator()(const UnitPoint& p) const {
     std::vector<std::string> k{p.kind};
-    if (specs_of[p.kind].size() > 1) k.push_back(p.kind + "@" + p.spec);
+    if (specs_of_.at(p.kind).size() > 1) k.push_back(p.kind + "@" + p.spec);
     return k;
+  }
+
+ private:
+  std::map<std::string, std::set<std::string>> specs_of_;
+};
+
+// Files every MLP point under each fit it belongs to (UnitCost::timed), items increasing.
+// Only the MLP's: its layers change kernels with the rows (gemm_small.h up to 64, OpenBLAS
+// above), which no one plane follows. The GPT's units run 128 rows or more through OpenBLAS
+// at every timed point, and their fit carries what a pipeline's micro-batch costs beyond its
+// point timed in a stack: priced by the 6x128 block's points, the plan-quality sweep of
+// 2026-11-26 read 14-25% short at 8 ranks (median error 8.1% -> 16.0%), and the validation's
+// pipelines 4-5% shorter than with the fit.
+void attach_timed(std::map<std::string, UnitCost>& fits, const std::vector<UnitPoint>& points) {
+  const FitKeys keys(points);
+  ModelSpec cache;
+  for (const auto& p : points)
+    if (p.kind.rfind("mlp_", 0) == 0)
+      for (const auto& key : keys(p))
+        if (auto it = fits.find(key); it != fits.end())
+          it->second.timed[{p.spec, params_of(p, &cache)}].push_back({static_cast<double>(p.items), p.fwd_s, p.bwd_s});
+  for (auto& [kind, c] : fits)
+    for (auto& [unit, ts] : c.timed)
+      std::sort(ts.begin(), ts.end(), [](const auto& a, const auto& b) { return a.items < b.items; });
+}
+
+}  // namespace
+
+std::pair<double, double> UnitCost::pass(const std::string& spec, double params, double items, double work) const {
+  const auto it = timed.find({spec, params});
+  if (it == timed.end() || it->second.size() < 2 || items <= 0)
+    return {fwd.at(work, params), bwd.at(work, params)};
+  const auto& ts = it->second;
+  // Beyond the points: the nearest one, times the fit's ratio from its items to these.
+  auto scaled = [&](const Timed& t) {
+    const double w = work * t.items / items;
+    auto ratio = [&](const UnitFit& f, double at_t) {
+      const double a = f.at(w, params);
+      return a > 0 && at_t > 0 ? at_t * f.at(work, params) / a : f.at(work, params);
+    };
+    return std::pair{ratio(fwd, t.fwd_s), ratio(bwd, t.bwd_s)};
   };
+  if (items <= ts.front().items) return scaled(ts.front());
+  if (items >= ts.back().items) return scaled(ts.back());
+  size_t i = 1;
+  while (ts[i].items < items) ++i;
+  const Timed &a = ts[i - 1], &b = ts[i];
+  const double x = (items - a.items) / (b.items - a.items);
+  return {a.fwd_s + x * (b.fwd_s - a.fwd_s), a.bwd_s + x * (b.bwd_s - a.bwd_s)};
+}
+
+std::map<std::string, UnitCost> fit_units(const std::vector<UnitPoint>& points) {
+  ModelSpec cache;
+  const FitKeys keys(points);
   std::map<std::string, std::pair<std::vector<PlanePoint>, std::vector<PlanePoint>>> by;
   for (const auto& p : points) {
-    const double P = params_of(p);
+    const double P = params_of(p, &cache);
     for (const auto& key : keys(p)) {
       by[key].first.push_back({p.work, P, p.fwd_s});
       by[key].second.push_back({p.work, P, p.bwd_s});
     }
   }
   std::map<std::string, UnitCost> out;
-  for (const auto& [kind, xy] : by) out[kind] = {fit_plane(xy.first, kMaxFixedShare), fit_plane(xy.second, kMaxFixedShare)};
+  for (const auto& [kind, xy] : by) {
+    out[kind].fwd = fit_plane(xy.first, kMaxFixedShare);
+    out[kind].bwd = fit_plane(xy.second, kMaxFixedShare);
+  }
   // Bytes per item: the least-squares slope through the origin (memory has no fixed part
   // worth keeping: the weights are counted apart).
   // Per item, and per element of the unit's memory basis (items x mem_elems).
@@ -336,6 +396,7 @@ std::map<std::string, UnitCost> fit_units(const std::vector<UnitPoint>& points) 
     out[kind].act_b_per_elem = std::max(0.0, m[4] / m[3]);
     out[kind].peak_b_per_elem = std::max(out[kind].act_b_per_elem, m[5] / m[3]);
   }
+  attach_timed(out, points);
   return out;
 }
 
@@ -396,7 +457,8 @@ std::map<std::string, UnitCost> units_from_json(const nlohmann::json& j, const s
     std::string w = where + ".fits." + kind;
     DT_CHECK(c.is_object() && c.contains("forward") && c.contains("backward"), InvalidArgument,
              w << ": needs \"forward\" and \"backward\"");
-    out[kind] = {fit_of(c["forward"], w + ".forward"), fit_of(c["backward"], w + ".backward")};
+    out[kind].fwd = fit_of(c["forward"], w + ".forward");
+    out[kind].bwd = fit_of(c["backward"], w + ".backward");
     for (auto [key, dst] : {std::pair<const char*, double*>{"act_bytes_per_item", &out[kind].act_b_per_item},
                             {"peak_bytes_per_item", &out[kind].peak_b_per_item},
                             {"act_bytes_per_elem", &out[kind].act_b_per_elem},
@@ -405,6 +467,23 @@ std::map<std::string, UnitCost> units_from_json(const nlohmann::json& j, const s
       DT_CHECK(c[key].is_number() && c[key].get<double>() >= 0, InvalidArgument, w << "." << key << " must be a number >= 0");
       *dst = c[key].get<double>();
     }
+  }
+  // The timed points (optional: a cluster file may carry fits alone), for UnitCost::pass.
+  if (j.contains("points")) {
+    DT_CHECK(j["points"].is_array(), InvalidArgument, where << ".points must be an array");
+    std::vector<UnitPoint> points;
+    for (const auto& q : j["points"]) {
+      const std::string w = where + ".points[" + std::to_string(points.size()) + "]";
+      DT_CHECK(q.is_object() && q.contains("kind") && q["kind"].is_string() && q.contains("spec") && q["spec"].is_string() &&
+                   q.contains("unit") && q["unit"].is_number_integer() && q.contains("items") &&
+                   q["items"].is_number_integer() && q["items"].get<int64_t>() > 0 && q.contains("forward_us") &&
+                   q["forward_us"].is_number() && q.contains("backward_us") && q["backward_us"].is_number(),
+               InvalidArgument, w << ": needs kind, spec, unit, items > 0, forward_us and backward_us");
+      UnitPoint p{q["kind"].get<std::string>(), q["spec"].get<std::string>(), q["unit"].get<int>(), q["items"].get<int64_t>()};
+      p.fwd_s = q["forward_us"].get<double>() * 1e-6, p.bwd_s = q["backward_us"].get<double>() * 1e-6;
+      points.push_back(p);
+    }
+    attach_timed(out, points);
   }
   return out;
 }

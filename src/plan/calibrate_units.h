@@ -48,6 +48,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -67,6 +68,8 @@ struct UnitFit {
 };
 
 struct UnitCost {
+  UnitCost() = default;
+  UnitCost(UnitFit f, UnitFit b) : fwd(f), bwd(b) {}
   UnitFit fwd, bwd;
   // Memory per item (0: not measured): what the forward graph keeps for backward, and the
   // heap's high-water mark over forward + backward (activations + their gradients).
@@ -78,6 +81,23 @@ struct UnitCost {
   double act_b(double mem_elems) const { return act_b_per_elem > 0 ? act_b_per_elem * mem_elems : act_b_per_item; }
   double peak_b(double mem_elems) const { return peak_b_per_elem > 0 ? peak_b_per_elem * mem_elems : peak_b_per_item; }
   bool has_memory() const { return peak_b_per_item > 0 || peak_b_per_elem > 0; }
+  // The points the kind was timed at, by (model spec, the unit's parameters), items
+  // increasing (fit_units and units_from_json fill it from the points; the MLP's kinds only,
+  // see attach_timed in the .cc).
+  struct Timed {
+    double items = 0, fwd_s = 0, bwd_s = 0;
+  };
+  std::map<std::pair<std::string, double>, std::vector<Timed>> timed;
+  // Forward and backward seconds of one unit of model `spec` with `params` parameters over
+  // `items` (work: items x unit_work). Where that very unit was timed at two or more item
+  // counts: linear in items between the two points around `items`, and beyond them the
+  // nearest point scaled by the fit's ratio between the two item counts. Else the fit.
+  // Why: the fit is one plane over a kind's points, and the kernels under it change with
+  // the shape (tensor/gemm_small.h reads the weights in place up to 64 rows, OpenBLAS packs
+  // them above). On a host whose OpenBLAS ran the 128-example layer 9x slower than the
+  // 64-example one (a 16-core Xeon VM, 2026-11-26), the plane priced every MLP step at
+  // 8-64 examples +35..+180%; the points themselves say what each shape costs.
+  std::pair<double, double> pass(const std::string& spec, double params, double items, double work) const;
 };
 
 struct UnitPass {

@@ -211,12 +211,36 @@ double need(const nlohmann::json& j, const char* key, const std::string& where, 
   return v;
 }
 
-// "mlp_step_random_rows": absent is false; present must be a boolean.
-bool random_rows_flag(const nlohmann::json& j, const std::string& where) {
-  if (!j.contains("mlp_step_random_rows")) return false;
-  DT_CHECK(j["mlp_step_random_rows"].is_boolean(), InvalidArgument,
-           where << ": field \"mlp_step_random_rows\" must be true or false");
-  return j["mlp_step_random_rows"].get<bool>();
+// A boolean field ("mlp_step_random_rows", "mlp_step_of_timed_layers"): absent is false;
+// present must be a boolean.
+bool flag(const nlohmann::json& j, const char* key, const std::string& where) {
+  if (!j.contains(key)) return false;
+  DT_CHECK(j[key].is_boolean(), InvalidArgument, where << ": field \"" << key << "\" must be true or false");
+  return j[key].get<bool>();
+}
+
+// Files without "mlp_step_of_timed_layers" hold the MLP step less the fitted layer lines
+// (clamped at 0); the simulator now prices the layers from their timed points
+// (UnitCost::pass), so each step point is re-based onto those: + fitted - timed layers.
+void rebase_mlp_step(std::map<std::string, UnitCost>& units) {
+  for (auto& [kind, step] : units) {
+    if (kind.rfind("mlp_step", 0) != 0) continue;
+    for (auto& [key, ts] : step.timed) {
+      const ModelSpec m = ModelSpec::parse(key.first);
+      const auto layer = units.find("mlp_layer@" + key.first) != units.end() ? units.find("mlp_layer@" + key.first)
+                                                                              : units.find("mlp_layer");
+      if (layer == units.end()) continue;
+      for (auto& t : ts) {
+        double fitted = 0, timed = 0;
+        for (const auto& u : m.units) {
+          const double w = t.items * unit_work(u);
+          const auto [f, b] = layer->second.pass(key.first, u.params, t.items, w);
+          fitted += layer->second.fwd.at(w, u.params) + layer->second.bwd.at(w, u.params), timed += f + b;
+        }
+        t.fwd_s += fitted - timed;
+      }
+    }
+  }
 }
 
 CostParams link(const nlohmann::json& j, const char* key, const std::string& where) {
@@ -250,7 +274,7 @@ Cluster cluster_from_json(const nlohmann::json& j, const std::string& where) {
   c.gemm_flops = need(j, "gemm_gflops", where, "matrix-product GFLOP/s per rank") * 1e9;
   c.elementwise_bps = need(j, "elementwise_gbps", where, "memory-bound GB/s per rank") * 1e9;
   if (j.contains("gather_gbps")) c.gather_bps = need(j, "gather_gbps", where, "GB/s of gathering random rows") * 1e9;
-  c.mlp_step_random_rows = random_rows_flag(j, where);
+  c.mlp_step_random_rows = flag(j, "mlp_step_random_rows", where);
   c.optimizer_ns_per_param = need(j, "optimizer_ns_per_param", where, "optimizer step, ns per parameter");
   c.sgd_ns_per_param = j.contains("sgd_ns_per_param") ? need(j, "sgd_ns_per_param", where, "ns") : c.optimizer_ns_per_param / 2;
   c.oversub_penalty = j.contains("oversub_penalty") ? need(j, "oversub_penalty", where, ">= 1") : 1.0;
@@ -260,7 +284,10 @@ Cluster cluster_from_json(const nlohmann::json& j, const std::string& where) {
   c.intra = link(j, "intra", where);
   c.inter = j.contains("inter") ? link(j, "inter", where) : c.intra;
   if (j.contains("optimizer_rates")) c.optimizer_rates = optimizer_rates_from_json(j["optimizer_rates"], where + ".optimizer_rates");
-  if (j.contains("units")) c.units = units_from_json(j["units"], where + ".units");
+  if (j.contains("units")) {
+    c.units = units_from_json(j["units"], where + ".units");
+    if (!flag(j, "mlp_step_of_timed_layers", where)) rebase_mlp_step(c.units);
+  }
   if (j.contains("tp_blocks")) c.tp_blocks = tp_blocks_from_json(j["tp_blocks"], where + ".tp_blocks");
   if (j.contains("intra_by_size")) c.intra_sizes = link_sizes_from_json(j["intra_by_size"], where + ".intra_by_size");
   if (j.contains("inter_by_size")) c.inter_sizes = link_sizes_from_json(j["inter_by_size"], where + ".inter_by_size");
@@ -417,7 +444,7 @@ Cluster this_machine(const std::string& path) {
   c.gemm_flops = need(k, "gemm_gflops", w, "GFLOP/s") * 1e9;
   c.elementwise_bps = need(k, "elementwise_gbps", w, "GB/s") * 1e9;
   if (k.contains("gather_gbps")) c.gather_bps = need(k, "gather_gbps", w, "GB/s") * 1e9;
-  c.mlp_step_random_rows = random_rows_flag(k, w);
+  c.mlp_step_random_rows = flag(k, "mlp_step_random_rows", w);
   c.optimizer_ns_per_param = need(k, "optimizer_ns_per_param", w, "ns");
   if (k.contains("sgd_ns_per_param")) c.sgd_ns_per_param = need(k, "sgd_ns_per_param", w, "ns");
   if (k.contains("optimizer_rates")) c.optimizer_rates = optimizer_rates_from_json(k["optimizer_rates"], w + ".optimizer_rates");
@@ -435,6 +462,7 @@ Cluster this_machine(const std::string& path) {
   if (k.contains("tp_blocks")) c.tp_blocks = tp_blocks_from_json(k["tp_blocks"], w + ".tp_blocks");
   if (version >= 3 && k.contains("units")) {
     c.units = units_from_json(k["units"], w + ".units");
+    if (!flag(k, "mlp_step_of_timed_layers", w)) rebase_mlp_step(c.units);
     c.source = "calibrated(" + path + ")";
     // The speed probe re-measured beside a run (bench calibrate --slowdown-only) scales compute
     // by how much slower (or faster) the same pass runs now than at calibration -- only when
@@ -444,8 +472,11 @@ Cluster this_machine(const std::string& path) {
     const double ref = k.value("probe_pass_s", 0.0), now = k.value("probe_now_pass_s", 0.0);
     if (ref > 0 && now > 0 && k.value("scale_by_probe", false)) {
       const double speed = std::clamp(now / ref, 0.25, 4.0);
-      for (auto& [kind, u] : c.units)
+      for (auto& [kind, u] : c.units) {
         for (UnitFit* f : {&u.fwd, &u.bwd}) f->fixed_s *= speed, f->s_per_work *= speed;
+        for (auto& [key, ts] : u.timed)
+          for (auto& t : ts) t.fwd_s *= speed, t.bwd_s *= speed;
+      }
       c.gemm_flops /= speed, c.elementwise_bps /= speed, c.gather_bps /= speed;
       c.optimizer_ns_per_param *= speed, c.sgd_ns_per_param *= speed;
       for (auto& [family, pts] : c.optimizer_rates)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "base/error.h"
 #include "coll/config.h"
@@ -102,7 +103,9 @@ Pass unit_pass(const Cluster& c, const Unit& u, double items, int tp, const std:
   if (const UnitCost* uc = c.unit_for(u.kind, spec)) {
     const double w = items * unit_work(u) / split;
     const double params = u.params / split;
+    // Unsplit, the unit's own timed points where it has them (UnitCost::pass).
     Pass p{uc->fwd.at(w, params), uc->bwd.at(w, params)};
+    if (split == 1) std::tie(p.f, p.b) = uc->pass(spec, params, items, w);
     // Every tp rank normalises the whole width (the block's two layernorms are replicated,
     // as in Megatron without sequence parallelism), so the share of them the split took off
     // comes back: (1 - 1/tp) of two layernorms over the block's output. At 8 ranks perf put
@@ -238,9 +241,13 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     // The step around the units (mlp_step_work), when calibrated.
     const UnitCost* step = c.unit_for("mlp_step", m.unit_spec);
     if (step) {
-      const double around = step->fwd.at(items * mlp_step_work(m), m.params()) * pass_slow;
-      p.compute_s += around;
-      fwd += around;  // before backward: the batch and the loss come first
+      // The step less its layers' timed points: negative where the whole step ran faster
+      // than its layers timed apart (Cluster::mlp_step_of_timed_layers), but never more than
+      // the forward it comes before.
+      const double around = step->pass(m.unit_spec, m.params(), items, items * mlp_step_work(m)).first * pass_slow;
+      const double added = std::max(around, -fwd);
+      p.compute_s += added;
+      fwd += added;  // before backward: the batch and the loss come first
     }
     // Gathering the step's rows from the dataset: in the step line itself where it was timed
     // on random rows of a large dataset (Cluster::mlp_step_random_rows); for older files,
@@ -550,9 +557,9 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
         // nothing, and the re-run forward with the backward on the activations it just wrote.
         // (Charged as the stacked block's f + b + f, the 2- and 4-rank gpt-zero3 rows read
         // +17% and +15%: its 18.1 ms a block measured against ~21 predicted.)
-        const double w = items * unit_work(x);
-        pc.f += z3->fwd.at(w, x.params);
-        pc.b += z3->bwd.at(w, x.params);
+        const auto [f, b] = z3->pass(m.unit_spec, x.params, items, items * unit_work(x));
+        pc.f += f;
+        pc.b += b;
       } else {
         pc.f += ps.f * rf;
         pc.b += ps.b * rb + (recompute && x.block ? ps.f * rf : 0);

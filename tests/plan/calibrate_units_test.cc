@@ -217,6 +217,87 @@ TEST(CalibrateUnits, SimulatorUsesTheCalibratedLines) {
   EXPECT_NEAR(back.units["mlp_layer"].bwd.fixed_s, 3e-5, 1e-15);
 }
 
+// A unit's own timed points price it where it has them: linear in items between two, the
+// fit's shape beyond them, the fit for any other unit. (A single plane over a kind whose
+// kernels change with the rows, as OpenBLAS above 64 rows and gemm_small below, missed
+// every shape on a host where the two differed 9x.)
+TEST(CalibrateUnits, TimedPointsPriceTheirOwnUnit) {
+  const std::string spec = "mlp:8-4-3";
+  const ModelSpec m = ModelSpec::parse(spec);
+  std::vector<UnitPoint> pts;
+  for (auto [items, f] : {std::pair{8, 1e-3}, {64, 2e-3}, {128, 10e-3}}) {
+    UnitPoint p{"mlp_layer", spec, 0, items, items * unit_work(m.units[0])};
+    p.fwd_s = f, p.bwd_s = 2 * f;
+    pts.push_back(p);
+  }
+  const std::map<std::string, UnitCost> fits = fit_units(pts);
+  const UnitCost& u = fits.at("mlp_layer");
+  const double P = m.units[0].params, w1 = unit_work(m.units[0]);
+  auto at = [&](double items) { return u.pass(spec, P, items, items * w1); };
+  EXPECT_NEAR(at(64).first, 2e-3, 1e-12);
+  EXPECT_NEAR(at(32).first, 1e-3 + 24.0 / 56 * 1e-3, 1e-12);  // between 8 and 64
+  EXPECT_NEAR(at(96).second, 2 * 6e-3, 1e-12);                // between 64 and 128
+  // Beyond the points: the nearest, times the fit's ratio.
+  EXPECT_NEAR(at(256).first, 10e-3 * u.fwd.at(256 * w1, P) / u.fwd.at(128 * w1, P), 1e-12);
+  EXPECT_NEAR(at(4).first, 1e-3 * u.fwd.at(4 * w1, P) / u.fwd.at(8 * w1, P), 1e-12);
+  // Another unit, or another model: the fit.
+  EXPECT_DOUBLE_EQ(u.pass(spec, m.units[1].params, 32, 32 * w1).first, u.fwd.at(32 * w1, m.units[1].params));
+  EXPECT_DOUBLE_EQ(u.pass("mlp:8-5-3", P, 32, 32 * w1).first, u.fwd.at(32 * w1, P));
+  // The calibration file carries the points, and the simulator prices the layer by them.
+  const std::map<std::string, UnitCost> back = units_from_json(units_json(pts, fits), "roundtrip");
+  EXPECT_NEAR(back.at("mlp_layer").pass(spec, P, 32, 32 * w1).first, at(32).first, 1e-15);
+  Cluster c;
+  c.cores_per_node = 8;
+  c.units = fits;
+  const Prediction one = simulate(m, {.strategy = "single"}, c, 32);
+  const double P2 = m.units[1].params, w2 = 32 * unit_work(m.units[1]);  // the second layer: fitted
+  EXPECT_NEAR(one.compute_s, at(32).first + at(32).second + u.fwd.at(w2, P2) + u.bwd.at(w2, P2), 1e-12);
+  EXPECT_THROW(units_from_json(nlohmann::json{{"fits", nlohmann::json::object()}, {"points", {{{"kind", "mlp_layer"}}}}}, "bad"),
+               InvalidArgument);
+}
+
+// Files from before "mlp_step_of_timed_layers" hold the step less the FITTED layers: the
+// loader re-bases each step point onto the timed ones, so step = layers + around still holds
+// at every timed item count.
+TEST(CalibrateUnits, OlderStepPointsAreRebasedOntoTheTimedLayers) {
+  const std::string spec = "mlp:8-4-3";
+  const ModelSpec m = ModelSpec::parse(spec);
+  std::vector<UnitPoint> pts;
+  for (size_t u = 0; u < m.units.size(); ++u)
+    for (auto [items, f] : {std::pair{8, 1e-3}, {64, 2e-3}, {128, 10e-3}}) {
+      UnitPoint p{"mlp_layer", spec, static_cast<int>(u), items, items * unit_work(m.units[u])};
+      p.fwd_s = f * (u + 1), p.bwd_s = f;
+      pts.push_back(p);
+    }
+  const std::map<std::string, UnitCost> layers = fit_units(pts);
+  auto layer_sum = [&](double items, bool fitted) {
+    double t = 0;
+    for (const auto& u : m.units) {
+      const double w = items * unit_work(u);
+      const auto [f, b] = layers.at("mlp_layer").pass(spec, u.params, items, w);
+      t += fitted ? layers.at("mlp_layer").fwd.at(w, u.params) + layers.at("mlp_layer").bwd.at(w, u.params) : f + b;
+    }
+    return t;
+  };
+  const double step = 0.05;  // the whole step at 64 items
+  for (auto [items, around] : {std::pair{8, 1e-4}, {64, step - layer_sum(64, true)}, {128, 2e-4}}) {
+    UnitPoint p{"mlp_step", spec, 0, items, items * mlp_step_work(m)};
+    p.fwd_s = around;
+    pts.push_back(p);
+  }
+  for (bool marked : {false, true}) {
+    nlohmann::json compute = {{"gemm_gflops", 20}, {"elementwise_gbps", 5}, {"optimizer_ns_per_param", 3},
+                              {"units", units_json(pts, fit_units(pts))}};
+    if (marked) compute["mlp_step_of_timed_layers"] = true;
+    const std::string f = write_tmp({{"version", 3}, {"compute", compute}});
+    const Cluster c = this_machine(f);
+    const double around = c.units.at("mlp_step").pass(spec, m.params(), 64, 64 * mlp_step_work(m)).first;
+    // Unmarked: re-based, so layers (timed) + around is the whole step again; marked: as stored.
+    EXPECT_NEAR(around, marked ? step - layer_sum(64, true) : step - layer_sum(64, false), 1e-12) << marked;
+    std::remove(f.c_str());
+  }
+}
+
 // The MLP's step around its layers: measured as the executors' whole step less the layer
 // lines (so with zero layer lines, the whole step), a line in items x (inputs + classes), and
 // added by the simulator to every MLP strategy's compute (not to the GPT's).
@@ -229,9 +310,13 @@ TEST(CalibrateUnits, MlpStepIsTheStepAroundTheLayers) {
     EXPECT_GT(p.fwd_s, 0) << p.items;
     EXPECT_DOUBLE_EQ(p.work, static_cast<double>(p.items) * (8 + 3));
   }
-  // Layer lines that cost more than the whole step leave nothing (never a negative time).
+  // Layers that cost more than the whole step leave the difference, signed: the step less 2 s
+  // a layer (two layers, 1 s forward and 1 s backward each).
   std::map<std::string, UnitCost> huge{{"mlp_layer", {{1.0, 0}, {1.0, 0}}}};
-  for (const auto& p : mlp_step_points("mlp:8-4-3", huge, 0.01)) EXPECT_EQ(p.fwd_s, 0);
+  for (const auto& p : mlp_step_points("mlp:8-4-3", huge, 0.01)) {
+    EXPECT_LT(p.fwd_s, -3.5);
+    EXPECT_GT(p.fwd_s, -4.0);
+  }
   EXPECT_TRUE(mlp_step_points("gpt:layers=1,heads=2,width=16,context=8", zero_layers, 0.01).empty());
 
   ModelSpec m = ModelSpec::parse("mlp:100-10");
