@@ -4,6 +4,9 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cctype>
+#include <iterator>
+#include <string>
 
 #include "base/error.h"
 #include "tensor/cpu_features.h"
@@ -43,5 +46,20 @@ void set_blas_threads(int threads) {
 int blas_threads() { return openblas_get_num_threads(); }
 
 const char* blas_config() { return openblas_get_config(); }
+
+const char* blas_core() { return openblas_get_corename(); }
+
+const char* better_blas_core(const char* chosen, bool avx512, bool avx2_fma) {
+  if (!chosen || !avx2_fma) return nullptr;
+  // OpenBLAS's x86-64 families before AVX (its generic fallbacks for a model it does not
+  // know), lower-cased as openblas_get_corename prints them in some versions.
+  static constexpr const char* kPreAvx[] = {"prescott", "core2", "penryn", "dunnington", "nehalem", "atom",
+                                            "katmai", "coppermine", "northwood", "banias", "athlon", "opteron",
+                                            "opteron_sse3", "barcelona", "bobcat", "nano", "unknown"};
+  std::string name(chosen);
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  if (std::find(std::begin(kPreAvx), std::end(kPreAvx), name) == std::end(kPreAvx)) return nullptr;
+  return avx512 ? "SkylakeX" : "Haswell";
+}
 
 }  // namespace dtrain

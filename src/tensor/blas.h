@@ -26,5 +26,15 @@ void set_blas_threads(int threads);
 int blas_threads();
 // OpenBLAS's configuration string (core type, thread build), for benchmark headers.
 const char* blas_config();
+// The kernel family OpenBLAS chose for this CPU at load ("SkylakeX", "Haswell", "Prescott").
+const char* blas_core();
+// OpenBLAS picks its kernels from the CPU's model number, and a VM may hide it: on a 16-core
+// Xeon VM with AVX-512 (2026-11-26) Debian's OpenBLAS 0.3.21 ran its "Prescott" (SSE3)
+// kernels, and a 128x256x784 product took 9x what gemm_small's 64-row one did. Given the
+// family it chose and what the CPU runs, the family it should run instead ("SkylakeX" with
+// AVX-512 F/DQ/BW/VL, "Haswell" with AVX2 and FMA), or nullptr when its choice stands (an
+// AVX-era family, or a CPU without AVX2). OpenBLAS reads OPENBLAS_CORETYPE once, as it
+// loads: the CLI sets it and runs itself again (cli/commands.cc).
+const char* better_blas_core(const char* chosen, bool avx512, bool avx2_fma);
 
 }  // namespace dtrain

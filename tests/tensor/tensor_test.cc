@@ -237,5 +237,20 @@ TEST(Blas, ThreadCountIsExplicit) {
   EXPECT_NE(std::string(blas_config()), "");
 }
 
+// OpenBLAS's pre-AVX fallbacks (what it picks where a VM hides the CPU model) are replaced by
+// the family the CPU runs; its AVX-era choices, and any choice on a CPU without AVX2, stand.
+TEST(Blas, BetterCoreOnlyReplacesPreAvxFallbacks) {
+  EXPECT_STREQ(better_blas_core("Prescott", true, true), "SkylakeX");
+  EXPECT_STREQ(better_blas_core("prescott", false, true), "Haswell");
+  EXPECT_STREQ(better_blas_core("Nehalem", false, true), "Haswell");
+  EXPECT_STREQ(better_blas_core("Core2", true, true), "SkylakeX");
+  EXPECT_EQ(better_blas_core("Prescott", false, false), nullptr);  // an SSE3 CPU: Prescott is right
+  EXPECT_EQ(better_blas_core("SkylakeX", true, true), nullptr);
+  EXPECT_EQ(better_blas_core("Haswell", true, true), nullptr);      // a choice of its own, kept
+  EXPECT_EQ(better_blas_core("Zen", true, true), nullptr);
+  EXPECT_EQ(better_blas_core(nullptr, true, true), nullptr);
+  EXPECT_NE(std::string(blas_core()), "");
+}
+
 }  // namespace
 }  // namespace dtrain
