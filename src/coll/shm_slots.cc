@@ -102,18 +102,24 @@ void allreduce_slots(Call& c, const char* send, char* buf, size_t n, ShmContext&
   for (size_t at = 0; at < n; at += per_piece) {
     const size_t len = std::min(per_piece, n - at);
     const Blocks chunks(len, p);
+    // Only the chunks the others reduce go into the slot: this rank's own chunk is read from
+    // `send` where it is, and its result lands in `buf` first (reduce_ordered allows `out` to
+    // alias a source, so in place too) and is copied into the slot from there, while in cache.
     const uint64_t in = ctx.next_phase();
-    copy_bytes(ctx.my_slot(in), send + at * es, len * es);
+    for (int q = 0; q < p; ++q)
+      if (q != me) copy_bytes(ctx.my_slot(in) + chunks.off[q] * es, send + (at + chunks.off[q]) * es, chunks.len(q) * es);
     waits.all(in, len * es);
     const uint64_t out = ctx.next_phase();
     for (int q = 0; q < p; ++q) in_rank_order[q] = ctx.slot_of(q, in) + chunks.off[me] * es;
+    in_rank_order[me] = send + (at + chunks.off[me]) * es;
     if (chunks.len(me)) {
-      char* mine = ctx.my_slot(out) + chunks.off[me] * es;
-      reduce_ordered(c.dtype(), c.redop(), mine, in_rank_order.data(), p, chunks.len(me));
-      if (c.redop() == ReduceOp::kAvg) finish_avg(c.dtype(), mine, chunks.len(me), p);  // once, by the owner
+      char* result = buf + (at + chunks.off[me]) * es;
+      reduce_ordered(c.dtype(), c.redop(), result, in_rank_order.data(), p, chunks.len(me));
+      if (c.redop() == ReduceOp::kAvg) finish_avg(c.dtype(), result, chunks.len(me), p);  // once, by the owner
+      copy_bytes(ctx.my_slot(out) + chunks.off[me] * es, result, chunks.len(me) * es);
     }
     waits.all(out, len * es);
-    for (int k = 0; k < p; ++k) {
+    for (int k = 1; k < p; ++k) {
       const int q = (me + k) % p;
       copy_bytes(buf + (at + chunks.off[q]) * es, ctx.slot_of(q, out) + chunks.off[q] * es, chunks.len(q) * es);
     }
