@@ -159,11 +159,12 @@ void reduce_scatter_slots(Call& c, const char* send, char* out, const Blocks& b,
     char* slot = ctx.my_slot(phase);
     for (int q = 0; q < p; ++q) {
       const size_t len = b.len(q) > at ? std::min(piece, b.len(q) - at) : 0;
-      copy_bytes(slot + q * piece * es, send + (b.off[q] + at) * es, len * es);
+      if (q != me) copy_bytes(slot + q * piece * es, send + (b.off[q] + at) * es, len * es);  // its own: in place
     }
     waits.all(phase, piece * es * p);
     const size_t mine = b.len(me) > at ? std::min(piece, b.len(me) - at) : 0;
     for (int q = 0; q < p; ++q) in_rank_order[q] = ctx.slot_of(q, phase) + me * piece * es;
+    in_rank_order[me] = send + (b.off[me] + at) * es;
     if (mine) reduce_ordered(c.dtype(), c.redop(), out + at * es, in_rank_order.data(), p, mine);
   }
 }
@@ -186,9 +187,11 @@ void allreduce_apply_slots(Call& c, const char* send, char* recv, const Blocks& 
   for (size_t at = 0; at < longest; at += piece) {
     const uint64_t in = ctx.next_phase();
     char* slot = ctx.my_slot(in);
-    for (int q = 0; q < p; ++q) copy_bytes(slot + q * piece * es, send + (b.off[q] + at) * es, part(q, at) * es);
+    for (int q = 0; q < p; ++q)  // its own block this rank reads in place (allreduce_slots)
+      if (q != me) copy_bytes(slot + q * piece * es, send + (b.off[q] + at) * es, part(q, at) * es);
     waits.all(in, piece * es * p);
     for (int q = 0; q < p; ++q) in_rank_order[q] = ctx.slot_of(q, in) + me * piece * es;
+    in_rank_order[me] = send + (b.off[me] + at) * es;
     apply_and_share(c, waits, in_rank_order, b, at, piece, apply, recv);
   }
 }
