@@ -11,20 +11,23 @@
 // mapped by everyone already, so data can go through them with plain copies:
 //
 // - All-reduce, a reduce-scatter and an all-gather fused, two full phases per piece (a
-//   slot's worth, cut into p chunks): each rank copies the piece into its slot (phase a);
-//   rank r reduces chunk r from all slots in rank order into chunk r of its OTHER slot, the
-//   one phase a + 1 may write once everyone has arrived at a (phase a + 1); everyone copies
-//   chunk q out of rank q's slot. Only rank r reads chunk r of phase a's slots, and only it
-//   writes chunk r of its slot, so nothing is read while written. Per rank that is the piece
-//   copied in, reduced once (1/p of it from each slot) and copied out: memory-speed copies,
+//   slot's worth, cut into p chunks): each rank copies the piece's other chunks into its slot
+//   (phase a); rank r reduces chunk r, its own input's from `send` in place and the others'
+//   from their slots, in rank order, into `buf`, and copies that into chunk r of its OTHER
+//   slot, the one phase a + 1 may write once everyone has arrived at a (phase a + 1);
+//   everyone copies chunk q out of rank q's slot. Only rank r reads chunk r of phase a's
+//   slots, and only it writes chunk r of its slot, so nothing is read while written. Per rank
+//   that is (p-1)/p of the piece copied in, reduced once and (p-1)/p copied out (its own chunk
+//   through the slots cost 15-25% at 2 ranks, docs/PERFORMANCE.md): memory-speed copies,
 //   where shm_direct's cross-memory reads and writes pin pages in every system call (35% of
 //   a 1 MiB call in a profile) and need an address swap and a closing phase besides.
 // - All-gather: each rank copies (a piece of) its block into its slot, one full phase (which
 //   also checks every rank's call), and everyone copies every block out. Blocks larger than
 //   a slot go in pieces, one phase each.
-// - Reduce-scatter: each rank copies piece k of every block into its slot (block q at place
-//   q), one full phase, and rank r reduces piece k of block r from all slots in rank order
-//   (bit-identical to the other algorithms' deterministic mode).
+// - Reduce-scatter: each rank copies piece k of every other block into its slot (block q at
+//   place q), one full phase, and rank r reduces piece k of block r from all slots, and its
+//   own from `send` in place, in rank order (bit-identical to the other algorithms'
+//   deterministic mode).
 // - Broadcast with more ranks than cores: the root copies (a slot's worth) into its slot, one
 //   full phase, everyone copies it out.
 // - Broadcast otherwise, pipelined with per-chunk handshakes instead of phases for everyone: the
