@@ -489,6 +489,19 @@ Cluster this_machine(const std::string& path) {
     c.source = "calibrated v" + std::to_string(version) + "(" + path +
                ", GEMM rates only: run `dtrain bench calibrate` again for unit timings)";
   }
+  // The file describes the host that measured it, cores included: copied to another machine
+  // (as a 16-core host's file was, to re-predict its runs here), it prices that host's runs,
+  // and says so, rather than its figures with this host's core count (which had put 4 of the
+  // 16-core host's ranks beyond the cores and sent its pipelines through simulate_on_cores).
+  if (k.contains("cores")) {
+    DT_CHECK(k["cores"].is_number_integer() && k["cores"].get<int>() >= 1, InvalidArgument,
+             w << ".cores must be an integer >= 1");
+    const int here = c.cores_per_node;
+    c.cores_per_node = k["cores"].get<int>();
+    if (c.cores_per_node != here)
+      c.source += ", measured on a host of " + std::to_string(c.cores_per_node) + " cores (this one has " +
+                  std::to_string(here) + "): priced as that host";
+  }
   return c;
 }
 

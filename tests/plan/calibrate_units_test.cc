@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <thread>
 
 #include "base/error.h"
 #include "plan/calibrate_compute.h"
@@ -176,6 +178,30 @@ TEST(CalibrateUnits, CalibrationFileVersions) {
   EXPECT_NE(c2.source.find("calibrate"), std::string::npos) << c2.source;
   EXPECT_THROW(this_machine(v9), InvalidArgument);  // newer than this binary
   for (const auto& f : {v3, v2, v9}) std::remove(f.c_str());
+}
+
+// A calibration file prices the host that measured it: its core count comes with it, and a
+// file from a host of another size says so.
+TEST(CalibrateUnits, CalibrationCarriesItsHostsCores) {
+  const int here = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int other = here == 16 ? 32 : 16;
+  nlohmann::json j = calibration(3, true);
+  j["compute"]["cores"] = other;
+  std::string f = write_tmp(j);
+  Cluster c = this_machine(f);
+  EXPECT_EQ(c.cores_per_node, other);
+  EXPECT_NE(c.source.find("host of " + std::to_string(other) + " cores"), std::string::npos) << c.source;
+  std::remove(f.c_str());
+  j["compute"]["cores"] = here;  // its own host: nothing to say
+  f = write_tmp(j);
+  c = this_machine(f);
+  EXPECT_EQ(c.cores_per_node, here);
+  EXPECT_EQ(c.source.find("host of"), std::string::npos) << c.source;
+  std::remove(f.c_str());
+  j["compute"]["cores"] = 0;
+  f = write_tmp(j);
+  EXPECT_THROW(this_machine(f), InvalidArgument);
+  std::remove(f.c_str());
 }
 
 TEST(CalibrateUnits, SpeedProbeScalesCompute) {
