@@ -91,7 +91,8 @@ struct UnitCost {
   // Forward and backward seconds of one unit of model `spec` with `params` parameters over
   // `items` (work: items x unit_work). Where that very unit was timed at two or more item
   // counts: linear in items between the two points around `items`, and beyond them the
-  // nearest point scaled by the fit's ratio between the two item counts. Else the fit.
+  // nearest point scaled by the fit's ratio between the two item counts. Else the fit. The
+  // points are made non-decreasing in items first (a point above a later one takes its time).
   // Why: the fit is one plane over a kind's points, and the kernels under it change with
   // the shape (tensor/gemm_small.h reads the weights in place up to 64 rows, OpenBLAS packs
   // them above). On a host whose OpenBLAS ran the 128-example layer 9x slower than the

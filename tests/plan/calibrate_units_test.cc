@@ -266,6 +266,14 @@ TEST(CalibrateUnits, TimedPointsPriceTheirOwnUnit) {
   // Beyond the points: the nearest, times the fit's ratio.
   EXPECT_NEAR(at(256).first, 10e-3 * u.fwd.at(256 * w1, P) / u.fwd.at(128 * w1, P), 1e-12);
   EXPECT_NEAR(at(4).first, 1e-3 * u.fwd.at(4 * w1, P) / u.fwd.at(8 * w1, P), 1e-12);
+  // A point above a later one is noise: the later one's time stands for it.
+  std::vector<UnitPoint> noisy = pts;
+  noisy[0].fwd_s = 3e-3;  // 8 items read 3 ms, above 64 items' 2 ms
+  const std::map<std::string, UnitCost> noisy_fits = fit_units(noisy);
+  const UnitCost& nu = noisy_fits.at("mlp_layer");
+  EXPECT_NEAR(nu.pass(spec, P, 8, 8 * w1).first, 2e-3, 1e-12);
+  EXPECT_NEAR(nu.pass(spec, P, 8, 8 * w1).second, 2e-3, 1e-12);  // backward 2 ms at 8 was below 4 ms at 64: kept
+  EXPECT_NEAR(nu.pass(spec, P, 64, 64 * w1).first, 2e-3, 1e-12);
   // Another unit, or another model: the fit.
   EXPECT_DOUBLE_EQ(u.pass(spec, m.units[1].params, 32, 32 * w1).first, u.fwd.at(32 * w1, m.units[1].params));
   EXPECT_DOUBLE_EQ(u.pass("mlp:8-5-3", P, 32, 32 * w1).first, u.fwd.at(32 * w1, P));
@@ -306,7 +314,8 @@ TEST(CalibrateUnits, OlderStepPointsAreRebasedOntoTheTimedLayers) {
     return t;
   };
   const double step = 0.05;  // the whole step at 64 items
-  for (auto [items, around] : {std::pair{8, 1e-4}, {64, step - layer_sum(64, true)}, {128, 2e-4}}) {
+  // Increasing in items, so the envelope (UnitCost::pass) keeps them as they are.
+  for (auto [items, around] : {std::pair{8, -1.0}, {64, step - layer_sum(64, true)}, {128, 1.0}}) {
     UnitPoint p{"mlp_step", spec, 0, items, items * mlp_step_work(m)};
     p.fwd_s = around;
     pts.push_back(p);
