@@ -170,7 +170,7 @@ std::vector<UnitPoint> mlp_step_points(const std::string& spec, const std::map<s
     });
     // Less the layers' own timed points at these items (the simulator prices them so), kept
     // signed: clamped at 0, a host whose whole step ran faster than its layers' plane lost
-    // the step's time altogether (Cluster::mlp_step_of_timed_layers).
+    // the step's time altogether ("mlp_step_of_timed_layers", calibrate_compute.h).
     double layers = 0;
     for (const auto& u : m.units) {
       const auto [f, b] = layer->second.pass(spec, u.params, static_cast<double>(items), static_cast<double>(items) * unit_work(u));

@@ -242,7 +242,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     const UnitCost* step = c.unit_for("mlp_step", m.unit_spec);
     if (step) {
       // The step less its layers' timed points: negative where the whole step ran faster
-      // than its layers timed apart (Cluster::mlp_step_of_timed_layers), but never more than
+      // than its layers timed apart ("mlp_step_of_timed_layers", calibrate_compute.h), but never more than
       // the forward it comes before.
       const double around = step->pass(m.unit_spec, m.params(), items, items * mlp_step_work(m)).first * pass_slow;
       const double added = std::max(around, -fwd);
