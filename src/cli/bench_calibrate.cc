@@ -18,7 +18,8 @@
 // (a waiting rank must be scheduled again at every step of the algorithm), something the
 // 2-rank figures scaled by the formula do not show. Measured as the job's ranks are: with
 // processes (the launcher, once the 2-rank job has written the file, runs
-// `dtrain bench collectives -n 4` and `-n 8` and adds their rows; "allreduce_by_ranks_with":
+// `dtrain bench collectives -n 4` and `-n 8`, and on a host of 16 or more cores every power of
+// two up to them (plan::calibrated_rank_counts), and adds their rows; "allreduce_by_ranks_with":
 // "processes"); with --threads, as threads. The two differ by 3-6x at 256 KiB-4 MiB here
 // (threads copy with memcpy; processes read each other through process_vm_readv, which pins
 // pages, and wait on the scheduler), and the executors run processes. The result goes to FILE (default $DTRAIN_CALIBRATION
@@ -257,7 +258,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
            "bench calibrate: " << path << " has no intra-host link figures to add the collectives by rank count to");
   nlohmann::json by_ranks = nlohmann::json::object(), rs = nlohmann::json::object(), ag = nlohmann::json::object(),
                  bc = nlohmann::json::object(), gap = nlohmann::json::object();
-  for (int p : {2, 4, 8}) {
+  for (int p : plan::calibrated_rank_counts(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())))) {
     // Each row is the fastest of kByRanksPasses jobs: on a shared VM a pass is sometimes
     // disturbed (a row 20-70% slower than the same row a minute later), never sped up.
     std::map<std::pair<std::string, double>, double> fastest;  // (op, bytes) -> seconds

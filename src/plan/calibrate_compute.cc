@@ -260,6 +260,12 @@ ComputeRates measure_compute(double seconds, const std::vector<std::string>& ext
   return r;
 }
 
+std::vector<int> calibrated_rank_counts(int cores) {
+  std::vector<int> out{2, 4, 8};
+  for (int p = 16; p <= std::min(cores, 64); p *= 2) out.push_back(p);
+  return out;
+}
+
 nlohmann::json compute_json(const ComputeRates& r) {
   nlohmann::json shapes = nlohmann::json::object();
   for (const auto& [k, v] : r.gemm_by_shape) shapes[k] = v;

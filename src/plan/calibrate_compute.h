@@ -72,5 +72,10 @@ std::vector<std::pair<double, double>> measure_slowdown(int cores, double* pass_
 // `p` concurrently (throws Error when a process cannot be started or fails).
 double run_processes(const UnitPoint& p, int procs, int passes);
 nlohmann::json compute_json(const ComputeRates& r);
+// The rank counts `dtrain bench calibrate` times the collectives at (processes, shm): 2, 4 and
+// 8, then every larger power of two up to the host's cores, at most 64. On 2 cores that is
+// 2, 4 and 8 (ranks beyond the cores); on a 16-core host also 16, where before a 16-rank plan
+// took the 8-rank figures scaled by the formula.
+std::vector<int> calibrated_rank_counts(int cores);
 
 }  // namespace dtrain::plan

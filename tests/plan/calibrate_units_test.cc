@@ -204,6 +204,16 @@ TEST(CalibrateUnits, CalibrationCarriesItsHostsCores) {
   std::remove(f.c_str());
 }
 
+// The collectives are timed at 2, 4 and 8 ranks, and at every power of two up to the host's
+// cores beyond that (at most 64).
+TEST(CalibrateUnits, CollectivesAreTimedUpToTheCores) {
+  EXPECT_EQ(calibrated_rank_counts(2), (std::vector<int>{2, 4, 8}));
+  EXPECT_EQ(calibrated_rank_counts(8), (std::vector<int>{2, 4, 8}));
+  EXPECT_EQ(calibrated_rank_counts(16), (std::vector<int>{2, 4, 8, 16}));
+  EXPECT_EQ(calibrated_rank_counts(31), (std::vector<int>{2, 4, 8, 16}));
+  EXPECT_EQ(calibrated_rank_counts(256), (std::vector<int>{2, 4, 8, 16, 32, 64}));
+}
+
 TEST(CalibrateUnits, SpeedProbeScalesCompute) {
   // A probe re-measured beside a run at 1.5x the calibration's pass scales compute by 1.5.
   nlohmann::json j = calibration(3, true);
