@@ -1,8 +1,8 @@
 #include "plan/calibrate_compute.h"
 
 #include <algorithm>
-#include <cstdint>
 #include <chrono>
+#include <cstdint>
 #include <cmath>
 #include <map>
 #include <numeric>

@@ -227,8 +227,8 @@ void rebase_mlp_step(std::map<std::string, UnitCost>& units) {
     if (kind.rfind("mlp_step", 0) != 0) continue;
     for (auto& [key, ts] : step.timed) {
       const ModelSpec m = ModelSpec::parse(key.first);
-      const auto layer = units.find("mlp_layer@" + key.first) != units.end() ? units.find("mlp_layer@" + key.first)
-                                                                              : units.find("mlp_layer");
+      auto layer = units.find("mlp_layer@" + key.first);
+      if (layer == units.end()) layer = units.find("mlp_layer");
       if (layer == units.end()) continue;
       for (auto& t : ts) {
         double fitted = 0, timed = 0;
@@ -241,6 +241,14 @@ void rebase_mlp_step(std::map<std::string, UnitCost>& units) {
       }
     }
   }
+}
+
+// The "units" section of `owner` (a cluster file, or a calibration file's compute section),
+// its step points re-based where the owner predates "mlp_step_of_timed_layers".
+std::map<std::string, UnitCost> units_of(const nlohmann::json& owner, const std::string& where) {
+  std::map<std::string, UnitCost> units = units_from_json(owner["units"], where + ".units");
+  if (!flag(owner, "mlp_step_of_timed_layers", where)) rebase_mlp_step(units);
+  return units;
 }
 
 CostParams link(const nlohmann::json& j, const char* key, const std::string& where) {
@@ -284,10 +292,7 @@ Cluster cluster_from_json(const nlohmann::json& j, const std::string& where) {
   c.intra = link(j, "intra", where);
   c.inter = j.contains("inter") ? link(j, "inter", where) : c.intra;
   if (j.contains("optimizer_rates")) c.optimizer_rates = optimizer_rates_from_json(j["optimizer_rates"], where + ".optimizer_rates");
-  if (j.contains("units")) {
-    c.units = units_from_json(j["units"], where + ".units");
-    if (!flag(j, "mlp_step_of_timed_layers", where)) rebase_mlp_step(c.units);
-  }
+  if (j.contains("units")) c.units = units_of(j, where);
   if (j.contains("tp_blocks")) c.tp_blocks = tp_blocks_from_json(j["tp_blocks"], where + ".tp_blocks");
   if (j.contains("intra_by_size")) c.intra_sizes = link_sizes_from_json(j["intra_by_size"], where + ".intra_by_size");
   if (j.contains("inter_by_size")) c.inter_sizes = link_sizes_from_json(j["inter_by_size"], where + ".inter_by_size");
@@ -461,8 +466,7 @@ Cluster this_machine(const std::string& path) {
   }
   if (k.contains("tp_blocks")) c.tp_blocks = tp_blocks_from_json(k["tp_blocks"], w + ".tp_blocks");
   if (version >= 3 && k.contains("units")) {
-    c.units = units_from_json(k["units"], w + ".units");
-    if (!flag(k, "mlp_step_of_timed_layers", w)) rebase_mlp_step(c.units);
+    c.units = units_of(k, w);
     c.source = "calibrated(" + path + ")";
     // The speed probe re-measured beside a run (bench calibrate --slowdown-only) scales compute
     // by how much slower (or faster) the same pass runs now than at calibration -- only when

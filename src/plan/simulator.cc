@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <tuple>
+#include <utility>
 
 #include "base/error.h"
 #include "coll/config.h"
@@ -103,9 +103,9 @@ Pass unit_pass(const Cluster& c, const Unit& u, double items, int tp, const std:
   if (const UnitCost* uc = c.unit_for(u.kind, spec)) {
     const double w = items * unit_work(u) / split;
     const double params = u.params / split;
-    // Unsplit, the unit's own timed points where it has them (UnitCost::pass).
-    Pass p{uc->fwd.at(w, params), uc->bwd.at(w, params)};
-    if (split == 1) std::tie(p.f, p.b) = uc->pass(spec, params, items, w);
+    // Unsplit, the unit's own timed points where it has them (UnitCost::pass); split, the fit.
+    const auto [f, b] = split == 1 ? uc->pass(spec, params, items, w) : std::pair{uc->fwd.at(w, params), uc->bwd.at(w, params)};
+    Pass p{f, b};
     // Every tp rank normalises the whole width (the block's two layernorms are replicated,
     // as in Megatron without sequence parallelism), so the share of them the split took off
     // comes back: (1 - 1/tp) of two layernorms over the block's output. At 8 ranks perf put
