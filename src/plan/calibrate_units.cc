@@ -454,6 +454,24 @@ nlohmann::json units_json(const std::vector<UnitPoint>& points, const std::map<s
     j["points"].push_back({{"kind", p.kind}, {"spec", p.spec}, {"unit", p.unit}, {"items", p.items}, {"work", p.work},
                            {"forward_us", p.fwd_s * 1e6}, {"backward_us", p.bwd_s * 1e6},
                            {"act_bytes", p.act_b}, {"peak_bytes", p.peak_b}});
+  if (!points.empty()) return j;
+  // No points given (a cluster written out, cluster_to_json): the timed points the fits carry,
+  // so that the file read back prices the MLP as the cluster did. Each is under its kind's
+  // entry (the "kind@spec" ones repeat it); its unit is the model's unit of that kind and size.
+  for (const auto& [kind, c] : fits) {
+    if (kind.find('@') != std::string::npos) continue;
+    for (const auto& [key, ts] : c.timed) {
+      const ModelSpec m = ModelSpec::parse(key.first);
+      int unit = -1;
+      for (size_t u = 0; u < m.units.size() && unit < 0; ++u)
+        if (kind == "mlp_step" || (m.units[u].kind == kind && m.units[u].params == key.second)) unit = static_cast<int>(u);
+      if (unit < 0) continue;
+      const double per_item = kind == "mlp_step" ? mlp_step_work(m) : unit_work(m.units[static_cast<size_t>(unit)]);
+      for (const auto& t : ts)
+        j["points"].push_back({{"kind", kind}, {"spec", key.first}, {"unit", unit}, {"items", static_cast<int64_t>(t.items)},
+                               {"work", t.items * per_item}, {"forward_us", t.fwd_s * 1e6}, {"backward_us", t.bwd_s * 1e6}});
+    }
+  }
   return j;
 }
 

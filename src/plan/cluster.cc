@@ -321,7 +321,10 @@ nlohmann::json cluster_to_json(const Cluster& c) {
           {"inter", link_json(c.inter)}};
   if (!c.optimizer_rates.empty()) j["optimizer_rates"] = c.optimizer_rates;
   if (c.mlp_step_random_rows) j["mlp_step_random_rows"] = true;
-  if (!c.units.empty()) j["units"] = units_json({}, c.units);
+  if (!c.units.empty()) {
+    j["units"] = units_json({}, c.units);  // with the timed points the fits carry
+    j["mlp_step_of_timed_layers"] = true;  // in memory the step points are on that basis already
+  }
   if (!c.tp_blocks.empty()) j["tp_blocks"] = tp_blocks_json(c.tp_blocks);
   const LinkSizes& in = c.intra_sizes;
   if (!in.allreduce.empty() || !in.exchange.empty() || !in.allreduce_by_ranks.empty() || !in.reducescatter_by_ranks.empty() ||
