@@ -154,7 +154,11 @@ ShmContext::ShmContext(Communicator& comm, size_t slot_bytes)
   segs_.assign(size_, nullptr);
   pids_.assign(size_, 0);
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  spin_ranks_per_core_ = static_cast<int>((size_ + cores - 1) / cores);
+  // The job's ranks on this host, not this group's: a dp or pipeline group of 2 in an
+  // 8-rank job on 2 cores shares them with the other 6, so it must not spin, nor run the
+  // 2-rank round-trip probe (it spun ~0.1 s of CPU per rank there, for a meaningless verdict).
+  host_ranks_ = std::max(size_, comm.transport().ranks_on_host());
+  spin_ranks_per_core_ = static_cast<int>((static_cast<unsigned>(host_ranks_) + cores - 1) / cores);
   cores_ = cores;
   yield_ns_ = static_cast<int64_t>(comm.coll_config().shm_yield_us * 1000);
   std::random_device rd;

@@ -61,10 +61,11 @@ class ShmContext {
   ShmContext& operator=(const ShmContext&) = delete;
 
   Communicator& comm() { return comm_; }
-  // More ranks than cores: waits yield and sleep rather than spin.
+  // More of the job's ranks on this host than cores (all of them, not only this group's):
+  // waits yield and sleep rather than spin.
   bool oversubscribed() const { return spin_ranks_per_core_ > 1; }
-  // Whether the host has cores beyond one per rank (for a rank's helper threads).
-  bool spare_cores() const { return cores_ > static_cast<unsigned>(size_); }
+  // Whether the host has cores beyond one per rank of the job (for a rank's helper threads).
+  bool spare_cores() const { return cores_ > static_cast<unsigned>(host_ranks_); }
   size_t slot_bytes() const { return slot_bytes_; }
   bool serves(const Communicator& c) const { return &c == &comm_; }
   // This rank's process id when the context was built (the shm-direct paths ask it, not the
@@ -166,6 +167,7 @@ class ShmContext {
   uint64_t small_phase_ = 0;  // the last exchange_small's phase and size (small_of)
   size_t small_bytes_ = 0;
   int spin_ranks_per_core_ = 1;
+  int host_ranks_ = 1;  // the job's ranks on this host (at least this group's)
   unsigned cores_ = 1;
   int64_t yield_ns_ = 100000;  // CollConfig::shm_yield_us
   int cross_memory_reads_ = -1;

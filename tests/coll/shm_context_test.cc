@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "base/error.h"
 #include "coll/collectives.h"
@@ -42,6 +43,39 @@ TEST(ShmContextTest, AllreduceThroughTheContext) {
       }
     });
   }
+}
+
+// A group of 2 inside a job with more ranks on the host than cores (a hybrid job's dp or
+// pipeline group) shares the cores with the job's other ranks: its context yields rather
+// than spins, leaves no helper cores to spare, and does not run the 2-rank round-trip probe
+// (which spun ~0.1 s of CPU per rank in an 8-rank job on 2 cores, for a verdict about cores
+// the ranks did not have to themselves).
+TEST(ShmContextTest, AGroupOfTwoInAnOversubscribedJobIsOversubscribed) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  testing::WorldOptions o;
+  o.ranks_on_host = 4 * cores;
+  testing::run_world(4, o, [&](Communicator& c) {
+    std::shared_ptr<Communicator> pair = c.split(c.rank() / 2, c.rank());
+    ASSERT_EQ(pair->size(), 2);
+    EXPECT_EQ(pair->transport().ranks_on_host(), 4 * cores);
+    ShmContext ctx(*pair, 4096);
+    EXPECT_TRUE(ctx.oversubscribed());
+    EXPECT_FALSE(ctx.spare_cores());
+    EXPECT_EQ(ctx.round_trip_ns(), 0);
+    std::vector<float> v(1000, static_cast<float>(c.rank()));
+    AllreduceOptions ao;
+    ao.shm = &ctx;
+    allreduce(*pair, v.data(), v.size(), DType::kFloat32, ReduceOp::kSum, ao);
+    const float want = c.rank() < 2 ? 1.0f : 5.0f;
+    EXPECT_EQ(v.front(), want);
+    EXPECT_EQ(v.back(), want);
+  });
+  // Without the job's count a group is judged by its own size, as before.
+  if (cores >= 2)
+    testing::run_world(2, TransportKind::kShm, [&](Communicator& c) {
+      ShmContext ctx(c, 4096);
+      EXPECT_FALSE(ctx.oversubscribed());
+    });
 }
 
 // Up to ShmContext::kInlineBytes the one-phase all-reduce carries its data on the arrival

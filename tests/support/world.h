@@ -22,6 +22,7 @@ struct WorldOptions {
   double timeout_s = 30;
   size_t shm_ring_bytes = 1 << 20;
   CollConfig coll;       // the collectives' configuration (what DTRAIN_ALGO etc. set in a job)
+  int ranks_on_host = 0;  // TransportOptions::ranks_on_host (what LOCAL_WORLD_SIZE sets in a job)
   int fault_rank = -1;   // this rank's fabric gets `fault` (support/faulty_fabric.h)
   Fault fault;
 };
