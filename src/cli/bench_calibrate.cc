@@ -324,7 +324,10 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
 // The launcher's last part: tensor-parallel GPT blocks timed in place (plan/calibrate_tp.h)
 // at 2, 4 and 8 ranks, each degree a `dtrain bench tp-blocks -n P` job per block shape (the
 // calibration's two GPT widths and those of --models; a degree must divide the heads), into
-// the file's compute.tp_blocks (~10 s).
+// the file's compute.tp_blocks (~10 s). Where P ranks outnumber the host's cores, also groups
+// of each smaller degree T side by side (`-n P --tp T`): a hybrid layout's tensor-parallel
+// groups wait for partners scheduled among all the job's ranks, which neither the group
+// alone nor one group of P measures (the simulator's tp_block_ratio says by how much).
 int add_tp_blocks(const std::string& path, double timeout, const std::vector<std::string>& extra) {
   std::ifstream in(path);
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
@@ -342,13 +345,18 @@ int add_tp_blocks(const std::string& path, double timeout, const std::vector<std
       continue;
     shapes.push_back(m);
     const std::string one = plan::gpt_block_spec(m.heads, m.width, m.context);
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     for (int p : {2, 4, 8}) {
       if (m.heads % p != 0) continue;
-      nlohmann::json got;
-      const int rc = bench_job("tp-blocks", path + ".tp", p, timeout,
-                               {"--spec", one, "--items", "2,6,12", "--seconds", "0.2"}, &got);
-      if (rc != 0) return rc;
-      for (auto& row : got) rows.push_back(row);
+      for (int t = p; t >= 2; t /= 2) {
+        if (m.heads % t != 0 || (t < p && p <= cores)) continue;
+        std::vector<std::string> extra_args{"--spec", one, "--items", "2,6,12", "--seconds", "0.2"};
+        if (t < p) extra_args.insert(extra_args.end(), {"--tp", std::to_string(t)});
+        nlohmann::json got;
+        const int rc = bench_job("tp-blocks", path + ".tp", p, timeout, extra_args, &got);
+        if (rc != 0) return rc;
+        for (auto& row : got) rows.push_back(row);
+      }
     }
   }
   plan::tp_blocks_from_json(rows, path + ".compute.tp_blocks");  // refuse what the simulator would
@@ -356,7 +364,9 @@ int add_tp_blocks(const std::string& path, double timeout, const std::vector<std
   std::ofstream out(path);
   DT_CHECK(out.good(), IoError, "cannot write calibration file " << path);
   out << j.dump(2) << "\n";
-  std::printf("added %zu tensor-parallel block timings (2, 4 and 8 ranks, processes) to %s\n", rows.size(), path.c_str());
+  std::printf("added %zu tensor-parallel block timings (2, 4 and 8 ranks, processes; smaller groups among them where they "
+              "outnumber the cores) to %s\n",
+              rows.size(), path.c_str());
   return 0;
 }
 

@@ -31,7 +31,8 @@ double max_over_ranks(Communicator& comm, double v) {
 
 }  // namespace
 
-TpBlockPoint time_tp_block(Communicator& comm, const std::string& spec, int64_t items, double seconds) {
+TpBlockPoint time_tp_block(Communicator& comm, const std::string& spec, int64_t items, double seconds, Communicator* job) {
+  Communicator& all = job ? *job : comm;
   GptConfig c = GptConfig::parse(spec, 65);
   const int p = comm.size();
   DT_CHECK(c.heads % p == 0, InvalidArgument,
@@ -67,14 +68,14 @@ TpBlockPoint time_tp_block(Communicator& comm, const std::string& spec, int64_t 
   };
   pass();  // warm-up: first touch of the buffers
   // Every rank must run the same number of passes (each issues the same all-reduces).
-  const double first = max_over_ranks(comm, fs.back() + bs.back());
+  const double first = max_over_ranks(all, fs.back() + bs.back());
   const int passes = static_cast<int>(std::clamp(seconds / std::max(first, 1e-6), 5.0, 60.0));
   fs.clear(), bs.clear();
   for (int i = 0; i < passes; ++i) pass();
   TpBlockPoint r;
   r.items = items;
-  r.fwd_s = max_over_ranks(comm, median(fs)) / kTpStack;
-  r.bwd_s = max_over_ranks(comm, median(bs)) / kTpStack;
+  r.fwd_s = max_over_ranks(all, median(fs)) / kTpStack;
+  r.bwd_s = max_over_ranks(all, median(bs)) / kTpStack;
   return r;
 }
 

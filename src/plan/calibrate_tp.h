@@ -20,6 +20,9 @@
 //   5..60 passes). Returns the median forward and backward seconds per block, the slowest
 //   rank's (all-reduce max), the same on every rank. The heap is kept warm and BLAS runs one
 //   thread, as a training rank's.
+// - With `job` (a communicator over the whole job, of which comm is one group): every group
+//   of the job times its block at once, as a hybrid layout's tensor-parallel groups run side
+//   by side; the pass count and the slowest rank are then the job's (collective over job).
 // - TpBlockPoint (plan/cluster.h) is one such measurement; the calibration file keeps them in
 //   its compute section (Cluster::tp_blocks).
 // Thread-safety: one call per communicator at a time.
@@ -35,6 +38,7 @@ namespace dtrain::plan {
 
 inline constexpr int kTpStack = 4;
 
-TpBlockPoint time_tp_block(Communicator& comm, const std::string& spec, int64_t items, double seconds);
+TpBlockPoint time_tp_block(Communicator& comm, const std::string& spec, int64_t items, double seconds,
+                           Communicator* job = nullptr);
 
 }  // namespace dtrain::plan

@@ -350,17 +350,23 @@ std::vector<TpBlockFigure> tp_blocks_from_json(const nlohmann::json& rows, const
     DT_CHECK(tp >= 2 && tp == std::floor(tp) && m.heads % static_cast<int64_t>(tp) == 0 && items >= 1 &&
                  items == std::floor(items) && f > 0 && b > 0,
              InvalidArgument, at << ": tp must be an integer >= 2 dividing the heads, items an integer >= 1, fwd_s and bwd_s > 0");
+    const double ranks = r.contains("ranks") ? need(r, "ranks", at, "the job's ranks it was timed among, a multiple of tp") : tp;
+    DT_CHECK(ranks == std::floor(ranks) && std::fmod(ranks, tp) == 0, InvalidArgument,
+             at << ": ranks " << ranks << " must be a multiple of tp " << tp << " (groups of tp among the job's ranks)");
+    const int job = ranks > tp ? static_cast<int>(ranks) : 0;
     auto it = std::find_if(out.begin(), out.end(), [&](const TpBlockFigure& x) {
-      return x.heads == m.heads && x.width == m.width && x.context == m.context && x.tp == static_cast<int>(tp);
+      return x.heads == m.heads && x.width == m.width && x.context == m.context && x.tp == static_cast<int>(tp) &&
+             x.ranks == job;
     });
-    if (it == out.end()) it = out.insert(out.end(), TpBlockFigure{m.heads, m.width, m.context, static_cast<int>(tp), {}});
+    if (it == out.end()) it = out.insert(out.end(), TpBlockFigure{m.heads, m.width, m.context, static_cast<int>(tp), {}, job});
     it->points.push_back({static_cast<int64_t>(items), f, b});
   }
   for (auto& fig : out) {
     std::sort(fig.points.begin(), fig.points.end(), [](const TpBlockPoint& a, const TpBlockPoint& b) { return a.items < b.items; });
     for (size_t i = 1; i < fig.points.size(); ++i)
       DT_CHECK(fig.points[i].items != fig.points[i - 1].items, InvalidArgument,
-               where << ": two rows for the same block, tp " << fig.tp << " and items " << fig.points[i].items);
+               where << ": two rows for the same block, tp " << fig.tp << ", ranks " << fig.job_ranks() << " and items "
+                     << fig.points[i].items);
   }
   return out;
 }
@@ -369,19 +375,22 @@ nlohmann::json tp_blocks_json(const std::vector<TpBlockFigure>& figures) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& f : figures) {
     const std::string spec = gpt_block_spec(f.heads, f.width, f.context);
-    for (const auto& p : f.points)
+    for (const auto& p : f.points) {
       rows.push_back({{"spec", spec}, {"tp", f.tp}, {"items", p.items}, {"fwd_s", p.fwd_s}, {"bwd_s", p.bwd_s}});
+      if (f.ranks > f.tp) rows.back()["ranks"] = f.ranks;
+    }
   }
   return rows;
 }
 
-const TpBlockFigure* Cluster::tp_block_for(int64_t heads, int64_t width, int64_t context, int tp) const {
+const TpBlockFigure* Cluster::tp_block_for(int64_t heads, int64_t width, int64_t context, int tp, int ranks) const {
   const TpBlockFigure* best = nullptr;
   double best_d = 0;
+  const int job = ranks > tp ? ranks : tp;
   for (const auto& f : tp_blocks) {
     // A block whose width or context is more than 2x off is another regime (its GEMMs'
     // share of the block differs): not used.
-    if (f.tp != tp || f.points.empty() || f.width > 2 * width || 2 * f.width < width || f.context > 2 * context ||
+    if (f.tp != tp || f.job_ranks() != job || f.points.empty() || f.width > 2 * width || 2 * f.width < width || f.context > 2 * context ||
         2 * f.context < context)
       continue;
     // The exact shape wins; else the nearest width in ratio (then heads, context).

@@ -86,12 +86,15 @@ struct TpBlockPoint {
 };
 // A block shape at one tensor-parallel degree, its points by increasing items. In the
 // calibration file (compute.tp_blocks) and a cluster file ("tp_blocks"): rows
-// {"spec": "gpt:...", "tp": p, "items": n, "fwd_s": s, "bwd_s": s}, as `bench tp-blocks`
-// writes them.
+// {"spec": "gpt:...", "tp": p, "items": n, "fwd_s": s, "bwd_s": s[, "ranks": r]}, as `bench
+// tp-blocks` writes them. ranks: the job's ranks the block was timed among, r / p groups of p
+// timing it at once (`bench tp-blocks -n r --tp p`); absent, p (one group, the whole job).
 struct TpBlockFigure {
   int64_t heads = 0, width = 0, context = 0;
   int tp = 1;
   std::vector<TpBlockPoint> points;
+  int ranks = 0;  // 0 or tp: the group was the whole job
+  int job_ranks() const { return ranks > tp ? ranks : tp; }
 };
 std::vector<TpBlockFigure> tp_blocks_from_json(const nlohmann::json& rows, const std::string& where);
 nlohmann::json tp_blocks_json(const std::vector<TpBlockFigure>& figures);
@@ -154,7 +157,8 @@ struct Cluster {
   // The timed tensor-parallel block of degree tp whose width is nearest (in ratio) to
   // `width`, the exact shape first, among those within 2x of its width and context; nullptr
   // when there is none.
-  const TpBlockFigure* tp_block_for(int64_t heads, int64_t width, int64_t context, int tp) const;
+  // ranks: the figure timed among that many of the job's ranks (0: the group alone).
+  const TpBlockFigure* tp_block_for(int64_t heads, int64_t width, int64_t context, int tp, int ranks = 0) const;
   // Ranks on one node for a job of n ranks.
   int ranks_on_node(int n) const;
   // How much slower compute runs on a node where r ranks compute at once (r >= 1, may be

@@ -134,33 +134,22 @@ Pass unit_pass(const Cluster& c, const Unit& u, double items, int tp, const std:
 struct TpRatio {
   double f = 1, b = 1;
 };
-// job_ranks: the whole job's ranks. Where they outnumber the node's cores, a tp block's waits
-// are set by that crowding, not by its own degree: every f/g all-reduce waits until its
-// partners are scheduled among all the job's ranks. So the ratio comes from the block timed
-// at the job's rank count (the largest timed degree up to it), applied to this degree's
-// formula. Measured on 2 cores (plan_quality, 2026-11-26): hybrid dp2 tp2 pp2 gpipe m4 at 8
-// ranks 197 ms, predicted 136 with the tp-2 figure (timed alone on 2 ranks) and 200 with the
-// 8-rank one; dp1 tp2 pp4 interleavedx2 m8 200 ms, 138 -> 203; at 4 ranks dp1 tp2 pp2
-// gpipe m4 85 ms, 67 -> 78.
-TpRatio tp_block_ratio(const Cluster& c, const ModelSpec& m, double items, int tp, int job_ranks) {
-  if (tp <= 1) return {};
-  const int on_node = c.ranks_on_node(job_ranks);
-  if (on_node > c.cores_per_node && on_node > tp)
-    for (int d = on_node; d > tp; --d)
-      if (c.tp_block_for(m.heads, m.width, m.context, d)) return tp_block_ratio(c, m, items, d, d);
-  const TpBlockFigure* fig = c.tp_block_for(m.heads, m.width, m.context, tp);
-  if (!fig) return {};
+// The ratio of a timed figure's points to the formula for them: unit_pass at each point's
+// items, slowed by the `ranks` it was timed among (all computing at once), plus its two
+// all-reduces per direction over groups of `tp` with that many ranks on the node;
+// interpolated in items, flat beyond the points.
+TpRatio figure_ratio(const Cluster& c, const ModelSpec& m, double items, const TpBlockFigure& fig, int tp, int ranks) {
   // The model's own block when the shape is the timed one (the same cost line), else the
   // timed shape's.
-  const bool same = fig->heads == m.heads && fig->width == m.width && fig->context == m.context;
-  const ModelSpec one = same ? m : ModelSpec::parse(gpt_block_spec(fig->heads, fig->width, fig->context));
+  const bool same = fig.heads == m.heads && fig.width == m.width && fig.context == m.context;
+  const ModelSpec one = same ? m : ModelSpec::parse(gpt_block_spec(fig.heads, fig.width, fig.context));
   const Unit& blk = one.units[1];
-  const double slow = c.compute_slowdown(c.ranks_on_node(tp));
+  const double slow = c.compute_slowdown(c.ranks_on_node(ranks));
   std::vector<std::pair<double, TpRatio>> at;
-  for (const TpBlockPoint& pt : fig->points) {
+  for (const TpBlockPoint& pt : fig.points) {
     const double n = static_cast<double>(pt.items);
     const Pass ps = unit_pass(c, blk, n, tp, one.unit_spec);
-    const double ar = 2 * allreduce_s(c, Group{tp, 1}, n * fig->context * fig->width * kF, c.ranks_on_node(tp));
+    const double ar = 2 * allreduce_s(c, Group{tp, 1}, n * fig.context * fig.width * kF, c.ranks_on_node(ranks));
     const double pf = ps.f * slow + ar, pb = ps.b * slow + ar;
     if (pf > 0 && pb > 0) at.push_back({n, {pt.fwd_s / pf, pt.bwd_s / pb}});
   }
@@ -173,6 +162,31 @@ TpRatio tp_block_ratio(const Cluster& c, const ModelSpec& m, double items, int t
               at[i - 1].second.b + w * (at[i].second.b - at[i - 1].second.b)};
     }
   return at.back().second;
+}
+
+// job_ranks: the whole job's ranks. Where they outnumber the node's cores, a tp block's waits
+// are set by that crowding, not by its own degree alone: every f/g all-reduce waits until its
+// partners are scheduled among all the job's ranks. Best, the block of this degree timed
+// among the job's ranks (`bench tp-blocks -n R --tp T`: R / T groups at once, as a hybrid
+// layout runs them). Measured on 2 cores (dv-r1, 2026-11-26), hybrid dp2 tp2 pp2 at 8 ranks
+// read 90.3 ms, predicted 106.6 with the 8-rank figure and 68.5 with the tp-2 one; dp1 tp2
+// pp2 at 4 ranks 76.0 against 84.4 and 66.7. Else (files without those rows) the block timed
+// at the job's rank count (the largest timed degree up to it), applied to this degree's
+// formula: before 2026-11-26 a group of 2 inside a crowded job spun in its waits as if it had
+// the cores to itself (coll/shm_context.h), and then measured like that figure (hybrid dp2 tp2
+// pp2 gpipe m4 at 8 ranks 197 ms, predicted 136 with the tp-2 figure and 200 with the 8-rank
+// one).
+TpRatio tp_block_ratio(const Cluster& c, const ModelSpec& m, double items, int tp, int job_ranks) {
+  if (tp <= 1) return {};
+  const int on_node = c.ranks_on_node(job_ranks);
+  if (on_node > c.cores_per_node && on_node > tp) {
+    if (const TpBlockFigure* crowd = c.tp_block_for(m.heads, m.width, m.context, tp, on_node))
+      return figure_ratio(c, m, items, *crowd, tp, on_node);
+    for (int d = on_node; d > tp; --d)
+      if (const TpBlockFigure* fig = c.tp_block_for(m.heads, m.width, m.context, d)) return figure_ratio(c, m, items, *fig, d, d);
+  }
+  const TpBlockFigure* fig = c.tp_block_for(m.heads, m.width, m.context, tp);
+  return fig ? figure_ratio(c, m, items, *fig, tp, tp) : TpRatio{};
 }
 
 // Cut the units into `pieces` contiguous pieces as the executor does for --balance flops

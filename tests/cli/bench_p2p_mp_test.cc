@@ -82,6 +82,29 @@ TEST(BenchTpBlocks, TimesTheBlockAcrossTheJobsRanks) {
   EXPECT_NE(r.output.find("heads must be a multiple of the ranks"), std::string::npos) << r.output;
 }
 
+// With --tp the job's ranks split into groups of that degree, timing at once; the rows say
+// among how many ranks, and the calibration file keeps them as a figure of their own.
+TEST(BenchTpBlocks, GroupsSideBySideSayAmongHowManyRanks) {
+  std::string bin = testing::env_path("DTRAIN_BIN");
+  const std::string out = "/tmp/dtrain-tpgroups-" + std::to_string(::getpid()) + ".json";
+  auto r = testing::run_command(bin + " bench tp-blocks -n 4 --tp 2 --spec gpt:layers=1,heads=2,width=16,context=8 " +
+                                "--items 2 --seconds 0.01 --json " + out);
+  std::ifstream in(out);
+  nlohmann::json rows = in.good() ? nlohmann::json::parse(in) : nlohmann::json();
+  std::remove(out.c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(rows.size(), 1u) << rows.dump();
+  EXPECT_EQ(rows[0]["tp"], 2);
+  EXPECT_EQ(rows[0]["ranks"], 4);
+  EXPECT_GT(rows[0]["fwd_s"].get<double>(), 0.0);
+  auto figures = plan::tp_blocks_from_json(rows, out);
+  ASSERT_EQ(figures.size(), 1u);
+  EXPECT_EQ(figures[0].job_ranks(), 4);
+  r = testing::run_command(bin + " bench tp-blocks -n 4 --tp 3 --items 1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--tp 3 must divide -n 4"), std::string::npos) << r.output;
+}
+
 TEST(BenchP2p, BadFlagsAreClearErrors) {
   std::string bin = testing::env_path("DTRAIN_BIN");
   auto r = testing::run_command(bin + " bench p2p -n 2 --sizes 4K:8");

@@ -73,6 +73,29 @@ TEST(CalibrateTp, RowsGroupByShapeAndDegreeAndRoundTrip) {
   }
 }
 
+// Rows timed with groups among more of the job's ranks (`bench tp-blocks -n 8 --tp 2`) are a
+// figure of their own, found only by asking for that crowd, and keep their ranks through a
+// round trip.
+TEST(CalibrateTp, GroupsTimedAmongMoreRanksAreAFigureOfTheirOwn) {
+  const std::string s = "gpt:layers=1,heads=8,width=128,context=64";
+  nlohmann::json crowd = row(s, 2, 2, 3e-3, 3e-3);
+  crowd["ranks"] = 8;
+  Cluster c;
+  c.tp_blocks = tp_blocks_from_json(nlohmann::json::array({row(s, 2, 2, 1e-3, 1e-3), crowd}), "t");
+  ASSERT_EQ(c.tp_blocks.size(), 2u);
+  ASSERT_NE(c.tp_block_for(8, 128, 64, 2), nullptr);
+  EXPECT_DOUBLE_EQ(c.tp_block_for(8, 128, 64, 2)->points[0].fwd_s, 1e-3);
+  ASSERT_NE(c.tp_block_for(8, 128, 64, 2, 8), nullptr);
+  EXPECT_DOUBLE_EQ(c.tp_block_for(8, 128, 64, 2, 8)->points[0].fwd_s, 3e-3);
+  EXPECT_EQ(c.tp_block_for(8, 128, 64, 2, 4), nullptr);  // not timed among 4
+  std::vector<TpBlockFigure> again = tp_blocks_from_json(tp_blocks_json(c.tp_blocks), "again");
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_EQ(again[0].job_ranks() + again[1].job_ranks(), 2 + 8);
+  // ranks must be a multiple of the degree.
+  crowd["ranks"] = 5;
+  EXPECT_THROW(tp_blocks_from_json(nlohmann::json::array({crowd}), "t"), InvalidArgument);
+}
+
 TEST(CalibrateTp, MalformedRowsAreRefusedNamingTheRow) {
   const std::string s = "gpt:layers=1,heads=8,width=128,context=64";
   auto refused = [](nlohmann::json rows, const std::string& says) {

@@ -323,11 +323,14 @@ TEST(Simulator, FedAvgWaitsForTheBusiestCore) {
   EXPECT_NEAR(three.compute_s, alone.compute_s * 2 / 3, 1e-12);
 }
 
-// Rows of `bench tp-blocks` for one shape and degree, every time scaled by k.
-std::vector<TpBlockFigure> tp_figure(const std::string& spec, int tp, double k) {
+// Rows of `bench tp-blocks` for one shape and degree, every time scaled by k; ranks > tp:
+// groups of tp timed among that many ranks (`-n ranks --tp tp`).
+std::vector<TpBlockFigure> tp_figure(const std::string& spec, int tp, double k, int ranks = 0) {
   nlohmann::json rows = nlohmann::json::array();
-  for (int items : {2, 8})
+  for (int items : {2, 8}) {
     rows.push_back({{"spec", spec}, {"tp", tp}, {"items", items}, {"fwd_s", k * 1e-3 * items}, {"bwd_s", k * 2e-3 * items}});
+    if (ranks > tp) rows.back()["ranks"] = ranks;
+  }
   return tp_blocks_from_json(rows, "test");
 }
 
@@ -377,6 +380,32 @@ TEST(Simulator, TensorParallelInACrowdedJobTakesTheJobsTimedBlock) {
   // Four cores: the other way round.
   EXPECT_DOUBLE_EQ(with(4, 2, 1), with(4, 2, 3));
   EXPECT_GT(with(4, 3, 1), with(4, 2, 1));
+}
+
+// Where the block of this degree was timed among the job's ranks (groups of 2 side by side in
+// a 4-rank job, as the hybrid runs them), that figure decides, not the one of 4 in one group
+// nor the group alone; a job of another rank count does not take it.
+TEST(Simulator, TensorParallelGroupsTimedAmongTheJobsRanksDecideFirst) {
+  ModelSpec m = ModelSpec::parse(kGpt);
+  const Layout hybrid{.strategy = "hybrid", .dp = 1, .tp = 2, .pp = 2, .micro = 2};
+  const Layout alone{.strategy = "tp", .tp = 2};
+  const std::string shape = "gpt:layers=1,heads=4,width=64,context=32";
+  auto with = [&](const Layout& l, double k2, double k4, double crowd) {
+    Cluster c = ideal(2);
+    c.tp_blocks = tp_figure(shape, 2, k2);
+    for (auto& f : tp_figure(shape, 4, k4)) c.tp_blocks.push_back(f);
+    if (crowd > 0)
+      for (auto& f : tp_figure(shape, 2, crowd, 4)) c.tp_blocks.push_back(f);
+    return simulate(m, l, c, 16).step_s;
+  };
+  // With the crowd's figure, neither the 2- nor the 4-rank one moves the 4-rank hybrid.
+  EXPECT_DOUBLE_EQ(with(hybrid, 1, 3, 2), with(hybrid, 2, 5, 2));
+  EXPECT_GT(with(hybrid, 1, 3, 3), with(hybrid, 1, 3, 2));
+  // Without it, the 4-rank figure decides, as before.
+  EXPECT_GT(with(hybrid, 1, 3, 0), with(hybrid, 1, 2, 0));
+  // A 2-rank tp job (a core each) keeps its own degree's figure, whatever the crowd's says.
+  EXPECT_DOUBLE_EQ(with(alone, 1, 3, 2), with(alone, 1, 3, 5));
+  EXPECT_GT(with(alone, 2, 3, 2), with(alone, 1, 3, 2));
 }
 
 TEST(Simulator, SlotAllReduceKeepsNoModelSizedBuffer) {
