@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <sstream>
+#include <string>
 
 #include "base/env.h"
 #include "base/error.h"
@@ -92,6 +94,33 @@ int engine_hosts(int size, int local_size, std::string* why) {
     return 2;
   }
   return 1;
+}
+
+int slurm_tasks_on_node() {
+  auto list = env_get("SLURM_STEP_TASKS_PER_NODE");
+  if (!list) list = env_get("SLURM_TASKS_PER_NODE");
+  const auto node = env_get("SLURM_NODEID");
+  if (!list || !node || node->empty() || node->find_first_not_of("0123456789") != std::string::npos) return 0;
+  long want = std::atol(node->c_str()), at = 0;
+  std::stringstream in(*list);
+  for (std::string item; std::getline(in, item, ',');) {
+    // "N" or "N(xM)": N tasks on each of M nodes.
+    char* end = nullptr;
+    const long tasks = std::strtol(item.c_str(), &end, 10);
+    long nodes = 1;
+    if (end == item.c_str() || tasks < 1) return 0;
+    if (*end == '(') {
+      if (end[1] != 'x') return 0;
+      char* close = nullptr;
+      nodes = std::strtol(end + 2, &close, 10);
+      if (nodes < 1 || *close != ')' || close[1] != '\0') return 0;
+    } else if (*end != '\0') {
+      return 0;
+    }
+    if (want < at + nodes) return static_cast<int>(tasks);
+    at += nodes;
+  }
+  return 0;
 }
 
 std::vector<std::string> engine_peer_hosts() {

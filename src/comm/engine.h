@@ -13,6 +13,11 @@
 //   SLURM_STEP_NUM_NODES unless OpenMPI or dtrain run started the rank; mpirun / dtrain run /
 //   torchrun: 2 when the job has more ranks than this host, 1 otherwise); `why` gets the
 //   variables that said so, for error messages.
+// - slurm_tasks_on_node(): the tasks of this srun step on this node, from
+//   SLURM_STEP_TASKS_PER_NODE (else SLURM_TASKS_PER_NODE: "2(x3),1" = 2, 2, 2, 1 by node) at
+//   SLURM_NODEID (this node's index in the step); 0 when they are absent or do not parse
+//   (srun sets no LOCAL_WORLD_SIZE; without this the whole step was counted on each host,
+//   and a 2-node job of 16 ranks on 8-core hosts took each host for oversubscribed).
 // - engine_peer_hosts(): the other hosts of this srun step (SLURM_STEP_NODELIST, expanded,
 //   without this host's name), else the host of mpirun's daemon (OMPI_MCA_orte_hnp_uri);
 //   may be empty.
@@ -35,6 +40,7 @@ namespace dtrain {
 std::vector<std::string> expand_nodelist(const std::string& list);
 bool in_slurm_batch_step();
 int engine_hosts(int size, int local_size, std::string* why);
+int slurm_tasks_on_node();
 std::vector<std::string> engine_peer_hosts();
 std::string route_source_address(const std::string& host);
 std::string first_host_address();

@@ -52,7 +52,9 @@ WorldInfo world_from_env(const Settings& settings) {
   DT_CHECK(w.size >= 1 && w.rank >= 0 && w.rank < w.size, InvalidArgument,
            "rank " << w.rank << " and world size " << w.size << " from the environment do not fit together");
   w.local_rank = static_cast<int>(env_int("LOCAL_RANK", env_int("OMPI_COMM_WORLD_LOCAL_RANK", env_int("SLURM_LOCALID", w.rank))));
-  w.local_size = static_cast<int>(env_int("LOCAL_WORLD_SIZE", env_int("OMPI_COMM_WORLD_LOCAL_SIZE", w.size)));
+  const int slurm_here = w.launched_by == "srun" ? slurm_tasks_on_node() : 0;
+  w.local_size = static_cast<int>(
+      env_int("LOCAL_WORLD_SIZE", env_int("OMPI_COMM_WORLD_LOCAL_SIZE", slurm_here > 0 ? slurm_here : w.size)));
   w.token = settings.has("DTRAIN_TOKEN") ? settings.text("DTRAIN_TOKEN") : "";
   w.store_url = settings.has("DTRAIN_STORE") ? settings.text("DTRAIN_STORE") : "";
   w.hosts = engine_hosts(w.size, w.local_size, &w.hosts_reason);

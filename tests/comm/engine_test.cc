@@ -24,6 +24,7 @@ class Env {
                           "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "PMI_RANK", "PMI_SIZE", "PMIX_RANK",
                           "PMIX_NAMESPACE", "SLURM_JOB_ID", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_ID",
                           "SLURM_STEPID", "SLURM_STEP_NUM_NODES", "SLURM_STEP_NODELIST", "SLURM_LOCALID",
+                          "SLURM_NODEID", "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE",
                           "DTRAIN_TIMEOUT", "DTRAIN_CONNECT_TIMEOUT", "DTRAIN_RESTART"})
       save(v, std::nullopt);
     for (auto& [k, v] : set) save(k, v);
@@ -50,6 +51,37 @@ TEST(Nodelist, ExpandsRangesListsAndPadding) {
   EXPECT_EQ(expand_nodelist("solo"), (std::vector<std::string>{"solo"}));
   EXPECT_THROW(expand_nodelist("h[1-"), InvalidArgument);
   EXPECT_THROW(expand_nodelist("h[a-b]"), InvalidArgument);
+}
+
+// srun sets no local size: the step's tasks per node ("2(x3),1") at this node's index say it,
+// so a rank counts its own host's ranks, not the whole step's.
+TEST(SlurmTasks, TheStepsTasksOnThisNode) {
+  {
+    Env e({{"SLURM_STEP_TASKS_PER_NODE", "2(x3),1"}, {"SLURM_NODEID", "2"}});
+    EXPECT_EQ(slurm_tasks_on_node(), 2);
+  }
+  {
+    Env e({{"SLURM_STEP_TASKS_PER_NODE", "2(x3),1"}, {"SLURM_NODEID", "3"}});
+    EXPECT_EQ(slurm_tasks_on_node(), 1);
+  }
+  {
+    Env e({{"SLURM_TASKS_PER_NODE", "8"}, {"SLURM_NODEID", "0"}});  // the allocation's, when the step's is absent
+    EXPECT_EQ(slurm_tasks_on_node(), 8);
+  }
+  for (const char* bad : {"2(x3", "x", "2(y3)", "0", "", "2(x3),1"}) {
+    Env e({{"SLURM_STEP_TASKS_PER_NODE", bad}, {"SLURM_NODEID", "4"}});  // the last: node 4 of 4
+    EXPECT_EQ(slurm_tasks_on_node(), 0) << bad;
+  }
+  {
+    Env e({{"SLURM_JOB_ID", "7"}, {"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "16"}, {"SLURM_STEP_ID", "0"},
+           {"SLURM_STEP_NUM_NODES", "2"}, {"SLURM_STEP_TASKS_PER_NODE", "8(x2)"}, {"SLURM_NODEID", "0"},
+           {"SLURM_LOCALID", "5"}});
+    const WorldInfo w = world_from_env(Settings::from_env());
+    EXPECT_EQ(w.size, 16);
+    EXPECT_EQ(w.local_size, 8);
+    EXPECT_EQ(w.transport.ranks_on_host, 8);
+    EXPECT_EQ(w.hosts, 2);
+  }
 }
 
 // Measured on SLURM 22.05: the batch script has SLURM_PROCID=0 but no SLURM_STEP_ID.
