@@ -34,7 +34,6 @@
 // on one internal lock, waits sleep without it.
 #pragma once
 
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -124,8 +123,9 @@ class Transport {
   const char* kind() const { return fabric_->kind(); }
   double timeout() const { return opts_.timeout_s; }
   // The job's ranks on this host (TransportOptions::ranks_on_host), else this group's size:
-  // a group of 2 inside an 8-rank job on 2 cores still shares the cores with 6 others.
-  int ranks_on_host() const { return opts_.ranks_on_host > 0 ? std::max(opts_.ranks_on_host, size_) : size_; }
+  // a group of 2 inside an 8-rank job on 2 cores still shares the cores with 6 others. (A
+  // group spanning hosts may be larger than it.)
+  int ranks_on_host() const { return opts_.ranks_on_host > 0 ? opts_.ranks_on_host : size_; }
 
   // defer = true queues the message without writing it: it leaves with the next send to that
   // peer (in the same write, one system call on tcp, when both are small) or at the next
