@@ -51,10 +51,13 @@ WorldInfo world_from_env(const Settings& settings) {
   if (!in_slurm_batch_step()) pick("SLURM_PROCID", "SLURM_NTASKS", "srun");  // an sbatch script is no rank
   DT_CHECK(w.size >= 1 && w.rank >= 0 && w.rank < w.size, InvalidArgument,
            "rank " << w.rank << " and world size " << w.size << " from the environment do not fit together");
-  w.local_rank = static_cast<int>(env_int("LOCAL_RANK", env_int("OMPI_COMM_WORLD_LOCAL_RANK", env_int("SLURM_LOCALID", w.rank))));
+  w.local_rank = static_cast<int>(env_int(
+      "LOCAL_RANK", env_int("OMPI_COMM_WORLD_LOCAL_RANK", env_int("MPI_LOCALRANKID", env_int("SLURM_LOCALID", w.rank)))));
   const int slurm_here = w.launched_by == "srun" ? slurm_tasks_on_node() : 0;
-  w.local_size = static_cast<int>(
-      env_int("LOCAL_WORLD_SIZE", env_int("OMPI_COMM_WORLD_LOCAL_SIZE", slurm_here > 0 ? slurm_here : w.size)));
+  // MPICH's hydra (PMI_RANK/PMI_SIZE) says MPI_LOCALNRANKS.
+  w.local_size = static_cast<int>(env_int(
+      "LOCAL_WORLD_SIZE",
+      env_int("OMPI_COMM_WORLD_LOCAL_SIZE", env_int("MPI_LOCALNRANKS", slurm_here > 0 ? slurm_here : w.size))));
   w.token = settings.has("DTRAIN_TOKEN") ? settings.text("DTRAIN_TOKEN") : "";
   w.store_url = settings.has("DTRAIN_STORE") ? settings.text("DTRAIN_STORE") : "";
   w.hosts = engine_hosts(w.size, w.local_size, &w.hosts_reason);

@@ -4,8 +4,9 @@
 // ones from a settings snapshot (base/settings.h), in order of precedence,
 //   rank/size: RANK + WORLD_SIZE (dtrain run, torchrun), OMPI_COMM_WORLD_RANK/SIZE (mpirun),
 //              PMI_RANK/PMI_SIZE, SLURM_PROCID/SLURM_NTASKS (srun); else a single process.
-//   local:     LOCAL_RANK/LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK/SIZE, SLURM_LOCALID and
-//              (srun) the step's tasks on this node (comm/engine.h slurm_tasks_on_node).
+//   local:     LOCAL_RANK/LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK/SIZE, MPICH's
+//              MPI_LOCALRANKID/MPI_LOCALNRANKS, SLURM_LOCALID and (srun) the step's tasks on
+//              this node (comm/engine.h slurm_tasks_on_node).
 //              An sbatch script (SLURM's batch step, comm/engine.h) is not a rank: SLURM_*
 //              counts only inside an srun step, so `dtrain train -n N` there launches.
 //   hosts:     how many hosts the engine says the ranks span (comm/engine.h: engine_hosts).

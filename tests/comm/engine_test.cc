@@ -24,7 +24,8 @@ class Env {
                           "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "PMI_RANK", "PMI_SIZE", "PMIX_RANK",
                           "PMIX_NAMESPACE", "SLURM_JOB_ID", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_ID",
                           "SLURM_STEPID", "SLURM_STEP_NUM_NODES", "SLURM_STEP_NODELIST", "SLURM_LOCALID",
-                          "SLURM_NODEID", "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE",
+                          "SLURM_NODEID", "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "MPI_LOCALNRANKS",
+                          "MPI_LOCALRANKID",
                           "DTRAIN_TIMEOUT", "DTRAIN_CONNECT_TIMEOUT", "DTRAIN_RESTART"})
       save(v, std::nullopt);
     for (auto& [k, v] : set) save(k, v);
@@ -82,6 +83,18 @@ TEST(SlurmTasks, TheStepsTasksOnThisNode) {
     EXPECT_EQ(w.transport.ranks_on_host, 8);
     EXPECT_EQ(w.hosts, 2);
   }
+}
+
+// MPICH's hydra sets PMI_RANK/PMI_SIZE and, for the host, MPI_LOCALRANKID/MPI_LOCALNRANKS.
+TEST(MpichHydra, TheLocalRanksComeFromItsOwnVariables) {
+  Env e({{"PMI_RANK", "5"}, {"PMI_SIZE", "8"}, {"MPI_LOCALRANKID", "1"}, {"MPI_LOCALNRANKS", "4"}});
+  const WorldInfo w = world_from_env(Settings::from_env());
+  EXPECT_EQ(w.launched_by, "mpirun");
+  EXPECT_EQ(w.rank, 5);
+  EXPECT_EQ(w.local_rank, 1);
+  EXPECT_EQ(w.local_size, 4);
+  EXPECT_EQ(w.transport.ranks_on_host, 4);
+  EXPECT_EQ(w.hosts, 2);  // 8 ranks, 4 on this host
 }
 
 // Measured on SLURM 22.05: the batch script has SLURM_PROCID=0 but no SLURM_STEP_ID.
