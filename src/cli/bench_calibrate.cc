@@ -61,6 +61,9 @@
 namespace dtrain::cli {
 namespace {
 
+// The host's cores, as the calibration's compute section records them (calibrate_compute.cc).
+int host_cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
 // Mean seconds per call of fn, max over ranks, running about `seconds`.
 template <class Fn>
 double time_collective(Communicator& c, double seconds, Fn&& fn) {
@@ -258,7 +261,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
            "bench calibrate: " << path << " has no intra-host link figures to add the collectives by rank count to");
   nlohmann::json by_ranks = nlohmann::json::object(), rs = nlohmann::json::object(), ag = nlohmann::json::object(),
                  bc = nlohmann::json::object(), gap = nlohmann::json::object();
-  for (int p : plan::calibrated_rank_counts(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())))) {
+  for (int p : plan::calibrated_rank_counts(host_cores())) {
     // Each row is the fastest of kByRanksPasses jobs: on a shared VM a pass is sometimes
     // disturbed (a row 20-70% slower than the same row a minute later), never sped up.
     std::map<std::pair<std::string, double>, double> fastest;  // (op, bytes) -> seconds
@@ -280,7 +283,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
     // outnumber the cores, the 1 MiB all-reduce with kGapUs of CPU burnt by every rank before
     // each call (`bench collectives --gap-us`), less the gaps as the cores serialise them,
     // over the same call back to back. The lowest of kGapPasses (a disturbed pass is slower).
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int cores = host_cores();
     const auto b2b = fastest.find({"allreduce", 1048576.0});
     if (p > cores && b2b != fastest.end()) {
       double factor = -1;
@@ -337,6 +340,7 @@ int add_tp_blocks(const std::string& path, double timeout, const std::vector<std
   std::vector<std::string> specs{"gpt:layers=1,heads=4,width=64,context=64", "gpt:layers=1,heads=8,width=128,context=64"};
   specs.insert(specs.end(), extra.begin(), extra.end());
   nlohmann::json rows = nlohmann::json::array();
+  const int cores = host_cores();
   for (const std::string& spec : specs) {
     const plan::ModelSpec m = plan::ModelSpec::parse(spec);
     if (!m.gpt || std::any_of(shapes.begin(), shapes.end(), [&](const plan::ModelSpec& s) {
@@ -345,7 +349,6 @@ int add_tp_blocks(const std::string& path, double timeout, const std::vector<std
       continue;
     shapes.push_back(m);
     const std::string one = plan::gpt_block_spec(m.heads, m.width, m.context);
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     for (int p : {2, 4, 8}) {
       if (m.heads % p != 0) continue;
       for (int t = p; t >= 2; t /= 2) {
@@ -397,7 +400,7 @@ int bench_calibrate(const Args& args) {
     nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
     DT_CHECK(j.is_object() && j.contains("compute") && j["compute"].is_object(), InvalidArgument,
              out << " has no compute section: run `dtrain bench calibrate` first");
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int cores = host_cores();
     double pass_s = 0;
     auto curve = plan::measure_slowdown(cores, &pass_s);
     j["compute"]["slowdown"] = curve;

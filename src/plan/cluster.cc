@@ -353,7 +353,7 @@ std::vector<TpBlockFigure> tp_blocks_from_json(const nlohmann::json& rows, const
     const double ranks = r.contains("ranks") ? need(r, "ranks", at, "the job's ranks it was timed among, a multiple of tp") : tp;
     DT_CHECK(ranks == std::floor(ranks) && std::fmod(ranks, tp) == 0, InvalidArgument,
              at << ": ranks " << ranks << " must be a multiple of tp " << tp << " (groups of tp among the job's ranks)");
-    const int job = ranks > tp ? static_cast<int>(ranks) : 0;
+    const int job = static_cast<int>(ranks);
     auto it = std::find_if(out.begin(), out.end(), [&](const TpBlockFigure& x) {
       return x.heads == m.heads && x.width == m.width && x.context == m.context && x.tp == static_cast<int>(tp) &&
              x.ranks == job;
@@ -365,7 +365,7 @@ std::vector<TpBlockFigure> tp_blocks_from_json(const nlohmann::json& rows, const
     std::sort(fig.points.begin(), fig.points.end(), [](const TpBlockPoint& a, const TpBlockPoint& b) { return a.items < b.items; });
     for (size_t i = 1; i < fig.points.size(); ++i)
       DT_CHECK(fig.points[i].items != fig.points[i - 1].items, InvalidArgument,
-               where << ": two rows for the same block, tp " << fig.tp << ", ranks " << fig.job_ranks() << " and items "
+               where << ": two rows for the same block, tp " << fig.tp << ", ranks " << fig.ranks << " and items "
                      << fig.points[i].items);
   }
   return out;
@@ -390,7 +390,7 @@ const TpBlockFigure* Cluster::tp_block_for(int64_t heads, int64_t width, int64_t
   for (const auto& f : tp_blocks) {
     // A block whose width or context is more than 2x off is another regime (its GEMMs'
     // share of the block differs): not used.
-    if (f.tp != tp || f.job_ranks() != job || f.points.empty() || f.width > 2 * width || 2 * f.width < width || f.context > 2 * context ||
+    if (f.tp != tp || f.ranks != job || f.points.empty() || f.width > 2 * width || 2 * f.width < width || f.context > 2 * context ||
         2 * f.context < context)
       continue;
     // The exact shape wins; else the nearest width in ratio (then heads, context).

@@ -93,8 +93,7 @@ struct TpBlockFigure {
   int64_t heads = 0, width = 0, context = 0;
   int tp = 1;
   std::vector<TpBlockPoint> points;
-  int ranks = 0;  // 0 or tp: the group was the whole job
-  int job_ranks() const { return ranks > tp ? ranks : tp; }
+  int ranks = 1;  // the job's ranks it was timed among: tp when the group was the whole job
 };
 std::vector<TpBlockFigure> tp_blocks_from_json(const nlohmann::json& rows, const std::string& where);
 nlohmann::json tp_blocks_json(const std::vector<TpBlockFigure>& figures);

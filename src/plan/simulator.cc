@@ -168,14 +168,10 @@ TpRatio figure_ratio(const Cluster& c, const ModelSpec& m, double items, const T
 // are set by that crowding, not by its own degree alone: every f/g all-reduce waits until its
 // partners are scheduled among all the job's ranks. Best, the block of this degree timed
 // among the job's ranks (`bench tp-blocks -n R --tp T`: R / T groups at once, as a hybrid
-// layout runs them). Measured on 2 cores (dv-r1, 2026-11-26), hybrid dp2 tp2 pp2 at 8 ranks
-// read 90.3 ms, predicted 106.6 with the 8-rank figure and 68.5 with the tp-2 one; dp1 tp2
-// pp2 at 4 ranks 76.0 against 84.4 and 66.7. Else (files without those rows) the block timed
-// at the job's rank count (the largest timed degree up to it), applied to this degree's
-// formula: before 2026-11-26 a group of 2 inside a crowded job spun in its waits as if it had
-// the cores to itself (coll/shm_context.h), and then measured like that figure (hybrid dp2 tp2
-// pp2 gpipe m4 at 8 ranks 197 ms, predicted 136 with the tp-2 figure and 200 with the 8-rank
-// one).
+// layout runs them); else (older files) the block timed at the job's rank count (the largest
+// timed degree up to it), applied to this degree's formula. Measured on 2 cores, hybrid dp2
+// tp2 pp2 at 8 ranks: 90.3 ms, predicted 106.6 with the 8-rank figure and 68.5 with the tp-2
+// one (docs/PLANNER.md, eighteenth session).
 TpRatio tp_block_ratio(const Cluster& c, const ModelSpec& m, double items, int tp, int job_ranks) {
   if (tp <= 1) return {};
   const int on_node = c.ranks_on_node(job_ranks);

@@ -99,7 +99,7 @@ TEST(BenchTpBlocks, GroupsSideBySideSayAmongHowManyRanks) {
   EXPECT_GT(rows[0]["fwd_s"].get<double>(), 0.0);
   auto figures = plan::tp_blocks_from_json(rows, out);
   ASSERT_EQ(figures.size(), 1u);
-  EXPECT_EQ(figures[0].job_ranks(), 4);
+  EXPECT_EQ(figures[0].ranks, 4);
   r = testing::run_command(bin + " bench tp-blocks -n 4 --tp 3 --items 1");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--tp 3 must divide -n 4"), std::string::npos) << r.output;

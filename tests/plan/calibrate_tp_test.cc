@@ -90,7 +90,7 @@ TEST(CalibrateTp, GroupsTimedAmongMoreRanksAreAFigureOfTheirOwn) {
   EXPECT_EQ(c.tp_block_for(8, 128, 64, 2, 4), nullptr);  // not timed among 4
   std::vector<TpBlockFigure> again = tp_blocks_from_json(tp_blocks_json(c.tp_blocks), "again");
   ASSERT_EQ(again.size(), 2u);
-  EXPECT_EQ(again[0].job_ranks() + again[1].job_ranks(), 2 + 8);
+  EXPECT_EQ(again[0].ranks + again[1].ranks, 2 + 8);
   // ranks must be a multiple of the degree.
   crowd["ranks"] = 5;
   EXPECT_THROW(tp_blocks_from_json(nlohmann::json::array({crowd}), "t"), InvalidArgument);
