@@ -186,6 +186,9 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
                 "ns/param, sgd %.2f ns/param, oversubscription penalty %.2f (%d cores)\n",
                 r.gemm_gflops, r.gemm_by_shape.size(), r.elementwise_gbps, r.gather_gbps, r.adamw_ns_per_param,
                 r.sgd_ns_per_param, r.oversub_penalty, r.cores);
+    std::printf("cross-core hand-off: %.3f ns/B rewriting lines a peer read, %.3f ns/B reading lines it wrote%s\n",
+                r.handoff.write_after_read_s_per_byte * 1e9, r.handoff.read_after_write_s_per_byte * 1e9,
+                r.handoff.measured ? "" : " (not measured: one CPU)");
     for (const auto& [kind, u] : r.units)
       std::printf("unit %-14s forward %.1f us + %.3f ns/kwork, backward %.1f us + %.3f ns/kwork\n", kind.c_str(),
                   u.fwd.fixed_s * 1e6, u.fwd.s_per_work * 1e12, u.bwd.fixed_s * 1e6, u.bwd.s_per_work * 1e12);
@@ -386,8 +389,9 @@ int bench_calibrate(const Args& args) {
   bool no_compute = f.get_bool("no-compute", "skip the compute rates (GEMM, element-wise, optimizer, oversubscription)");
   std::string models = f.get_string("models", "", "more model specs whose units to time, separated by ';' (gpt specs hold commas); predictions for exactly that spec use its own lines");
   bool slowdown_only = f.get_bool("slowdown-only",
-                                  "only re-measure the oversubscription curve and the speed probe into the file's compute "
-                                  "section (a few seconds; beside a run on a machine whose background load moves)");
+                                  "only re-measure the oversubscription curve, the speed probe and the cross-core hand-off "
+                                  "into the file's compute section (a few seconds; beside a run on a machine whose "
+                                  "background load moves)");
   const double compute_seconds = no_compute ? 0 : std::max(1.0, 4 * seconds);
   if (f.help_requested()) {
     std::printf("%s", f.help_text("[-n 2] [--transport shm,tcp] [--out FILE]").c_str());
@@ -406,12 +410,16 @@ int bench_calibrate(const Args& args) {
     j["compute"]["slowdown"] = curve;
     j["compute"]["probe_now_pass_s"] = pass_s;
     j["compute"]["oversub_penalty"] = std::max(1.0, curve.back().second / (curve.back().first / cores));
+    const plan::CacheHandoff h = plan::measure_handoff();
+    j["compute"]["handoff"] = plan::handoff_json(h);
     std::ofstream o(out);
     o << j.dump(2) << "\n";
     std::printf("slowdown:");
     for (const auto& [k, v] : curve) std::printf(" %g ranks %.2fx", k, v);
-    std::printf("; block pass %.1f us (at calibration %.1f us) -> %s\n", pass_s * 1e6,
-                j["compute"].value("probe_pass_s", 0.0) * 1e6, out.c_str());
+    std::printf("; block pass %.1f us (at calibration %.1f us); cross-core hand-off %.3f ns/B rewriting a peer's "
+                "reads, %.3f reading its writes -> %s\n",
+                pass_s * 1e6, j["compute"].value("probe_pass_s", 0.0) * 1e6, h.write_after_read_s_per_byte * 1e9,
+                h.read_after_write_s_per_byte * 1e9, out.c_str());
     return 0;
   }
   std::vector<std::string> extra;

@@ -93,15 +93,26 @@ double run_processes(const UnitPoint& p, int procs, int passes) {
 
 constexpr int kProbePasses = 12;
 
+std::vector<int> slowdown_process_counts(int cores) {
+  std::vector<int> ks;
+  for (int k = 2; k < cores; k *= 2) ks.push_back(k);
+  for (int k : {cores, 2 * cores})
+    if (k > 1) ks.push_back(k);
+  return ks;
+}
+
 std::vector<std::pair<double, double>> measure_slowdown(int cores, double* pass_s) {
   keep_heap_warm();  // the forked processes inherit it (plan/calibrate_units.h)
   set_blas_threads(1);
   // Oversubscription with real processes: a GPT block (width 128, 4 sequences) in each.
   const UnitPoint blk{"gpt_block", "gpt:layers=1,heads=8,width=128,context=64", 1, 4, 0, 0, 0};
-  // The slowdown curve: k processes of the same work each, k = 1, cores, 2 x cores; the
-  // wall time over one process's is how much slower each rank runs with k on the node
-  // (2 vCPUs that are one core's hyperthreads already slow down at k = cores).
-  // Three rounds, each timing 1, cores and 2 x cores processes back to back, and the median
+  // The slowdown curve: k processes of the same work each, k = 1, 2, 4, ... up to the cores,
+  // then 2 x cores (slowdown_process_counts); the wall time over one process's is how much
+  // slower each rank runs with k on the node (2 vCPUs that are one core's hyperthreads already
+  // slow down at k = cores). The points below the cores matter on a many-core host: on a
+  // 16-vCPU VM two GPT processes already ran 1.3-1.4x their solo step while 16 ran 1.5-1.9x,
+  // a curve the straight line from 1 to 16 put at 1.04 for two.
+  // Three rounds, each timing 1 and every k processes back to back, and the median
   // round's ratio per k: one spike of the background load (another job's burst) otherwise
   // sets the whole curve (seen here: 2.47x / 5.38x one minute, 1.1x / 2.2x the next).
   // A fixed number of passes per process (not `seconds`' worth): the probe's per-pass time
@@ -109,9 +120,7 @@ std::vector<std::pair<double, double>> measure_slowdown(int cores, double* pass_
   // calibration and a --slowdown-only re-probe (different counts made a quiet re-probe read
   // 1.5-2.7x slower than the calibration).
   const int rounds = 3, per_round = kProbePasses;
-  std::vector<int> ks;
-  for (int k : {cores, 2 * cores})
-    if (k > 1) ks.push_back(k);
+  const std::vector<int> ks = slowdown_process_counts(cores);
   std::vector<double> ones;
   std::vector<std::vector<double>> ratios(ks.size());
   for (int r = 0; r < rounds; ++r) {
@@ -257,6 +266,7 @@ ComputeRates measure_compute(double seconds, const std::vector<std::string>& ext
 
   r.slowdown = measure_slowdown(r.cores, &r.probe_pass_s);
   r.oversub_penalty = std::max(1.0, r.slowdown.back().second / (r.slowdown.back().first / r.cores));
+  r.handoff = measure_handoff();
   return r;
 }
 
@@ -283,7 +293,15 @@ nlohmann::json compute_json(const ComputeRates& r) {
           {"oversub_penalty", r.oversub_penalty},
           {"slowdown", r.slowdown},
           {"probe_pass_s", r.probe_pass_s},
+          {"handoff", handoff_json(r.handoff)},
           {"units", units_json(r.unit_points, r.units)}};
+}
+
+nlohmann::json handoff_json(const CacheHandoff& h) {
+  if (!h.measured) return nlohmann::json::object();
+  return {{"bytes", h.bytes},
+          {"write_after_read_ns_per_byte", h.write_after_read_s_per_byte * 1e9},
+          {"read_after_write_ns_per_byte", h.read_after_write_s_per_byte * 1e9}};
 }
 
 }  // namespace dtrain::plan

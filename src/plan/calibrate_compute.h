@@ -20,8 +20,8 @@
 //     "mlp_step_random_rows": true (the line carries the gather; older files timed hot rows)
 //     and "mlp_step_of_timed_layers": true (older files subtracted the fitted layer lines and
 //     clamped at 0; Cluster's loader re-bases them);
-//     oversubscription: 1, cores and 2 x cores forked PROCESSES each running a fixed number of
-//     GPT-block passes; slowdown = wall time / one process's (the curve the simulator
+//     oversubscription: 1, 2, 4, ... up to cores, and 2 x cores forked PROCESSES each running
+//     a fixed number of GPT-block passes; slowdown = wall time / one process's (the curve the simulator
 //     interpolates), and penalty = slowdown at 2 x cores / 2 (>= 1: worse than fair sharing).
 //   Each measurement runs about `seconds` (the median repetition: the typical cost a run pays).
 // - compute_json / apply_compute move the figures to and from the "compute" section of the
@@ -36,6 +36,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan/calibrate_cache.h"
 #include "plan/calibrate_units.h"
 
 namespace dtrain::plan {
@@ -53,6 +54,7 @@ struct ComputeRates {
   int cores = 1;
   std::vector<std::pair<double, double>> slowdown;  // (processes on the node, wall / one process's)
   double probe_pass_s = 0;  // one process's GPT-block pass in the slowdown measurement (the speed probe)
+  CacheHandoff handoff;     // cross-core hand-off per byte (plan/calibrate_cache.h)
   std::vector<UnitPoint> unit_points;
   std::map<std::string, UnitCost> units;
 };
@@ -68,6 +70,12 @@ std::vector<UnitPoint> mlp_step_points(const std::string& spec, const std::map<s
 // seconds per pass, start-up included, the machine's present speed (comparable between calls
 // because the pass count is fixed).
 std::vector<std::pair<double, double>> measure_slowdown(int cores, double* pass_s = nullptr);
+// The process counts the curve is measured at besides 1: every power of two below the cores,
+// the cores, and twice the cores (2 cores: 2 and 4; 16: 2, 4, 8, 16 and 32).
+std::vector<int> slowdown_process_counts(int cores);
+// The compute section's "handoff" object ({} when not measured): bytes and both rates in ns
+// per byte; Cluster::handoff_* read it back.
+nlohmann::json handoff_json(const CacheHandoff& h);
 // Wall seconds for `procs` forked processes each running `passes` forward+backward passes of
 // `p` concurrently (throws Error when a process cannot be started or fails).
 double run_processes(const UnitPoint& p, int procs, int passes);

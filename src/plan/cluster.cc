@@ -476,6 +476,11 @@ Cluster this_machine(const std::string& path) {
       c.slowdown.push_back({pt[0].get<double>(), pt[1].get<double>()});
     }
   }
+  if (k.contains("handoff") && k["handoff"].is_object() && !k["handoff"].empty()) {
+    const auto& h = k["handoff"];
+    c.handoff_write_s_per_byte = need(h, "write_after_read_ns_per_byte", w + ".handoff", "ns per byte") * 1e-9;
+    c.handoff_read_s_per_byte = need(h, "read_after_write_ns_per_byte", w + ".handoff", "ns per byte") * 1e-9;
+  }
   if (k.contains("tp_blocks")) c.tp_blocks = tp_blocks_from_json(k["tp_blocks"], w + ".tp_blocks");
   if (version >= 3 && k.contains("units")) {
     c.units = units_of(k, w);

@@ -130,6 +130,10 @@ struct Cluster {
   // interpolates them (and extrapolates the last one's slowdown per rank) instead of the
   // penalty formula.
   std::vector<std::pair<double, double>> slowdown;
+  // Cross-core cache hand-off, seconds per byte (plan/calibrate_cache.h; compute "handoff"):
+  // rewriting lines a peer core just read, reading lines a peer core just wrote. < 0: not
+  // measured (the simulator then prices a hand-off at the 2-rank exchange's rate per byte).
+  double handoff_write_s_per_byte = -1, handoff_read_s_per_byte = -1;
   double memory_gb = 8;
   CostParams intra, inter;
   LinkSizes intra_sizes, inter_sizes;  // empty: cost every size from intra/inter's beta

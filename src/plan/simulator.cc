@@ -373,16 +373,16 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       if (node_n <= c.cores_per_node) {
         // One rank per core keeps its caches from step to step, except for the lines its peers
         // touched in the all-reduce: they read (N-1)/N of this rank's gradient in place (the
-        // window) and, with the fused ZeRO, wrote (N-1)/N of the shared parameters. The next
-        // backward re-owns those gradient lines and the next forward pulls those parameters
-        // from the other cores: (N-1)/N of the gradient (and of the parameters with ZeRO), at
-        // a cross-core copy's rate (the 2-rank exchange's per byte). Traced at 2 ranks (the
-        // 0.94 MB MLP, ZeRO 1): the passes took ~0.50 ms where localsgd's identical passes took
-        // ~0.38; the row read -15..-27% without this. With more ranks than cores the
-        // co-located ranks' own steps evict the caches anyway, which the slowdown curve
-        // already charges.
-        const double remote = (workers - 1.0) / workers * bytes * (l.zero > 0 ? 2 : 1);
-        p.compute_s += remote * c.link_at(false, remote, true).beta_s_per_byte;
+        // window), which the next backward takes back, and with the fused ZeRO wrote (N-1)/N
+        // of the shared parameters, which the next forward fetches from their caches. Priced
+        // at the calibrated hand-off rates (plan/calibrate_cache.h; older files: the 2-rank
+        // exchange's per byte, both ways). Far-apart vCPUs: ddp's passes ~0.50 ms against
+        // localsgd's 0.38; a 16-vCPU VM: the same. With more ranks than cores the co-located
+        // ranks' own steps evict the caches anyway, which the slowdown curve charges.
+        const double remote = (workers - 1.0) / workers * bytes;
+        const double copy = c.link_at(false, remote, true).beta_s_per_byte;
+        p.compute_s += remote * (c.handoff_write_s_per_byte >= 0 ? c.handoff_write_s_per_byte : copy);
+        if (l.zero > 0) p.compute_s += remote * (c.handoff_read_s_per_byte >= 0 ? c.handoff_read_s_per_byte : copy);
       }
       // Walk the buckets in the order backward produces them (share_grad.h): units last
       // layer first; a bucket's all-reduce starts when its last unit is ready and the

@@ -406,6 +406,41 @@ TEST(CalibrateUnits, MeasuresTheRealUnits) {
 namespace dtrain::plan {
 namespace {
 
+TEST(CalibrateUnits, SlowdownIsMeasuredAtEveryPowerOfTwoUpToTheCores) {
+  // On 2 cores the curve stays 1, 2, 4; a many-core host gets the points between 1 and its
+  // cores, where a straight line from 1 to 16 missed two processes' 1.3x.
+  EXPECT_EQ(slowdown_process_counts(1), (std::vector<int>{2}));
+  EXPECT_EQ(slowdown_process_counts(2), (std::vector<int>{2, 4}));
+  EXPECT_EQ(slowdown_process_counts(6), (std::vector<int>{2, 4, 6, 12}));
+  EXPECT_EQ(slowdown_process_counts(16), (std::vector<int>{2, 4, 8, 16, 32}));
+}
+
+TEST(CalibrateUnits, CrossCoreHandoffIsTimedAndReadBack) {
+  const CacheHandoff h = measure_handoff(int64_t{256} << 10, 11);
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: no second core to hand lines to";
+  ASSERT_TRUE(h.measured);
+  EXPECT_EQ(h.bytes, int64_t{256} << 10);
+  EXPECT_GE(h.write_after_read_s_per_byte, 0.0);
+  EXPECT_GE(h.read_after_write_s_per_byte, 0.0);
+  EXPECT_LT(h.write_after_read_s_per_byte, 1e-6);  // under a microsecond a byte: a hand-off, not a hang
+  EXPECT_LT(h.read_after_write_s_per_byte, 1e-6);
+  // The compute section carries it; the cluster reads it back (ns -> s), and a file without
+  // it leaves the rates unmeasured (< 0).
+  nlohmann::json j = {{"version", 3},
+                      {"compute",
+                       {{"gemm_gflops", 20}, {"elementwise_gbps", 5}, {"optimizer_ns_per_param", 3},
+                        {"handoff", handoff_json({true, 2e-10, 4e-10, 1 << 20})}}}};
+  std::string f = write_tmp(j);
+  EXPECT_NEAR(this_machine(f).handoff_write_s_per_byte, 2e-10, 1e-18);
+  EXPECT_NEAR(this_machine(f).handoff_read_s_per_byte, 4e-10, 1e-18);
+  j["compute"].erase("handoff");
+  std::ofstream(f) << j.dump();
+  EXPECT_LT(this_machine(f).handoff_write_s_per_byte, 0.0);
+  j["compute"]["handoff"] = {{"write_after_read_ns_per_byte", -1}, {"read_after_write_ns_per_byte", 0.1}};
+  std::ofstream(f) << j.dump();
+  EXPECT_THROW(this_machine(f), InvalidArgument);
+}
+
 TEST(CalibrateUnits, SlowdownCurveIsInterpolated) {
   Cluster c;
   c.cores_per_node = 2;

@@ -291,6 +291,16 @@ TEST(Simulator, DdpAtOneRankPerCorePullsBackWhatItsPeersTouched) {
   EXPECT_NEAR(ddp.compute_s - local.compute_s, 2 * 0.5 * bytes * 1e-9, 1e-12);  // gradient and parameters
   Prediction plain = simulate(m, {.strategy = "ddp", .dp = 2, .zero = 0}, c, 64);
   EXPECT_NEAR(plain.compute_s - local.compute_s, 0.5 * bytes * 1e-9, 1e-12);  // the gradient only
+  // Calibrated hand-off rates replace the exchange's: rewriting the gradient the peer read,
+  // reading the parameters it wrote (ZeRO); a host whose cores share their lines cheaply pays 0.
+  c.handoff_write_s_per_byte = 3e-10;
+  c.handoff_read_s_per_byte = 5e-10;
+  ddp = simulate(m, {.strategy = "ddp", .dp = 2, .zero = 1}, c, 64);
+  EXPECT_NEAR(ddp.compute_s - local.compute_s, 0.5 * bytes * (3e-10 + 5e-10), 1e-12);
+  plain = simulate(m, {.strategy = "ddp", .dp = 2, .zero = 0}, c, 64);
+  EXPECT_NEAR(plain.compute_s - local.compute_s, 0.5 * bytes * 3e-10, 1e-12);
+  c.handoff_write_s_per_byte = c.handoff_read_s_per_byte = 0;
+  EXPECT_NEAR(simulate(m, {.strategy = "ddp", .dp = 2, .zero = 1}, c, 64).compute_s, local.compute_s, 1e-12);
   // More ranks than cores: the caches are the co-located ranks' anyway (the slowdown curve).
   Cluster one = ideal(1);
   EXPECT_NEAR(simulate(m, {.strategy = "ddp", .dp = 2, .zero = 1}, one, 64).compute_s,
