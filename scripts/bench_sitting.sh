@@ -38,7 +38,7 @@ if [[ ! -x $PEERS/bin/mpi_coll ]]; then
     exit 2
   fi
   echo "== preparing the peers from $src in $PEERS (apt-get + compile)"
-  rm -rf "$PEERS" && cp -r "$src" "$PEERS" && (cd "$PEERS" && ./install.sh) > "$OUT/peers-install.log" 2>&1 ||
+  rm -rf "$PEERS" && mkdir -p "$(dirname "$PEERS")" && cp -r "$src" "$PEERS" && (cd "$PEERS" && ./install.sh) > "$OUT/peers-install.log" 2>&1 ||
     { echo "bench_sitting: preparing the peers failed, see $OUT/peers-install.log" >&2; exit 2; }
 fi
 has() { [[ " $PARTS " == *" $1 "* ]]; }
