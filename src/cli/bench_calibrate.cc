@@ -263,11 +263,12 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
   DT_CHECK(j.is_object() && j.contains("links_by_size") && j["links_by_size"].contains("intra"), IoError,
            "bench calibrate: " << path << " has no intra-host link figures to add the collectives by rank count to");
   nlohmann::json by_ranks = nlohmann::json::object(), rs = nlohmann::json::object(), ag = nlohmann::json::object(),
-                 bc = nlohmann::json::object(), gap = nlohmann::json::object();
+                 bc = nlohmann::json::object(), gap = nlohmann::json::object(), slots_from = nlohmann::json::object();
   for (int p : plan::calibrated_rank_counts(host_cores())) {
     // Each row is the fastest of kByRanksPasses jobs: on a shared VM a pass is sometimes
     // disturbed (a row 20-70% slower than the same row a minute later), never sped up.
     std::map<std::pair<std::string, double>, double> fastest;  // (op, bytes) -> seconds
+    std::map<double, bool> slots;                              // all-reduce bytes -> the fastest pass took the slots
     for (int pass = 0; pass < kByRanksPasses; ++pass) {
       nlohmann::json got;
       const int rc = collectives_job(path + ".ranks", p, timeout,
@@ -278,10 +279,17 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
       for (const auto& row : got) {
         const auto k = std::make_pair(row["op"].get<std::string>(), row["size_bytes"].get<double>());
         const double t = row["time_us"].get<double>() * 1e-6;
-        if (!fastest.count(k) || t < fastest[k]) fastest[k] = t;
+        if (!fastest.count(k) || t < fastest[k]) {
+          fastest[k] = t;
+          if (k.first == "allreduce") slots[k.second] = row.value("path", std::string()) == "slots";
+        }
       }
     }
     const std::string key = std::to_string(p);
+    // Where the all-reduce goes through the context's slots from some size on (with a core
+    // per rank: only where the context's probe found the cores close), the planner's memory
+    // counts one model-sized buffer less (plan/cluster.h allreduce_slots_from_by_ranks).
+    if (const double from = plan::slots_from_sizes(slots); from > 0) slots_from[key] = from;
     // The gap factor (plan/cluster.h LinkSizes::gap_factor_by_ranks): where the ranks
     // outnumber the cores, the 1 MiB all-reduce with kGapUs of CPU burnt by every rank before
     // each call (`bench collectives --gap-us`), less the gaps as the cores serialise them,
@@ -318,6 +326,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
   j["links_by_size"]["intra"]["allgather_by_ranks"] = ag;
   j["links_by_size"]["intra"]["broadcast_by_ranks"] = bc;
   j["links_by_size"]["intra"]["gap_factor_by_ranks"] = gap;
+  j["links_by_size"]["intra"]["allreduce_slots_from_by_ranks"] = slots_from;
   j["links_by_size"]["intra"]["allreduce_by_ranks_with"] = "processes";
   std::ofstream out(path);
   DT_CHECK(out.good(), IoError, "cannot write calibration file " << path);

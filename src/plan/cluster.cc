@@ -188,7 +188,23 @@ LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where
       t.gap_factor_by_ranks[p] = v.get<double>();
     }
   }
+  if (j.contains("allreduce_slots_from_by_ranks")) {
+    const auto& g = j["allreduce_slots_from_by_ranks"];
+    DT_CHECK(g.is_object(), InvalidArgument, where << ".allreduce_slots_from_by_ranks must be {\"ranks\": bytes}");
+    for (const auto& [k, v] : g.items()) {
+      const int p = std::atoi(k.c_str());
+      DT_CHECK(p >= 2 && v.is_number() && v.get<double>() > 0, InvalidArgument,
+               where << ".allreduce_slots_from_by_ranks: '" << k << "' must be a rank count >= 2 with bytes > 0");
+      t.allreduce_slots_from_by_ranks[p] = v.get<double>();
+    }
+  }
   return t;
+}
+
+double slots_from_sizes(const std::map<double, bool>& took_slots) {
+  double from = 0;
+  for (auto it = took_slots.rbegin(); it != took_slots.rend() && it->second; ++it) from = it->first;
+  return from;
 }
 
 nlohmann::json link_sizes_json(const LinkSizes& t) {
@@ -198,6 +214,7 @@ nlohmann::json link_sizes_json(const LinkSizes& t) {
   for (const auto& [p, v] : t.allgather_by_ranks) j["allgather_by_ranks"][std::to_string(p)] = v;
   for (const auto& [p, v] : t.broadcast_by_ranks) j["broadcast_by_ranks"][std::to_string(p)] = v;
   for (const auto& [p, f] : t.gap_factor_by_ranks) j["gap_factor_by_ranks"][std::to_string(p)] = f;
+  for (const auto& [p, b] : t.allreduce_slots_from_by_ranks) j["allreduce_slots_from_by_ranks"][std::to_string(p)] = b;
   return j;
 }
 
@@ -328,7 +345,7 @@ nlohmann::json cluster_to_json(const Cluster& c) {
   if (!c.tp_blocks.empty()) j["tp_blocks"] = tp_blocks_json(c.tp_blocks);
   const LinkSizes& in = c.intra_sizes;
   if (!in.allreduce.empty() || !in.exchange.empty() || !in.allreduce_by_ranks.empty() || !in.reducescatter_by_ranks.empty() ||
-      !in.allgather_by_ranks.empty() || !in.broadcast_by_ranks.empty())
+      !in.allgather_by_ranks.empty() || !in.broadcast_by_ranks.empty() || !in.allreduce_slots_from_by_ranks.empty())
     j["intra_by_size"] = link_sizes_json(in);
   if (!c.inter_sizes.allreduce.empty() || !c.inter_sizes.exchange.empty()) j["inter_by_size"] = link_sizes_json(c.inter_sizes);
   return j;

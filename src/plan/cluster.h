@@ -68,8 +68,18 @@ struct LinkSizes {
   // training, over what it costs back to back (the tables above), >= 1 ("gap_factor_by_ranks":
   // {"8": 1.3}). Ranks that outnumber the cores arrive at a call in their time slices' order.
   std::map<int, double> gap_factor_by_ranks;
+  // By rank count: the smallest all-reduce, in bytes, from which every measured size went
+  // through the shared-memory context's slots ("allreduce_slots_from_by_ranks": {"2": 262144};
+  // a rank count absent: none did). With a core per rank the executors take the slots only
+  // where the context's probe found the cores close (coll/shm_direct.cc), which the planner
+  // cannot know but from this; the slots keep one model-sized buffer less.
+  std::map<int, double> allreduce_slots_from_by_ranks;
 };
 LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where);
+// allreduce_slots_from_by_ranks' entry from one rank count's measured all-reduces (bytes ->
+// whether the call took the slots): the smallest size from which every larger one did, 0
+// where the largest did not.
+double slots_from_sizes(const std::map<double, bool>& took_slots);
 nlohmann::json link_sizes_json(const LinkSizes& t);
 // The beta (s/byte) each measured point implies: all-reduce points through the ring formula
 // at t.p ranks with `base`'s alpha and gamma, exchange points as (T - alpha) / bytes; clamped

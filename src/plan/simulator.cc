@@ -326,14 +326,16 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     else if (s == "fedavg") copies = 4;
     // Beyond two ranks the all-reduce's ring keeps a receive buffer of the model's size
     // (measured: +1.4 copies from 2 to 4 ranks, flat from 4 to 8), except where it goes
-    // through the shared-memory slots instead (every rank on one node and more ranks than
-    // cores; with a core per rank only where two ranks' cores are close, coll/shm_direct.cc,
-    // and the planner assumes them far apart), which keep nothing of the model's size
-    // (measured 4 and 8 ranks: exactly one copy less, 5.37 -> 4.43 MB). Gossip's
-    // neighbour exchange is not an all-reduce (its inboxes are counted above).
+    // through the shared-memory slots instead, which keep nothing of the model's size
+    // (measured 4 and 8 ranks: exactly one copy less, 5.37 -> 4.43 MB): every rank on one
+    // node and more ranks than cores, or with a core per rank from the size the calibration
+    // saw the executors take them (coll/shm_direct.cc: only where the cores are close).
+    // Gossip's neighbour exchange is not an all-reduce (its inboxes are counted above).
     const double call_b = s == "ddp" && l.bucket_mb > 0 ? std::min(bytes, l.bucket_mb * (1 << 20)) : bytes;
+    const auto measured_slots = c.intra_sizes.allreduce_slots_from_by_ranks.find(workers);
     const bool slots = c.ranks_on_node(workers) >= workers && call_b <= kShmSlotsBytes &&
-                       c.ranks_on_node(workers) > c.cores_per_node;
+                       (c.ranks_on_node(workers) > c.cores_per_node ||
+                        (measured_slots != c.intra_sizes.allreduce_slots_from_by_ranks.end() && call_b >= measured_slots->second));
     if (workers > 2 && s != "ps" && s != "single" && s != "gossip" && !slots && !(s == "ddp" && workers > 1 &&
                                                                                  c.ranks_on_node(workers) >= workers))
       copies += 1;

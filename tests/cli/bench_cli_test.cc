@@ -147,6 +147,7 @@ TEST(BenchCalibrateCli, WritesAFileThePlannerReads) {
   EXPECT_EQ(bench_calibrate({"--slowdown-only", "--out", path}), 0);
   auto k = read_json(path);
   EXPECT_GT(k["compute"]["probe_now_pass_s"].get<double>(), 0);
+  EXPECT_TRUE(k["compute"].contains("handoff")) << k["compute"].dump();
   EXPECT_EQ(k["shm"], j["shm"]);
   EXPECT_EQ(k["links_by_size"], j["links_by_size"]);
   std::remove(path.c_str());

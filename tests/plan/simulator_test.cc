@@ -436,6 +436,25 @@ TEST(Simulator, SlotAllReduceKeepsNoModelSizedBuffer) {
     EXPECT_NEAR(simulate(m, {.strategy = "ddp", .dp = 4, .zero = 1}, ideal(cores), 64).buffers_b, 3 * bytes, 1e-6)
         << cores;
   }
+  // A core per rank: the slots only where the calibration saw the executors take them (the
+  // cores close), from the size it saw; 2 ranks on 8 cores, localsgd's 0.94 MB all-reduce.
+  Cluster close = ideal(8);
+  EXPECT_NEAR(simulate(m, {.strategy = "localsgd", .dp = 2}, close, 64).buffers_b, 2 * bytes, 1e-6);
+  close.intra_sizes.allreduce_slots_from_by_ranks[2] = 256 << 10;
+  EXPECT_NEAR(simulate(m, {.strategy = "localsgd", .dp = 2}, close, 64).buffers_b, bytes + 512.0 * 1024, 1e-6);
+  close.intra_sizes.allreduce_slots_from_by_ranks[2] = 4 << 20;  // slots only above the model's size
+  EXPECT_NEAR(simulate(m, {.strategy = "localsgd", .dp = 2}, close, 64).buffers_b, 2 * bytes, 1e-6);
+  // From the calibration's rows: the sizes from which every larger call took the slots.
+  EXPECT_EQ(slots_from_sizes({{65536, false}, {262144, true}, {1 << 20, true}}), 262144);
+  EXPECT_EQ(slots_from_sizes({{65536, true}, {262144, false}, {1 << 20, true}}), 1 << 20);
+  EXPECT_EQ(slots_from_sizes({{65536, true}, {1 << 20, false}}), 0);
+  EXPECT_EQ(slots_from_sizes({}), 0);
+  // The file carries it, and a malformed entry is refused.
+  close.intra_sizes.allreduce_slots_from_by_ranks[2] = 262144;
+  nlohmann::json j = link_sizes_json(close.intra_sizes);
+  EXPECT_DOUBLE_EQ(link_sizes_from_json(j, "t").allreduce_slots_from_by_ranks.at(2), 262144);
+  j["allreduce_slots_from_by_ranks"]["1"] = 1024;
+  EXPECT_THROW(link_sizes_from_json(j, "t"), InvalidArgument);
 }
 
 
