@@ -4,7 +4,8 @@
 For every row of OUT/table.tsv it asks `dtrain plan train` (same model, ranks, strategy and
 batch as the recorded run, and OUT's calibration unless --calibration says otherwise) for
 every layout, takes the one the run recorded (its prediction's "layout"), and prints the
-recorded prediction, the new one and the measured step with both errors. This separates a
+recorded prediction, the new one and the measured step with both errors, and the same for
+the predicted memory against the measured training heap. This separates a
 model change from the machine's moods: same measurements, two predictions.
 Rows the layout string does not pin down keep their recorded prediction and are marked so:
 ps (--sync, --servers) and fedavg (its rounds and clients), and any layout the plan does not
@@ -28,7 +29,7 @@ def main():
     a = ap.parse_args()
     env = dict(os.environ, DTRAIN_CALIBRATION=a.calibration or os.path.join(a.out, "calibration.json"))
     binary = os.path.join(a.build, "bin", "dtrain")
-    plans, errs = {}, []
+    plans, errs, mem_errs = {}, [], []
     for line in open(os.path.join(a.out, "table.tsv")):
         f = line.rstrip("\n").split("\t")
         name, n, pred, meas = f[0], f[1], float(f[2]), float(f[3])
@@ -43,17 +44,27 @@ def main():
             r = subprocess.run([binary, "plan", "train", "--model", key[0], "--ranks", n, "--strategy", key[2],
                                 "--batch", str(key[3]), "--json", "--top", "1000000"],
                                capture_output=True, text=True, env=env, check=True)
-            plans[key] = {x["layout"]: x["step_ms"] for x in json.loads(r.stdout)["layouts"]}
-        new = plans[key].get(layout) if key[2] not in ("ps", "fedavg") else None
+            plans[key] = {x["layout"]: (x["step_ms"], x["memory_mb"]) for x in json.loads(r.stdout)["layouts"]}
+        got = plans[key].get(layout) if key[2] not in ("ps", "fedavg") else None
         mark = ""
-        if new is None:
-            new, mark = pred, "  (recorded prediction kept: the layout does not pin it down)"
+        pmb, mmb = float(f[5]), float(f[6])
+        if got is None:
+            new, new_mb, mark = pred, pmb, "  (recorded prediction kept: the layout does not pin it down)"
+        else:
+            new, new_mb = got
         errs.append(abs(new / meas - 1) * 100)
+        if mmb > 0:
+            mem_errs.append(new_mb / mmb - 1)
         print(f"{name:20s} {n:>2s} {layout:36s} recorded {pred:9.3f} new {new:9.3f} measured {meas:9.3f} ms"
-              f"  {100 * (pred / meas - 1):+6.1f}% -> {100 * (new / meas - 1):+6.1f}%{mark}")
+              f"  {100 * (pred / meas - 1):+6.1f}% -> {100 * (new / meas - 1):+6.1f}%;"
+              f" memory {pmb:7.2f} -> {new_mb:7.2f} MB against {mmb:7.2f}"
+              f" ({100 * (pmb / mmb - 1) if mmb > 0 else 0:+5.1f}% -> {100 * (new_mb / mmb - 1) if mmb > 0 else 0:+5.1f}%){mark}")
     if errs:
         print(f"new: median {statistics.median(errs):.1f}%, {sum(e <= 10 for e in errs)} of {len(errs)} within 10%, "
               f"worst {max(errs):.1f}%")
+    if mem_errs:
+        print(f"new memory: {sum(abs(e) <= 0.10 for e in mem_errs)} of {len(mem_errs)} within 10%, "
+              f"{sum(e < -0.05 for e in mem_errs)} under by more than 5%")
 
 
 if __name__ == "__main__":
