@@ -19,15 +19,19 @@ struct Native {
   static T load(const void* p, size_t i) { return static_cast<const T*>(p)[i]; }
   static void store(void* p, size_t i, T v) { static_cast<T*>(p)[i] = v; }
 };
+// Half types store a NaN result as the one quiet NaN of reduce_kernels.h (kHalfNaN,
+// kBHalfNaN): which input NaN an addition returns depends on its operand order, which the
+// compiler may swap (a + b is commutative to it), so the sign and payload of a NaN sum would
+// differ between builds, CPUs and the AVX-512 path.
 struct Half {
   using Acc = float;
   static float load(const void* p, size_t i) { return fp16_to_float(static_cast<const uint16_t*>(p)[i]); }
-  static void store(void* p, size_t i, float v) { static_cast<uint16_t*>(p)[i] = float_to_fp16(v); }
+  static void store(void* p, size_t i, float v) { static_cast<uint16_t*>(p)[i] = v != v ? kHalfNaN : float_to_fp16(v); }
 };
 struct BHalf {
   using Acc = float;
   static float load(const void* p, size_t i) { return bf16_to_float(static_cast<const uint16_t*>(p)[i]); }
-  static void store(void* p, size_t i, float v) { static_cast<uint16_t*>(p)[i] = float_to_bf16(v); }
+  static void store(void* p, size_t i, float v) { static_cast<uint16_t*>(p)[i] = v != v ? kBHalfNaN : float_to_bf16(v); }
 };
 
 struct Add {

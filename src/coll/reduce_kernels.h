@@ -4,7 +4,11 @@
 // - reduce_into(t, op, dst, src, n): dst[i] = dst[i] op src[i]. kAvg reduces like kSum (the
 //   division happens once, in finish_avg). Half types are widened to float32, combined, and
 //   rounded back (round-to-nearest-even), so a op b == b op a bit for bit for every op: two
-//   ranks that combine the same two partial results in either order hold the same bits.
+//   ranks that combine the same two partial results in either order hold the same bits. A
+//   NaN result is stored as one quiet NaN, kHalfNaN (float16) or kBHalfNaN (bfloat16), whatever
+//   the inputs' signs and payloads: which input NaN an addition returns depends on operand
+//   order, which the compiler may swap (an AVX2-only CPU gave -NaN + NaN = NaN on the
+//   portable loop where the reference gave -NaN).
 // - reduce_ordered(t, op, out, srcs, k, n): out[i] = srcs[0][i] op srcs[1][i] op ... in that
 //   order, accumulated in float32 for half types (one rounding at the end) and in the native
 //   type otherwise. This is the deterministic-mode kernel: the order is the rank order.
@@ -16,10 +20,14 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "coll/types.h"
 
 namespace dtrain {
+
+constexpr uint16_t kHalfNaN = 0x7e00;   // the float16 NaN a half-type reduction stores
+constexpr uint16_t kBHalfNaN = 0x7fc0;  // the bfloat16 one
 
 void reduce_into(DType t, ReduceOp op, void* dst, const void* src, size_t n);
 void reduce_ordered(DType t, ReduceOp op, void* out, const void* const* srcs, int k, size_t n);

@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "base/dtype.h"
+#include "coll/reduce_kernels.h"
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -41,9 +42,9 @@ void sum_f32_ordered_avx512(float* out, const float* const* srcs, int k, size_t 
 // float16: widened to float32 with VCVTPH2PS, added left to right, rounded back once with
 // VCVTPS2PH (round to nearest even): the bits of the portable loop (fp16_to_float, float adds,
 // float_to_fp16), which converted one element at a time through an out-of-line function and
-// reduced at ~0.6 GB/s. A NaN sum becomes the portable path's canonical quiet NaN (sign |
-// 0x7e00) rather than the hardware's payload-keeping one (reduce_kernels_test checks the
-// bits over every half and across rounding, subnormal, overflow and NaN cases).
+// reduced at ~0.6 GB/s. A NaN sum becomes kHalfNaN, as on the portable path, rather than the
+// hardware's sign- and payload-keeping one (reduce_kernels_test checks the bits over every
+// half and across rounding, subnormal, overflow and NaN cases).
 void sum_f16_ordered_avx512(uint16_t* out, const uint16_t* const* srcs, int k, size_t n) {
   auto load = [](const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); };
   size_t i = 0;
@@ -53,16 +54,14 @@ void sum_f16_ordered_avx512(uint16_t* out, const uint16_t* const* srcs, int k, s
     const __m256i h = _mm512_cvtps_ph(acc, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), h);
     if (const __mmask16 nan = _mm512_cmp_ps_mask(acc, acc, _CMP_UNORD_Q)) {
-      alignas(64) float v[16];
-      _mm512_store_ps(v, acc);
       for (int l = 0; l < 16; ++l)
-        if (nan & (1u << l)) out[i + static_cast<size_t>(l)] = float_to_fp16(v[l]);
+        if (nan & (1u << l)) out[i + static_cast<size_t>(l)] = kHalfNaN;
     }
   }
   for (; i < n; ++i) {
     float acc = fp16_to_float(srcs[0][i]);
     for (int j = 1; j < k; ++j) acc += fp16_to_float(srcs[j][i]);
-    out[i] = float_to_fp16(acc);
+    out[i] = acc != acc ? kHalfNaN : float_to_fp16(acc);
   }
 }
 

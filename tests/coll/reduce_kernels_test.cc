@@ -1,8 +1,9 @@
 // The reduction kernels against the portable definition, bit for bit: float16 sums widen each
 // element to float32 (fp16_to_float), add left to right and round once (float_to_fp16). The
 // AVX-512 path (taken where the CPU has it, as here) must give the same bits for every half,
-// for subnormals, overflow and NaN, with the tail past the last 16 elements, and with the
-// CPU flushing denormals (the executors run with FTZ/DAZ set).
+// for subnormals, overflow and NaN (a NaN sum is kHalfNaN whatever the inputs' signs and
+// payloads), with the tail past the last 16 elements, and with the CPU flushing denormals
+// (the executors run with FTZ/DAZ set).
 #include <xmmintrin.h>
 
 #include <algorithm>
@@ -23,7 +24,7 @@ namespace {
 uint16_t reference(const std::vector<const uint16_t*>& srcs, size_t i) {
   float acc = fp16_to_float(srcs[0][i]);
   for (size_t j = 1; j < srcs.size(); ++j) acc += fp16_to_float(srcs[j][i]);
-  return float_to_fp16(acc);
+  return acc != acc ? kHalfNaN : float_to_fp16(acc);
 }
 
 // Every half value plus each of these, in both orders, through reduce_ordered and reduce_into.
