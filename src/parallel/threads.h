@@ -43,6 +43,8 @@ class SyncThreads : public ModelStrategy {
   int shards() const { return shards_; }
 
  private:
+  void sum_shards(int64_t batch);  // grad_ = the shards' gradients, weighted, in shard order
+
   Optimizer& opt_;
   int threads_;
   int shards_;

@@ -45,6 +45,10 @@ TEST(Simulator, SingleRankIsComputePlusOptimizer) {
   EXPECT_NEAR(p.compute_s, 3 * 2000.0 * 50 / 1e9, 1e-12);
   EXPECT_DOUBLE_EQ(p.comm_s, 0);
   EXPECT_DOUBLE_EQ(p.weights_b, 1010 * 4.0);
+  // Its one gradient, and the model's own gradient buffer that nothing writes (SyncThreads
+  // steps its one shard's gradient in place: no summed copy since 2026-11-27).
+  EXPECT_DOUBLE_EQ(p.grads_b, 1010 * 4.0);
+  EXPECT_DOUBLE_EQ(p.buffers_b, 1010 * 4.0);
 }
 
 TEST(Simulator, DdpBucketsOverlapWithBackward) {
