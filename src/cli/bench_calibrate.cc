@@ -186,6 +186,8 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
                 "ns/param, sgd %.2f ns/param, oversubscription penalty %.2f (%d cores)\n",
                 r.gemm_gflops, r.gemm_by_shape.size(), r.elementwise_gbps, r.gather_gbps, r.adamw_ns_per_param,
                 r.sgd_ns_per_param, r.oversub_penalty, r.cores);
+    if (const std::string w = plan::slowdown_warning(r.slowdown, r.cores); !w.empty())
+      std::fprintf(stderr, "dtrain bench calibrate: warning: %s\n", w.c_str());
     std::printf("cross-core hand-off: %.3f ns/B rewriting lines a peer read, %.3f ns/B reading lines it wrote%s\n",
                 r.handoff.write_after_read_s_per_byte * 1e9, r.handoff.read_after_write_s_per_byte * 1e9,
                 r.handoff.measured ? "" : " (not measured: one CPU)");
@@ -419,6 +421,8 @@ int bench_calibrate(const Args& args) {
     j["compute"]["slowdown"] = curve;
     j["compute"]["probe_now_pass_s"] = pass_s;
     j["compute"]["oversub_penalty"] = std::max(1.0, curve.back().second / (curve.back().first / cores));
+    if (const std::string w = plan::slowdown_warning(curve, cores); !w.empty())
+      std::fprintf(stderr, "dtrain bench calibrate: warning: %s\n", w.c_str());
     const plan::CacheHandoff h = plan::measure_handoff();
     j["compute"]["handoff"] = plan::handoff_json(h);
     std::ofstream o(out);

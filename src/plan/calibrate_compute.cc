@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <numeric>
 #include <thread>
@@ -92,6 +93,21 @@ double run_processes(const UnitPoint& p, int procs, int passes) {
 }
 
 constexpr int kProbePasses = 12;
+
+std::string slowdown_warning(const std::vector<std::pair<double, double>>& curve, int cores) {
+  for (const auto& [k, v] : curve)
+    if (k <= cores && v > kBusySlowdown) {
+      char msg[320];
+      std::snprintf(msg, sizeof msg,
+                    "%g processes ran %.2fx slower than one on %d cores: the cores were not free while this was "
+                    "measured (another job, or a VM giving less than a core per vCPU); predictions from this file "
+                    "assume that load. Re-run `dtrain bench calibrate` on a quiet machine, or refresh the curve "
+                    "beside a run with --slowdown-only",
+                    k, v, cores);
+      return msg;
+    }
+  return "";
+}
 
 std::vector<int> slowdown_process_counts(int cores) {
   std::vector<int> ks;

@@ -73,6 +73,13 @@ std::vector<std::pair<double, double>> measure_slowdown(int cores, double* pass_
 // The process counts the curve is measured at besides 1: every power of two below the cores,
 // the cores, and twice the cores (2 cores: 2 and 4; 16: 2, 4, 8, 16 and 32).
 std::vector<int> slowdown_process_counts(int cores);
+// A warning for the user where the curve says the cores were not free while it was measured:
+// some k <= cores processes ran more than kBusySlowdown times one process's pace (another
+// job, or a VM whose vCPUs got less than a core each; this 2-vCPU VM read 1.55x at 2 once,
+// 1.04-1.15x otherwise). Every prediction from that file would be priced at that load. ""
+// when the curve looks free.
+constexpr double kBusySlowdown = 1.3;
+std::string slowdown_warning(const std::vector<std::pair<double, double>>& curve, int cores);
 // The compute section's "handoff" object ({} when not measured): bytes and both rates in ns
 // per byte; Cluster::handoff_* read it back.
 nlohmann::json handoff_json(const CacheHandoff& h);

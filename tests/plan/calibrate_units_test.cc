@@ -415,6 +415,14 @@ TEST(CalibrateUnits, SlowdownIsMeasuredAtEveryPowerOfTwoUpToTheCores) {
   EXPECT_EQ(slowdown_process_counts(16), (std::vector<int>{2, 4, 8, 16, 32}));
 }
 
+TEST(CalibrateUnits, ACurveMeasuredOnBusyCoresIsWarnedAbout) {
+  EXPECT_EQ(slowdown_warning({{1, 1.0}, {2, 1.08}, {4, 2.17}}, 2), "");  // beyond the cores: sharing, not a warning
+  const std::string w = slowdown_warning({{1, 1.0}, {2, 1.55}, {4, 3.15}}, 2);
+  EXPECT_NE(w.find("2 processes ran 1.55x slower than one on 2 cores"), std::string::npos) << w;
+  EXPECT_NE(w.find("--slowdown-only"), std::string::npos) << w;
+  EXPECT_NE(slowdown_warning({{1, 1.0}, {2, 1.1}, {4, 1.4}, {8, 1.3}, {16, 1.2}, {32, 2.5}}, 16), "");
+}
+
 TEST(CalibrateUnits, CrossCoreHandoffIsTimedAndReadBack) {
   const CacheHandoff h = measure_handoff(int64_t{256} << 10, 11);
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: no second core to hand lines to";
