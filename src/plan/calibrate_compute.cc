@@ -96,7 +96,7 @@ constexpr int kProbePasses = 12;
 
 std::string slowdown_warning(const std::vector<std::pair<double, double>>& curve, int cores) {
   for (const auto& [k, v] : curve)
-    if (k <= cores && v > kBusySlowdown) {
+    if (k == 2 && cores >= 2 && v > kBusySlowdown) {
       char msg[320];
       std::snprintf(msg, sizeof msg,
                     "%g processes ran %.2fx slower than one on %d cores: the cores were not free while this was "

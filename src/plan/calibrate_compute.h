@@ -74,10 +74,12 @@ std::vector<std::pair<double, double>> measure_slowdown(int cores, double* pass_
 // the cores, and twice the cores (2 cores: 2 and 4; 16: 2, 4, 8, 16 and 32).
 std::vector<int> slowdown_process_counts(int cores);
 // A warning for the user where the curve says the cores were not free while it was measured:
-// some k <= cores processes ran more than kBusySlowdown times one process's pace (another
-// job, or a VM whose vCPUs got less than a core each; this 2-vCPU VM read 1.55x at 2 once,
-// 1.04-1.15x otherwise). Every prediction from that file would be priced at that load. ""
-// when the curve looks free.
+// two processes (on a host of 2 cores or more) ran more than kBusySlowdown times one
+// process's pace: another job, or a VM whose vCPUs got less than a core each (this 2-vCPU VM
+// read 1.55x once, 1.04-1.15x otherwise; the 16-vCPU host 1.03-1.13x). Every prediction
+// from that file would be priced at that load. More processes may slow down more on a free
+// host (the 16-vCPU host: 1.28-1.72x at 16, shared memory bandwidth and clocks), so only the
+// pair is judged. "" when it looks free.
 constexpr double kBusySlowdown = 1.3;
 std::string slowdown_warning(const std::vector<std::pair<double, double>>& curve, int cores);
 // The compute section's "handoff" object ({} when not measured): bytes and both rates in ns
