@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -10,10 +9,10 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+
 namespace dtrain::plan {
 namespace {
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // Pins the calling thread to the lowest CPU other than `skip` that it may run on; -1 when
 // there is none. (The calibration may run inside a rank the launcher bound to one core: the
@@ -78,22 +77,22 @@ CacheHandoff measure_handoff(int64_t bytes, int rounds) {
     int t = 1000;
     for (int r = 0; r < rounds + 1; ++r) {  // round 0 warms both caches and is not kept
       rewrite(buf);
-      double t0 = now();
+      double t0 = now_seconds();
       rewrite(buf);
-      const double own_w = now() - t0;
+      const double own_w = now_seconds() - t0;
       turn.store(++t, std::memory_order_release);  // the peer reads every line
       wait_for(++t);
-      t0 = now();
+      t0 = now_seconds();
       rewrite(buf);
-      const double after_read = now() - t0;
-      t0 = now();
+      const double after_read = now_seconds() - t0;
+      t0 = now_seconds();
       sink.store(read_all(buf), std::memory_order_relaxed);
-      const double own_r = now() - t0;
+      const double own_r = now_seconds() - t0;
       turn.store(++t, std::memory_order_release);  // the peer writes every line
       wait_for(++t);
-      t0 = now();
+      t0 = now_seconds();
       sink.store(read_all(buf), std::memory_order_relaxed);
-      const double after_write = now() - t0;
+      const double after_write = now_seconds() - t0;
       if (r > 0) war.push_back(after_read - own_w), raw.push_back(after_write - own_r);
     }
     turn.store(-1, std::memory_order_release);

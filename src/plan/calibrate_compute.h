@@ -21,8 +21,9 @@
 //     and "mlp_step_of_timed_layers": true (older files subtracted the fitted layer lines and
 //     clamped at 0; Cluster's loader re-bases them);
 //     oversubscription: 1, 2, 4, ... up to cores, and 2 x cores forked PROCESSES each running
-//     a fixed number of GPT-block passes; slowdown = wall time / one process's (the curve the simulator
-//     interpolates), and penalty = slowdown at 2 x cores / 2 (>= 1: worse than fair sharing).
+//     a fixed number of GPT-block passes; slowdown = wall time / one process's (the curve the
+//     simulator interpolates), and penalty = slowdown at 2 x cores / 2 (>= 1: worse than fair
+//     sharing).
 //   Each measurement runs about `seconds` (the median repetition: the typical cost a run pays).
 // - compute_json / apply_compute move the figures to and from the "compute" section of the
 //   calibration file (versioned: cluster.h kCalibrationVersion) that this_machine() reads.

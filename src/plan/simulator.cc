@@ -382,7 +382,7 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
         // localsgd's 0.38; a 16-vCPU VM: the same. With more ranks than cores the co-located
         // ranks' own steps evict the caches anyway, which the slowdown curve charges.
         const double remote = (workers - 1.0) / workers * bytes;
-        const double copy = c.link_at(false, remote, true).beta_s_per_byte;
+        const double copy = c.link_at(false, remote * (l.zero > 0 ? 2 : 1), true).beta_s_per_byte;
         p.compute_s += remote * (c.handoff_write_s_per_byte >= 0 ? c.handoff_write_s_per_byte : copy);
         if (l.zero > 0) p.compute_s += remote * (c.handoff_read_s_per_byte >= 0 ? c.handoff_read_s_per_byte : copy);
       }
