@@ -43,7 +43,8 @@ bool StoreService::admit(int id, const std::string& name, std::string* refusal, 
   if (static_cast<int>(clients_.size()) >= limits_.max_clients) {
     ++refused_;
     *refusal = sp::encode(sp::kErr, {"store server busy: " + std::to_string(clients_.size()) +
-                                         " connections already (the limit); retry later"});
+                                         " connections already (the limit); retry later",
+                                     sp::kRetryLater});
     return false;
   }
   int prelogin = 0;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 
 #include "base/error.h"
@@ -101,7 +102,8 @@ void TcpStoreServer::accept_ready() {
       Fd refused(::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
       if (refused.valid()) {
         std::string err = store_protocol::encode(
-            store_protocol::kErr, {"store server is out of file descriptors (raise ulimit -n); retry later"});
+            store_protocol::kErr,
+            {"store server is out of file descriptors (raise ulimit -n); retry later", store_protocol::kRetryLater});
         flush(refused.get(), err);
         refused_++;
       }
@@ -117,7 +119,9 @@ void TcpStoreServer::accept_ready() {
     set_nodelay(cfd);
     std::string refusal;
     std::vector<int> evicted;
-    if (!s.service.admit(cfd, peer_name(cfd), &refusal, &evicted)) {
+    bool admitted = s.service.admit(cfd, peer_name(cfd), &refusal, &evicted);
+    refused_by_service_.store(s.service.refused());  // before the refusal can reach the client
+    if (!admitted) {
       flush(cfd, refusal);
       continue;
     }
@@ -179,11 +183,32 @@ void TcpStoreServer::serve() {
 
 // ---------------------------------------------------------------- client
 
+namespace {
+// A login the server refused for a passing reason (ERR with kRetryLater): busy, or out of
+// descriptors. The constructor connects again until its timeout.
+struct RefusedForNow : IoError {
+  using IoError::IoError;
+};
+}  // namespace
+
+// Connects and logs in. A refusal for now is retried with a growing pause (10 ms .. 0.2 s)
+// until the connect timeout, as the server's message invites; the last refusal is the error.
 TcpStore::TcpStore(const std::string& host, int port, const std::string& token, double timeout_s)
     : Store(timeout_s), address_(host + ":" + std::to_string(port)) {
-  fd_ = connect_tcp(host, port, Deadline::after(timeout_s < 0 ? 1e9 : timeout_s));
-  auto r = request(sp::kHello, {token}, 0);
-  (void)r;
+  Deadline deadline = Deadline::after(timeout_s < 0 ? 1e9 : timeout_s);
+  int pause_ms = 10;
+  for (int attempt = 1;; ++attempt) {
+    fd_ = connect_tcp(host, port, deadline);
+    try {
+      request(sp::kHello, {token}, 0);
+      return;
+    } catch (const RefusedForNow& e) {
+      if (deadline.expired())
+        DT_THROW(IoError, e.what() << " (" << attempt << " attempts within the " << timeout_s << " s timeout)");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(pause_ms, deadline.remaining_ms())));
+    pause_ms = std::min(pause_ms * 2, 200);
+  }
 }
 
 std::vector<std::string> TcpStore::request(uint8_t op, const std::vector<std::string>& fields, double wait_s) {
@@ -211,6 +236,8 @@ std::vector<std::string> TcpStore::request(uint8_t op, const std::vector<std::st
     // to a non-number, say) is answered and the connection stays usable.
     if (op != sp::kHello && rop == sp::kErr) throw InvalidArgument(why);
     fd_.reset();
+    if (op == sp::kHello && rop == sp::kErr && out.size() > 1 && out[1] == sp::kRetryLater)
+      throw RefusedForNow(what + " refused the login: " + why);
     DT_THROW(IoError, what << " refused the request: " << why);
   } catch (const IoError&) {
     fd_.reset();

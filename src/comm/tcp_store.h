@@ -17,8 +17,10 @@
 // TcpStoreServer: binds host:port (port 0 = any free port; host defaults to 127.0.0.1, i.e.
 // loopback only unless a host address is asked for) and serves until destroyed. It holds at
 // most limits.max_clients connections (lowered to fit ulimit -n); one more is answered ERR
-// ("busy", or "out of file descriptors") and closed, never left in the backlog.
-// TcpStore (client): connects (retrying until its timeout, the server may start later) and is
+// ("busy", or "out of file descriptors", marked retry-later) and closed, never left in the
+// backlog.
+// TcpStore (client): connects (retrying until its timeout, the server may start later; a
+// server that answers "busy" or "out of descriptors" is tried again until then too) and is
 // safe to use from several threads (one request at a time on its connection).
 #pragma once
 

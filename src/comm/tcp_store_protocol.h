@@ -15,6 +15,11 @@ enum Op : uint8_t { kHello = 1, kSet, kGet, kAdd, kWait, kCheck, kDelete, kOk = 
 
 constexpr uint32_t kMaxFrame = 64u << 20;  // a store is for rendezvous, not bulk data
 
+// The second field of an ERR that refuses a connection for a passing reason (the server is
+// full, or out of descriptors): the client may connect again until its timeout. A refusal
+// without it (a wrong token, a late login) is final.
+inline const std::string kRetryLater = "retry";
+
 inline void put_u32(std::string& out, uint32_t v) { out.append(reinterpret_cast<const char*>(&v), 4); }
 
 inline std::string encode(uint8_t op, const std::vector<std::string>& fields) {

@@ -9,7 +9,9 @@
 
 #include <climits>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/error.h"
@@ -26,7 +28,8 @@ Fd raw_connect(int port) { return connect_tcp("127.0.0.1", port, Deadline::after
 
 // Reads one answer frame; "" + *closed when the server closed instead. Bounded by 10 s: a
 // server that neither answers nor closes fails the test with a Timeout.
-std::string read_answer(int fd, uint8_t* op, bool* closed) {
+// `fields`, where given, receives every field of the answer.
+std::string read_answer(int fd, uint8_t* op, bool* closed, std::vector<std::string>* fields = nullptr) {
   *closed = false;
   uint32_t n = 0;
   try {
@@ -42,6 +45,7 @@ std::string read_answer(int fd, uint8_t* op, bool* closed) {
   read_full(fd, body.data(), n, Deadline::after(10), "test client");
   std::vector<std::string> f;
   *op = sp::decode(body, &f);
+  if (fields) *fields = f;
   return f.empty() ? "" : f[0];
 }
 
@@ -99,23 +103,54 @@ TEST(StoreHostile, ConnectionsPastTheCapAreRefusedNotQueued) {
   Fd extra = raw_connect(server.port());
   uint8_t op = 0;
   bool closed = false;
-  std::string why = read_answer(extra.get(), &op, &closed);
+  std::vector<std::string> fields;
+  std::string why = read_answer(extra.get(), &op, &closed, &fields);
   ASSERT_FALSE(closed);
   EXPECT_EQ(op, sp::kErr);
   EXPECT_NE(why.find("busy"), std::string::npos) << why;
-  EXPECT_THROW(TcpStore("127.0.0.1", server.port(), "secret", 10), IoError);
+  ASSERT_EQ(fields.size(), 2u);  // marked: a refusal for now, which a client may retry
+  EXPECT_EQ(fields[1], sp::kRetryLater);
+  // A client tries again until its timeout, then says why it could not get in.
+  try {
+    TcpStore("127.0.0.1", server.port(), "secret", 0.3);
+    ADD_FAILURE() << "a fifth client must not get in while four hold the cap";
+  } catch (const IoError& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("busy"), std::string::npos) << what;
+    EXPECT_NE(what.find("attempts within the 0.3 s timeout"), std::string::npos) << what;
+  }
   ranks[0]->set("still", "served");
   EXPECT_EQ(ranks[3]->get("still"), "served");
-  ranks.pop_back();  // a slot frees: the next client is admitted
-  bool admitted = false;
-  for (int attempt = 0; attempt < 100 && !admitted; ++attempt) {  // the server sees the close asynchronously
+  ranks.pop_back();  // a slot frees: the next client is admitted (its retries span the close)
+  TcpStore again("127.0.0.1", server.port(), "secret", 10);
+  EXPECT_EQ(again.get("still"), "served");
+}
+
+// A client that arrives while the server is full waits its turn within its timeout: it is
+// refused for now, keeps trying, and gets in once a slot frees.
+TEST(StoreHostile, ClientRefusedForNowGetsInWhenASlotFrees) {
+  StoreLimits limits;
+  limits.max_clients = 1;
+  TcpStoreServer server("127.0.0.1", 0, "secret", limits);
+  auto holder = std::make_unique<TcpStore>("127.0.0.1", server.port(), "secret", 10);
+  holder->set("k", "v");
+  std::string got, error;
+  std::thread late([&] {
     try {
-      TcpStore again("127.0.0.1", server.port(), "secret", 10);
-      admitted = again.get("still") == "served";
-    } catch (const IoError&) {
+      TcpStore rank("127.0.0.1", server.port(), "secret", 30);
+      got = rank.get("k");
+    } catch (const std::exception& e) {
+      error = e.what();
     }
-  }
-  EXPECT_TRUE(admitted);
+  });
+  // Free the slot only once the late client has been turned away at least once.
+  Deadline bound = Deadline::after(30);
+  while (server.refused() == 0 && !bound.expired()) std::this_thread::yield();
+  EXPECT_GE(server.refused(), 1);
+  holder.reset();
+  late.join();
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(got, "v");
 }
 
 TEST(StoreHostile, SilentCrowdCannotKeepRanksOut) {
@@ -174,8 +209,11 @@ TEST(StoreHostile, OutOfDescriptorsRefusesGracefully) {
   for (int i = 2; i < 8; ++i) {  // the first two fit; the others must be told, not ignored
     uint8_t op = 0;
     bool closed = false;
-    std::string why = read_answer(conns[i].get(), &op, &closed);
-    if (!closed && op == sp::kErr && why.find("file descriptors") != std::string::npos) ++refused;
+    std::vector<std::string> fields;
+    std::string why = read_answer(conns[i].get(), &op, &closed, &fields);
+    if (!closed && op == sp::kErr && why.find("file descriptors") != std::string::npos &&
+        fields.back() == sp::kRetryLater)
+      ++refused;
     seen += " [" + std::to_string(i) + (closed ? ": closed" : ": op " + std::to_string(op) + " " + why) + "]";
   }
   // Without the spare descriptor none would be answered (they would wait in the backlog while
