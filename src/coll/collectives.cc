@@ -23,9 +23,7 @@ void check_root(Communicator& comm, int root, const char* op) {
            op << ": root " << root << " is outside communicator '" << comm.name() << "' of size " << comm.size());
 }
 
-void copy_if_needed(void* dst, const void* src, size_t bytes) {
-  if (dst != src && bytes) std::memmove(dst, src, bytes);
-}
+void copy_if_needed(void* dst, const void* src, size_t bytes) { copy_bytes_if_apart(dst, src, bytes); }
 
 uint64_t hash_counts(const std::vector<size_t>& counts) {
   uint64_t h = 1469598103934665603ull;
@@ -57,7 +55,9 @@ FingerprintRoute route_of(Algorithm a) {
 }
 
 // A call of a few KiB is ONE shared-memory phase that carries the data (ShmContext::
-// exchange_small; shm_direct_one_phase says up to which size), which auto always prefers,
+// exchange_small; shm_direct_one_phase says up to which size; with more ranks than cores an
+// all-reduce past that up to 64 KiB takes shm_direct's slots, shm_direct_preferred), which
+// auto always prefers,
 // without consulting the cost model (it would be the whole cost of a small call), as does an
 // explicit or configured shm_direct, so every rank of a call takes the same path. Returns the
 // algorithm, and in *small whether it is that phase (only where may_be_small).
@@ -66,7 +66,8 @@ FingerprintRoute route_of(Algorithm a) {
 // ranks 3.0-4.3 -> 2.5-3.3 us; at 8 ranks (4 a core) 12-34 -> 5.8-6.7 us at 8 B.
 Algorithm choose(CollOp op, Communicator& comm, const CollOptions& opts, size_t bytes, bool may_be_small, bool* small) {
   const bool fits = may_be_small && shm_direct_one_phase(op, comm, opts.shm, bytes);
-  const Algorithm a = fits && opts.algorithm == Algorithm::kAuto && !config_forces_algorithm(comm.coll_config(), op)
+  const bool preferred = may_be_small && shm_direct_preferred(op, comm, opts.shm, bytes);
+  const Algorithm a = preferred && opts.algorithm == Algorithm::kAuto && !config_forces_algorithm(comm.coll_config(), op)
                           ? Algorithm::kShmDirect
                           : resolve_algorithm(op, opts.algorithm, comm, bytes, opts);
   *small = fits && a == Algorithm::kShmDirect;
@@ -163,7 +164,7 @@ Algorithm allreduce_apply(Communicator& comm, const float* send, float* recv, co
   DT_CHECK(!opts.deterministic, InvalidArgument,
            "allreduce_apply: no deterministic mode (use allreduce with fixed-point sums, then step)");
   if (p == 1 && !recv_shared) {
-    if (send != recv) std::copy(send, send + n, recv);
+    copy_bytes_if_apart(recv, send, n * sizeof(float));
     if (n) apply(0, recv, n);  // values are recv here: either answer leaves the result there
     return Algorithm::kNaive;
   }
@@ -331,7 +332,7 @@ Algorithm reduce_scatter(Communicator& comm, const void* send, void* recv, size_
       char* result = overlaps ? call.temp(count * es) : out;
       if (algo::reduce_scatter_shm_direct(call, in, result, blocks, opts.shm)) {
         if (op == ReduceOp::kAvg) finish_avg(t, result, count, p);
-        if (overlaps && count) std::memcpy(recv, result, count * es);
+        if (overlaps) copy_bytes(recv, result, count * es);
         return;
       }
     }
@@ -345,7 +346,7 @@ Algorithm reduce_scatter(Communicator& comm, const void* send, void* recv, size_
       algo::reduce_scatter_ring(call, work, blocks, 0);
     char* mine = work + blocks.off[comm.rank()] * es;
     if (op == ReduceOp::kAvg) finish_avg(t, mine, count, p);
-    if (count) std::memmove(recv, mine, count * es);
+    copy_bytes_if_apart(recv, mine, count * es);
   });
   return a;
 }
@@ -360,7 +361,7 @@ Algorithm gather(Communicator& comm, const void* send, void* recv, size_t count,
     // In place on the root (send == its block of recv) is fine: both paths copy via memcpy of
     // equal ranges or read the send block before writing it.
     char* mine = call.temp(count * es);
-    if (count) std::memcpy(mine, send, count * es);
+    copy_bytes(mine, send, count * es);
     if (a == Algorithm::kNaive)
       algo::gather_naive(call, mine, static_cast<char*>(recv), count, root);
     else
@@ -395,7 +396,7 @@ Algorithm alltoall(Communicator& comm, const void* send, void* recv, size_t coun
     const char* in = static_cast<const char*>(send);
     if (send == recv && total) {
       char* copy = call.temp(total);
-      std::memcpy(copy, in, total);
+      copy_bytes(copy, in, total);
       in = copy;
     }
     if (a == Algorithm::kNaive)

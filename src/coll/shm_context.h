@@ -131,6 +131,19 @@ class ShmContext {
   }
   static constexpr size_t kSmallAllreduceBytes = size_t{64} << 10;
   static constexpr size_t kSmallAllreduceFarBytes = size_t{16} << 10;
+  // Up to how many bytes an all-reduce is that one phase: small_allreduce_bytes(), but with
+  // more ranks than cores kOnePhaseOversubscribedBytes / (ranks per core). There the ranks
+  // share the cores, so one phase's p full reductions per call cost p times the CPU of the
+  // slots' two phases, where each rank reduces 1/p of the buffer (allreduce_slots); the extra
+  // phase is cheaper than that from a few KiB. Measured crossovers on 2 cores (EPYC VM,
+  // bench collectives, one phase against the slots): 4 ranks 8 KiB (13.1 against 12.0 us;
+  // 64 KiB 63 against 32), 8 ranks 4 KiB (27.8 against 28.4 us; 16 KiB 110 against 31-35).
+  size_t one_phase_allreduce_bytes() const {
+    const size_t limit = small_allreduce_bytes();
+    if (spin_ranks_per_core_ <= 1) return limit;
+    return std::min(limit, kOnePhaseOversubscribedBytes / static_cast<size_t>(spin_ranks_per_core_));
+  }
+  static constexpr size_t kOnePhaseOversubscribedBytes = size_t{16} << 10;
 
   // From how many bytes an all-reduce with a core per rank takes the slots: decided once, at
   // construction, by a round-trip probe between two ranks (kSlotsAllreduceCloseMinBytes when
@@ -189,8 +202,13 @@ class ShmContext {
 bool shm_direct_takes_slots(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes);
 // Whether a shm_direct call of `bytes` (the all-reduce's and broadcast's buffer, the
 // all-gather's output of equal blocks, the reduce-scatter's input) is the context's one
-// phase that carries the data (exchange_small): up to small_allreduce_bytes().
+// phase that carries the data (exchange_small): up to small_allreduce_bytes(), the
+// all-reduce up to one_phase_allreduce_bytes().
 bool shm_direct_one_phase(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes);
+// Whether auto takes shm_direct for `bytes` without asking the cost model: where the call is
+// one phase, and an all-reduce up to small_allreduce_bytes() that is not (more ranks than
+// cores; it takes the slots' two phases then, shm_direct_takes_slots).
+bool shm_direct_preferred(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes);
 
 // A window (MPI_Win_allocate_shared's shape): a buffer of `bytes` per rank in shared memory
 // that every rank of the host maps. Collective over comm, through the store only, like

@@ -247,7 +247,13 @@ namespace dtrain {
 bool shm_direct_one_phase(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes) {
   const bool carried = op == CollOp::kAllreduce || op == CollOp::kBroadcast || op == CollOp::kAllgather ||
                        op == CollOp::kReduceScatter;
-  return carried && ctx && comm.size() > 1 && bytes <= ctx->small_allreduce_bytes();
+  if (!carried || !ctx || comm.size() <= 1) return false;
+  return bytes <= (op == CollOp::kAllreduce ? ctx->one_phase_allreduce_bytes() : ctx->small_allreduce_bytes());
+}
+
+bool shm_direct_preferred(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes) {
+  if (shm_direct_one_phase(op, comm, ctx, bytes)) return true;
+  return op == CollOp::kAllreduce && ctx && comm.size() > 1 && bytes <= ctx->small_allreduce_bytes();
 }
 
 bool shm_direct_takes_slots(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes) {

@@ -37,6 +37,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/copy.h"
 #include "base/tsan.h"
 #include "comm/fabric.h"
 #include "comm/shm_segment.h"
@@ -189,13 +190,13 @@ class ShmChannel : public Channel {
   int peer_id() const { return peer_rank_; }
   void copy_in(char* ring, uint64_t pos, const char* src, size_t k) {
     size_t off = static_cast<size_t>(pos % cap_), first = std::min(k, cap_ - off);
-    std::memcpy(ring + off, src, first);
-    if (k > first) std::memcpy(ring, src + first, k - first);
+    copy_memory(ring + off, src, first);
+    copy_memory(ring, src + first, k - first);
   }
   void copy_out(const char* ring, uint64_t pos, char* dst, size_t k) {
     size_t off = static_cast<size_t>(pos % cap_), first = std::min(k, cap_ - off);
-    std::memcpy(dst, ring + off, first);
-    if (k > first) std::memcpy(dst + first, ring, k - first);
+    copy_memory(dst, ring + off, first);
+    copy_memory(dst + first, ring, k - first);
   }
   [[noreturn]] void fail(const std::string& why) {
     throw PeerFailure("rank " + std::to_string(me_) + " <-> rank " + std::to_string(peer_rank_) + " (shm): " + why,

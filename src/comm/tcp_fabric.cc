@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/copy.h"
 #include "base/log.h"
 #include "comm/fabric.h"
 #include "comm/socket.h"
@@ -46,7 +47,7 @@ class TcpChannel : public Channel {
     }
     if (buffered_ > 0) {
       size_t k = std::min(n, buffered_);
-      std::memcpy(data, buffer_ + start_, k);
+      copy_memory(data, buffer_ + start_, k);
       start_ += k;
       buffered_ -= k;
       return k;

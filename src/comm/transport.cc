@@ -1,4 +1,5 @@
 #include "comm/transport.h"
+#include "base/copy.h"
 
 #include <sched.h>
 #include <unistd.h>
@@ -257,7 +258,7 @@ Request Transport::isend(int peer, uint64_t tag, const void* data, size_t bytes,
                             describe(*r) + ": message has " + std::to_string(bytes) + " bytes, buffer has " +
                             std::to_string(r->bytes))));
       } else {
-        if (bytes) std::memcpy(r->data, data, bytes);
+        copy_memory(r->data, data, bytes);
         complete_op(*r);
       }
     } else {
@@ -266,7 +267,7 @@ Request Transport::isend(int peer, uint64_t tag, const void* data, size_t bytes,
       u->arrival = ++arrivals_;
       u->buf = early_buffers_.take(bytes);
       u->size = bytes;
-      if (bytes) std::memcpy(u->data(), data, bytes);
+      copy_memory(u->data(), data, bytes);
       u->got = bytes;
       p.unexpected.push_back(u);
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/copy.h"
 #include "base/clock.h"
 #include "base/error.h"
 #include "coll/collectives.h"
@@ -216,14 +217,14 @@ void DataParallel::share_params() {
   // The replicas are equal (broadcast at the start, the same steps since, or the same
   // checkpoint): rank 0 puts its copy in the shared buffer, and nobody reads it before.
   std::span<float> mine = model_.params();
-  if (comm_.rank() == 0) std::copy(mine.begin(), mine.end(), shared_params_.begin());
+  if (comm_.rank() == 0) copy_elements(shared_params_.data(), mine.data(), mine.size());
   barrier(comm_);
 }
 
 void DataParallel::unshare_params() {
   if (shared_params_.empty()) return;
   std::span<float> mine = model_.params();
-  std::copy(shared_params_.begin(), shared_params_.end(), mine.begin());
+  copy_elements(mine.data(), shared_params_.data(), mine.size());
 }
 
 LossAcc DataParallel::run_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress) {

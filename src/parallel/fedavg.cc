@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/copy.h"
 #include "base/clock.h"
 #include "base/error.h"
 #include "data/rng.h"
@@ -44,7 +45,7 @@ std::vector<int> FedAvg::sample(int64_t round) const { return fedavg_sample(o_.c
 LossAcc FedAvg::run_epoch(std::span<const int64_t>, int64_t batch, const ProgressFn& progress) {
   DT_CHECK(batch >= 1, InvalidArgument, "--batch must be >= 1, got " << batch);
   std::span<float> w = model_.params();
-  std::copy(w.begin(), w.end(), global_.begin());
+  copy_elements(global_.data(), w.data(), w.size());
   std::fill(sum_.begin(), sum_.end(), 0.0f);
   const std::vector<int> clients = sample(round_);
   int64_t n_s = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/copy.h"
 #include "base/aligned.h"
 #include "base/error.h"
 
@@ -94,7 +95,7 @@ LossAcc Hogwild::run_stream_dense(int t, std::span<const int64_t> stream, int64_
       for (size_t i = 0; i < p; ++i) snap[i] = RelaxedAccess::load(&shared[i]);
     } else {
       std::lock_guard<std::mutex> lock(mu_);
-      std::copy(shared.begin(), shared.end(), snap.begin());
+      copy_elements(snap.data(), shared.data(), shared.size());
     }
     LossAcc r = rep.loss_grad(snap, stream.subspan(static_cast<size_t>(first), static_cast<size_t>(len)), grad);
     if (mode_ == Mode::kLockFree) {

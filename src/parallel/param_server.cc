@@ -5,6 +5,7 @@
 #include <exception>
 #include <thread>
 
+#include "base/copy.h"
 #include "base/clock.h"
 #include "base/error.h"
 #include "tensor/kernels.h"
@@ -174,7 +175,7 @@ void ParamServer::fill_ready_replies_locked() {
   for (size_t u = 0; u < waiting_.size(); ++u) {
     if (waiting_[u] < 0 || ready_[u]) continue;
     if (o_.staleness >= 0 && slowest < waiting_[u] - o_.staleness) continue;
-    std::copy(mine.begin(), mine.end(), replies_[u].begin());
+    copy_elements(replies_[u].data(), mine.data(), mine.size());
     version_sent_[u] = version_;
     ready_[u] = true;
   }

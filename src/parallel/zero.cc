@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/copy.h"
 #include "base/error.h"
 #include "coll/collectives.h"
 #include "optim/clip.h"
@@ -126,13 +127,13 @@ void ZeroOptimizer::reduce(int bucket, std::span<float> grads) {
   // buffer (the full one is the caller's scratch).
   const int64_t per = (s.len + ranks_ - 1) / ranks_;
   padded_.assign(static_cast<size_t>(per * ranks_), 0.0f);
-  std::copy(g, g + s.len, padded_.begin());
+  copy_elements(padded_.data(), g, static_cast<size_t>(s.len));
   recv_.resize(static_cast<size_t>(per));
   if (ranks_ > 1) {
     reduce_scatter(*dp_, padded_.data(), recv_.data(), static_cast<size_t>(per), DType::kFloat32, ReduceOp::kSum);
     comm_.add("reduce_scatter", per * ranks_ * 4, ranks_);
   } else {
-    std::copy(padded_.begin(), padded_.begin() + per, recv_.begin());
+    copy_elements(recv_.data(), padded_.data(), static_cast<size_t>(per));
   }
   for (int64_t i = 0; i < s.mine_len; ++i) {
     const float v = recv_[static_cast<size_t>(i)] * inv;

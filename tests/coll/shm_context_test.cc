@@ -78,6 +78,42 @@ TEST(ShmContextTest, AGroupOfTwoInAnOversubscribedJobIsOversubscribed) {
     });
 }
 
+// With more ranks than cores an all-reduce is one phase only up to a few KiB
+// (kOnePhaseOversubscribedBytes / ranks per core): every rank reducing every input costs p
+// times the CPU the ranks share. Past that, up to small_allreduce_bytes(), auto still takes
+// shm_direct without the cost model, through the slots. Exact on either side.
+TEST(ShmContextTest, OversubscribedAllreduceIsOnePhaseOnlyUpToAFewKiB) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  testing::WorldOptions o;
+  o.ranks_on_host = 4 * cores;  // four ranks a core
+  testing::run_world(4, o, [&](Communicator& c) {
+    ShmContext ctx(c, 64 << 10);
+    ASSERT_TRUE(ctx.oversubscribed());
+    const size_t one = ShmContext::kOnePhaseOversubscribedBytes / 4;
+    EXPECT_EQ(ctx.one_phase_allreduce_bytes(), one);
+    EXPECT_TRUE(shm_direct_one_phase(CollOp::kAllreduce, c, &ctx, one));
+    EXPECT_FALSE(shm_direct_one_phase(CollOp::kAllreduce, c, &ctx, one + 4));
+    EXPECT_TRUE(shm_direct_one_phase(CollOp::kAllgather, c, &ctx, one + 4));  // other ops keep the window
+    EXPECT_TRUE(shm_direct_preferred(CollOp::kAllreduce, c, &ctx, one + 4));
+    EXPECT_TRUE(shm_direct_takes_slots(CollOp::kAllreduce, c, &ctx, one + 4));
+    EXPECT_FALSE(shm_direct_preferred(CollOp::kAllreduce, c, &ctx, ctx.small_allreduce_bytes() + 4));
+    for (size_t n : {one / 4, one / 4 + 1, size_t{10000}}) {
+      AllreduceOptions ao;
+      ao.shm = &ctx;
+      auto in = testing::input(DType::kInt32, c.rank(), n);
+      std::vector<char> out(in.size());
+      EXPECT_EQ(allreduce(c, in.data(), out.data(), n, DType::kInt32, ReduceOp::kSum, ao), Algorithm::kShmDirect);
+      ASSERT_EQ(testing::compare(out, testing::expected_reduce(DType::kInt32, 4, n, ReduceOp::kSum), DType::kInt32), "")
+          << "n=" << n;
+    }
+  });
+  if (cores >= 2)
+    testing::run_world(2, TransportKind::kShm, [&](Communicator& c) {
+      ShmContext ctx(c, 64 << 10);
+      EXPECT_EQ(ctx.one_phase_allreduce_bytes(), ctx.small_allreduce_bytes());  // a core each: unchanged
+    });
+}
+
 // Up to ShmContext::kInlineBytes the one-phase all-reduce carries its data on the arrival
 // counter's line, above it in the slot: back-to-back calls that cross the boundary either way
 // (so each parity holds data of both kinds in turn) stay exact.
