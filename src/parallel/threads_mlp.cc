@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "autograd/loss.h"
+#include "base/copy.h"
 #include "base/error.h"
 #include "base/thread_pool.h"
 #include "nn/mlp.h"
@@ -21,7 +22,7 @@ void gather(const data::Dataset& ds, std::span<const int64_t> examples, std::vec
   y.resize(examples.size());
   for (size_t i = 0; i < examples.size(); ++i) {
     const float* row = ds.dense_row(examples[i]);
-    std::copy(row, row + ds.cols, x.data() + i * static_cast<size_t>(ds.cols));
+    copy_elements(x.data() + i * static_cast<size_t>(ds.cols), row, static_cast<size_t>(ds.cols));
     y[i] = ds.labels[static_cast<size_t>(examples[i])];
   }
 }
