@@ -5,19 +5,23 @@
 // - copy_memory(dst, src, n): copies n bytes from src to dst, ranges that do not overlap (as
 //   memcpy); n == 0 is allowed with null pointers (memcpy's is undefined behaviour).
 // - The result is memcpy's, bit for bit; only the speed differs, and only where glibc would
-//   take `rep movsb` for a destination that lies later in its cache line than the source.
+//   take `rep movsb` for a destination just past the source modulo 4 KiB.
 //
 // Why: from about 2 KiB up, glibc's memcpy copies with `rep movsb` on CPUs that advertise
 // fast strings (ERMS/FSRM). On AMD Zen 3 (EPYC family 25, model 1, measured here) that
-// instruction collapses to 1.6-2 GB/s, against 25-55 GB/s otherwise, whenever
-// 0 < (dst mod 64) - (src mod 64) < 32 (at any size up to the L3), and for any positive
-// difference just above the 2 KiB threshold. The collectives meet that all the time: a
-// user's buffer from malloc is 16 bytes past a line, the shared-memory slots are on lines, so
-// the copies of one all-reduce land in or out of the window depending on the chunk offsets.
-// A 64 KiB all-reduce on 4 ranks took 90-190 us where 68 KiB took 40 (docs/PERFORMANCE.md).
-// copy_memory takes a vector loop (AVX2 where the CPU has it, else SSE2) for those
-// alignments: unaligned loads, stores aligned to the vector, 128 bytes an iteration; the
-// loop matches or beats `rep movsb` at every size measured, and memcpy keeps the rest.
+// instruction collapses to 1.6-2 GB/s, against 25-60 GB/s otherwise, whenever the destination
+// lies 1-31 bytes past the source modulo 4 KiB, at every size measured from 4 KiB to 256 KiB
+// (from 1 MiB up glibc no longer takes `rep movsb` here). That is the page-offset distance at
+// which the copy's loads look like they depend on its own stores just before (4K aliasing).
+// The collectives meet it often: the shared-memory slots sit on page boundaries and a
+// large user buffer from malloc 16 bytes past one, so a copy from the buffer into a slot is
+// 16 bytes off modulo 4 KiB. A 64 KiB all-reduce on 4 ranks took 90-190 us where 68 KiB took
+// 40 (docs/PERFORMANCE.md). The kernel's own copies (process_vm_readv) crawl the same way,
+// which copy_memory cannot help (coll/shm_direct.cc places its destinations to avoid it).
+// copy_memory takes a vector loop (AVX2 where the CPU has it, else SSE2) for distances of
+// 1-63 bytes modulo 4 KiB (glibc checks the same window on Intel CPUs with fast short
+// strings, without the modulo): unaligned loads, stores aligned to the vector, 128 bytes an
+// iteration; it matches memcpy's speed elsewhere (`transport_bench --benchmark_filter=BM_Copy`).
 #pragma once
 
 #include <cstddef>
@@ -36,8 +40,8 @@ void copy_loop(void* dst, const void* src, size_t n);  // n >= 64, disjoint rang
 // Whether copy_memory takes its own loop for these addresses and size (for tests and benches).
 inline bool copy_takes_loop(const void* dst, const void* src, size_t n) {
 #if defined(__x86_64__)
-  return n >= copy_detail::kLoopFromBytes &&
-         (reinterpret_cast<uintptr_t>(dst) & 63) > (reinterpret_cast<uintptr_t>(src) & 63);
+  const uintptr_t distance = (reinterpret_cast<uintptr_t>(dst) - reinterpret_cast<uintptr_t>(src)) & 4095;
+  return n >= copy_detail::kLoopFromBytes && distance >= 1 && distance <= 63;
 #else
   (void)dst, (void)src, (void)n;
   return false;
