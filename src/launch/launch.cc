@@ -40,6 +40,10 @@ extern char** environ;
 namespace dtrain::launch {
 namespace {
 
+// How long a failure that only saw a peer fail waits for the peer's own exit to be reaped
+// before it is blamed (Launcher::reap).
+constexpr double kWitnessGraceS = 2.0;
+
 std::string signal_name(int sig) {
   const char* abbrev = sigabbrev_np(sig);
   return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
@@ -149,6 +153,7 @@ class Launcher {
   void pump(Rank& r, bool is_err, bool flush_all);
   void emit(Rank& r, bool is_err, const std::string& line);
   void reap();
+  void blame_witness_if_due(bool now);
   void read_beats(Rank& r);
   void check_hung();
   void fail(size_t i);
@@ -161,6 +166,11 @@ class Launcher {
   int torch_port_ = 0;  // MASTER_PORT: torch.distributed's rendezvous, beside dtrain's store
   std::vector<Rank> ranks_;
   int failed_ = -1;  // index into ranks_ of the first failure
+  // A failed rank that only saw a peer fail (a witness), not yet blamed: the culprit may
+  // still be exiting (reaped late: many threads, much memory to unmap). Blamed at blame_at_
+  // unless a failure that is not a witness is reaped first.
+  int witness_failed_ = -1;
+  Deadline blame_at_ = Deadline::never();
   int interrupted_ = 0;
   Deadline kill_at_ = Deadline::never();
   bool killing_ = false;
@@ -298,10 +308,21 @@ void Launcher::reap() {
   }
   // Ranks that exited between two looks arrive together, in no useful order. A rank that
   // failed because a peer died says so on its heartbeat pipe; the culprit is the first
-  // failure of the batch that is not such a witness (or the first, if all are).
+  // failure of the batch that is not such a witness. A batch of witnesses only waits
+  // kWitnessGraceS for the culprit: a process is reaped only once all its threads are gone,
+  // so a witness that exits at once can be reaped before the rank whose death it saw (the
+  // multi-process test's ranks did so on a loaded machine). Then the first witness is blamed.
   auto culprit = std::find_if(batch.begin(), batch.end(), [&](size_t i) { return !ranks_[i].witness; });
-  if (culprit == batch.end()) culprit = batch.begin();
-  if (culprit != batch.end()) fail(*culprit);
+  if (culprit != batch.end()) {
+    fail(*culprit);
+  } else if (!batch.empty() && witness_failed_ < 0) {
+    witness_failed_ = static_cast<int>(batch.front());
+    blame_at_ = Deadline::after(kWitnessGraceS);
+  }
+}
+
+void Launcher::blame_witness_if_due(bool now) {
+  if (witness_failed_ >= 0 && failed_ < 0 && (now || blame_at_.expired())) fail(static_cast<size_t>(witness_failed_));
 }
 
 // Heartbeat bytes: 1 = alive, 0 = the rank left the job on purpose (its Communicator is gone),
@@ -433,6 +454,7 @@ int Launcher::run() {
       if (r.beat.valid() && r.running) fds.push_back({r.beat.get(), POLLIN, 0});
     }
     int timeout = killing_ ? std::max(1, std::min(kill_at_.remaining_ms(), 200)) : o_.heartbeat_s > 0 ? 250 : 1000;
+    if (witness_failed_ >= 0 && failed_ < 0) timeout = std::max(1, std::min(timeout, blame_at_.remaining_ms()));
     // Once every rank is gone, give stray holders of the pipes (a rank's children) 1 s.
     if (!any_running) timeout = 1000;
     int rc = ::poll(fds.data(), fds.size(), timeout);
@@ -454,9 +476,11 @@ int Launcher::run() {
       read_beats(r);
     }
     reap();
+    blame_witness_if_due(!any_running);
     check_hung();
     if (killing_ && kill_at_.expired()) signal_all(SIGKILL);
   }
+  blame_witness_if_due(true);
   if (failed_ >= 0) {
     Rank& r = ranks_[failed_];
     std::ostringstream os;

@@ -49,7 +49,7 @@ MLP::MLP(const std::vector<int64_t>& dims, const MlpOptions& options)
     layers_.push_back(std::make_unique<Linear>(dims_[i], dims_[i + 1], true, last ? Activation::kNone : options.hidden));
     add_child("layers." + std::to_string(i), layers_.back().get());
   }
-  if (options.allocate) allocate(options.seed);
+  if (options.allocate) allocate(options.seed, options.gradients);
 }
 
 std::string MLP::spec() const {

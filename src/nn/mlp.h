@@ -56,6 +56,7 @@ namespace dtrain {
 struct MlpOptions {
   uint64_t seed = 0;
   bool allocate = true;  // false: call bind() before use
+  bool gradients = true;  // false (with allocate): parameters only, for inference (nn/module.h)
   Activation hidden = Activation::kRelu;
   float dropout = 0.0f;       // between hidden layers, in training mode only
   uint64_t dropout_seed = 0;  // mixed with a per-forward counter

@@ -67,19 +67,19 @@ int64_t Module::num_params() const {
 void Module::layout_and_view() {
   int64_t off = 0;
   float* pv = flat_params_.data();
-  float* pg = flat_grads_.data();
+  float* pg = flat_grads_.defined() ? flat_grads_.data() : nullptr;
   for (Parameter* p : parameters()) {
     p->offset = off;
     p->value = Tensor::wrap(pv + off, p->shape);
-    p->grad = Tensor::wrap(pg + off, p->shape);
+    p->grad = pg ? Tensor::wrap(pg + off, p->shape) : Tensor();
     off += p->numel;
   }
 }
 
-void Module::allocate(uint64_t seed) {
+void Module::allocate(uint64_t seed, bool gradients) {
   int64_t n = num_params();
   flat_params_ = Tensor::zeros({n});
-  flat_grads_ = Tensor::zeros({n});
+  flat_grads_ = gradients ? Tensor::zeros({n}) : Tensor();
   layout_and_view();
   init(seed);
 }
@@ -120,7 +120,7 @@ void Module::init(uint64_t seed) {
 }
 
 void Module::zero_grad() {
-  if (bound()) flat_grads_.fill(0.0f);
+  if (flat_grads_.defined()) flat_grads_.fill(0.0f);
 }
 
 void Module::set_training(bool training) {
@@ -131,6 +131,13 @@ void Module::set_training(bool training) {
 Var Module::param_var(Graph& graph, const Parameter& p) const {
   DT_CHECK(p.value.defined(), InvalidArgument,
            "parameter '" << p.name << "' has no storage: call allocate() or bind() on the model first");
+  if (!p.grad.defined()) {
+    // Built for inference (allocate(seed, false)): a constant on a graph that does not record.
+    DT_CHECK(!graph.recording(), InvalidArgument,
+             "parameter '" << p.name << "' has no gradient buffer (the model was allocated for inference only): "
+                           << "bind() a gradient buffer before training it");
+    return graph.input(p.value);
+  }
   return graph.param(p.value, p.grad);
 }
 

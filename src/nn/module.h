@@ -7,7 +7,9 @@
 //   the same layout. parameters() lists them with their offsets, so gradient buckets, ZeRO
 //   shards and parameter-server key ranges are plain [offset, offset + numel) slices.
 // - Storage: allocate(seed) gives the module its own zeroed gradient buffer and a parameter
-//   buffer filled by init(seed). bind(params, grads) points the module at EXTERNAL buffers
+//   buffer filled by init(seed); allocate(seed, false) the parameters only, for a module
+//   that only infers (its graphs must not record: a recording forward throws naming the
+//   parameter, grad_span() is empty). bind(params, grads) points the module at EXTERNAL buffers
 //   instead (the caller keeps them alive; sizes must equal num_params()). Thread replicas
 //   bind the same parameter buffer and each its own gradient buffer. Rebinding is allowed at
 //   any time between passes.
@@ -64,7 +66,7 @@ class Module {
   std::vector<const Parameter*> parameters() const;
   int64_t num_params() const;
 
-  void allocate(uint64_t seed);
+  void allocate(uint64_t seed, bool gradients = true);
   void bind(Tensor flat_params, Tensor flat_grads);
   // Convenience for raw buffers (e.g. a std::vector<float> per replica).
   void bind(std::span<float> flat_params, std::span<float> flat_grads);
@@ -81,7 +83,7 @@ class Module {
   const Tensor& flat_params() const { return flat_params_; }
   const Tensor& flat_grads() const { return flat_grads_; }
   std::span<float> param_span() { return flat_params_.span(); }
-  std::span<float> grad_span() { return flat_grads_.span(); }
+  std::span<float> grad_span() { return flat_grads_.defined() ? flat_grads_.span() : std::span<float>(); }
 
   // Training mode (dropout on) vs evaluation; propagates to children.
   void set_training(bool training);

@@ -148,7 +148,7 @@ class MlpReplica : public Replica {
 class MlpModel : public TrainableModel {
  public:
   MlpModel(const std::string& spec, const data::Dataset& train, uint64_t seed)
-      : master_(spec, MlpOptions{.seed = seed}), spec_(master_.spec()), train_(train),
+      : master_(spec, MlpOptions{.seed = seed, .gradients = false}), spec_(master_.spec()), train_(train),
         num_params_(master_.num_params()) {
     DT_CHECK(!train.sparse, InvalidArgument,
              "mlp:" << spec << " needs dense features but " << train.source
@@ -233,6 +233,8 @@ class MlpModel : public TrainableModel {
   }
 
  private:
+  // The parameters every replica binds, and the model inference runs; it keeps no gradient
+  // buffer (each replica has its own), one model-sized buffer less per process.
   MLP master_;
   std::string spec_;
   const data::Dataset& train_;

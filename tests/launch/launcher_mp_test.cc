@@ -108,6 +108,16 @@ TEST_P(TransportMpTest, CulpritIsBlamedNotTheRankThatSawItFail) {
   EXPECT_EQ(r.output.find("did not"), std::string::npos) << r.output;
 }
 
+// A witness with no culprit behind it (its peer's failure was never reaped) is blamed once
+// the launcher's grace for the culprit has passed, and the job still stops.
+TEST_F(LauncherTest, WitnessWithoutACulpritIsBlamedAfterTheGrace) {
+  auto r = run_command(bin_ + " run -n 3 --timeout 60 -- " + rank_ + " witness-alone");
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_NE(r.output.find("dtrain run: rank 1 "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("exited with code 4"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("stopped the other 2 ranks"), std::string::npos) << r.output;
+}
+
 INSTANTIATE_TEST_SUITE_P(Kinds, TransportMpTest, ::testing::Values("shm", "tcp"));
 
 // Two launchers, one per "node", meeting through node 0's store on loopback.

@@ -117,6 +117,38 @@ TEST(Mlp, ReplicasShareParametersAndKeepTheirOwnGradients) {
 
 // Large enough (64 x 1100 hidden) for the ops to split over the pool; element-wise and
 // column-banded work gives the same bits as one thread.
+// A model allocated for inference holds its parameters only: the same initial values and
+// logits as a full one, no gradient buffer, and a training pass is refused with a reason.
+TEST(Mlp, InferenceOnlyKeepsNoGradientsAndRefusesTraining) {
+  MLP full("6-5-3", {.seed = 7});
+  MLP infer("6-5-3", {.seed = 7, .gradients = false});
+  ASSERT_EQ(infer.num_params(), full.num_params());
+  EXPECT_TRUE(infer.grad_span().empty());
+  EXPECT_FALSE(infer.flat_grads().defined());
+  ASSERT_TRUE(std::equal(full.param_span().begin(), full.param_span().end(), infer.param_span().begin()));
+  std::vector<float> x(4 * 6);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) * 0.25f - 0.5f;
+  Tensor xt = Tensor::wrap(x.data(), {4, 6});
+  Tensor a = full.logits(xt), b = infer.logits(xt);
+  ASSERT_EQ(a.numel(), b.numel());
+  for (int64_t i = 0; i < a.numel(); ++i) EXPECT_EQ(a.data()[i], b.data()[i]) << i;
+  EXPECT_EQ(full.predict(xt), infer.predict(xt));
+  std::vector<int32_t> y{0, 1, 2, 0};
+  try {
+    infer.loss_and_grad(xt, y);
+    ADD_FAILURE() << "training an inference-only model must throw";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("no gradient buffer"), std::string::npos) << e.what();
+  }
+  infer.zero_grad();  // nothing to clear: not an error
+  // Binding a gradient buffer makes it trainable, with the full model's gradient.
+  std::vector<float> w(infer.param_span().begin(), infer.param_span().end());
+  std::vector<float> g(w.size());
+  infer.bind(std::span<float>(w), std::span<float>(g));
+  EXPECT_EQ(infer.loss_and_grad(xt, y), full.loss_and_grad(xt, y));
+  EXPECT_TRUE(std::equal(g.begin(), g.end(), full.grad_span().begin()));
+}
+
 TEST(Mlp, PoolGivesTheSameGradients) {
   MLP m("50-1100-3", {.seed = 4});
   Tensor x = random_batch(64, 50, 5);

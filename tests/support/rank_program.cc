@@ -10,6 +10,8 @@
 //                   transport's rendezvous until the launcher stops them)
 //   die-in-shmctx   every rank joins; rank 2 fails before the collectives' shared-memory
 //                   context (the others wait inside its setup until stopped)
+//   witness-alone   rank 1 reports a peer failure that never happened and exits 4; the
+//                   launcher must still blame it (after its grace) and stop the others
 //   witness-race    rank 2 exits 5 and rank 0, seeing it gone, exits 1, both while rank 3
 //                   holds the launcher stopped (SIGSTOP): the launcher then reaps the two
 //                   together and must blame rank 2, the culprit, not rank 0, the witness
@@ -26,6 +28,7 @@
 #include "base/error.h"
 #include "coll/communicator.h"
 #include "coll/shm_context.h"
+#include "comm/heartbeat.h"
 #include "comm/store.h"
 #include "support/world.h"
 
@@ -168,6 +171,21 @@ int main(int argc, char** argv) {
       return rc;
     }
     if (what == "witness-race") return witness_race(c);
+    if (what == "witness-alone") {
+      // Rank 1 says it saw a peer fail, though none did, and exits 4; ranks 0 and 2 wait for
+      // each other's message, which nobody sends. With no culprit to find, the launcher
+      // blames rank 1 after its grace and stops the others.
+      c.barrier();
+      if (c.rank() == 1) {
+        tell_launcher_a_peer_failed();
+        std::fprintf(stderr, "rank 1 leaves as a witness\n");
+        std::fflush(stderr);
+        ::_exit(4);
+      }
+      char go = 0;
+      c.recv(c.rank() == 0 ? 2 : 0, &go, 1, 14);  // never sent, and not from rank 1: they live on
+      return 0;
+    }
     if (what == "die-in-setup") return exchange(c, 1000);  // not reached while rank 2 is missing
     if (what == "die-in-shmctx") {
       c.barrier();
