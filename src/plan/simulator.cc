@@ -309,21 +309,25 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     // The executors' own copies of the parameters (parallel/*.h): ddp's gradient and scratch
     // buffers (share_grad.h), localsgd's and gossip's gradient, gossip's mean and one inbox per
     // neighbour, fedavg's global model, gradient and sum plus each round's fresh optimizer
-    // state, a ps worker's gradient and replies (servers hold their slice only).
+    // state, a ps worker's gradient and replies (servers hold their slice only). The model's
+    // own parameters are weights_b and the gradient the replica writes grads_b; the model
+    // keeps no gradient buffer of its own since 2026-11-27 (parallel/threads_mlp.cc: every
+    // MLP run measured exactly one 0.94 MB copy less, so each count below is one lower than
+    // it was fitted).
     const int degree = workers <= 2 ? 1 : 2;  // the ring
     double copies = 0;
     // (ddp keeps its two at one rank too: traced, the README's MLP at 1 rank held 23.8 MB
     // beyond weights, gradients and momentum, 2 x its 11.65 MB; its ZeRO 1-2 step is fused
     // into its all-reduce, zero.h: no padded or shard buffers.)
-    if (s == "ddp") copies = 2;
-    // localsgd: its gradient and one more model size, measured, not traced (its replica's
-    // unused gradient buffer, once counted here as the phantom momentum of plain SGD, is gone).
-    else if (s == "localsgd") copies = 2;
+    if (s == "ddp") copies = 1;
+    // localsgd: one model size beyond its gradient (the "one more" it was fitted with was the
+    // model's unused gradient buffer, now gone).
+    else if (s == "localsgd") copies = 1;
     // gossip: two sets of inboxes, one model per neighbour each (gossip.cc posts the next
     // step's receives into the other set before it waits for this step's).
-    else if (s == "gossip") copies = 2 + 2 * degree;
-    else if (s == "fedavg") copies = 4;
-    else if (s == "single") copies = 1;  // the model's own gradient, never written (3.73 MB measured, 2.77 predicted without)
+    else if (s == "gossip") copies = 1 + 2 * degree;
+    else if (s == "fedavg") copies = 3;
+    else if (s == "single") copies = 0;  // it steps its shard's gradient where it lies (threads.cc)
     // Beyond two ranks the all-reduce's ring keeps a receive buffer of the model's size
     // (measured: +1.4 copies from 2 to 4 ranks, flat from 4 to 8), except where it goes
     // through the shared-memory slots instead, which keep nothing of the model's size
@@ -360,14 +364,16 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       // several servers) plus the transport's staging, as measured for the 0.94 MB MLP at 2 /
       // 4 / 8 ranks once every push's receive was posted before the worker could send it (by
       // timing, 7.07-9.89 MB at 4 ranks before):
-      //   sync   w + 4: a push buffer per worker, the summed gradient, and 2 more (5.19 / 7.07 /
-      //          10.83 MB); replies go out from the slice itself;
-      //   async  2w + 2: a push and a reply snapshot per worker, and 2 more (4.80 / 8.01 /
-      //          15.54 MB; at 2 ranks 0.5 MB more than that);
+      //   sync   w + 3: a push buffer per worker, the summed gradient, and 1 more (4.25 / 6.13 /
+      //          9.89 MB); replies go out from the slice itself;
+      //   async  2w + 1: a push and a reply snapshot per worker, and 1 more (measured before
+      //          the model's unused gradient went: 4.80 / 8.01 / 15.54 MB, one 0.94 MB copy
+      //          more than now; at 2 ranks 0.5 MB more than that);
       //   and the optimizer's state of the slice (none for plain SGD).
-      const double per_worker = l.ps_sync ? 1.0 : 2.0, fixed = l.ps_sync ? 4.0 : 2.0;
+      // (Each "1 more" was 2 until the model's unused gradient buffer went, 2026-11-27.)
+      const double per_worker = l.ps_sync ? 1.0 : 2.0, fixed = l.ps_sync ? 3.0 : 1.0;
       const double server = (per_worker * workers + fixed + opt_states) * bytes / l.servers + kStagingBytes;
-      const double worker = p.weights_b + p.grads_b + p.optimizer_b + p.activations_b + 2 * bytes;
+      const double worker = p.weights_b + p.grads_b + p.optimizer_b + p.activations_b + bytes;
       p.buffers_b = std::max(worker, server) - (p.weights_b + p.grads_b + p.optimizer_b + p.activations_b);
     }
     Group all{workers, 1};

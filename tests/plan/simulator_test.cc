@@ -45,10 +45,10 @@ TEST(Simulator, SingleRankIsComputePlusOptimizer) {
   EXPECT_NEAR(p.compute_s, 3 * 2000.0 * 50 / 1e9, 1e-12);
   EXPECT_DOUBLE_EQ(p.comm_s, 0);
   EXPECT_DOUBLE_EQ(p.weights_b, 1010 * 4.0);
-  // Its one gradient, and the model's own gradient buffer that nothing writes (SyncThreads
-  // steps its one shard's gradient in place: no summed copy since 2026-11-27).
+  // Its one gradient and nothing more: SyncThreads steps its one shard's gradient in place
+  // (no summed copy), and the model keeps no gradient buffer of its own (both 2026-11-27).
   EXPECT_DOUBLE_EQ(p.grads_b, 1010 * 4.0);
-  EXPECT_DOUBLE_EQ(p.buffers_b, 1010 * 4.0);
+  EXPECT_DOUBLE_EQ(p.buffers_b, 0);
 }
 
 TEST(Simulator, DdpBucketsOverlapWithBackward) {
@@ -249,11 +249,11 @@ TEST(Simulator, TensorParallelAndZeroMemoryTerms) {
   const double P = m.params() * 4;
   EXPECT_NEAR(z.buffers_b, 2 * P / 4 + P * 1.25, 1e-6);
   EXPECT_DOUBLE_EQ(simulate(m, {.strategy = "zero", .dp = 4, .zero = 0}, c, 8).buffers_b, 0);
-  // gossip on a ring of 4: gradient, mean, replica and two inboxes, a receive buffer beyond
-  // two ranks, and the measured 512 KiB.
+  // gossip on a ring of 4: gradient and mean, two inboxes per neighbour set, a receive
+  // buffer beyond two ranks, and the measured 512 KiB.
   ModelSpec mlp = ModelSpec::parse("mlp:784-256-10");
   EXPECT_NEAR(simulate(mlp, {.strategy = "gossip", .dp = 4}, ideal(), 64).buffers_b,
-              (3 + 2 + 1) * mlp.params() * 4 + 512.0 * 1024, 1e-6);
+              (2 + 2 + 1) * mlp.params() * 4 + 512.0 * 1024, 1e-6);
 }
 
 TEST(Simulator, RefusesLayoutsTheExecutorsRefuse) {
@@ -426,28 +426,28 @@ TEST(Simulator, SlotAllReduceKeepsNoModelSizedBuffer) {
   ModelSpec m = ModelSpec::parse("mlp:784-256-128-10");
   const double bytes = m.params() * 4;
   // Four ranks on two cores: localsgd's all-reduce goes through the shared-memory slots, which
-  // keep no model-sized buffer (its two copies less one, and 0.5 MB of staging); with a core
-  // each (and a call under 8 MiB) the cross-memory path keeps its two and, beyond two ranks, a
+  // keep no model-sized buffer (its one copy less one, and 0.5 MB of staging); with a core
+  // each (and a call under 8 MiB) the cross-memory path keeps its one and, beyond two ranks, a
   // receive buffer.
   Prediction slots = simulate(m, {.strategy = "localsgd", .dp = 4}, ideal(2), 64);
   Prediction ring = simulate(m, {.strategy = "localsgd", .dp = 4}, ideal(8), 64);
-  EXPECT_NEAR(slots.buffers_b, bytes + 512.0 * 1024, 1e-6);
-  EXPECT_NEAR(ring.buffers_b, 3 * bytes, 1e-6);
-  // ddp on one node reduces from its gradient window in place: its two copies on either path,
+  EXPECT_NEAR(slots.buffers_b, 512.0 * 1024, 1e-6);
+  EXPECT_NEAR(ring.buffers_b, 2 * bytes, 1e-6);
+  // ddp on one node reduces from its gradient window in place: its one copy on either path,
   // and with its fused ZeRO the node's shared parameters besides.
   for (int cores : {2, 8}) {
-    EXPECT_NEAR(simulate(m, {.strategy = "ddp", .dp = 4}, ideal(cores), 64).buffers_b, 2 * bytes, 1e-6) << cores;
-    EXPECT_NEAR(simulate(m, {.strategy = "ddp", .dp = 4, .zero = 1}, ideal(cores), 64).buffers_b, 3 * bytes, 1e-6)
+    EXPECT_NEAR(simulate(m, {.strategy = "ddp", .dp = 4}, ideal(cores), 64).buffers_b, bytes, 1e-6) << cores;
+    EXPECT_NEAR(simulate(m, {.strategy = "ddp", .dp = 4, .zero = 1}, ideal(cores), 64).buffers_b, 2 * bytes, 1e-6)
         << cores;
   }
   // A core per rank: the slots only where the calibration saw the executors take them (the
   // cores close), from the size it saw; 2 ranks on 8 cores, localsgd's 0.94 MB all-reduce.
   Cluster close = ideal(8);
-  EXPECT_NEAR(simulate(m, {.strategy = "localsgd", .dp = 2}, close, 64).buffers_b, 2 * bytes, 1e-6);
+  EXPECT_NEAR(simulate(m, {.strategy = "localsgd", .dp = 2}, close, 64).buffers_b, bytes, 1e-6);
   close.intra_sizes.allreduce_slots_from_by_ranks[2] = 256 << 10;
-  EXPECT_NEAR(simulate(m, {.strategy = "localsgd", .dp = 2}, close, 64).buffers_b, bytes + 512.0 * 1024, 1e-6);
+  EXPECT_NEAR(simulate(m, {.strategy = "localsgd", .dp = 2}, close, 64).buffers_b, 512.0 * 1024, 1e-6);
   close.intra_sizes.allreduce_slots_from_by_ranks[2] = 4 << 20;  // slots only above the model's size
-  EXPECT_NEAR(simulate(m, {.strategy = "localsgd", .dp = 2}, close, 64).buffers_b, 2 * bytes, 1e-6);
+  EXPECT_NEAR(simulate(m, {.strategy = "localsgd", .dp = 2}, close, 64).buffers_b, bytes, 1e-6);
   // From the calibration's rows: the sizes from which every larger call took the slots.
   EXPECT_EQ(slots_from_sizes({{65536, false}, {262144, true}, {1 << 20, true}}), 262144);
   EXPECT_EQ(slots_from_sizes({{65536, true}, {262144, false}, {1 << 20, true}}), 1 << 20);
