@@ -197,9 +197,10 @@ void reduce_slice(Call& c, const std::vector<Peer>& peers, size_t lo, size_t n, 
   const int p = c.size(), me = c.rank();
   const size_t es = c.elem();
   const size_t piece = std::max<size_t>(1, std::min(kPieceBytes / es, n));
-  // Each peer's copy lands at the same offset within a cache line as its source: the kernel
-  // copies with `rep movsb`, which on AMD Zen 3 ran 1.4-1.5 GB/s instead of 7-8 for a
-  // destination later in its line than the source (process_vm_readv, 16 KiB-1 MiB; base/copy.h).
+  // Each peer's copy lands at the same offset within a cache line as its source, so the
+  // distance between them is a multiple of 64: the kernel copies with `rep movsb`, which on
+  // AMD Zen 3 ran 1.4-1.5 GB/s instead of 7-8 for a destination 1-31 bytes past the source
+  // modulo 4 KiB (process_vm_readv, 16 KiB-1 MiB; base/copy.h).
   const size_t region = piece * es + 64;
   char* scratch = c.scratch(region * static_cast<size_t>(p + 1) + piece * es);
   char* copies = scratch + (64 - reinterpret_cast<uintptr_t>(scratch) % 64) % 64;
