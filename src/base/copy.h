@@ -18,7 +18,7 @@
 // 16 bytes off modulo 4 KiB. A 64 KiB all-reduce on 4 ranks took 90-190 us where 68 KiB took
 // 40 (docs/PERFORMANCE.md). The kernel's own copies (process_vm_readv) crawl the same way,
 // which copy_memory cannot help (coll/shm_direct.cc places its destinations to avoid it).
-// copy_memory takes a vector loop (AVX2 where the CPU has it, else SSE2) for distances of
+// copy_memory takes an AVX2 loop (memcpy on a CPU without AVX2) for distances of
 // 1-63 bytes modulo 4 KiB (glibc checks the same window on Intel CPUs with fast short
 // strings, without the modulo): unaligned loads, stores aligned to the vector, 128 bytes an
 // iteration; it matches memcpy's speed elsewhere (`transport_bench --benchmark_filter=BM_Copy`).

@@ -258,8 +258,8 @@ bool shm_direct_one_phase(CollOp op, const Communicator& comm, const ShmContext*
 }
 
 bool shm_direct_preferred(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes) {
-  if (shm_direct_one_phase(op, comm, ctx, bytes)) return true;
-  return op == CollOp::kAllreduce && ctx && comm.size() > 1 && bytes <= ctx->small_allreduce_bytes();
+  if (op != CollOp::kAllreduce) return shm_direct_one_phase(op, comm, ctx, bytes);
+  return ctx && comm.size() > 1 && bytes <= ctx->small_allreduce_bytes();  // one phase or the slots
 }
 
 bool shm_direct_takes_slots(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes) {

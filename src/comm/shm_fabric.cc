@@ -36,8 +36,8 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "base/error.h"
 #include "base/copy.h"
+#include "base/error.h"
 #include "base/tsan.h"
 #include "comm/fabric.h"
 #include "comm/shm_segment.h"

@@ -16,8 +16,8 @@
 #include <cstring>
 #include <sstream>
 
-#include "base/error.h"
 #include "base/copy.h"
+#include "base/error.h"
 #include "base/log.h"
 #include "comm/fabric.h"
 #include "comm/socket.h"

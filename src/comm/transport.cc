@@ -1,5 +1,4 @@
 #include "comm/transport.h"
-#include "base/copy.h"
 
 #include <sched.h>
 #include <unistd.h>
@@ -10,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/copy.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "comm/heartbeat.h"

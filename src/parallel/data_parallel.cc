@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "base/copy.h"
 #include "base/clock.h"
+#include "base/copy.h"
 #include "base/error.h"
 #include "coll/collectives.h"
 

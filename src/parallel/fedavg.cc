@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "base/copy.h"
 #include "base/clock.h"
+#include "base/copy.h"
 #include "base/error.h"
 #include "data/rng.h"
 #include "data/sampler.h"

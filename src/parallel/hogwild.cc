@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "base/copy.h"
 #include "base/aligned.h"
+#include "base/copy.h"
 #include "base/error.h"
 
 namespace dtrain {

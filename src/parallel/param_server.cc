@@ -5,8 +5,8 @@
 #include <exception>
 #include <thread>
 
-#include "base/copy.h"
 #include "base/clock.h"
+#include "base/copy.h"
 #include "base/error.h"
 #include "tensor/kernels.h"
 

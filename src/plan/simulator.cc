@@ -309,22 +309,18 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
     // The executors' own copies of the parameters (parallel/*.h): ddp's gradient and scratch
     // buffers (share_grad.h), localsgd's and gossip's gradient, gossip's mean and one inbox per
     // neighbour, fedavg's global model, gradient and sum plus each round's fresh optimizer
-    // state, a ps worker's gradient and replies (servers hold their slice only). The model's
-    // own parameters are weights_b and the gradient the replica writes grads_b; the model
-    // keeps no gradient buffer of its own since 2026-11-27 (parallel/threads_mlp.cc: every
-    // MLP run measured exactly one 0.94 MB copy less, so each count below is one lower than
-    // it was fitted).
+    // state, a ps worker's gradient and replies (servers hold their slice only). Each count is
+    // one lower than fitted: the model's unused gradient buffer went (2026-11-27, -0.94 MB).
     const int degree = workers <= 2 ? 1 : 2;  // the ring
     double copies = 0;
-    // (ddp keeps its two at one rank too: traced, the README's MLP at 1 rank held 23.8 MB
-    // beyond weights, gradients and momentum, 2 x its 11.65 MB; its ZeRO 1-2 step is fused
-    // into its all-reduce, zero.h: no padded or shard buffers.)
+    // (ddp keeps its one at one rank too: traced, the README's MLP at 1 rank held 23.8 MB
+    // beyond weights, gradients and momentum, 2 x its 11.65 MB, one of them the model's unused
+    // gradient; its ZeRO 1-2 step is fused into its all-reduce, zero.h: no padded or shard
+    // buffers.)
     if (s == "ddp") copies = 1;
-    // localsgd: one model size beyond its gradient (the "one more" it was fitted with was the
-    // model's unused gradient buffer, now gone).
-    else if (s == "localsgd") copies = 1;
-    // gossip: two sets of inboxes, one model per neighbour each (gossip.cc posts the next
-    // step's receives into the other set before it waits for this step's).
+    else if (s == "localsgd") copies = 1;  // one model size beyond its gradient, measured
+    // gossip: its mean, and two sets of inboxes of a model per neighbour (gossip.cc posts the
+    // next step's receives into one set before it waits for the other's).
     else if (s == "gossip") copies = 1 + 2 * degree;
     else if (s == "fedavg") copies = 3;
     else if (s == "single") copies = 0;  // it steps its shard's gradient where it lies (threads.cc)
@@ -366,11 +362,9 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
       // timing, 7.07-9.89 MB at 4 ranks before):
       //   sync   w + 3: a push buffer per worker, the summed gradient, and 1 more (4.25 / 6.13 /
       //          9.89 MB); replies go out from the slice itself;
-      //   async  2w + 1: a push and a reply snapshot per worker, and 1 more (measured before
-      //          the model's unused gradient went: 4.80 / 8.01 / 15.54 MB, one 0.94 MB copy
-      //          more than now; at 2 ranks 0.5 MB more than that);
+      //   async  2w + 1: a push and a reply snapshot per worker, and 1 more (4.80 / 8.01 /
+      //          15.54 MB with the model's unused gradient, 0.94 MB more; 2 ranks +0.5 MB);
       //   and the optimizer's state of the slice (none for plain SGD).
-      // (Each "1 more" was 2 until the model's unused gradient buffer went, 2026-11-27.)
       const double per_worker = l.ps_sync ? 1.0 : 2.0, fixed = l.ps_sync ? 3.0 : 1.0;
       const double server = (per_worker * workers + fixed + opt_states) * bytes / l.servers + kStagingBytes;
       const double worker = p.weights_b + p.grads_b + p.optimizer_b + p.activations_b + bytes;
