@@ -19,11 +19,10 @@
 #include <utility>
 
 #include "base/clock.h"
-
 #include "base/error.h"
-#include "comm/heartbeat.h"
 #include "base/tsan.h"
 #include "coll/reduce_kernels.h"
+#include "comm/heartbeat.h"
 #include "comm/shm_segment.h"
 
 namespace dtrain {
@@ -171,8 +170,10 @@ ShmContext::ShmContext(Communicator& comm, size_t slot_bytes)
   if (size_ == 2 && !oversubscribed()) {
     const CoreDistance stated = comm.coll_config().shm_cores;
     if (stated == CoreDistance::kProbe) {
+      distance_from_ = "probe";
       probe_peers(Deadline::after(comm.timeout()));
     } else {
+      distance_from_ = "DTRAIN_SHM_CORES";
       slots_allreduce_min_ = stated == CoreDistance::kClose ? kSlotsAllreduceCloseMinBytes : kSlotsAllreduceFarMinBytes;
       cores_far_ = stated == CoreDistance::kFar;
     }

@@ -159,6 +159,9 @@ class ShmContext {
   // That probe's mean round trip of a cache line between the two ranks, on rank 0 (0 where
   // none ran: other rank counts, ranks beyond the cores, rank 1).
   int64_t round_trip_ns() const { return round_trip_ns_; }
+  // Where the 2-rank verdict came from: "probe" or "DTRAIN_SHM_CORES" (stated); "" where
+  // none was needed (other rank counts, ranks beyond the cores).
+  const char* core_distance_from() const { return distance_from_; }
 
  private:
   struct Header;
@@ -187,6 +190,7 @@ class ShmContext {
   size_t slots_allreduce_min_ = kSlotsAllreduceFarMinBytes;  // probe_peers may lower it
   bool cores_far_ = false;                                 // probe_peers may set it
   int64_t round_trip_ns_ = 0;
+  const char* distance_from_ = "";
   void probe_peers(const Deadline& deadline);
 };
 

@@ -279,14 +279,20 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
   if (lead) {
     std::printf("# dtrain bench collectives: %d ranks, transport %s%s, type %s, cost model %s\n", p, kind.c_str(),
                 ctx ? " + ShmContext" : "", dtype_name(cfg.dtype), cp.source.c_str());
-    if (const ShmContext* own = c.shm_context(); own && own->round_trip_ns() > 0)
-      std::printf("# the two ranks' cores: a cache line's round trip %.2f us (%s): the all-reduce takes the "
-                  "shared-memory slots %s\n",
-                  static_cast<double>(own->round_trip_ns()) / 1e3, own->cores_far() ? "far apart" : "close",
+    if (const ShmContext* own = c.shm_context(); own && *own->core_distance_from()) {
+      char how[96];
+      if (own->round_trip_ns() > 0)
+        std::snprintf(how, sizeof how, "a cache line's round trip %.2f us",
+                      static_cast<double>(own->round_trip_ns()) / 1e3);
+      else
+        std::snprintf(how, sizeof how, "stated by %s", own->core_distance_from());
+      std::printf("# the two ranks' cores: %s (%s): the all-reduce takes the shared-memory slots %s\n", how,
+                  own->cores_far() ? "far apart" : "close",
                   own->cores_far() ? "never, nor do the all-gather, reduce-scatter and broadcast"
                                    : (std::to_string(own->slots_allreduce_min_bytes() >> 10) +
                                       " KiB up; the all-gather and reduce-scatter at every size, broadcast up to 256 KiB")
                                          .c_str());
+    }
     std::printf("# time = max over ranks of the mean per call; GB/s = 1e9 bytes/s; pred = the calibration's own\n"
                 "# measurement of this shape where it has one (src cal), else the cost model's formula (src model)\n");
     std::printf("%12s %12s %9s %6s %5s %18s %11s %8s %8s %7s %10s %7s %5s\n", "size(B)", "count", "type", "redop",

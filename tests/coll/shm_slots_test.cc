@@ -80,6 +80,7 @@ TEST(ShmSlots, RoundTripProbeIsAgreedByBothRanks) {
     const size_t from = ctx.slots_allreduce_min_bytes();
     EXPECT_TRUE(from == kSlotsAllreduceCloseMinBytes || from == kSlotsAllreduceFarMinBytes) << from;
     EXPECT_EQ(ctx.cores_far(), from == kSlotsAllreduceFarMinBytes);
+    EXPECT_STREQ(ctx.core_distance_from(), "probe");
     if (c.rank() == 0) {
       EXPECT_GT(ctx.round_trip_ns(), 0);
     }
@@ -105,6 +106,7 @@ TEST(ShmSlots, RoundTripProbeIsAgreedByBothRanks) {
     EXPECT_EQ(ctx.slots_allreduce_min_bytes(), kSlotsAllreduceFarMinBytes);
     EXPECT_EQ(ctx.round_trip_ns(), 0);
     EXPECT_FALSE(ctx.cores_far());
+    EXPECT_STREQ(ctx.core_distance_from(), "");  // no verdict needed
   });
 }
 
@@ -120,6 +122,7 @@ TEST(ShmSlots, StatedCoreDistanceSkipsTheProbeAndEveryPathIsExact) {
       ShmContext ctx(c, 1024);
       EXPECT_EQ(ctx.round_trip_ns(), 0);
       EXPECT_EQ(ctx.cores_far(), d == CoreDistance::kFar);
+      EXPECT_STREQ(ctx.core_distance_from(), "DTRAIN_SHM_CORES");
       EXPECT_EQ(ctx.slots_allreduce_min_bytes(),
                 d == CoreDistance::kFar ? kSlotsAllreduceFarMinBytes : kSlotsAllreduceCloseMinBytes);
       EXPECT_EQ(ctx.small_allreduce_bytes(), 1024u);  // never more than the slot
