@@ -155,6 +155,8 @@ Calibrated calibrate(Communicator& c, double seconds) {
 constexpr const char* kByRanksSizes = "16K,64K,256K,512K,1M,2M,4M,8M,16M,32M,64M,128M,256M";
 constexpr double kByRanksSeconds = 0.25;
 constexpr int kByRanksPasses = 2;
+// Up to this many 2-rank passes, to see both verdicts of the context's probe (below).
+constexpr int kTwoRankMaxPasses = 5;
 // The compute each rank burns before every call when the gap factor is measured: about an
 // MLP step's per-rank compute at 4-8 ranks (training's calls are that far apart).
 constexpr int kGapUs = 600;
@@ -265,29 +267,61 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
   DT_CHECK(j.is_object() && j.contains("links_by_size") && j["links_by_size"].contains("intra"), IoError,
            "bench calibrate: " << path << " has no intra-host link figures to add the collectives by rank count to");
   nlohmann::json by_ranks = nlohmann::json::object(), rs = nlohmann::json::object(), ag = nlohmann::json::object(),
-                 bc = nlohmann::json::object(), gap = nlohmann::json::object(), slots_from = nlohmann::json::object();
+                 bc = nlohmann::json::object(), gap = nlohmann::json::object(), slots_from = nlohmann::json::object(),
+                 two_rank = nlohmann::json::object();
   for (int p : plan::calibrated_rank_counts(host_cores())) {
     // Each row is the fastest of kByRanksPasses jobs: on a shared VM a pass is sometimes
     // disturbed (a row 20-70% slower than the same row a minute later), never sped up.
     std::map<std::pair<std::string, double>, double> fastest;  // (op, bytes) -> seconds
     std::map<double, bool> slots;                              // all-reduce bytes -> the fastest pass took the slots
-    for (int pass = 0; pass < kByRanksPasses; ++pass) {
+    // Two ranks with a core each: the same rows again by the verdict each pass's probe gave
+    // ("close": its all-gather took the slots; "far": the reads), for LinkSizes::two_rank_by_cores.
+    // Passes go on (up to kTwoRankMaxPasses) until both verdicts were seen: on the EPYC VM
+    // they alternate within seconds; a machine whose verdict holds pays kTwoRankMaxPasses.
+    const bool by_cores = p == 2 && host_cores() >= 2;
+    std::map<std::string, std::map<std::pair<std::string, double>, double>> by_verdict;
+    std::map<std::string, std::map<double, bool>> slots_by_verdict;
+    for (int pass = 0; pass < kByRanksPasses || (by_cores && by_verdict.size() < 2 && pass < kTwoRankMaxPasses); ++pass) {
       nlohmann::json got;
       const int rc = collectives_job(path + ".ranks", p, timeout,
                                      {"--op", "allreduce,reducescatter,allgather,broadcast", "--sizes", kByRanksSizes,
                                       "--seconds", std::to_string(kByRanksSeconds)},
                                      &got);
       if (rc != 0) return rc;
+      std::string verdict;
+      for (const auto& row : got)
+        if (row["op"] == "allgather" && row.contains("path"))
+          verdict = row["path"] == "slots" ? "close" : row["path"] == "reads" ? "far" : "";
       for (const auto& row : got) {
         const auto k = std::make_pair(row["op"].get<std::string>(), row["size_bytes"].get<double>());
         const double t = row["time_us"].get<double>() * 1e-6;
+        const bool took_slots = row.value("path", std::string()) == "slots";
         if (!fastest.count(k) || t < fastest[k]) {
           fastest[k] = t;
-          if (k.first == "allreduce") slots[k.second] = row.value("path", std::string()) == "slots";
+          if (k.first == "allreduce") slots[k.second] = took_slots;
+        }
+        if (by_cores && !verdict.empty()) {
+          auto [it, fresh] = by_verdict[verdict].emplace(k, t);
+          if (fresh || t < it->second) {
+            it->second = t;
+            if (k.first == "allreduce") slots_by_verdict[verdict][k.second] = took_slots;
+          }
         }
       }
     }
     const std::string key = std::to_string(p);
+    for (const auto& [verdict, rows] : by_verdict) {
+      nlohmann::json tables = nlohmann::json::object();
+      for (const auto& [k, t] : rows) {
+        if (!tables.contains(k.first)) tables[k.first] = nlohmann::json::array();
+        tables[k.first].push_back({k.second, t});
+      }
+      tables["allreduce_slots_from"] = plan::slots_from_sizes(slots_by_verdict[verdict]);
+      two_rank[verdict] = tables;
+      std::printf("shm, 2 ranks (processes), the probe's verdict %s: all-reduce 1 MiB %.1f us, all-gather 1 MiB %.1f us\n",
+                  verdict.c_str(), rows.count({"allreduce", 1048576.0}) ? rows.at({"allreduce", 1048576.0}) * 1e6 : 0.0,
+                  rows.count({"allgather", 1048576.0}) ? rows.at({"allgather", 1048576.0}) * 1e6 : 0.0);
+    }
     // Where the all-reduce goes through the context's slots from some size on (with a core
     // per rank: only where the context's probe found the cores close), the planner's memory
     // counts one model-sized buffer less (plan/cluster.h allreduce_slots_from_by_ranks).
@@ -329,6 +363,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
   j["links_by_size"]["intra"]["broadcast_by_ranks"] = bc;
   j["links_by_size"]["intra"]["gap_factor_by_ranks"] = gap;
   j["links_by_size"]["intra"]["allreduce_slots_from_by_ranks"] = slots_from;
+  j["links_by_size"]["intra"]["two_rank_by_cores"] = two_rank;
   j["links_by_size"]["intra"]["allreduce_by_ranks_with"] = "processes";
   std::ofstream out(path);
   DT_CHECK(out.good(), IoError, "cannot write calibration file " << path);

@@ -109,12 +109,18 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
     l.rounds = f.epochs;
     l.optimizer = f.optimizer;
     plan::Cluster c = plan::this_machine(Settings::process().calibration_path());
+    // A 2-rank run whose context probed close or far prices that path (the calibration's
+    // tables of the same verdict, plan::with_core_distance).
+    bool by_verdict = false;
+    if (measured.contains("shm_cores"))
+      c = plan::with_core_distance(std::move(c), measured["shm_cores"] == "far", &by_verdict);
     plan::Prediction p = plan::simulate(m, l, c, f.batch);
     j = {{"layout", l.describe()}, {"cluster", c.source},
          {"calibrated", c.source.rfind("calibrated", 0) == 0}, {"step_ms", p.step_s * 1e3},
          {"compute_ms", p.compute_s * 1e3}, {"comm_ms", p.comm_s * 1e3}, {"bubble_ms", p.bubble_s * 1e3},
          {"optimizer_ms", p.optimizer_s * 1e3}, {"memory_mb", p.memory_b() / 1e6},
          {"activations_mb", p.activations_b / 1e6}};
+    if (by_verdict) j["two_rank_tables"] = measured["shm_cores"];
     // Measured step: a global minibatch's steady time (plan_measure.h steady_step_s: the median
     // round after the first for the GPT's rounds of steps, batch / examples per second for the
     // MLP's epoch; ps workers and fedavg's fresh local optimizers count no steps on rank 0, so

@@ -198,6 +198,24 @@ LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where
       t.allreduce_slots_from_by_ranks[p] = v.get<double>();
     }
   }
+  if (j.contains("two_rank_by_cores")) {
+    const auto& g = j["two_rank_by_cores"];
+    DT_CHECK(g.is_object(), InvalidArgument, where << ".two_rank_by_cores must be {\"close\"|\"far\": {...}}");
+    for (const auto& [k, v] : g.items()) {
+      const std::string at = where + ".two_rank_by_cores." + k;
+      DT_CHECK((k == "close" || k == "far") && v.is_object(), InvalidArgument,
+               at << ": the verdict must be close or far, with an object of tables");
+      LinkSizes::TwoRank r;
+      for (auto [key, dst] : {std::pair<const char*, std::vector<std::pair<double, double>>*>{"allreduce", &r.allreduce},
+                              {"reducescatter", &r.reducescatter},
+                              {"allgather", &r.allgather},
+                              {"broadcast", &r.broadcast}})
+        *dst = points(v, key, at);
+      r.allreduce_slots_from = v.value("allreduce_slots_from", 0.0);
+      DT_CHECK(r.allreduce_slots_from >= 0, InvalidArgument, at << ".allreduce_slots_from must be bytes >= 0");
+      t.two_rank_by_cores[k] = r;
+    }
+  }
   return t;
 }
 
@@ -215,7 +233,28 @@ nlohmann::json link_sizes_json(const LinkSizes& t) {
   for (const auto& [p, v] : t.broadcast_by_ranks) j["broadcast_by_ranks"][std::to_string(p)] = v;
   for (const auto& [p, f] : t.gap_factor_by_ranks) j["gap_factor_by_ranks"][std::to_string(p)] = f;
   for (const auto& [p, b] : t.allreduce_slots_from_by_ranks) j["allreduce_slots_from_by_ranks"][std::to_string(p)] = b;
+  for (const auto& [k, r] : t.two_rank_by_cores)
+    j["two_rank_by_cores"][k] = {{"allreduce", r.allreduce},
+                                 {"reducescatter", r.reducescatter},
+                                 {"allgather", r.allgather},
+                                 {"broadcast", r.broadcast},
+                                 {"allreduce_slots_from", r.allreduce_slots_from}};
   return j;
+}
+
+Cluster with_core_distance(Cluster c, bool far, bool* used) {
+  if (used) *used = false;
+  const auto it = c.intra_sizes.two_rank_by_cores.find(far ? "far" : "close");
+  if (it == c.intra_sizes.two_rank_by_cores.end()) return c;
+  const LinkSizes::TwoRank r = it->second;
+  LinkSizes& t = c.intra_sizes;
+  for (auto [dst, src] : {std::pair{&t.allreduce_by_ranks, &r.allreduce}, std::pair{&t.reducescatter_by_ranks, &r.reducescatter},
+                          std::pair{&t.allgather_by_ranks, &r.allgather}, std::pair{&t.broadcast_by_ranks, &r.broadcast}})
+    if (!src->empty()) (*dst)[2] = *src;
+  if (r.allreduce_slots_from > 0) t.allreduce_slots_from_by_ranks[2] = r.allreduce_slots_from;
+  else t.allreduce_slots_from_by_ranks.erase(2);
+  if (used) *used = true;
+  return c;
 }
 
 namespace {
@@ -345,7 +384,8 @@ nlohmann::json cluster_to_json(const Cluster& c) {
   if (!c.tp_blocks.empty()) j["tp_blocks"] = tp_blocks_json(c.tp_blocks);
   const LinkSizes& in = c.intra_sizes;
   if (!in.allreduce.empty() || !in.exchange.empty() || !in.allreduce_by_ranks.empty() || !in.reducescatter_by_ranks.empty() ||
-      !in.allgather_by_ranks.empty() || !in.broadcast_by_ranks.empty() || !in.allreduce_slots_from_by_ranks.empty())
+      !in.allgather_by_ranks.empty() || !in.broadcast_by_ranks.empty() || !in.allreduce_slots_from_by_ranks.empty() ||
+      !in.two_rank_by_cores.empty())
     j["intra_by_size"] = link_sizes_json(in);
   if (!c.inter_sizes.allreduce.empty() || !c.inter_sizes.exchange.empty()) j["inter_by_size"] = link_sizes_json(c.inter_sizes);
   return j;

@@ -74,6 +74,17 @@ struct LinkSizes {
   // where the context's probe found the cores close (coll/shm_direct.cc), which the planner
   // cannot know but from this; the slots keep one model-sized buffer less.
   std::map<int, double> allreduce_slots_from_by_ranks;
+  // The 2-rank tables again, split by the verdict of the context's round-trip probe in the
+  // job that measured them ("two_rank_by_cores": {"close": {...}, "far": {...}}, each with
+  // "allreduce", "reducescatter", "allgather", "broadcast" points and "allreduce_slots_from"
+  // bytes, 0 = none). On a VM whose two vCPUs move, consecutive jobs probe close (the slots,
+  // fast) or far apart (cross-memory reads), and the tables above mix the two; a run that
+  // knows its verdict prices its own path (with_core_distance).
+  struct TwoRank {
+    std::vector<std::pair<double, double>> allreduce, reducescatter, allgather, broadcast;
+    double allreduce_slots_from = 0;
+  };
+  std::map<std::string, TwoRank> two_rank_by_cores;
 };
 LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where);
 // allreduce_slots_from_by_ranks' entry from one rank count's measured all-reduces (bytes ->
@@ -212,5 +223,10 @@ std::map<std::string, std::vector<std::pair<double, double>>> optimizer_rates_fr
                                                                                        const std::string& where);
 // calibration_path: the calibration file (Settings::calibration_path() at the entry point).
 Cluster this_machine(const std::string& calibration_path);
+// c with the 2-rank intra-node tables of the verdict "close" or "far" (a 2-rank job's
+// ShmContext::cores_far()) in place of the mixed ones, where the calibration measured that
+// verdict (LinkSizes::two_rank_by_cores); c unchanged otherwise. *used (optional) says whether
+// it replaced them.
+Cluster with_core_distance(Cluster c, bool far, bool* used = nullptr);
 
 }  // namespace dtrain::plan

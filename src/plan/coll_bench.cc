@@ -271,15 +271,22 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
   const bool lead = c.rank() == 0 && cfg.print;
   std::vector<CollBenchRow> rows;
   CostParams cp = cost_params_for(kind, c.coll_config().calibration_path);
-  const plan::Cluster cal = calibrated_tables(c.coll_config().calibration_path);
   CollOptions seg_opts;
   seg_opts.segment_bytes = cfg.segment_bytes;
   std::unique_ptr<ShmContext> ctx;
   if (cfg.shm_context && shm && p > 1) ctx = std::make_unique<ShmContext>(c);
+  // The context the calls use (--shm-context's own, else the communicator's): its verdict is
+  // printed, and at 2 ranks the calibration's tables of that verdict price the rows, where it
+  // measured them.
+  const ShmContext* verdict = ctx ? ctx.get() : c.shm_context();
+  const plan::Cluster cal =
+      verdict && *verdict->core_distance_from()
+          ? plan::with_core_distance(calibrated_tables(c.coll_config().calibration_path), verdict->cores_far())
+          : calibrated_tables(c.coll_config().calibration_path);
   if (lead) {
     std::printf("# dtrain bench collectives: %d ranks, transport %s%s, type %s, cost model %s\n", p, kind.c_str(),
                 ctx ? " + ShmContext" : "", dtype_name(cfg.dtype), cp.source.c_str());
-    if (const ShmContext* own = c.shm_context(); own && *own->core_distance_from()) {
+    if (const ShmContext* own = verdict; own && *own->core_distance_from()) {
       char how[96];
       if (own->round_trip_ns() > 0)
         std::snprintf(how, sizeof how, "a cache line's round trip %.2f us",

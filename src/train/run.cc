@@ -8,6 +8,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "coll/collectives.h"
+#include "coll/shm_context.h"
 #include "data/registry.h"
 #include "nn/mlp.h"
 #include "tensor/blas.h"
@@ -164,6 +165,10 @@ RunResult run_training(const TrainConfig& cfg, std::shared_ptr<Communicator> com
     res.json = report_json(cfg, job, res.report, res.splits, res.world, stats);
     res.json["train_heap_mb"] = heap_mb;
     res.json["heap_baseline_mb"] = static_cast<double>(heap_baseline) / 1e6;
+    // Which 2-rank shared-memory path the run's collectives took (ShmContext's verdict), so
+    // its prediction prices that path (cli/plan_predict.cc).
+    if (const ShmContext* x = comm ? comm->shm_context() : nullptr; x && *x->core_distance_from())
+      res.json["shm_cores"] = x->cores_far() ? "far" : "close";
   }
   return res;
 }

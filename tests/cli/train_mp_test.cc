@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -98,6 +99,34 @@ TEST_F(TrainMp, KilledRankStopsTheJobAndResumeLosesNoStep) {
     EXPECT_EQ(a["epoch_rows"][e]["test_loss"].get<double>(), b["epoch_rows"][e]["test_loss"].get<double>()) << e;
   }
   EXPECT_EQ(a["test_loss"].get<double>(), b["test_loss"].get<double>());
+}
+
+// A 2-rank run records which shared-memory path its context chose ("shm_cores", here stated by
+// DTRAIN_SHM_CORES), and its prediction prices that path: the calibration's 2-rank tables of the
+// same verdict (plan::with_core_distance), named in the prediction.
+TEST_F(TrainMp, TwoRankRunRecordsItsPathAndItsPredictionPricesIt) {
+  {
+    std::ofstream cal(file("cal.json"));
+    cal << R"({"version": 3, "shm": {"alpha_us": 2, "beta_gbps": 3, "gamma_gbps": 4},
+               "tcp": {"alpha_us": 10, "beta_gbps": 1, "gamma_gbps": 4},
+               "links_by_size": {"intra": {"p": 2, "allreduce": [[1024, 1e-5], [1048576, 1e-3]],
+                 "two_rank_by_cores": {"far": {"allreduce": [[1024, 2e-5], [1048576, 2e-3]]}}}}})";
+  }
+  for (const char* cores : {"far", "close"}) {
+    const std::string json = file(std::string("r-") + cores + ".json");
+    Result r = run("-n 2 " + data() + "--epochs 1 --batch 32 --quiet --json " + json,
+                   std::string("DTRAIN_SHM_CORES=") + cores + " DTRAIN_CALIBRATION=" + file("cal.json"));
+    ASSERT_EQ(r.code, 0) << r.output;
+    auto j = load(json);
+    if (std::thread::hardware_concurrency() < 2) {  // 2 ranks on one core: no 2-rank verdict
+      EXPECT_FALSE(j.contains("shm_cores")) << j.dump();
+      continue;
+    }
+    EXPECT_EQ(j["shm_cores"], cores);
+    // The calibration timed only the far verdict's tables: a close run keeps the mixed ones.
+    EXPECT_EQ(j["prediction"].value("two_rank_tables", std::string("mixed")), std::string(cores) == "far" ? "far" : "mixed")
+        << j["prediction"].dump();
+  }
 }
 
 TEST_F(TrainMp, DeterministicDdpGivesTheSameModelForAnyRankCount) {

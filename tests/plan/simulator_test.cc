@@ -462,6 +462,51 @@ TEST(Simulator, SlotAllReduceKeepsNoModelSizedBuffer) {
 }
 
 
+// A 2-rank run prices the path its context's probe chose: the calibration's 2-rank tables of
+// that verdict (two_rank_by_cores) replace the mixed ones, both its collective times and where
+// its all-reduce took the slots (one model-sized buffer less); a verdict it did not measure
+// leaves the cluster as it was, and other rank counts are never touched.
+TEST(Simulator, TwoRankRunPricesThePathItsProbeChose) {
+  ModelSpec m = ModelSpec::parse("mlp:784-256-128-10");
+  const double bytes = 4.0 * m.params();
+  Cluster c = ideal(8);
+  c.intra_sizes.allreduce_by_ranks[2] = {{1e3, 2e-4}, {1e9, 2e-4}};  // mixed: 200 us at every size
+  c.intra_sizes.allreduce_by_ranks[4] = {{1e3, 3e-4}, {1e9, 3e-4}};
+  LinkSizes::TwoRank slots, reads;
+  slots.allreduce = {{1e3, 1e-4}, {1e9, 1e-4}};
+  slots.allgather = {{1e3, 5e-5}, {1e9, 5e-5}};
+  slots.allreduce_slots_from = 256 << 10;
+  reads.allreduce = {{1e3, 3e-4}, {1e9, 3e-4}};
+  c.intra_sizes.two_rank_by_cores = {{"close", slots}, {"far", reads}};
+  bool used = false;
+  const Cluster close = with_core_distance(c, false, &used);
+  EXPECT_TRUE(used);
+  EXPECT_NEAR(close.measured_allreduce_s(2, 1e6), 1e-4, 1e-12);
+  EXPECT_NEAR(close.measured_allgather_s(2, 1e6), 5e-5, 1e-12);
+  EXPECT_NEAR(close.measured_allreduce_s(4, 1e6), 3e-4, 1e-12);  // other rank counts as they were
+  EXPECT_NEAR(simulate(m, {.strategy = "localsgd", .dp = 2}, close, 64).buffers_b, 512.0 * 1024, 1e-6);
+  const Cluster far = with_core_distance(c, true, &used);
+  EXPECT_TRUE(used);
+  EXPECT_NEAR(far.measured_allreduce_s(2, 1e6), 3e-4, 1e-12);
+  EXPECT_DOUBLE_EQ(far.measured_allgather_s(2, 1e6), -1);  // the far verdict timed no all-gather
+  EXPECT_NEAR(simulate(m, {.strategy = "localsgd", .dp = 2}, far, 64).buffers_b, bytes, 1e-6);
+  const double ddp_close = simulate(m, {.strategy = "ddp", .dp = 2}, close, 64).comm_s;
+  const double ddp_far = simulate(m, {.strategy = "ddp", .dp = 2}, far, 64).comm_s;
+  EXPECT_GT(ddp_far, ddp_close);
+  // A verdict the calibration never saw: unchanged.
+  c.intra_sizes.two_rank_by_cores.erase("far");
+  EXPECT_NEAR(with_core_distance(c, true, &used).measured_allreduce_s(2, 1e6), 2e-4, 1e-12);
+  EXPECT_FALSE(used);
+  // Through the file and back; a verdict other than close or far is refused.
+  nlohmann::json j = link_sizes_json(c.intra_sizes);
+  const LinkSizes back = link_sizes_from_json(j, "t");
+  ASSERT_EQ(back.two_rank_by_cores.count("close"), 1u);
+  EXPECT_DOUBLE_EQ(back.two_rank_by_cores.at("close").allreduce_slots_from, 256 << 10);
+  EXPECT_EQ(back.two_rank_by_cores.at("close").allgather.size(), 2u);
+  j["two_rank_by_cores"]["near"] = j["two_rank_by_cores"]["close"];
+  EXPECT_THROW(link_sizes_from_json(j, "t"), InvalidArgument);
+}
+
 TEST(Simulator, CalibratedGapFactorPricesCollectivesBetweenComputeSteps) {
   ModelSpec m = ModelSpec::parse("mlp:784-256-128-10");
   Cluster c = ideal(2);
