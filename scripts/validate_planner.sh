@@ -107,13 +107,17 @@ rows = {}
 for line in open(sys.argv[1]):
     r, name, n, pred, meas, pmb, mmb = line.rstrip("\n").split("\t")
     rows.setdefault((name, n), []).append((float(pred), float(meas), float(pmb), float(mmb)))
+# Each run is compared with its own prediction (a 2-rank run's depends on the path its
+# context's probe chose, which can differ between rounds), and the row's error is the median
+# of its runs' errors; with equal predictions that is the prediction against the median run.
 for (name, n), runs in rows.items():
-    pred, pmb = runs[0][0], runs[0][2]
+    pred = statistics.median(x[0] for x in runs)
+    pmb = statistics.median(x[2] for x in runs)
     meas = statistics.median(x[1] for x in runs)
     mmb = statistics.median(x[3] for x in runs)
     spread = (max(x[1] for x in runs) - min(x[1] for x in runs)) / meas * 100 if meas else 0
-    err = (pred / meas - 1) * 100 if meas else 0
-    merr = (pmb / mmb - 1) * 100 if mmb else 0
+    err = statistics.median((x[0] / x[1] - 1) * 100 for x in runs if x[1] > 0) if meas else 0
+    merr = statistics.median((x[2] / x[3] - 1) * 100 for x in runs if x[3] > 0) if mmb else 0
     print("\t".join(str(v) for v in (name, n, pred, meas, err, pmb, mmb, merr, len(runs), spread)))
 PY
 echo "== median of $ROUNDS rounds: strategy, ranks, predicted step, measured step, error; predicted memory, measured heap, error; runs, spread"

@@ -1,0 +1,77 @@
+// plan/sim_costs.h — what simulate() prices a step with, shared by its two halves.
+//
+// Contract (internal to plan/: simulator.cc, simulate_data_parallel.cc, simulate_model_parallel.cc)
+// - allreduce_s, reduce_scatter_s, allgather_s(cluster, group, bytes, node_ranks): seconds of
+//   one collective of `bytes` (the whole buffer) in a group: the calibration's figure at that
+//   many ranks on the node when it has one (its gap factor and the ranks beyond it included),
+//   else the formula on the group's link (hierarchical across nodes). 0 for a group of one.
+// - link_of: the link (alpha, beta, gamma at that size) a group's transfer uses; p2p for
+//   point-to-point sends. beyond: how much slower a figure measured with `measured` ranks on
+//   the node runs with node_ranks.
+// - unit_pass: one unit's forward and backward seconds over `items` before any
+//   oversubscription slowdown (a block's work split over tp ranks).
+// - StepBasics: what both halves share, worked out once by simulate() from the layout and
+//   the cluster: ranks, ranks on the node, the compute and communication slowdowns, the
+//   optimizer family and the time of its step.
+// - simulate_data_parallel (the MLP's ddp, ps, localsgd, gossip, fedavg, single) and
+//   simulate_model_parallel (the GPT on dp x tp x pp) fill a Prediction (simulator.h) for a
+//   layout simulate() has checked.
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "coll/config.h"
+#include "plan/simulator.h"
+
+namespace dtrain::plan::sim {
+
+constexpr double kF = 4;  // bytes per float
+// The largest call the shared-memory slots carry by default (DTRAIN_SHM_SLOTS_BYTES).
+constexpr double kShmSlotsBytes = static_cast<double>(kDefaultShmSlotsBytes);
+// The staging the executors keep beside their copies of the model where their messages go
+// through a shared-memory path: 0.5 MB, measured for gossip's exchange and the slot
+// all-reduce (not traced).
+constexpr double kStagingBytes = 512.0 * 1024;
+// The scratch a cross-memory all-reduce keeps per peer in another process: one piece of the
+// peer's slice (coll/shm_direct.cc kPieceBytes).
+constexpr double kReadPieceBytes = 256.0 * 1024;
+
+// A group of g ranks whose members are `stride` world ranks apart: the link it uses and, when
+// it spans nodes, the hierarchical all-reduce.
+struct Group {
+  int size = 1, stride = 1;
+};
+
+// How much slower a figure measured with `measured` ranks on the node runs with node_ranks.
+double beyond(const Cluster& c, int node_ranks, int measured);
+double allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks);
+double reduce_scatter_s(const Cluster& c, Group g, double bytes, int node_ranks);
+double allgather_s(const Cluster& c, Group g, double bytes, int node_ranks);
+CostParams link_of(const Cluster& c, Group g, double bytes, bool p2p);
+
+struct Pass {
+  double f = 0, b = 0;
+};
+Pass unit_pass(const Cluster& c, const Unit& u, double items, int tp, const std::string& spec);
+
+struct StepBasics {
+  int n = 1;               // the job's ranks
+  int node_n = 1;          // of them on one node
+  double slow = 1;         // compute slowdown of the ranks that compute at once
+  double two = 1;          // the slowdown at (up to) two ranks, which the links were calibrated with
+  double comm_slow = 1;    // communication slowdown beyond those two ranks
+  std::string family;      // optimizer_family of the run's optimizer
+  double opt_states = 0;   // its state arrays per parameter
+  const Cluster* cluster = nullptr;
+  // Seconds of one optimizer step over `params` parameters (the calibrated rate at that size).
+  double optimizer_step_s(double params) const;
+};
+
+Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Cluster& c, int64_t batch,
+                                  const StepBasics& b);
+Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cluster& c, int64_t batch,
+                                   double memory_limit_b, const StepBasics& b);
+
+}  // namespace dtrain::plan::sim

@@ -1,0 +1,336 @@
+// plan/simulate_data_parallel.cc — simulate() for the MLP's data-parallel strategies (ddp,
+// ps, localsgd, gossip, fedavg, single): every worker computes its share of the minibatch;
+// what differs is how they agree (bucketed all-reduce overlapped with backward, a server's
+// push and pull, an average every few steps, neighbours' exchanges, a round of clients).
+#include <algorithm>
+#include <cmath>
+
+#include "base/error.h"
+#include "parallel/fedavg.h"
+#include "parallel/share_grad.h"
+#include "plan/closed_forms.h"
+#include "plan/sim_costs.h"
+#include "tensor/gemm_small.h"
+
+namespace dtrain::plan::sim {
+
+Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Cluster& c, int64_t batch,
+                                  const StepBasics& b) {
+  const std::string& s = l.strategy;
+  const int n = b.n, node_n = b.node_n;
+  const double slow = b.slow, comm_slow = b.comm_slow, opt_states = b.opt_states;
+  Prediction p;
+  int workers = s == "ps" ? n - l.servers : l.dp;
+  DT_CHECK(workers >= 1, InvalidArgument, "ps needs more ranks than --servers");
+  // fedavg's clients each train on the whole minibatch (fedavg.h); the others split it.
+  const bool fed = s == "fedavg";
+  double items = fed ? static_cast<double>(batch) : static_cast<double>(batch) / workers;
+  // fedavg's concurrency is the sample's (below): its passes are priced alone here.
+  const double pass_slow = fed ? 1.0 : slow;
+  std::vector<double> bwd(m.units.size());
+  double fwd = 0, bwd_total = 0;
+  for (size_t i = 0; i < m.units.size(); ++i) {
+    Pass ps = unit_pass(c, m.units[i], items, 1, m.unit_spec);
+    fwd += ps.f * pass_slow;
+    bwd[i] = ps.b * pass_slow;
+    bwd_total += bwd[i];
+  }
+  p.compute_s = fwd + bwd_total;
+  // The step around the units (mlp_step_work), when calibrated.
+  const UnitCost* step = c.unit_for("mlp_step", m.unit_spec);
+  if (step) {
+    // The step less its layers' timed points: negative where the whole step ran faster
+    // than its layers timed apart ("mlp_step_of_timed_layers", calibrate_compute.h), but never more than
+    // the forward it comes before.
+    const double around = step->pass(m.unit_spec, m.params(), items, items * mlp_step_work(m)).first * pass_slow;
+    const double added = std::max(around, -fwd);
+    p.compute_s += added;
+    fwd += added;  // before backward: the batch and the loss come first
+  }
+  // Gathering the step's rows from the dataset: in the step line itself where it was timed
+  // on random rows of a large dataset (Cluster::mlp_step_random_rows); for older files,
+  // whose lines gathered the same few hot rows every pass, at the calibrated rate of random
+  // rows out of memory. (perf of a 1-rank localsgd run at batch 64: 58 us a step in the
+  // gather, of which that rate covered 25.)
+  const double input_b = kF * items * in_elems(m.units.front());  // the step's gathered rows
+  if (c.gather_bps > 0 && !(step && c.mlp_step_random_rows)) {
+    const double gather = input_b / c.gather_bps * pass_slow;
+    p.compute_s += gather;
+    fwd += gather;
+  }
+  double P = m.params(), bytes = P * kF;
+  // The optimizer's state: ddp's ZeRO 1-2 (fused into its all-reduce, parallel/zero.h)
+  // keeps the rank's 1/N slice of it; a parameter server's workers run no optimizer (the
+  // servers' slices are counted with their buffers below). Measured with --optimizer
+  // momentum / adamw at 2 and 4 ranks, ddp held 0.47 / 1.41 MB of state where the whole
+  // model's 0.94 / 1.88 had been predicted (+11..+30%).
+  const double state_share = (s == "ddp" && l.zero >= 1 && workers > 1) ? 1.0 / workers : s == "ps" ? 0.0 : 1.0;
+  p.weights_b = bytes, p.grads_b = bytes, p.optimizer_b = opt_states * bytes * state_share;
+  // Activations: each unit's calibrated high-water heap bytes per item when the cluster has
+  // them (else the closed form), plus the gathered input batch.
+  double transient = 0;
+  for (const auto& u : m.units) {
+    const UnitCost* uc = c.unit_for(u.kind, m.unit_spec);
+    if (uc && uc->has_memory()) {
+      // The graph keeps every node's gradient until it is destroyed: a unit's footprint at
+      // the end of backward is its whole high-water mark, not its forward share.
+      p.activations_b += uc->peak_b(mem_elems(u)) * items;
+    } else {
+      p.activations_b += kF * u.act_elems * items;
+    }
+  }
+  p.activations_b += transient + input_b;
+  // The small-batch products' packing scratch (tensor/gemm_small.h), which a rank's thread
+  // keeps from its first step on: the largest forward's and the largest weight gradient's
+  // (a bound: the two share one of their buffers). Counted whatever the CPU, so a plan reads
+  // the same everywhere; where no AVX-512 runs them it is a few hundred KiB too many.
+  const int64_t rows = static_cast<int64_t>(std::ceil(items));
+  size_t fwd_scratch = 0, wgrad_scratch = 0;
+  for (const auto& u : m.units) {
+    if (u.kind != "mlp_layer") continue;
+    const auto d_out = static_cast<int64_t>(u.out_elems), d_in = static_cast<int64_t>(in_elems(u));
+    fwd_scratch = std::max(fwd_scratch, gemm_small_scratch_bytes(false, true, rows, d_out, d_in));
+    wgrad_scratch = std::max(wgrad_scratch, gemm_small_scratch_bytes(true, false, d_out, d_in, rows));
+  }
+  p.activations_b += static_cast<double>(fwd_scratch + wgrad_scratch);
+  p.optimizer_s = b.optimizer_step_s(P) * pass_slow;
+  // The executors' own copies of the parameters (parallel/*.h): ddp's gradient and scratch
+  // buffers (share_grad.h), localsgd's and gossip's gradient, gossip's mean and one inbox per
+  // neighbour, fedavg's global model, gradient and sum plus each round's fresh optimizer
+  // state, a ps worker's gradient and replies (servers hold their slice only). Each count is
+  // one lower than fitted: the model's unused gradient buffer went (2026-11-27, -0.94 MB).
+  const int degree = workers <= 2 ? 1 : 2;  // the ring
+  double copies = 0;
+  // (ddp keeps its one at one rank too: traced, the README's MLP at 1 rank held 23.8 MB
+  // beyond weights, gradients and momentum, 2 x its 11.65 MB, one of them the model's unused
+  // gradient; its ZeRO 1-2 step is fused into its all-reduce, zero.h: no padded or shard
+  // buffers.)
+  if (s == "ddp") copies = 1;
+  else if (s == "localsgd") copies = 1;  // one model size beyond its gradient, measured
+  // gossip: its mean, and two sets of inboxes of a model per neighbour (gossip.cc posts the
+  // next step's receives into one set before it waits for the other's).
+  else if (s == "gossip") copies = 1 + 2 * degree;
+  else if (s == "fedavg") copies = 3;
+  else if (s == "single") copies = 0;  // it steps its shard's gradient where it lies (threads.cc)
+  // Beyond two ranks the all-reduce's ring keeps a receive buffer of the model's size
+  // (measured: +1.4 copies from 2 to 4 ranks, flat from 4 to 8), except where it goes
+  // through the shared-memory slots instead, which keep nothing of the model's size
+  // (measured 4 and 8 ranks: exactly one copy less, 5.37 -> 4.43 MB): every rank on one
+  // node and more ranks than cores, or with a core per rank from the size the calibration
+  // saw the executors take them (coll/shm_direct.cc: only where the cores are close).
+  // Gossip's neighbour exchange is not an all-reduce (its inboxes are counted above).
+  const double call_b = s == "ddp" && l.bucket_mb > 0 ? std::min(bytes, l.bucket_mb * (1 << 20)) : bytes;
+  const auto measured_slots = c.intra_sizes.allreduce_slots_from_by_ranks.find(workers);
+  const bool slots = c.ranks_on_node(workers) >= workers && call_b <= kShmSlotsBytes &&
+                     (c.ranks_on_node(workers) > c.cores_per_node ||
+                      (measured_slots != c.intra_sizes.allreduce_slots_from_by_ranks.end() && call_b >= measured_slots->second));
+  if (workers > 2 && s != "ps" && s != "single" && s != "gossip" && !slots && !(s == "ddp" && workers > 1 &&
+                                                                               c.ranks_on_node(workers) >= workers))
+    copies += 1;
+  // Through the slots, ddp's and localsgd's all-reduce keep one model-sized copy less than
+  // the cross-memory path's scratch, and 0.5 MB besides (measured at 2 and 4 ranks, not
+  // traced: the slot path's leased staging): ddp 5.08 -> 4.55 MB at 2 ranks.
+  // ddp on one node keeps its gradient in a shared-memory window that the owners read in
+  // place (data_parallel.h): no slot staging, no copy less; with its (default) fused ZeRO
+  // the node also holds one shared copy of the parameters, counted on rank 0, the busiest
+  // (measured 2 / 4 / 8 ranks: 5.76 / 5.63 / 5.57 MB for the 0.94 MB MLP).
+  const bool ddp_window = s == "ddp" && workers > 1 && c.ranks_on_node(workers) >= workers;
+  const bool slot_ar = slots && workers > 1 && (s == "localsgd" || (s == "ddp" && !ddp_window));
+  if (slot_ar) copies -= 1;
+  // Two ranks with a core each whose context found the cores far apart read each other's
+  // buffers instead (coll/shm_direct.cc): no model-sized copy either, but the same staging
+  // and a piece of scratch for the peer's half (reduce_slice: up to 256 KiB). Measured,
+  // localsgd at 2 ranks: reads 2.85 MB, slots 2.59 (the 256 KiB apart).
+  const bool reads_ar = !slots && workers == 2 && c.ranks_on_node(workers) <= c.cores_per_node &&
+                        (s == "localsgd" || (s == "ddp" && !ddp_window));
+  if (reads_ar) copies -= 1;
+  if (ddp_window && l.zero > 0) copies += 1;
+  p.buffers_b = copies * bytes + (slot_ar || reads_ar ? kStagingBytes : 0) +
+                (reads_ar ? std::min(kReadPieceBytes, bytes / workers) : 0);
+  // gossip's heap holds 0.50 MB more than its copies at 2, 4 and 8 ranks alike (measured,
+  // not traced; the size of a 512 KiB staging buffer for its model-sized isend/irecv).
+  if (s == "gossip" && workers > 1) p.buffers_b += kStagingBytes;
+  if (s == "ps") {
+    // The reported memory is the busiest rank's: a worker's gradient and replies, or a
+    // server's (param_server.cc), in model-sized copies (the slice's share of them with
+    // several servers) plus the transport's staging, as measured for the 0.94 MB MLP at 2 /
+    // 4 / 8 ranks once every push's receive was posted before the worker could send it (by
+    // timing, 7.07-9.89 MB at 4 ranks before):
+    //   sync   w + 3: a push buffer per worker, the summed gradient, and 1 more (4.25 / 6.13 /
+    //          9.89 MB); replies go out from the slice itself;
+    //   async  2w + 1: a push and a reply snapshot per worker, and 1 more (4.80 / 8.01 /
+    //          15.54 MB with the model's unused gradient, 0.94 MB more; 2 ranks +0.5 MB);
+    //   and the optimizer's state of the slice (none for plain SGD).
+    const double per_worker = l.ps_sync ? 1.0 : 2.0, fixed = l.ps_sync ? 3.0 : 1.0;
+    const double server = (per_worker * workers + fixed + opt_states) * bytes / l.servers + kStagingBytes;
+    const double worker = p.weights_b + p.grads_b + p.optimizer_b + p.activations_b + bytes;
+    p.buffers_b = std::max(worker, server) - (p.weights_b + p.grads_b + p.optimizer_b + p.activations_b);
+  }
+  Group all{workers, 1};
+  if (s == "ddp" && workers > 1) {
+    if (node_n <= c.cores_per_node) {
+      // One rank per core keeps its caches from step to step, except for the lines its peers
+      // touched in the all-reduce: they read (N-1)/N of this rank's gradient in place (the
+      // window), which the next backward takes back, and with the fused ZeRO wrote (N-1)/N
+      // of the shared parameters, which the next forward fetches from their caches. Priced
+      // at the calibrated hand-off rates (plan/calibrate_cache.h; older files: the 2-rank
+      // exchange's per byte, both ways). Far-apart vCPUs: ddp's passes ~0.50 ms against
+      // localsgd's 0.38; a 16-vCPU VM: the same. With more ranks than cores the co-located
+      // ranks' own steps evict the caches anyway, which the slowdown curve charges.
+      const double remote = (workers - 1.0) / workers * bytes;
+      const double copy = c.link_at(false, remote * (l.zero > 0 ? 2 : 1), true).beta_s_per_byte;
+      p.compute_s += remote * (c.handoff_write_s_per_byte >= 0 ? c.handoff_write_s_per_byte : copy);
+      if (l.zero > 0) p.compute_s += remote * (c.handoff_read_s_per_byte >= 0 ? c.handoff_read_s_per_byte : copy);
+    }
+    // Walk the buckets in the order backward produces them (share_grad.h): units last
+    // layer first; a bucket's all-reduce starts when its last unit is ready and the
+    // previous all-reduce has finished.
+    std::vector<GradRange> units;
+    int64_t off = static_cast<int64_t>(P);
+    for (int i = static_cast<int>(m.units.size()) - 1; i >= 0; --i) {
+      off -= static_cast<int64_t>(m.units[i].params);
+      units.push_back({off, static_cast<int64_t>(m.units[i].params)});
+    }
+    // With ZeRO 1-2 (parallel/zero.h, fused) each bucket's all-reduce also carries this
+    // rank's optimizer step of its slice (1/N of the bucket's step), on the progress thread,
+    // and nothing is left after the last bucket. Without a core beyond one per rank on the
+    // node ddp does not overlap (data_parallel.h): the buckets go after backward, one by one.
+    GradBuckets buckets(units, static_cast<size_t>(l.bucket_mb * (1 << 20)), 4);
+    const bool overlap = node_n < c.cores_per_node;
+    const double step_s = p.optimizer_s;  // the whole model's step on one rank
+    double t = fwd, comm_end = t;
+    std::vector<double> after;  // bucket costs, without overlap
+    for (size_t k = 0; k < units.size(); ++k) {
+      t += bwd[m.units.size() - 1 - k];
+      int b = buckets.on_ready(units[k]);
+      if (b < 0) continue;
+      double len = static_cast<double>(buckets.buckets()[b].len) * kF;
+      const double cost = allreduce_s(c, all, len, node_n) + (l.zero > 0 ? step_s / workers * len / bytes : 0);
+      if (overlap) comm_end = std::max(comm_end, t) + cost;
+      else after.push_back(cost);
+    }
+    for (double cost : after) comm_end = std::max(comm_end, t) + cost;
+    p.comm_s = std::max(0.0, comm_end - t);
+    p.dp_bytes = zero_traffic_elems(0, P, workers) * kF;
+    if (l.zero > 0) {
+      // ddp's ZeRO (parallel/zero.h) shards the optimizer state and steps inside comm_s
+      // above. The memory is predicted as stage 0's: the MLP's terms were fitted as a whole
+      // to plain-SGD runs (no optimizer state at all), where the one-state term stands for
+      // memory found elsewhere; sharding it under-predicted the fused ZeRO rows by 17-20% at
+      // 4-8 ranks (2026-11-25), whose heap equals stage 0's there. With Adam this
+      // over-predicts by the state's (1 - 1/N) (measured 4 ranks: +6%).
+      p.optimizer_s = 0;
+    }
+  } else if (s == "ps") {
+    // Every worker pushes its gradient and pulls the parameters: the server posts all W
+    // receives (and later all W sends) at once and each pair's copies run on the worker's
+    // side as well, so the W transfers overlap; measured at W = 1 and 3 the push + pull took
+    // about one exchange each way either way (W serial exchanges over-predicted W = 3 by 2.5x).
+    double per_server = bytes / l.servers;
+    const CostParams lk = c.link_at(false, per_server, true);
+    p.comm_s = 2 * (lk.alpha_s + per_server * lk.beta_s_per_byte) * comm_slow;
+    // ... unless the server's own side is longer: it copies each of the W pushes out of its
+    // ring and each of the W replies into one, one after another on its thread (one copy
+    // of an exchange each: half its beta at the server's total, W x the slice), while the
+    // workers wait for it: alone on the node, so not slowed by their number.
+    const double serial = 2 * workers * per_server * c.link_at(false, workers * per_server, true).beta_s_per_byte / 2;
+    p.comm_s = std::max(p.comm_s, serial);
+    // Workers run no optimizer. A synchronous server sums W pushes (12 bytes touched per
+    // element) and steps its slice while they wait, alone on the node; an asynchronous one
+    // (the default) applies each push as its own step and copies a reply snapshot (8 bytes
+    // touched per element), one push at a time under its lock: W of them per step.
+    p.optimizer_s = l.ps_sync ? (P * c.sgd_ns_per_param * 1e-9 + workers * P * 12 / c.elementwise_bps) / l.servers
+                              : workers * (P * c.sgd_ns_per_param * 1e-9 + P * 8 / c.elementwise_bps) / l.servers;
+    p.dp_bytes = 2 * bytes;
+  } else if (s == "localsgd") {
+    // Parameters averaged every sync_every steps.
+    p.comm_s = allreduce_s(c, all, bytes, node_n) / std::max(1, l.sync_every);
+    p.dp_bytes = zero_traffic_elems(0, P, workers) * kF / std::max(1, l.sync_every);
+  } else if (fed) {
+    // A round: the sample's m clients each train their share of the data at the whole
+    // minibatch, client k on rank k mod workers, one after another on a rank; then one
+    // all-reduce. Per minibatch of examples trained, a round costs
+    //   (its wall time in client-steps) / m  client-steps.
+    // Its wall time shares the cores among the ranks that still have clients to train: while
+    // r of them run, each goes at 1 / slowdown(r); the least loaded finish first and the
+    // rest speed up (for loads 2, 1, 1 on 2 cores: 1.58 until the two single ones are done,
+    // then 1 more alone: 2.58 client-steps). The sample is the executor's own
+    // (fedavg_sample), over the run's first rounds (at most 16) less the first when there
+    // are more (the measurement leaves out the first, warm-up round: plan_measure.h
+    // steady_step_s), as their total wall time over their total clients. The round's all-reduce is spread over every
+    // client step of the round (with the default 10 clients per rank, tens of steps each):
+    // under 1% of a step, left out of the time; the traffic is the round's.
+    const int K = l.clients > 0 ? l.clients : 10 * workers;
+    const int64_t rounds = std::clamp<int64_t>(l.rounds, 1, 16);
+    double walls = 0, clients = 0;
+    for (int64_t r = rounds > 1 ? 1 : 0; r < rounds; ++r) {
+      const std::vector<int> sample = fedavg_sample(K, l.client_fraction, l.seed, r);
+      std::vector<int> load(static_cast<size_t>(workers), 0);
+      for (int k : sample) ++load[static_cast<size_t>(k % workers)];
+      std::sort(load.begin(), load.end());
+      double wall = 0, done = 0;
+      for (size_t i = 0; i < load.size(); ++i) {
+        // r ranks on c cores do not share them evenly: the scheduler keeps ceil(r / c) on
+        // some core, and the round waits for the ranks there (traced at 8 ranks: five
+        // clients on two cores took 30-41 ms each where 2.5 cores' worth is 26). Priced
+        // as r / c, the 8-rank row read -26..-39% (2026-11-25).
+        const int running = c.ranks_on_node(static_cast<int>(load.size() - i));
+        const int cores = std::max(1, c.cores_per_node);
+        const int busiest = running > cores ? (running + cores - 1) / cores * cores : running;
+        wall += (load[i] - done) * c.compute_slowdown(busiest);
+        done = load[i];
+      }
+      walls += wall;
+      clients += static_cast<double>(sample.size());
+    }
+    const double factor = walls / clients;
+    p.compute_s *= factor;
+    p.optimizer_s *= factor;
+    p.dp_bytes = zero_traffic_elems(0, P, workers) * kF;  // per round
+  } else if (s == "gossip" && workers > 1) {
+    // Ring gossip: parameters to each neighbour (one at 2 ranks, else both), one calibrated
+    // two-way exchange each, and averaged with theirs. (Two exchanges at 2 ranks predicted
+    // 0.117 ms of communication a step where 0.035 was measured: +14..+25% on the step.)
+    const CostParams lk = c.link_at(false, bytes, true);
+    p.comm_s = (degree * (lk.alpha_s + bytes * lk.beta_s_per_byte) + (degree + 1) * bytes / c.elementwise_bps) * comm_slow;
+    p.dp_bytes = degree * bytes;
+  }
+  // More ranks than cores (gossip, ps): the cores run every rank's work in turn, so a step
+  // takes at least the node's CPU work over its cores. Besides each rank's compute, that
+  // work is copying: a message is copied twice (into the peer's ring, out of it: its share
+  // of the 2-rank exchange's beta, taken at the node's working set, n x the model, where
+  // the copies fall out of cache), gossip's mix streams deg + 2 models, and an asynchronous
+  // server applies every push as its own optimizer step and copies a reply snapshot. The
+  // rates at a core per rank do not see this: at 8 ranks on 2 cores the measured steps were
+  // 2.2x (gossip) and 1.9x (ps) what they predicted, and perf put a third of the CPU in memcpy.
+  if ((s == "gossip" || s == "ps") && workers > 1 && node_n > c.cores_per_node) {
+    const double per_byte = c.link_at(false, bytes * node_n, true).beta_s_per_byte;
+    const double penalty = c.compute_slowdown(node_n) * c.cores_per_node / node_n;
+    double node_cpu = 0;
+    if (s == "gossip") {
+      // Since every receive is posted before its message can come (gossip.cc), a model
+      // crosses at the exchange's own rate, not at the rate of the node's working set
+      // (which priced the transport's extra heap copy: 4 and 8 ranks +47% after the change).
+      // A rank's share of its degree exchanges is the exchange's time (each of the two
+      // cores of a 2-rank exchange copies one message into a ring and one out). The mix
+      // is element-wise (x = (x + inboxes) / (deg + 1): deg + 1 models read), as in the
+      // step above; priced as deg + 2 copies at half the exchange's rate it over-predicted
+      // the 4- and 8-rank rows by 46-48% (2026-11-25, dv-y3).
+      const double msg_byte = c.link_at(false, bytes, true).beta_s_per_byte;
+      const double own = (p.compute_s + p.optimizer_s) / slow;
+      node_cpu = n * (own + degree * bytes * msg_byte + (degree + 1) * bytes / c.elementwise_bps);
+    } else {
+      const double own = p.compute_s / slow;
+      const double server = l.ps_sync ? P * c.sgd_ns_per_param * 1e-9 + workers * P * 12 / c.elementwise_bps
+                                      : workers * (P * c.sgd_ns_per_param * 1e-9 + bytes * per_byte / 2);
+      node_cpu = workers * (own + 2 * bytes * per_byte) + server;
+    }
+    const double floor = node_cpu * node_n / n / c.cores_per_node * std::max(1.0, penalty);
+    const double step = p.compute_s + p.comm_s + p.optimizer_s;
+    if (floor > step) p.comm_s += floor - step;  // the copies, exposed
+  }
+  p.step_s = p.compute_s + p.comm_s + p.optimizer_s;
+  return p;
+}
+
+}  // namespace dtrain::plan::sim
