@@ -1,11 +1,11 @@
 #include "parallel/gossip.h"
 
-
 #include <algorithm>
 #include <cmath>
 #include <set>
 
 #include "base/clock.h"
+#include "base/copy.h"
 #include "base/error.h"
 #include "data/sampler.h"
 #include "tensor/kernels.h"
@@ -51,7 +51,7 @@ std::vector<int> gossip_neighbors(const std::string& topology, int rank, int wor
 }
 
 Gossip::Gossip(TrainableModel& model, Optimizer& optimizer, Communicator& comm, const std::string& topology,
-               Instrument* inst)
+               Instrument* inst, bool window)
     : ModelStrategy(model, &optimizer),
       opt_(optimizer),
       comm_(comm),
@@ -60,8 +60,15 @@ Gossip::Gossip(TrainableModel& model, Optimizer& optimizer, Communicator& comm, 
       replica_(model.make_replica()),
       evaluator_(comm),
       grad_(static_cast<size_t>(model.num_params())),
-      mean_(static_cast<size_t>(model.num_params())),
-      inbox_(2 * neighbors_.size(), std::vector<float>(static_cast<size_t>(model.num_params()))) {
+      mean_(static_cast<size_t>(model.num_params())) {
+  const auto n = static_cast<size_t>(model.num_params());
+  if (window && !neighbors_.empty() && comm_.shm_context()) {
+    window_ = std::make_unique<ShmWindow>(comm_, 2 * n * sizeof(float));  // collective
+    window_counted_ = std::make_unique<CountedAsHeap>(static_cast<int64_t>(window_->bytes()));
+    word_in_.assign(neighbors_.size(), 0);
+  } else {
+    inbox_.assign(2 * neighbors_.size(), std::vector<float>(n));
+  }
   blocking_broadcast(comm_, inst_, "broadcast-params", model_.params().data(), model_.params().size(),
                      DType::kFloat32, 0);
 }
@@ -96,15 +103,48 @@ void Gossip::mix(std::vector<Request> reqs) {
                 "\"peers\":" + std::to_string(neighbors_.size()) + ",\"bytes\":" + std::to_string(bytes));
     inst_->wait("wait:gossip exchange", t0, t1);
   }
+  std::vector<const float*> theirs;
+  const size_t base = static_cast<size_t>(set_) * neighbors_.size();
+  for (size_t k = 0; k < neighbors_.size(); ++k) theirs.push_back(inbox_[base + k].data());
+  average(theirs);
+  if (!ahead_.empty()) set_ = 1 - set_;
+}
+
+void Gossip::mix_window() {
+  std::span<float> x = model_.params();
+  const size_t bytes = x.size() * sizeof(float);
+  const size_t slot = static_cast<size_t>(exchanges_ % 2) * bytes;
+  const double t0 = now_seconds();
+  copy_memory(window_->mine() + slot, x.data(), bytes);
+  // The words: each neighbour's says its model of this exchange is in its slot. Posted,
+  // then sent (the transport orders a peer's words by tag, one per exchange).
+  std::vector<Request> reqs;
+  for (size_t k = 0; k < neighbors_.size(); ++k) reqs.push_back(comm_.irecv(neighbors_[k], &word_in_[k], 1, kGossipTag));
+  for (int peer : neighbors_) reqs.push_back(comm_.isend(peer, &kReadyWord, 1, kGossipTag));
+  for (Request& r : reqs) r.wait();
+  const double t1 = now_seconds();
+  if (inst_) {
+    inst_->comm(0, "gossip exchange", t0, t1, static_cast<int64_t>(bytes * neighbors_.size()),
+                "\"peers\":" + std::to_string(neighbors_.size()) + ",\"bytes\":" + std::to_string(bytes) +
+                    ",\"through\":\"window\"");
+    inst_->wait("wait:gossip exchange", t0, t1);
+  }
+  std::vector<const float*> theirs;
+  for (int peer : neighbors_) theirs.push_back(reinterpret_cast<const float*>(window_->of(peer) + slot));
+  average(theirs);
+  ++exchanges_;
+}
+
+void Gossip::average(const std::vector<const float*>& theirs) {
+  std::span<float> x = model_.params();
   // x_i <- sum over members in rank order of W x_j, W = 1/(deg + 1).
   Instrument::Scope s(inst_, "mix", SpanKind::kCompute);
   const float w = 1.0f / static_cast<float>(neighbors_.size() + 1);
   std::vector<const float*> members;
-  const size_t base = static_cast<size_t>(set_) * neighbors_.size();
   size_t k = 0;
-  for (; k < neighbors_.size() && neighbors_[k] < comm_.rank(); ++k) members.push_back(inbox_[base + k].data());
+  for (; k < neighbors_.size() && neighbors_[k] < comm_.rank(); ++k) members.push_back(theirs[k]);
   members.push_back(x.data());
-  for (; k < neighbors_.size(); ++k) members.push_back(inbox_[base + k].data());
+  for (; k < neighbors_.size(); ++k) members.push_back(theirs[k]);
   // Member by member over cache-sized blocks with the SIMD kernels (tensor/kernels.h): the
   // sum per element keeps the rank order m0 + m1 + ..., then one multiply by W. A loop over
   // the members per element compiled to scalar code and took 39-43% of an 8-rank step's CPU
@@ -118,7 +158,6 @@ void Gossip::mix(std::vector<Request> reqs) {
     for (size_t j = 2; j < members.size(); ++j) kern.add(acc, members[j] + off, acc, len);
     kern.scale(w, acc, x.data() + off, len);
   }
-  if (!ahead_.empty()) set_ = 1 - set_;
 }
 
 LossAcc Gossip::step(std::span<const int64_t> global_batch) {
@@ -130,7 +169,8 @@ LossAcc Gossip::step(std::span<const int64_t> global_batch) {
   // whole step ahead (ranks drift apart when they outnumber the cores) found none, and the
   // transport buffered its model on the heap and copied it again: one such buffer per
   // neighbour at 4 and 8 ranks (traced), now and then at 2.
-  std::vector<Request> inboxes = ahead_.empty() ? post_inboxes(set_) : std::move(ahead_);
+  std::vector<Request> inboxes;
+  if (!window_) inboxes = ahead_.empty() ? post_inboxes(set_) : std::move(ahead_);
   ahead_.clear();
   LossAcc r;
   {
@@ -138,7 +178,8 @@ LossAcc Gossip::step(std::span<const int64_t> global_batch) {
     r = replica_->loss_grad(model_.params(), mine, grad_);
     if (!mine.empty()) opt_.step(model_.params(), grad_);
   }
-  if (!neighbors_.empty()) mix(std::move(inboxes));
+  if (window_) mix_window();
+  else if (!neighbors_.empty()) mix(std::move(inboxes));
   if (steps_left_ > 0) --steps_left_;
   have_mean_ = false;
   return r;
@@ -151,7 +192,7 @@ LossAcc Gossip::run_epoch(std::span<const int64_t> order, int64_t batch, const P
   // waits for the neighbours' word (mix). A neighbour that started the epoch first otherwise
   // sent its model before this rank had posted anything, and the transport buffered it: the
   // heap at the round's start held 0-2 extra models by timing (10.0-11.0 MB at 4 ranks).
-  if (steps_left_ > 0 && !neighbors_.empty()) {
+  if (steps_left_ > 0 && !neighbors_.empty() && !window_) {
     if (ahead_.empty()) ahead_ = post_inboxes(set_);
     ready_in_.assign(neighbors_.size(), 0);  // no ready word is pending: the last epoch's first mix took them
     for (size_t k = 0; k < neighbors_.size(); ++k) {

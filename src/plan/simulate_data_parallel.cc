@@ -100,6 +100,8 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // state, a ps worker's gradient and replies (servers hold their slice only). Each count is
   // one lower than fitted: the model's unused gradient buffer went (2026-11-27, -0.94 MB).
   const int degree = workers <= 2 ? 1 : 2;  // the ring
+  // gossip on one host exchanges through a shared-memory window (gossip.h), not messages.
+  const bool gossip_window = s == "gossip" && workers > 1 && c.ranks_on_node(workers) >= workers;
   double copies = 0;
   // (ddp keeps its one at one rank too: traced, the README's MLP at 1 rank held 23.8 MB
   // beyond weights, gradients and momentum, 2 x its 11.65 MB, one of them the model's unused
@@ -107,9 +109,11 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // buffers.)
   if (s == "ddp") copies = 1;
   else if (s == "localsgd") copies = 1;  // one model size beyond its gradient, measured
-  // gossip: its mean, and two sets of inboxes of a model per neighbour (gossip.cc posts the
-  // next step's receives into one set before it waits for the other's).
-  else if (s == "gossip") copies = 1 + 2 * degree;
+  // gossip: its mean, and on one host its two slots of the shared-memory window (gossip.h);
+  // across hosts two sets of inboxes of a model per neighbour (gossip.cc posts the next
+  // step's receives into one set before it waits for the other's). Measured, 4 and 8 ranks:
+  // 7.19 / 7.14 MB with inboxes, 5.31 / 5.26 through the window.
+  else if (s == "gossip") copies = 1 + 2 * (gossip_window ? 1 : degree);
   else if (s == "fedavg") copies = 3;
   else if (s == "single") copies = 0;  // it steps its shard's gradient where it lies (threads.cc)
   // Beyond two ranks the all-reduce's ring keeps a receive buffer of the model's size
@@ -291,8 +295,13 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     // Ring gossip: parameters to each neighbour (one at 2 ranks, else both), one calibrated
     // two-way exchange each, and averaged with theirs. (Two exchanges at 2 ranks predicted
     // 0.117 ms of communication a step where 0.035 was measured: +14..+25% on the step.)
-    const CostParams lk = c.link_at(false, bytes, true);
-    p.comm_s = (degree * (lk.alpha_s + bytes * lk.beta_s_per_byte) + (degree + 1) * bytes / c.elementwise_bps) * comm_slow;
+    // Through the window (one host) the model is copied once into this rank's slot and a
+    // one-byte word goes each way per neighbour (the exchange's latency); the mix reads the
+    // neighbours' slots where they lie.
+    const CostParams lk = c.link_at(false, gossip_window ? 1 : bytes, true);
+    const double move = gossip_window ? degree * lk.alpha_s + bytes / c.elementwise_bps
+                                      : degree * (lk.alpha_s + bytes * lk.beta_s_per_byte);
+    p.comm_s = (move + (degree + 1) * bytes / c.elementwise_bps) * comm_slow;
     p.dp_bytes = degree * bytes;
   }
   // More ranks than cores (gossip, ps): the cores run every rank's work in turn, so a step
@@ -316,9 +325,11 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
       // is element-wise (x = (x + inboxes) / (deg + 1): deg + 1 models read), as in the
       // step above; priced as deg + 2 copies at half the exchange's rate it over-predicted
       // the 4- and 8-rank rows by 46-48% (2026-11-25, dv-y3).
+      // Through the window a rank's copying is its one copy into its slot.
       const double msg_byte = c.link_at(false, bytes, true).beta_s_per_byte;
       const double own = (p.compute_s + p.optimizer_s) / slow;
-      node_cpu = n * (own + degree * bytes * msg_byte + (degree + 1) * bytes / c.elementwise_bps);
+      const double copying = gossip_window ? bytes / c.elementwise_bps : degree * bytes * msg_byte;
+      node_cpu = n * (own + copying + (degree + 1) * bytes / c.elementwise_bps);
     } else {
       const double own = p.compute_s / slow;
       const double server = l.ps_sync ? P * c.sgd_ns_per_param * 1e-9 + workers * P * 12 / c.elementwise_bps
