@@ -144,8 +144,13 @@ int plan_train_cmd(const Args& args) {
     for (int i = 0; i < std::min<int>(measure, static_cast<int>(r.ranked.size())); ++i) {
       const auto& cand = r.ranked[i];
       auto meas = plan::measure_layout(model, cand.layout, batch, data, steps);
-      std::printf("%-48s predicted %9.3f ms  measured %9.3f ms  error %+6.1f%%\n", cand.layout.describe().c_str(),
-                  cand.pred.step_s * 1e3, meas.step_s * 1e3, (cand.pred.step_s / meas.step_s - 1) * 100);
+      // A 2-rank group's run is priced with the path its probe chose (its own prediction),
+      // which the plan, made before the run, could not know.
+      const bool own = meas.predicted_step_s > 0 && !meas.shm_cores.empty();
+      const double pred = own ? meas.predicted_step_s : cand.pred.step_s;
+      std::printf("%-48s predicted %9.3f ms  measured %9.3f ms  error %+6.1f%%%s\n", cand.layout.describe().c_str(),
+                  pred * 1e3, meas.step_s * 1e3, (pred / meas.step_s - 1) * 100,
+                  own ? ("  (2-rank path: cores " + meas.shm_cores + ")").c_str() : "");
     }
   }
   return 0;

@@ -111,6 +111,9 @@ Measured measure_layout(const std::string& model, const Layout& l, int64_t batch
   m.mean_step_s = m.train_seconds / m.steps;
   m.step_s = steady_step_s(j, batch);
   if (m.step_s <= 0) m.step_s = m.mean_step_s;
+  if (j.contains("prediction") && j["prediction"].is_object())
+    m.predicted_step_s = j["prediction"].value("step_ms", 0.0) * 1e-3;
+  m.shm_cores = j.value("shm_cores", std::string());
   return m;
 }
 

@@ -34,6 +34,11 @@ struct Measured {
   double mean_step_s = 0;  // train_seconds / steps, warm-up included
   int64_t steps = 0;
   double train_seconds = 0;
+  // The run's own prediction (dtrain train --json "prediction".step_ms, 0 where absent): the
+  // planner's, priced with the 2-rank path the run's probe chose ("shm_cores", "" where no
+  // verdict was needed; plan::with_core_distance).
+  double predicted_step_s = 0;
+  std::string shm_cores;
 };
 
 std::vector<std::string> train_args(const std::string& model, const Layout& l, int64_t batch, const std::string& data,
