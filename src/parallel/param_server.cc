@@ -15,6 +15,7 @@ namespace {
 constexpr uint32_t kPushTag = 0x7050;
 constexpr uint32_t kPullTag = 0x7051;
 constexpr uint32_t kReadyTag = 0x7052;  // server -> worker: the first push's receive is posted
+constexpr char kWord = 1;               // the window path's "my slot holds this step's data"
 }  // namespace
 
 ParamServer::ParamServer(TrainableModel& model, Communicator& comm, const PsOptions& options, const float* lr,
@@ -36,6 +37,15 @@ ParamServer::ParamServer(TrainableModel& model, Communicator& comm, const PsOpti
   }
   clock_.assign(static_cast<size_t>(workers_), 0);
   version_sent_.assign(static_cast<size_t>(workers_), 0);
+  if (o_.sync && o_.window && comm_.shm_context()) {
+    // Every rank maps the same size: a worker's whole gradient (int64 when deterministic);
+    // each counts what its role writes.
+    const size_t esize = o_.deterministic ? sizeof(int64_t) : sizeof(float);
+    window_ = std::make_unique<ShmWindow>(comm_, static_cast<size_t>(model.num_params()) * esize);  // collective
+    const int64_t used = is_server() ? range_of(server_).len * static_cast<int64_t>(sizeof(float))
+                                     : model.num_params() * static_cast<int64_t>(esize);
+    window_counted_ = std::make_unique<CountedAsHeap>(used);
+  }
   broadcast_model();
 }
 
@@ -62,7 +72,7 @@ LossAcc ParamServer::worker_epoch(std::span<const int64_t> order, int64_t batch,
   const size_t esize = det ? sizeof(int64_t) : sizeof(float);
   // A server says when its receives for the epoch's first pushes are posted (the first
   // gradient is computed meanwhile); see server_epoch_sync.
-  std::vector<char> ready(static_cast<size_t>(o_.servers));
+  std::vector<char> ready(static_cast<size_t>(o_.servers)), words(static_cast<size_t>(o_.servers));
   std::vector<Request> ready_reqs;
   if (n > 0)
     for (int s = 0; s < o_.servers; ++s) ready_reqs.push_back(comm_.irecv(workers_ + s, &ready[static_cast<size_t>(s)], 1, kReadyTag));
@@ -78,15 +88,31 @@ LossAcc ParamServer::worker_epoch(std::span<const int64_t> order, int64_t batch,
     ready_reqs.clear();
     const double t0 = now_seconds();
     std::vector<Request> reqs;
-    for (int s = 0; s < o_.servers; ++s) {
-      const GradRange rg = range_of(s);
-      const void* g = det ? static_cast<const void*>(share_->fixed().data() + rg.offset)
-                          : static_cast<const void*>(share_->grad().data() + rg.offset);
-      reqs.push_back(comm_.isend(workers_ + s, g, static_cast<size_t>(rg.len) * esize, kPushTag));
-      reqs.push_back(comm_.irecv(workers_ + s, model_.params().data() + rg.offset,
-                                 static_cast<size_t>(rg.len) * sizeof(float), kPullTag));
+    if (window_) {
+      // Push: the gradient into this worker's slot, a word to each server; pull: each
+      // server's word, then its slice out of its slot.
+      const void* all = det ? static_cast<const void*>(share_->fixed().data()) : static_cast<const void*>(share_->grad().data());
+      copy_memory(window_->mine(), all, static_cast<size_t>(model_.num_params()) * esize);
+      for (int s = 0; s < o_.servers; ++s) {
+        reqs.push_back(comm_.isend(workers_ + s, &kWord, 1, kPushTag));
+        reqs.push_back(comm_.irecv(workers_ + s, &words[static_cast<size_t>(s)], 1, kPullTag));
+      }
+      for (Request& q : reqs) q.wait();
+      for (int s = 0; s < o_.servers; ++s) {
+        const GradRange rg = range_of(s);
+        copy_memory(model_.params().data() + rg.offset, window_->of(workers_ + s), static_cast<size_t>(rg.len) * sizeof(float));
+      }
+    } else {
+      for (int s = 0; s < o_.servers; ++s) {
+        const GradRange rg = range_of(s);
+        const void* g = det ? static_cast<const void*>(share_->fixed().data() + rg.offset)
+                            : static_cast<const void*>(share_->grad().data() + rg.offset);
+        reqs.push_back(comm_.isend(workers_ + s, g, static_cast<size_t>(rg.len) * esize, kPushTag));
+        reqs.push_back(comm_.irecv(workers_ + s, model_.params().data() + rg.offset,
+                                   static_cast<size_t>(rg.len) * sizeof(float), kPullTag));
+      }
+      for (Request& q : reqs) q.wait();
     }
-    for (Request& q : reqs) q.wait();
     if (inst_) {
       const double t1 = now_seconds();
       const int64_t bytes = model_.num_params() * static_cast<int64_t>(esize + sizeof(float));
@@ -106,8 +132,17 @@ void ParamServer::server_epoch_sync(int64_t steps) {
   const GradRange rg = range_of(server_);
   const auto len = static_cast<size_t>(rg.len);
   const bool det = o_.deterministic;
-  std::vector<std::vector<float>> fbuf(det ? 0 : static_cast<size_t>(workers_), std::vector<float>(len));
-  std::vector<std::vector<int64_t>> ibuf(det ? static_cast<size_t>(workers_) : 0, std::vector<int64_t>(len));
+  // Through the window the pushes are read where they lie: no receive buffers.
+  const size_t bufs = window_ ? 0 : static_cast<size_t>(workers_);
+  std::vector<std::vector<float>> fbuf(det ? 0 : bufs, std::vector<float>(len));
+  std::vector<std::vector<int64_t>> ibuf(det ? bufs : 0, std::vector<int64_t>(len));
+  std::vector<char> words(static_cast<size_t>(workers_));
+  auto pushed_f = [&](int w) {
+    return window_ ? reinterpret_cast<const float*>(window_->of(w)) + rg.offset : fbuf[static_cast<size_t>(w)].data();
+  };
+  auto pushed_i = [&](int w) {
+    return window_ ? reinterpret_cast<const int64_t*>(window_->of(w)) + rg.offset : ibuf[static_cast<size_t>(w)].data();
+  };
   std::vector<float> grad(len);
   std::vector<int64_t> acc(det ? len : 0);
   std::span<float> mine = model_.params().subspan(static_cast<size_t>(rg.offset), len);
@@ -118,8 +153,9 @@ void ParamServer::server_epoch_sync(int64_t steps) {
   auto post_pushes = [&] {
     std::vector<Request> r;
     for (int w = 0; w < workers_; ++w)
-      r.push_back(det ? comm_.irecv(w, ibuf[static_cast<size_t>(w)].data(), len * sizeof(int64_t), kPushTag)
-                      : comm_.irecv(w, fbuf[static_cast<size_t>(w)].data(), len * sizeof(float), kPushTag));
+      r.push_back(window_ ? comm_.irecv(w, &words[static_cast<size_t>(w)], 1, kPushTag)
+                  : det   ? comm_.irecv(w, ibuf[static_cast<size_t>(w)].data(), len * sizeof(int64_t), kPushTag)
+                          : comm_.irecv(w, fbuf[static_cast<size_t>(w)].data(), len * sizeof(float), kPushTag));
     return r;
   };
   std::vector<Request> pushes = steps > 0 ? post_pushes() : std::vector<Request>{};
@@ -139,14 +175,16 @@ void ParamServer::server_epoch_sync(int64_t steps) {
     // Sum in worker order, one optimizer step.
     if (det) {
       std::fill(acc.begin(), acc.end(), int64_t{0});
-      for (const auto& b : ibuf)
+      for (int w = 0; w < workers_; ++w) {
+        const int64_t* b = pushed_i(w);
         for (size_t i = 0; i < len; ++i) acc[i] += b[i];
+      }
       fixed_to_float(acc, grad);
     } else {
       // On the SIMD kernels (a plain loop stays scalar at -O2: 11% of an 8-rank step's CPU
       // in perf); the same order and so the same bits: 0 + b0 + b1 + ...
       std::fill(grad.begin(), grad.end(), 0.0f);
-      for (const auto& b : fbuf) kernels().add(grad.data(), b.data(), grad.data(), static_cast<int64_t>(len));
+      for (int w = 0; w < workers_; ++w) kernels().add(grad.data(), pushed_f(w), grad.data(), static_cast<int64_t>(len));
     }
     pushes = t + 1 < steps ? post_pushes() : std::vector<Request>{};
     opt_->set_lr(*lr_);
@@ -156,7 +194,9 @@ void ParamServer::server_epoch_sync(int64_t steps) {
     pushes_ += workers_;
     if (inst_) inst_->compute("server update", t1, t2);
     std::vector<Request> reqs;
-    for (int w = 0; w < workers_; ++w) reqs.push_back(comm_.isend(w, mine.data(), len * sizeof(float), kPullTag));
+    if (window_) copy_memory(window_->mine(), mine.data(), len * sizeof(float));
+    for (int w = 0; w < workers_; ++w)
+      reqs.push_back(window_ ? comm_.isend(w, &kWord, 1, kPullTag) : comm_.isend(w, mine.data(), len * sizeof(float), kPullTag));
     for (Request& q : reqs) q.wait();
     if (inst_) {
       const int64_t bytes = static_cast<int64_t>(len * workers_ * (det ? 12 : 8));

@@ -102,6 +102,8 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   const int degree = workers <= 2 ? 1 : 2;  // the ring
   // gossip on one host exchanges through a shared-memory window (gossip.h), not messages.
   const bool gossip_window = s == "gossip" && workers > 1 && c.ranks_on_node(workers) >= workers;
+  // So does a synchronous parameter server (param_server.h), its servers with the workers.
+  const bool ps_window = s == "ps" && l.ps_sync && c.ranks_on_node(n) >= n;
   double copies = 0;
   // (ddp keeps its one at one rank too: traced, the README's MLP at 1 rank held 23.8 MB
   // beyond weights, gradients and momentum, 2 x its 11.65 MB, one of them the model's unused
@@ -165,8 +167,11 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     //   async  2w + 1: a push and a reply snapshot per worker, and 1 more (4.80 / 8.01 /
     //          15.54 MB with the model's unused gradient, 0.94 MB more; 2 ranks +0.5 MB);
     //   and the optimizer's state of the slice (none for plain SGD).
+    //   sync on one host, through the window: no push buffers, its slot in their place: 4
+    //          copies whatever w (4.25 MB at 2, 4 and 8 ranks).
     const double per_worker = l.ps_sync ? 1.0 : 2.0, fixed = l.ps_sync ? 3.0 : 1.0;
-    const double server = (per_worker * workers + fixed + opt_states) * bytes / l.servers + kStagingBytes;
+    const double pushes = ps_window ? 1.0 : per_worker * workers;
+    const double server = (pushes + fixed + opt_states) * bytes / l.servers + kStagingBytes;
     const double worker = p.weights_b + p.grads_b + p.optimizer_b + p.activations_b + bytes;
     p.buffers_b = std::max(worker, server) - (p.weights_b + p.grads_b + p.optimizer_b + p.activations_b);
   }
@@ -239,6 +244,12 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     // workers wait for it: alone on the node, so not slowed by their number.
     const double serial = 2 * workers * per_server * c.link_at(false, workers * per_server, true).beta_s_per_byte / 2;
     p.comm_s = std::max(p.comm_s, serial);
+    // Through the window (sync, one host) a worker copies its gradient into its slot and the
+    // slices out of the servers' slots, a server its slice into its slot; words go each way.
+    if (ps_window) {
+      const CostParams word = c.link_at(false, 1, true);
+      p.comm_s = (2 * word.alpha_s + (bytes + per_server) / c.elementwise_bps) * comm_slow;
+    }
     // Workers run no optimizer. A synchronous server sums W pushes (12 bytes touched per
     // element) and steps its slice while they wait, alone on the node; an asynchronous one
     // (the default) applies each push as its own step and copies a reply snapshot (8 bytes
@@ -334,7 +345,9 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
       const double own = p.compute_s / slow;
       const double server = l.ps_sync ? P * c.sgd_ns_per_param * 1e-9 + workers * P * 12 / c.elementwise_bps
                                       : workers * (P * c.sgd_ns_per_param * 1e-9 + bytes * per_byte / 2);
-      node_cpu = workers * (own + 2 * bytes * per_byte) + server;
+      // A worker's copies: its push and pull through the rings, or into and out of the window.
+      const double copies_s = ps_window ? 2 * bytes / c.elementwise_bps : 2 * bytes * per_byte;
+      node_cpu = workers * (own + copies_s) + server;
     }
     const double floor = node_cpu * node_n / n / c.cores_per_node * std::max(1.0, penalty);
     const double step = p.compute_s + p.comm_s + p.optimizer_s;

@@ -187,6 +187,48 @@ TEST(ParamServer, SyncDeterministicEqualsDeterministicDdpBitForBit) {
   }
 }
 
+// Synchronous on one host the pushes and pulls go through a shared-memory window (param_server.h):
+// the same sums in the same order as the messages, so every rank's model is the same to the
+// bit, with 1 and 2 servers, float and deterministic; async keeps its messages.
+TEST(ParamServer, SyncThroughTheWindowEqualsMessagesBitForBit) {
+  const data::Dataset ds = dense_blobs(256, 12, 4, 26);
+  OptimizerConfig oc;
+  oc.lr = 0.05f;
+  oc.momentum = 0.9f;
+  static const float lr = 0.05f;
+  for (bool det : {false, true}) {
+    for (int servers : {1, 2}) {
+      PsOptions o;
+      o.sync = true;
+      o.deterministic = det;
+      o.optimizer = oc;
+      o.servers = servers;
+      DistRun runs[2];
+      for (bool window : {false, true}) {
+        o.window = window;
+        runs[window] = epochs(3 + servers, ds, oc, 32, 2, [o](TrainableModel& m, Optimizer&, Communicator& c) {
+          auto ps = std::make_unique<ParamServer>(m, c, o, &lr, nullptr);
+          EXPECT_EQ(ps->exchanges_through_window(), o.window);
+          return std::unique_ptr<ModelStrategy>(std::move(ps));
+        });
+      }
+      for (int r = 0; r < 3 + servers; ++r)
+        for (int e = 0; e < 2; ++e)
+          EXPECT_TRUE(same_bits(runs[0].params_after[r][e], runs[1].params_after[r][e]))
+              << (det ? "det " : "float ") << servers << " servers, rank " << r << " epoch " << e;
+      EXPECT_LT(runs[1].epoch_stats[1].loss, runs[1].epoch_stats[0].loss);  // it trains
+    }
+  }
+  PsOptions async;
+  async.optimizer = oc;
+  DistRun a = epochs(3, ds, oc, 32, 1, [async](TrainableModel& m, Optimizer&, Communicator& c) {
+    auto ps = std::make_unique<ParamServer>(m, c, async, &lr, nullptr);
+    EXPECT_FALSE(ps->exchanges_through_window());
+    return std::unique_ptr<ModelStrategy>(std::move(ps));
+  });
+  EXPECT_TRUE(same_bits(a.params_after[0][0], a.params_after[2][0]));
+}
+
 TEST(ParamServer, AsyncWithStalenessZeroEqualsSync) {
   const data::Dataset ds = dense_blobs(256, 12, 4, 24);
   OptimizerConfig oc;

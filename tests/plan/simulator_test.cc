@@ -609,6 +609,18 @@ TEST(Simulator, OptimizerStateLivesWhereTheStrategyKeepsIt) {
   const Prediction sgd = mem("ps", 8, 0, "sgd"), adamw = mem("ps", 8, 0, "adamw");
   EXPECT_DOUBLE_EQ(adamw.optimizer_b, 0);
   EXPECT_DOUBLE_EQ(adamw.memory_b() - sgd.memory_b(), 2 * 4040.0);
+  // A synchronous server on one host reads the pushes in the workers' window slots: no push
+  // buffer per worker, so its memory does not grow with them; across hosts it does.
+  auto sync_ps = [&](int ranks, const Cluster& on) {
+    Layout l{.strategy = "ps", .dp = ranks};
+    l.ps_sync = true;
+    l.optimizer = "sgd";
+    return simulate(m, l, on, 56).memory_b();
+  };
+  EXPECT_DOUBLE_EQ(sync_ps(8, c), sync_ps(4, c));
+  Cluster hosts = ideal();
+  hosts.nodes = 2, hosts.ranks_per_node = 4;
+  EXPECT_NEAR(sync_ps(8, hosts) - sync_ps(8, c), (7 - 1) * 4040.0, 1e-6);
 }
 
 TEST(Simulator, TheMlpStepGathersItsRowsAtTheCalibratedRate) {
