@@ -30,6 +30,14 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+// SGD with momentum 0.9 at lr 0.05, what most of these tests train with.
+OptimizerConfig momentum_sgd() {
+  OptimizerConfig oc;
+  oc.lr = 0.05f;
+  oc.momentum = 0.9f;
+  return oc;
+}
+
 DistRun ddp(int ranks, int64_t batch, const OptimizerConfig& oc, bool det, int steps, const data::Dataset& ds) {
   DdpOptions o;
   o.deterministic = det;
@@ -64,9 +72,7 @@ DistRun epochs(int ranks, const data::Dataset& ds, const OptimizerConfig& oc, in
 
 TEST(LocalSgd, SyncEveryStepEqualsDdp) {
   const data::Dataset ds = dense_blobs(384, 12, 4, 21);
-  OptimizerConfig oc;
-  oc.lr = 0.05f;
-  oc.momentum = 0.9f;
+  const OptimizerConfig oc = momentum_sgd();
   LocalSgdOptions o;
   o.sync_every = 1;
   DistRun local = run_steps(
@@ -91,9 +97,7 @@ TEST(LocalSgd, SyncEveryStepEqualsDdp) {
 
 TEST(Gossip, CompleteGraphUniformWeightsEqualsDdp) {
   const data::Dataset ds = dense_blobs(384, 12, 4, 22);
-  OptimizerConfig oc;
-  oc.lr = 0.05f;
-  oc.momentum = 0.9f;
+  const OptimizerConfig oc = momentum_sgd();
   DistRun g = run_steps(
       3, ds, kSpec, oc, 48, 5,
       [&](TrainableModel& m, Optimizer& opt, Communicator& c) -> std::unique_ptr<ModelStrategy> {
@@ -110,9 +114,7 @@ TEST(Gossip, CompleteGraphUniformWeightsEqualsDdp) {
 // same to the bit, on a ring of 4 (degree 2), 2 ranks (degree 1) and a torus of 6.
 TEST(Gossip, WindowAndMessagesGiveBitIdenticalModels) {
   const data::Dataset ds = dense_blobs(384, 12, 4, 23);
-  OptimizerConfig oc;
-  oc.lr = 0.05f;
-  oc.momentum = 0.9f;
+  const OptimizerConfig oc = momentum_sgd();
   for (auto [ranks, topology] : {std::pair{4, "ring"}, std::pair{2, "ring"}, std::pair{6, "torus"}}) {
     DistRun runs[2];
     for (bool window : {false, true}) {
@@ -166,9 +168,7 @@ testing::MakeStrategy ps_maker(PsOptions o, const float* lr) {
 
 TEST(ParamServer, SyncDeterministicEqualsDeterministicDdpBitForBit) {
   const data::Dataset ds = dense_blobs(256, 12, 4, 23);
-  OptimizerConfig oc;
-  oc.lr = 0.05f;
-  oc.momentum = 0.9f;
+  const OptimizerConfig oc = momentum_sgd();
   static const float lr = 0.05f;
   PsOptions o;
   o.sync = true;
@@ -192,9 +192,7 @@ TEST(ParamServer, SyncDeterministicEqualsDeterministicDdpBitForBit) {
 // bit, with 1 and 2 servers, float and deterministic; async keeps its messages.
 TEST(ParamServer, SyncThroughTheWindowEqualsMessagesBitForBit) {
   const data::Dataset ds = dense_blobs(256, 12, 4, 26);
-  OptimizerConfig oc;
-  oc.lr = 0.05f;
-  oc.momentum = 0.9f;
+  const OptimizerConfig oc = momentum_sgd();
   static const float lr = 0.05f;
   for (bool det : {false, true}) {
     for (int servers : {1, 2}) {
@@ -252,9 +250,7 @@ TEST(ParamServer, AsyncWithStalenessZeroEqualsSync) {
 
 TEST(FedAvg, OneClientAllDataOneEpochEqualsPlainTrainingBitForBit) {
   const data::Dataset ds = dense_blobs(300, 12, 4, 25);
-  OptimizerConfig oc;
-  oc.lr = 0.05f;
-  oc.momentum = 0.9f;
+  const OptimizerConfig oc = momentum_sgd();
   static const float lr = 0.05f;
   FedAvgOptions o;
   o.clients = 1;
