@@ -205,10 +205,7 @@ void reduce_slice(Call& c, const std::vector<Peer>& peers, size_t lo, size_t n, 
   // apply one piece for the reduced values: at 2 ranks one region, 256 KiB (it was p + 1
   // regions and a piece, 1 MiB, of which the run touched one region).
   const size_t region = piece * es + 64;
-  std::vector<size_t> region_of(p, 0);
-  size_t remote = 0;
-  for (int q = 0; q < p; ++q)
-    if (!peers[q].here) region_of[q] = remote++;
+  const auto remote = static_cast<size_t>(std::count_if(peers.begin(), peers.end(), [](const Peer& q) { return !q.here; }));
   char* scratch = c.scratch(region * remote + (apply ? piece * es : 0) + 64);
   char* copies = scratch + (64 - reinterpret_cast<uintptr_t>(scratch) % 64) % 64;
   char* values = copies + remote * region;
@@ -217,12 +214,14 @@ void reduce_slice(Call& c, const std::vector<Peer>& peers, size_t lo, size_t n, 
     const size_t len = std::min(piece, n - at), off = (lo + at) * es;
     // Visit the peers starting after this rank, so concurrent ranks touch different owners'
     // pages (the reduction itself is still in rank order).
+    // The peers in another process take the regions in visiting order: the same each piece.
+    size_t next_region = 0;
     for (int k = 0; k < p; ++k) {
       const int q = (me + k) % p;
       if (peers[q].here) {
         in_rank_order[q] = reinterpret_cast<const char*>(peers[q].addr) + off;
       } else {
-        char* dst = copies + region_of[q] * region + (peers[q].addr + off) % 64;
+        char* dst = copies + next_region++ * region + (peers[q].addr + off) % 64;
         must_read(peers[q], off, dst, len * es, q);
         in_rank_order[q] = dst;
       }

@@ -246,7 +246,7 @@ Cluster with_core_distance(Cluster c, bool far, bool* used) {
   if (used) *used = false;
   const auto it = c.intra_sizes.two_rank_by_cores.find(far ? "far" : "close");
   if (it == c.intra_sizes.two_rank_by_cores.end()) return c;
-  const LinkSizes::TwoRank r = it->second;
+  const LinkSizes::TwoRank& r = it->second;  // not touched by the assignments below
   LinkSizes& t = c.intra_sizes;
   for (auto [dst, src] : {std::pair{&t.allreduce_by_ranks, &r.allreduce}, std::pair{&t.reducescatter_by_ranks, &r.reducescatter},
                           std::pair{&t.allgather_by_ranks, &r.allgather}, std::pair{&t.broadcast_by_ranks, &r.broadcast}})
