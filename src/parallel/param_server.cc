@@ -45,6 +45,11 @@ ParamServer::ParamServer(TrainableModel& model, Communicator& comm, const PsOpti
     const int64_t used = is_server() ? range_of(server_).len * static_cast<int64_t>(sizeof(float))
                                      : model.num_params() * static_cast<int64_t>(esize);
     window_counted_ = std::make_unique<CountedAsHeap>(used);
+    // A worker's float gradient is computed where the servers read it: no copy into the
+    // slot each step, and no gradient buffer of its own. (The slot is rewritten only after
+    // the servers' words of the step, sent once they have summed it.)
+    if (!is_server() && !o_.deterministic)
+      share_->place_grad(std::span<float>(reinterpret_cast<float*>(window_->mine()), static_cast<size_t>(model.num_params())));
   }
   broadcast_model();
 }
@@ -89,10 +94,10 @@ LossAcc ParamServer::worker_epoch(std::span<const int64_t> order, int64_t batch,
     const double t0 = now_seconds();
     std::vector<Request> reqs;
     if (window_) {
-      // Push: the gradient into this worker's slot, a word to each server; pull: each
-      // server's word, then its slice out of its slot.
-      const void* all = det ? static_cast<const void*>(share_->fixed().data()) : static_cast<const void*>(share_->grad().data());
-      copy_memory(window_->mine(), all, static_cast<size_t>(model_.num_params()) * esize);
+      // Push: the gradient is in this worker's slot (computed there; the deterministic
+      // fixed-point one copied in), a word to each server; pull: each server's word, then
+      // its slice out of its slot.
+      if (det) copy_memory(window_->mine(), share_->fixed().data(), static_cast<size_t>(model_.num_params()) * esize);
       for (int s = 0; s < o_.servers; ++s) {
         reqs.push_back(comm_.isend(workers_ + s, &kWord, 1, kPushTag));
         reqs.push_back(comm_.irecv(workers_ + s, &words[static_cast<size_t>(s)], 1, kPullTag));

@@ -172,7 +172,8 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     const double per_worker = l.ps_sync ? 1.0 : 2.0, fixed = l.ps_sync ? 3.0 : 1.0;
     const double pushes = ps_window ? 1.0 : per_worker * workers;
     const double server = (pushes + fixed + opt_states) * bytes / l.servers + kStagingBytes;
-    const double worker = p.weights_b + p.grads_b + p.optimizer_b + p.activations_b + bytes;
+    // A worker's replies land in its parameters; through the window its gradient is its slot.
+    const double worker = p.weights_b + p.grads_b + p.optimizer_b + p.activations_b + (ps_window ? 0 : bytes);
     p.buffers_b = std::max(worker, server) - (p.weights_b + p.grads_b + p.optimizer_b + p.activations_b);
   }
   Group all{workers, 1};
@@ -244,11 +245,14 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     // workers wait for it: alone on the node, so not slowed by their number.
     const double serial = 2 * workers * per_server * c.link_at(false, workers * per_server, true).beta_s_per_byte / 2;
     p.comm_s = std::max(p.comm_s, serial);
-    // Through the window (sync, one host) a worker copies its gradient into its slot and the
-    // slices out of the servers' slots, a server its slice into its slot; words go each way.
+    // Through the window (sync, one host) a worker's gradient is computed in its slot; it
+    // copies the slices out of the servers' slots, a server its slice into its slot (each
+    // copy reads and writes its bytes); words go each way. (Before the gradient was placed
+    // in the slot, this charged one copy's bytes once for the three copies: the 2-rank push +
+    // pull took 0.35-0.48 ms where it predicted 0.24, server's step included.)
     if (ps_window) {
       const CostParams word = c.link_at(false, 1, true);
-      p.comm_s = (2 * word.alpha_s + (bytes + per_server) / c.elementwise_bps) * comm_slow;
+      p.comm_s = (2 * word.alpha_s + 2 * (bytes + per_server) / c.elementwise_bps) * comm_slow;
     }
     // Workers run no optimizer. A synchronous server sums W pushes (12 bytes touched per
     // element) and steps its slice while they wait, alone on the node; an asynchronous one
@@ -345,7 +349,8 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
       const double own = p.compute_s / slow;
       const double server = l.ps_sync ? P * c.sgd_ns_per_param * 1e-9 + workers * P * 12 / c.elementwise_bps
                                       : workers * (P * c.sgd_ns_per_param * 1e-9 + bytes * per_byte / 2);
-      // A worker's copies: its push and pull through the rings, or into and out of the window.
+      // A worker's copies: its push and pull through the rings, or its pull out of the
+      // window (read and written).
       const double copies_s = ps_window ? 2 * bytes / c.elementwise_bps : 2 * bytes * per_byte;
       node_cpu = workers * (own + copies_s) + server;
     }
