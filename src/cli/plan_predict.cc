@@ -149,4 +149,29 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
   return j;
 }
 
+std::string prediction_line(const nlohmann::json& p) {
+  if (!p.contains("step_ms") || !p.contains("memory_mb")) return "";
+  char buf[512];
+  std::string out = "prediction: ";
+  const double step = p["step_ms"].get<double>(), mem = p["memory_mb"].get<double>();
+  if (p.contains("measured_step_ms")) {
+    std::snprintf(buf, sizeof buf, "step %.3f ms, measured %.3f (%+.0f%%)", step, p["measured_step_ms"].get<double>(),
+                  p.value("step_error", 0.0) * 100);
+  } else {
+    std::snprintf(buf, sizeof buf, "step %.3f ms (no steady step measured)", step);
+  }
+  out += buf;
+  if (p.contains("measured_train_heap_mb")) {
+    std::snprintf(buf, sizeof buf, "; memory %.2f MB/rank, measured %.2f (%+.0f%%)", mem,
+                  p["measured_train_heap_mb"].get<double>(), p.value("memory_error", 0.0) * 100);
+  } else {
+    std::snprintf(buf, sizeof buf, "; memory %.2f MB/rank", mem);
+  }
+  out += buf;
+  const std::string source = p.value("cluster", std::string());
+  out += "; machine model " + source;
+  if (!p.value("calibrated", false)) out += " (compute not measured here: `dtrain bench calibrate` measures it)";
+  return out;
+}
+
 }  // namespace dtrain::cli

@@ -17,8 +17,14 @@
 //   and the memory error against it, and rank 0's peak RSS (which also holds the data set and
 //   the runtime). A layout the simulator does not cover gives
 //   {"error": why} instead: a prediction never fails a run.
+// - prediction_line(prediction) is that object as one line for the run's report: predicted
+//   step and memory per rank, the measured ones and the errors, and which machine model
+//   (a calibration file, or the defaults with the command that calibrates); "" for an
+//   {"error": ...} object (a strategy the simulator does not cover says nothing).
 // Thread-safety: call from the main thread.
 #pragma once
+
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -30,5 +36,6 @@ namespace dtrain::cli {
 
 Args resolve_plan_flag(const Args& args);
 nlohmann::json prediction_for_run(const TrainConfig& config, const nlohmann::json& measured);
+std::string prediction_line(const nlohmann::json& prediction);
 
 }  // namespace dtrain::cli

@@ -82,10 +82,14 @@ RunResult run_rank(const TrainConfig& f, bool print) {
   if (!whole_job) print_summary(stdout, f, r.job, r.report, r.splits, find_strategy(f.strategy).distributed);
   if (!f.checkpoint.empty() && f.is_gpt()) std::printf("checkpoint: %s (model for dtrain generate: %s)\n", f.checkpoint.c_str(), (f.checkpoint + "/model.gpt").c_str());
   if (!f.trace.empty()) std::printf("trace: %s\n", f.trace.c_str());
-  if (!f.json.empty()) {
-    r.json["prediction"] = prediction_for_run(f, r.json);  // the planner's, beside the measurement
-    write_json_file(f.json, r.json);
+  // The planner's prediction beside the measurement, in every report (drift shows up in
+  // every run), and in the JSON.
+  if (!f.json.empty() || !f.quiet) {
+    r.json["prediction"] = prediction_for_run(f, r.json);
+    const std::string line = f.quiet ? std::string() : prediction_line(r.json["prediction"]);
+    if (!line.empty()) std::printf("%s\n", line.c_str());
   }
+  if (!f.json.empty()) write_json_file(f.json, r.json);
   return r;
 }
 

@@ -129,6 +129,36 @@ TEST_F(TrainMp, TwoRankRunRecordsItsPathAndItsPredictionPricesIt) {
   }
 }
 
+// Every run's report carries the planner's prediction beside the measurement (not only the
+// JSON): the step and memory, measured and predicted, and the machine model they came from.
+TEST_F(TrainMp, ReportPrintsThePredictionBesideTheMeasurement) {
+  {
+    std::ofstream cal(file("cal.json"));
+    cal << R"({"version": 3, "shm": {"alpha_us": 2, "beta_gbps": 3, "gamma_gbps": 4},
+               "tcp": {"alpha_us": 10, "beta_gbps": 1, "gamma_gbps": 4}})";
+  }
+  const std::string json = file("r.json");
+  Result r = run("-n 2 " + data() + "--epochs 1 --batch 32 --json " + json, "DTRAIN_CALIBRATION=" + file("cal.json"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto p = load(json)["prediction"];
+  ASSERT_TRUE(p.contains("measured_step_ms")) << p.dump();
+  char step[64];
+  std::snprintf(step, sizeof step, "step %.3f ms, measured %.3f", p["step_ms"].get<double>(), p["measured_step_ms"].get<double>());
+  const size_t at = r.output.find("prediction: ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const std::string line = r.output.substr(at, r.output.find('\n', at) - at);
+  EXPECT_NE(line.find(step), std::string::npos) << line;
+  EXPECT_NE(line.find("memory "), std::string::npos) << line;
+  // The file has links but no compute: its source is named, and the defaults are said to be.
+  EXPECT_NE(line.find("machine model " + p["cluster"].get<std::string>()), std::string::npos) << line;
+  EXPECT_NE(line.find(file("cal.json")), std::string::npos) << line;
+  EXPECT_NE(line.find("`dtrain bench calibrate` measures it"), std::string::npos) << line;
+  // --quiet keeps the report to its one summary line.
+  Result q = run("-n 2 " + data() + "--epochs 1 --batch 32 --quiet", "DTRAIN_CALIBRATION=" + file("cal.json"));
+  ASSERT_EQ(q.code, 0) << q.output;
+  EXPECT_EQ(q.output.find("prediction: "), std::string::npos) << q.output;
+}
+
 TEST_F(TrainMp, DeterministicDdpGivesTheSameModelForAnyRankCount) {
   const std::string common = data() + "--epochs 2 --batch 48 --deterministic --optimizer adam --seed 2 ";
   Result one = run("--strategy ddp -n 1 " + common + "--json " + file("one.json"));
