@@ -106,16 +106,21 @@ void Gossip::mix(std::vector<Request> reqs) {
   std::vector<const float*> theirs;
   const size_t base = static_cast<size_t>(set_) * neighbors_.size();
   for (size_t k = 0; k < neighbors_.size(); ++k) theirs.push_back(inbox_[base + k].data());
-  average(theirs);
+  average(x.data(), theirs, x.data());
   if (!ahead_.empty()) set_ = 1 - set_;
 }
 
+std::span<float> Gossip::working() {
+  if (!window_) return model_.params();
+  const size_t n = model_.params().size();
+  return {reinterpret_cast<float*>(window_->mine()) + static_cast<size_t>(exchanges_ % 2) * n, n};
+}
+
 void Gossip::mix_window() {
-  std::span<float> x = model_.params();
+  std::span<float> x = working();  // this exchange's slot: the step was taken in it
   const size_t bytes = x.size() * sizeof(float);
   const size_t slot = static_cast<size_t>(exchanges_ % 2) * bytes;
   const double t0 = now_seconds();
-  copy_memory(window_->mine() + slot, x.data(), bytes);
   // The words: each neighbour's says its model of this exchange is in its slot. Posted,
   // then sent (the transport orders a peer's words by tag, one per exchange).
   std::vector<Request> reqs;
@@ -131,36 +136,47 @@ void Gossip::mix_window() {
   }
   std::vector<const float*> theirs;
   for (int peer : neighbors_) theirs.push_back(reinterpret_cast<const float*>(window_->of(peer) + slot));
-  average(theirs);
+  // Into the other slot: the next exchange's, where the next step is taken.
+  average(x.data(), theirs, reinterpret_cast<float*>(window_->mine() + (bytes - slot)));
   ++exchanges_;
 }
 
-void Gossip::average(const std::vector<const float*>& theirs) {
-  std::span<float> x = model_.params();
+void Gossip::average(const float* x, const std::vector<const float*>& theirs, float* out) {
+  const size_t n = model_.params().size();
   // x_i <- sum over members in rank order of W x_j, W = 1/(deg + 1).
   Instrument::Scope s(inst_, "mix", SpanKind::kCompute);
   const float w = 1.0f / static_cast<float>(neighbors_.size() + 1);
   std::vector<const float*> members;
   size_t k = 0;
   for (; k < neighbors_.size() && neighbors_[k] < comm_.rank(); ++k) members.push_back(theirs[k]);
-  members.push_back(x.data());
+  members.push_back(x);
   for (; k < neighbors_.size(); ++k) members.push_back(theirs[k]);
   // Member by member over cache-sized blocks with the SIMD kernels (tensor/kernels.h): the
   // sum per element keeps the rank order m0 + m1 + ..., then one multiply by W. A loop over
   // the members per element compiled to scalar code and took 39-43% of an 8-rank step's CPU
-  // (perf). x is a member: each block is read in full before its results are written back.
+  // (perf). When out is x (a member), each block is read in full before its results are
+  // written back.
   const Kernels& kern = kernels();
   constexpr size_t kBlock = 4096;
   float* acc = grad_.data();  // grad_ is free scratch here
-  for (size_t off = 0; off < x.size(); off += kBlock) {
-    const auto len = static_cast<int64_t>(std::min(kBlock, x.size() - off));
+  for (size_t off = 0; off < n; off += kBlock) {
+    const auto len = static_cast<int64_t>(std::min(kBlock, n - off));
     kern.add(members[0] + off, members[1] + off, acc, len);
     for (size_t j = 2; j < members.size(); ++j) kern.add(acc, members[j] + off, acc, len);
-    kern.scale(w, acc, x.data() + off, len);
+    kern.scale(w, acc, out + off, len);
   }
 }
 
 LossAcc Gossip::step(std::span<const int64_t> global_batch) {
+  // One step alone: on the window path the model goes into its slot and back around it
+  // (run_epoch moves it once an epoch instead).
+  if (window_) copy_memory(working().data(), model_.params().data(), model_.params().size_bytes());
+  LossAcc r = train_step(global_batch);
+  if (window_) copy_memory(model_.params().data(), working().data(), model_.params().size_bytes());
+  return r;
+}
+
+LossAcc Gossip::train_step(std::span<const int64_t> global_batch) {
   const auto [lo, hi] = data::batch_share(static_cast<int64_t>(global_batch.size()), comm_.rank(), comm_.size());
   std::span<const int64_t> mine = global_batch.subspan(static_cast<size_t>(lo), static_cast<size_t>(hi - lo));
   // The inboxes are posted before the local step (within an epoch, by the previous step's
@@ -175,8 +191,9 @@ LossAcc Gossip::step(std::span<const int64_t> global_batch) {
   LossAcc r;
   {
     Instrument::Scope s(inst_, "local step", SpanKind::kCompute);
-    r = replica_->loss_grad(model_.params(), mine, grad_);
-    if (!mine.empty()) opt_.step(model_.params(), grad_);
+    std::span<float> x = working();
+    r = replica_->loss_grad(x, mine, grad_);
+    if (!mine.empty()) opt_.step(x, grad_);
   }
   if (window_) mix_window();
   else if (!neighbors_.empty()) mix(std::move(inboxes));
@@ -200,7 +217,12 @@ LossAcc Gossip::run_epoch(std::span<const int64_t> order, int64_t batch, const P
       ready_.push_back(comm_.isend(neighbors_[k], &kReadyWord, 1, kReadyTag));
     }
   }
-  LossAcc local = run_minibatches(order, batch, progress, [&](std::span<const int64_t> ids) { return step(ids); });
+  // The window path trains the model in its slot (working()): in at the start, out at the
+  // end, where the metrics, the evaluation and the checkpoints read it. (Writing the slot
+  // now is safe: the neighbours finished reading it before their words of the last exchange.)
+  if (window_) copy_memory(working().data(), model_.params().data(), model_.params().size_bytes());
+  LossAcc local = run_minibatches(order, batch, progress, [&](std::span<const int64_t> ids) { return train_step(ids); });
+  if (window_) copy_memory(model_.params().data(), working().data(), model_.params().size_bytes());
   if (local.examples) local.loss /= static_cast<double>(local.examples);
   return sum_stats(comm_, local);
 }

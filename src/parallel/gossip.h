@@ -20,15 +20,17 @@
 // Per step a rank sends |N(i)| models: bytes = |N(i)| * 4 * params, vs ~2 * 4 * params for a
 // ring all-reduce — cheaper only for degree <= 2, but with no global synchronisation: a rank
 // waits only for its neighbours.
-// On one host the models are not sent at all: each rank copies x_i' into its slot of a
-// shared-memory window and tells its neighbours with a one-byte word; each reads the
-// neighbours' slots where they lie while it mixes. Two slots per rank, used by the exchange's
-// parity: a rank rewrites a slot two exchanges later, after each neighbour's word of the
-// exchange in between, which a neighbour sends only once it has finished mixing the one
-// before, so no slot is rewritten while it is read. The same members in the same order make
-// the same sums: the two paths give bit-identical models. Messages copy every model into the
-// peer's ring and out again (4 copies a step at degree 2, a third of the CPU at 8 ranks on 2
-// cores); the window copies it once.
+// On one host the models are not sent at all: each rank's model lives in its slots of a
+// shared-memory window, where it takes its step, and a one-byte word tells the neighbours
+// that x_i' is there; each reads the neighbours' slots where they lie while it mixes, into
+// its other slot, which holds the model of the next step. Two slots per rank, by the
+// exchange's parity: a rank rewrites a slot (its step, or the mix into it) only after each
+// neighbour's word of a later exchange, which a neighbour sends only once it has finished
+// mixing the exchange that read that slot, so no slot is rewritten while it is read. The
+// model (model.params()) is copied into the slot when an epoch starts and back when it ends.
+// The same members in the same order make the same sums: the two paths give bit-identical
+// models. Messages copy every model into the peer's ring and out again (4 copies a step at
+// degree 2, a third of the CPU at 8 ranks on 2 cores); the window copies none.
 //
 // Reporting: epoch_metrics() gives "consensus_distance" (an all-reduce used for the metric
 // only) and evaluate() scores the average model xbar.
@@ -63,16 +65,22 @@ class Gossip : public ModelStrategy {
   LossAcc evaluate_on(TrainableModel& model, const data::Dataset& ds, ThreadPool* pool) override;
   const Instrument* instrument() const override { return inst_; }
 
+  // One step of the global minibatch; model.params() holds its result.
   LossAcc step(std::span<const int64_t> global_batch);
   const std::vector<int>& neighbors() const { return neighbors_; }
   bool exchanges_through_window() const { return window_ != nullptr; }
 
  private:
+  LossAcc train_step(std::span<const int64_t> global_batch);  // step() on working(), as run_epoch drives it
   std::vector<Request> post_inboxes(int set);  // one irecv per neighbour into inbox set `set`
   void mix(std::vector<Request> inboxes);  // sends x, waits for the inboxes, averages
-  void mix_window();                       // publishes x in the window, waits for the neighbours', averages
-  // x <- the mean of x and the neighbours' models (given in neighbors_ order), summed in rank order.
-  void average(const std::vector<const float*>& theirs);
+  void mix_window();                       // says x is in its slot, waits for the neighbours', averages
+  // out <- the mean of x and the neighbours' models (given in neighbors_ order), summed in
+  // rank order; out may be x.
+  void average(const float* x, const std::vector<const float*>& theirs, float* out);
+  // The model a step trains: model_.params(), or on the window path the slot of this
+  // exchange's parity.
+  std::span<float> working();
 
   Optimizer& opt_;
   Communicator& comm_;

@@ -310,12 +310,11 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     // Ring gossip: parameters to each neighbour (one at 2 ranks, else both), one calibrated
     // two-way exchange each, and averaged with theirs. (Two exchanges at 2 ranks predicted
     // 0.117 ms of communication a step where 0.035 was measured: +14..+25% on the step.)
-    // Through the window (one host) the model is copied once into this rank's slot and a
-    // one-byte word goes each way per neighbour (the exchange's latency); the mix reads the
-    // neighbours' slots where they lie.
+    // Through the window (one host) the model is trained in this rank's slot and a one-byte
+    // word goes each way per neighbour (the exchange's latency); the mix reads the
+    // neighbours' slots where they lie and writes the rank's other slot.
     const CostParams lk = c.link_at(false, gossip_window ? 1 : bytes, true);
-    const double move = gossip_window ? degree * lk.alpha_s + bytes / c.elementwise_bps
-                                      : degree * (lk.alpha_s + bytes * lk.beta_s_per_byte);
+    const double move = gossip_window ? degree * lk.alpha_s : degree * (lk.alpha_s + bytes * lk.beta_s_per_byte);
     p.comm_s = (move + (degree + 1) * bytes / c.elementwise_bps) * comm_slow;
     p.dp_bytes = degree * bytes;
   }
@@ -340,10 +339,10 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
       // is element-wise (x = (x + inboxes) / (deg + 1): deg + 1 models read), as in the
       // step above; priced as deg + 2 copies at half the exchange's rate it over-predicted
       // the 4- and 8-rank rows by 46-48% (2026-11-25, dv-y3).
-      // Through the window a rank's copying is its one copy into its slot.
+      // Through the window a rank copies nothing (it trains in its slot).
       const double msg_byte = c.link_at(false, bytes, true).beta_s_per_byte;
       const double own = (p.compute_s + p.optimizer_s) / slow;
-      const double copying = gossip_window ? bytes / c.elementwise_bps : degree * bytes * msg_byte;
+      const double copying = gossip_window ? 0.0 : degree * bytes * msg_byte;
       node_cpu = n * (own + copying + (degree + 1) * bytes / c.elementwise_bps);
     } else {
       const double own = p.compute_s / slow;

@@ -137,6 +137,21 @@ TEST(Gossip, WindowAndMessagesGiveBitIdenticalModels) {
       EXPECT_FALSE(same_bits(runs[1].params_after[0][2], runs[1].params_after[1][2])) << topology;
     }
   }
+  // Whole epochs, where the window path keeps the model in its slots from step to step (an
+  // odd number of steps an epoch, so the second epoch starts in the other slot): the same
+  // models as the messages, epoch after epoch.
+  for (auto [ranks, topology] : {std::pair{4, "ring"}, std::pair{3, "complete"}}) {
+    DistRun runs[2];
+    for (bool window : {false, true})
+      runs[window] = epochs(ranks, ds, oc, 384 / 5 + 1, 3,
+                            [&](TrainableModel& m, Optimizer& opt, Communicator& c) -> std::unique_ptr<ModelStrategy> {
+                              return std::make_unique<Gossip>(m, opt, c, topology, nullptr, window);
+                            });
+    for (int r = 0; r < ranks; ++r)
+      for (int e = 0; e < 3; ++e)
+        EXPECT_TRUE(same_bits(runs[0].params_after[r][e], runs[1].params_after[r][e]))
+            << topology << " rank " << r << " epoch " << e;
+  }
 }
 
 TEST(Gossip, TopologiesAreRegularAndSymmetric) {
