@@ -16,7 +16,7 @@
 // The collectives meet it often: the shared-memory slots sit on page boundaries and a
 // large user buffer from malloc 16 bytes past one, so a copy from the buffer into a slot is
 // 16 bytes off modulo 4 KiB. A 64 KiB all-reduce on 4 ranks took 90-190 us where 68 KiB took
-// 40 (docs/PERFORMANCE.md). The kernel's own copies (process_vm_readv) crawl the same way,
+// 40 (docs/history/sittings.md). The kernel's own copies (process_vm_readv) crawl the same way,
 // which copy_memory cannot help (coll/shm_direct.cc places its destinations to avoid it).
 // copy_memory takes an AVX2 loop (memcpy on a CPU without AVX2) for distances of
 // 1-63 bytes modulo 4 KiB (glibc checks the same window on Intel CPUs with fast short

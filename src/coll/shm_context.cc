@@ -183,7 +183,7 @@ ShmContext::ShmContext(Communicator& comm, size_t slot_bytes)
 // Two ranks with a core each bounce a counter through their probe lines, kProbeRounds times
 // after kProbeWarm: the mean round trip tells whether their cores are close (share a cache:
 // 0.1-0.2 us for an 8-byte all-reduce on this VM at times) or far apart (0.33-0.46 us at
-// others, docs/PERFORMANCE.md "the VM has two modes"), which decides where the slots beat
+// others, docs/history/sittings.md "the VM has two modes"), which decides where the slots beat
 // cross-memory reads (coll/shm_direct.cc): the all-reduce's threshold, and whether the
 // all-gather, reduce-scatter and broadcast take the slots at all. Rank 0 measures and decides, and
 // publishes the verdict before its last count, so both ranks take the same path; ~100 us.

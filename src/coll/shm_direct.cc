@@ -255,7 +255,7 @@ namespace dtrain {
 // faster at every size from 64 KiB to 256 MiB: all-gather 5.8 against 9.3-10.1 us at 64 KiB,
 // 11.3 against 24-27 us at 256 KiB, 1.25-1.5x from 1 MiB; reduce-scatter 6.5 against
 // 9.9-10.6 us at 64 KiB, 1.2-1.9x above. With the cores close the slots were 1.3-1.9x ahead
-// (docs/PERFORMANCE.md, 2026-11-25 02:21). Broadcast: broadcast_shm_direct says why.
+// (docs/history/sittings.md, 2026-11-25 02:21). Broadcast: broadcast_shm_direct says why.
 bool shm_direct_one_phase(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes) {
   const bool carried = op == CollOp::kAllreduce || op == CollOp::kBroadcast || op == CollOp::kAllgather ||
                        op == CollOp::kReduceScatter;
@@ -292,7 +292,7 @@ void allreduce_shm_direct(Call& c, const char* send, char* buf, size_t n, ShmCon
   // plain copies and full phases instead of pinned cross-memory copies, an address swap and a
   // closing phase. A/B on the EPYC VM (bench collectives, 256 KiB slots): 4 ranks on 2 cores
   // 256 KiB-16 MiB 1.9-2.7x faster, 8 ranks 2.4-3.1x, 32-256 MiB 1.6-1.8x at both. With a
-  // core per rank (2 ranks here) it depends on the VM's mode (docs/PERFORMANCE.md, 2026-11-25
+  // core per rank (2 ranks here) it depends on the VM's mode (docs/history/sittings.md, 2026-11-25
   // 02:21): with the two vCPUs close (8-byte all-reduce ~0.13 us) the slots were 1.3-1.9x the
   // cross-memory path at every size from 256 KiB (1 MiB 20.4-20.8 vs 11.4-11.9 GB/s busbw);
   // far apart (~0.35-0.45 us) they lost up to 4 MiB (8.0-8.4 against 10.0-11.2 GB/s), lost

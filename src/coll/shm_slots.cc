@@ -18,7 +18,7 @@
 //   everyone copies chunk q out of rank q's slot. Only rank r reads chunk r of phase a's
 //   slots, and only it writes chunk r of its slot, so nothing is read while written. Per rank
 //   that is (p-1)/p of the piece copied in, reduced once and (p-1)/p copied out (its own chunk
-//   through the slots cost 15-25% at 2 ranks, docs/PERFORMANCE.md): memory-speed copies,
+//   through the slots cost 15-25% at 2 ranks, docs/history/sittings.md): memory-speed copies,
 //   where shm_direct's cross-memory reads and writes pin pages in every system call (35% of
 //   a 1 MiB call in a profile) and need an address swap and a closing phase besides.
 // - All-gather: each rank copies (a piece of) its block into its slot, one full phase (which

@@ -242,7 +242,7 @@ LossAcc HogwildHot::run_stream(ThreadState& st, std::span<const int64_t> stream,
   const auto n = static_cast<int64_t>(stream.size());
   // With other threads writing, the next example's rows are asked for (for writing) while
   // this one is computed: a row another core wrote last is a miss that costs a cross-core
-  // transfer, 2-3x more when the two vCPUs are far apart (docs/PERFORMANCE.md, "the VM has
+  // transfer, 2-3x more when the two vCPUs are far apart (docs/history/sittings.md, "the VM has
   // two modes"). Measured on news20 at 2 threads: +50-60% examples/s in the far mode, no
   // change in the near one; at 1 thread the prefetches only cost (-5%), so it runs without.
   const bool prefetch = options_.threads > 1;

@@ -137,7 +137,7 @@ class Executor {
   // Drops the sends the transport is done with, so that a sent activation or gradient is
   // freed then and not at the step's end: holding all of them kept 2 x micro tensors of a
   // stage's output size alive (2.1 MB of 18.7 on the busiest stage of the 8-stage GPT of
-  // docs/PLANNER.md's table, 16 micro-batches). wait() on a finished request only rethrows
+  // docs/history/planner.md's tables, 16 micro-batches). wait() on a finished request only rethrows
   // its error, if any.
   void reap_sends() {
     size_t kept = 0;

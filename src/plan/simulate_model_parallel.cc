@@ -68,7 +68,7 @@ TpRatio figure_ratio(const Cluster& c, const ModelSpec& m, double items, const T
 // layout runs them); else (older files) the block timed at the job's rank count (the largest
 // timed degree up to it), applied to this degree's formula. Measured on 2 cores, hybrid dp2
 // tp2 pp2 at 8 ranks: 90.3 ms, predicted 106.6 with the 8-rank figure and 68.5 with the tp-2
-// one (docs/PLANNER.md, eighteenth session).
+// one (docs/history/planner.md, eighteenth session).
 TpRatio tp_block_ratio(const Cluster& c, const ModelSpec& m, double items, int tp, int job_ranks) {
   if (tp <= 1) return {};
   const int on_node = c.ranks_on_node(job_ranks);
@@ -156,7 +156,7 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
       } else if (measured) {
         // A tensor-parallel block keeps much of what it keeps unsplit (the f/g copies, the
         // replicated LayerNorm and residual tensors and their gradients), and more than a
-        // tp-1 block would: measured here on the 6x128 GPT (docs/PLANNER.md's gpt-tp rows),
+        // tp-1 block would: measured here on the 6x128 GPT (docs/history/planner.md's gpt-tp rows),
         // the activation heap at tp 2 / 4 / 8 is 92.2 / 76.5 / 68.8 MB, i.e. 60.8 + 62.8 / tp,
         // against 106.3 calibrated at tp 1 (so the line's 123.6 at tp = 1 is 16% above it).
         // As shares of the calibrated footprint: 0.572 + 0.591 / tp from tp 2 on, exact at
