@@ -221,7 +221,8 @@ LossAcc Gossip::run_epoch(std::span<const int64_t> order, int64_t batch, const P
   // end, where the metrics, the evaluation and the checkpoints read it. (Writing the slot
   // now is safe: the neighbours finished reading it before their words of the last exchange.)
   if (window_) copy_memory(working().data(), model_.params().data(), model_.params().size_bytes());
-  LossAcc local = run_minibatches(order, batch, progress, [&](std::span<const int64_t> ids) { return train_step(ids); });
+  LossAcc local =
+      run_minibatches(order, batch, progress, [&](std::span<const int64_t> ids) { return train_step(ids); });
   if (window_) copy_memory(model_.params().data(), working().data(), model_.params().size_bytes());
   if (local.examples) local.loss /= static_cast<double>(local.examples);
   return sum_stats(comm_, local);

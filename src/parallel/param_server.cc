@@ -49,7 +49,8 @@ ParamServer::ParamServer(TrainableModel& model, Communicator& comm, const PsOpti
     // slot each step, and no gradient buffer of its own. (The slot is rewritten only after
     // the servers' words of the step, sent once they have summed it.)
     if (!is_server() && !o_.deterministic)
-      share_->place_grad(std::span<float>(reinterpret_cast<float*>(window_->mine()), static_cast<size_t>(model.num_params())));
+      share_->place_grad(
+          std::span<float>(reinterpret_cast<float*>(window_->mine()), static_cast<size_t>(model.num_params())));
   }
   broadcast_model();
 }

@@ -143,7 +143,8 @@ TEST_F(TrainMp, ReportPrintsThePredictionBesideTheMeasurement) {
   auto p = load(json)["prediction"];
   ASSERT_TRUE(p.contains("measured_step_ms")) << p.dump();
   char step[64];
-  std::snprintf(step, sizeof step, "step %.3f ms, measured %.3f", p["step_ms"].get<double>(), p["measured_step_ms"].get<double>());
+  std::snprintf(step, sizeof step, "step %.3f ms, measured %.3f", p["step_ms"].get<double>(),
+                p["measured_step_ms"].get<double>());
   const size_t at = r.output.find("prediction: ");
   ASSERT_NE(at, std::string::npos) << r.output;
   const std::string line = r.output.substr(at, r.output.find('\n', at) - at);
