@@ -184,10 +184,10 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
   if (compute_seconds > 0) {
     plan::ComputeRates r = plan::measure_compute(compute_seconds, models);
     compute = plan::compute_json(r);
-    std::printf("compute: gemm %.2f GFLOP/s (median of %zu shapes), element-wise %.2f GB/s, gather %.2f GB/s, adamw %.2f "
-                "ns/param, sgd %.2f ns/param, oversubscription penalty %.2f (%d cores)\n",
-                r.gemm_gflops, r.gemm_by_shape.size(), r.elementwise_gbps, r.gather_gbps, r.adamw_ns_per_param,
-                r.sgd_ns_per_param, r.oversub_penalty, r.cores);
+    std::printf("compute: gemm %.2f GFLOP/s (median of %zu shapes), element-wise %.2f GB/s (%.2f with every core), "
+                "gather %.2f GB/s, adamw %.2f ns/param, sgd %.2f ns/param, oversubscription penalty %.2f (%d cores)\n",
+                r.gemm_gflops, r.gemm_by_shape.size(), r.elementwise_gbps, r.elementwise_node_gbps, r.gather_gbps,
+                r.adamw_ns_per_param, r.sgd_ns_per_param, r.oversub_penalty, r.cores);
     if (const std::string w = plan::slowdown_warning(r.slowdown, r.cores); !w.empty())
       std::fprintf(stderr, "dtrain bench calibrate: warning: %s\n", w.c_str());
     std::printf("cross-core hand-off: %.3f ns/B rewriting lines a peer read, %.3f ns/B reading lines it wrote%s\n",

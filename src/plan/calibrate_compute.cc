@@ -229,6 +229,23 @@ ComputeRates measure_compute(double seconds, const std::vector<std::string>& ext
     for (size_t i = 0; i < n; ++i) a[i] = a[i] * b[i] + c[i];
   });
   r.elementwise_gbps = 16.0 * n / t / 1e9;
+  if (r.cores > 1) {
+    // Every core at once, each thread its own arrays (the node's streaming bandwidth).
+    std::vector<std::vector<float>> arrays(static_cast<size_t>(r.cores) * 3);
+    for (size_t i = 0; i < arrays.size(); ++i) arrays[i].assign(n, i % 3 == 0 ? 1.0f : i % 3 == 1 ? 0.999f : 0.001f);
+    const double all = best_of(per, [&] {
+      std::vector<std::thread> ts;
+      for (int k = 0; k < r.cores; ++k)
+        ts.emplace_back([&, k] {
+          float* x = arrays[3 * static_cast<size_t>(k)].data();
+          const float* y = arrays[3 * static_cast<size_t>(k) + 1].data();
+          const float* z = arrays[3 * static_cast<size_t>(k) + 2].data();
+          for (size_t i = 0; i < n; ++i) x[i] = x[i] * y[i] + z[i];
+        });
+      for (auto& th : ts) th.join();
+    });
+    r.elementwise_node_gbps = 16.0 * n * r.cores / all / 1e9;
+  }
 
   // Gather: a minibatch's rows from a dataset the caches cannot hold. The unit and step lines
   // gather the same few rows every pass (hot); training gathers random rows of the whole
@@ -298,6 +315,7 @@ nlohmann::json compute_json(const ComputeRates& r) {
           {"gemm_gflops", r.gemm_gflops},
           {"gemm_gflops_by_shape", shapes},
           {"elementwise_gbps", r.elementwise_gbps},
+          {"elementwise_node_gbps", r.elementwise_node_gbps},
           {"gather_gbps", r.gather_gbps},
           {"mlp_step_random_rows", true},
           {"mlp_step_of_timed_layers", true},

@@ -45,6 +45,10 @@ namespace dtrain::plan {
 struct ComputeRates {
   std::vector<std::pair<std::string, double>> gemm_by_shape;  // "MxNxK" -> GFLOP/s
   double gemm_gflops = 0, elementwise_gbps = 0;
+  // The same element-wise loop on every core at once, each on its own arrays: the node's
+  // total (0 on one core). Memory bandwidth is shared: on the 2-vCPU EPYC VM two cores
+  // streamed 1.2-1.55x one core's bytes, not 2x (peers' membw: triad 10.1 -> 12.2 GB/s).
+  double elementwise_node_gbps = 0;
   // Copying whole rows picked at random from a buffer far larger than the caches (256 MiB of
   // 3 KiB rows): what gathering a minibatch's examples from a dataset costs a step.
   double gather_gbps = 0;

@@ -338,6 +338,8 @@ Cluster cluster_from_json(const nlohmann::json& j, const std::string& where) {
   c.gemm_flops = need(j, "gemm_gflops", where, "matrix-product GFLOP/s per rank") * 1e9;
   c.elementwise_bps = need(j, "elementwise_gbps", where, "memory-bound GB/s per rank") * 1e9;
   if (j.contains("gather_gbps")) c.gather_bps = need(j, "gather_gbps", where, "GB/s of gathering random rows") * 1e9;
+  if (j.contains("elementwise_node_gbps"))
+    c.elementwise_node_bps = need(j, "elementwise_node_gbps", where, "memory-bound GB/s of a whole host") * 1e9;
   c.mlp_step_random_rows = flag(j, "mlp_step_random_rows", where);
   c.optimizer_ns_per_param = need(j, "optimizer_ns_per_param", where, "optimizer step, ns per parameter");
   c.sgd_ns_per_param = j.contains("sgd_ns_per_param") ? need(j, "sgd_ns_per_param", where, "ns") : c.optimizer_ns_per_param / 2;
@@ -375,6 +377,7 @@ nlohmann::json cluster_to_json(const Cluster& c) {
           {"oversub_penalty", c.oversub_penalty}, {"memory_gb", c.memory_gb},
           {"llc_mb", c.llc_bytes / (1 << 20)}, {"intra", link_json(c.intra)},
           {"inter", link_json(c.inter)}};
+  if (c.elementwise_node_bps > 0) j["elementwise_node_gbps"] = c.elementwise_node_bps / 1e9;
   if (!c.optimizer_rates.empty()) j["optimizer_rates"] = c.optimizer_rates;
   if (c.mlp_step_random_rows) j["mlp_step_random_rows"] = true;
   if (!c.units.empty()) {
@@ -518,6 +521,9 @@ Cluster this_machine(const std::string& path) {
   c.gemm_flops = need(k, "gemm_gflops", w, "GFLOP/s") * 1e9;
   c.elementwise_bps = need(k, "elementwise_gbps", w, "GB/s") * 1e9;
   if (k.contains("gather_gbps")) c.gather_bps = need(k, "gather_gbps", w, "GB/s") * 1e9;
+  // 0 where one core measured it (no node figure): node_stream_bps() falls back.
+  const auto& node = k.contains("elementwise_node_gbps") ? k["elementwise_node_gbps"] : nlohmann::json();
+  if (node.is_number() && node.get<double>() > 0) c.elementwise_node_bps = node.get<double>() * 1e9;
   c.mlp_step_random_rows = flag(k, "mlp_step_random_rows", w);
   c.optimizer_ns_per_param = need(k, "optimizer_ns_per_param", w, "ns");
   if (k.contains("sgd_ns_per_param")) c.sgd_ns_per_param = need(k, "sgd_ns_per_param", w, "ns");

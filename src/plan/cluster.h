@@ -130,6 +130,12 @@ struct Cluster {
   // predicted 288 ms for a 21 ms ddp step of the README's MLP.)
   double gemm_flops = 60e9;
   double elementwise_bps = 25e9;
+  // The node's memory-bound bytes/s with every core streaming at once (calibrate:
+  // "elementwise_node_gbps"; a cluster file may set it); 0 = not measured: taken as
+  // cores_per_node x elementwise_bps. What ranks sharing the cores stream in a step (copies,
+  // gossip's mix, a server's sums) is priced at it (simulate_data_parallel).
+  double elementwise_node_bps = 0;
+  double node_stream_bps() const { return elementwise_node_bps > 0 ? elementwise_node_bps : cores_per_node * elementwise_bps; }
   // Bytes/s of gathering random dataset rows into a minibatch (calibrate: "gather_gbps");
   // 0 = not measured: the MLP's steps then carry no gather term.
   double gather_bps = 0;

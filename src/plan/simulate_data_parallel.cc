@@ -326,10 +326,17 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // server applies every push as its own optimizer step and copies a reply snapshot. The
   // rates at a core per rank do not see this: at 8 ranks on 2 cores the measured steps were
   // 2.2x (gossip) and 1.9x (ps) what they predicted, and perf put a third of the CPU in memcpy.
+  // The memory-bound part (gossip's mix, the window's copies, a server's sums: priced per
+  // byte at elementwise_bps) is not spread over the cores at one core's rate each: the
+  // cores share the memory bandwidth, so it takes its bytes over the node's rate with every
+  // core streaming (Cluster::node_stream_bps; on the EPYC VM the peers' triad ran 10.1 GB/s
+  // on one core and 12.2 on both). perf of gossip at 8 ranks: the mix's kernels 32% of the
+  // CPU, at 11.5 GB/s a core where one core alone streams 20. The time-sharing penalty is a
+  // compute effect and is not applied to it.
   if ((s == "gossip" || s == "ps") && workers > 1 && node_n > c.cores_per_node) {
     const double per_byte = c.link_at(false, bytes * node_n, true).beta_s_per_byte;
     const double penalty = c.compute_slowdown(node_n) * c.cores_per_node / node_n;
-    double node_cpu = 0;
+    double node_cpu = 0, node_stream_b = 0;
     if (s == "gossip") {
       // Since every receive is posted before its message can come (gossip.cc), a model
       // crosses at the exchange's own rate, not at the rate of the node's working set
@@ -343,17 +350,21 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
       const double msg_byte = c.link_at(false, bytes, true).beta_s_per_byte;
       const double own = (p.compute_s + p.optimizer_s) / slow;
       const double copying = gossip_window ? 0.0 : degree * bytes * msg_byte;
-      node_cpu = n * (own + copying + (degree + 1) * bytes / c.elementwise_bps);
+      node_cpu = n * (own + copying);
+      node_stream_b = n * (degree + 1) * bytes;
     } else {
       const double own = p.compute_s / slow;
-      const double server = l.ps_sync ? P * c.sgd_ns_per_param * 1e-9 + workers * P * 12 / c.elementwise_bps
+      const double server = l.ps_sync ? P * c.sgd_ns_per_param * 1e-9
                                       : workers * (P * c.sgd_ns_per_param * 1e-9 + bytes * per_byte / 2);
+      if (l.ps_sync) node_stream_b += workers * P * 12;
       // A worker's copies: its push and pull through the rings, or its pull out of the
       // window (read and written).
-      const double copies_s = ps_window ? 2 * bytes / c.elementwise_bps : 2 * bytes * per_byte;
-      node_cpu = workers * (own + copies_s) + server;
+      node_cpu = workers * (own + (ps_window ? 0.0 : 2 * bytes * per_byte)) + server;
+      if (ps_window) node_stream_b += workers * 2 * bytes;
     }
-    const double floor = node_cpu * node_n / n / c.cores_per_node * std::max(1.0, penalty);
+    const double share = static_cast<double>(node_n) / n;  // of the job's work on this node
+    const double floor = node_cpu * share / c.cores_per_node * std::max(1.0, penalty) +
+                         node_stream_b * share / c.node_stream_bps();
     const double step = p.compute_s + p.comm_s + p.optimizer_s;
     if (floor > step) p.comm_s += floor - step;  // the copies, exposed
   }

@@ -678,4 +678,37 @@ TEST(Simulator, AGptTakesTheLinesTimedForItsShape) {
 }
 
 }  // namespace
+
+// Ranks beyond the cores (gossip, sync ps): the memory-bound part of the node's work in a step
+// (gossip's mix, the window's copies, a server's sums) goes at the node's streaming rate with
+// every core at it (Cluster::node_stream_bps), not at one core's rate times the cores: the
+// cores share the memory. Without a measured node rate it is the cores times one core's, and
+// the compute part keeps the time-sharing penalty either way.
+TEST(Simulator, RanksBeyondTheCoresShareTheMemoryBandwidth) {
+  ModelSpec mlp = ModelSpec::parse("mlp:784-256-128-10");
+  Cluster c = ideal(2);
+  c.gemm_flops = 1e14;  // compute and steps next to nothing: the memory-bound work sets the step
+  c.sgd_ns_per_param = 0;
+  c.elementwise_bps = 10e9;
+  EXPECT_DOUBLE_EQ(c.node_stream_bps(), 20e9);  // not measured: 2 cores x one core's
+  const double model_b = static_cast<double>(mlp.params()) * 4;
+  const Layout gossip{.strategy = "gossip", .dp = 8}, ps{.strategy = "ps", .dp = 8, .servers = 1, .ps_sync = true};
+  for (const Layout& l : {gossip, ps}) {
+    const double unmeasured = simulate(mlp, l, c, 64).step_s;
+    Cluster same = c;
+    same.elementwise_node_bps = 20e9;  // measured, and equal to the fallback: the same step
+    EXPECT_DOUBLE_EQ(simulate(mlp, l, same, 64).step_s, unmeasured) << l.describe();
+    // Two cores streaming half of one core's bytes between them: the step is the node's
+    // streamed bytes over that rate (8 ranks' mixes of 3 models; 7 workers' pulls, read and
+    // written, and the server's sums of 7 pushes at 12 bytes a parameter).
+    Cluster shared = c;
+    shared.elementwise_node_bps = 5e9;
+    const double streamed = l.strategy == "gossip" ? 8 * 3 * model_b : 7 * 2 * model_b + 7 * model_b / 4 * 12;
+    const double step = simulate(mlp, l, shared, 64).step_s;
+    EXPECT_GT(step, unmeasured) << l.describe();
+    EXPECT_GE(step, streamed / 5e9) << l.describe();  // plus the little compute left
+    EXPECT_LT(step, streamed / 5e9 * 1.05) << l.describe();
+  }
+}
+
 }  // namespace dtrain::plan
