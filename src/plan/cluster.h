@@ -6,8 +6,9 @@
 //   optimizer_ns_per_param / sgd_ns_per_param (one AdamW / SGD step per parameter), cores_per_node (ranks beyond it
 //   time-share: compute slows by ranks/cores times `oversub_penalty`), memory_gb per rank.
 //   Optional: "optimizer_rates" (each optimizer family's step by size, optimizer_ns),
-//   "gather_gbps" (random dataset rows gathered into a minibatch) and "mlp_step_random_rows"
-//   (a boolean: the MLP step line already carries that gather), all written by calibrate.
+//   "gather_gbps" (random dataset rows gathered into a minibatch), "mlp_step_random_rows"
+//   (a boolean: the MLP step line already carries that gather) and "elementwise_node_gbps"
+//   (memory-bound bytes/s of the whole host, every core streaming), all written by calibrate.
 //   Links: intra (inside a node) and inter (between nodes) alpha-beta-gamma (coll/cost_model.h).
 // - load_cluster(path) reads a JSON cluster file (docs/clusters/*.json); a missing or
 //   malformed field is an InvalidArgument naming the file, the field and what it should be.
