@@ -100,7 +100,15 @@ TEST(CalibrateUnits, FitsGroupByKindAndRoundTripThroughJson) {
   ASSERT_EQ(back.size(), 2u);
   EXPECT_NEAR(back["mlp_layer"].bwd.s_per_work, 2e-8, 1e-18);
   EXPECT_NEAR(back["gpt_head"].fwd.fixed_s, 5e-6, 1e-15);
-  j["fits"]["gpt_head"]["forward"]["fixed_us"] = -1;
+  // The MLP step less its timed layers is signed (a whole step may run faster than its
+  // layers timed apart): a file `bench calibrate` wrote with a negative one is read back.
+  j["fits"]["mlp_step"] = {{"forward", {{"fixed_us", -59.8}, {"ns_per_kwork", 0}}},
+                           {"backward", {{"fixed_us", 0}, {"ns_per_kwork", 0}}}};
+  j["fits"]["mlp_step@mlp:4-2"] = j["fits"]["mlp_step"];
+  back = units_from_json(j, "test");
+  EXPECT_NEAR(back["mlp_step"].fwd.fixed_s, -59.8e-6, 1e-15);
+  EXPECT_NEAR(back["mlp_step@mlp:4-2"].fwd.fixed_s, -59.8e-6, 1e-15);
+  j["fits"]["gpt_head"]["forward"]["fixed_us"] = -1;  // any other kind: refused
   EXPECT_THROW(units_from_json(j, "test"), InvalidArgument);
   EXPECT_THROW(units_from_json(nlohmann::json::array(), "test"), InvalidArgument);
 }
