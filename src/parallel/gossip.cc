@@ -116,6 +116,13 @@ std::span<float> Gossip::working() {
   return {reinterpret_cast<float*>(window_->mine()) + static_cast<size_t>(exchanges_ % 2) * n, n};
 }
 
+void Gossip::move_model(bool into_slot) {
+  if (!window_) return;
+  std::span<float> slot = working(), model = model_.params();
+  if (into_slot) copy_memory(slot.data(), model.data(), model.size_bytes());
+  else copy_memory(model.data(), slot.data(), model.size_bytes());
+}
+
 void Gossip::mix_window() {
   std::span<float> x = working();  // this exchange's slot: the step was taken in it
   const size_t bytes = x.size() * sizeof(float);
@@ -170,9 +177,9 @@ void Gossip::average(const float* x, const std::vector<const float*>& theirs, fl
 LossAcc Gossip::step(std::span<const int64_t> global_batch) {
   // One step alone: on the window path the model goes into its slot and back around it
   // (run_epoch moves it once an epoch instead).
-  if (window_) copy_memory(working().data(), model_.params().data(), model_.params().size_bytes());
+  move_model(true);
   LossAcc r = train_step(global_batch);
-  if (window_) copy_memory(model_.params().data(), working().data(), model_.params().size_bytes());
+  move_model(false);
   return r;
 }
 
@@ -220,10 +227,10 @@ LossAcc Gossip::run_epoch(std::span<const int64_t> order, int64_t batch, const P
   // The window path trains the model in its slot (working()): in at the start, out at the
   // end, where the metrics, the evaluation and the checkpoints read it. (Writing the slot
   // now is safe: the neighbours finished reading it before their words of the last exchange.)
-  if (window_) copy_memory(working().data(), model_.params().data(), model_.params().size_bytes());
+  move_model(true);
   LossAcc local =
       run_minibatches(order, batch, progress, [&](std::span<const int64_t> ids) { return train_step(ids); });
-  if (window_) copy_memory(model_.params().data(), working().data(), model_.params().size_bytes());
+  move_model(false);
   if (local.examples) local.loss /= static_cast<double>(local.examples);
   return sum_stats(comm_, local);
 }

@@ -81,6 +81,8 @@ class Gossip : public ModelStrategy {
   // The model a step trains: model_.params(), or on the window path the slot of this
   // exchange's parity.
   std::span<float> working();
+  // The window path: model_.params() into working() (true) or back (false); nothing otherwise.
+  void move_model(bool into_slot);
 
   Optimizer& opt_;
   Communicator& comm_;

@@ -29,8 +29,8 @@
 // this push (0 on a lone worker; W-1 at most per step with K = 0).
 //
 // Synchronous on one host (the communicator has a shared-memory context), the slices are not
-// sent: a worker copies its gradient into its slot of a shared-memory window and sends each
-// server a one-byte word; a server sums the workers' slices where they lie, steps, copies its
+// sent: a worker computes its gradient in its slot of a shared-memory window (the
+// deterministic fixed-point one is copied there) and sends each server a one-byte word; a server sums the workers' slices where they lie, steps, copies its
 // slice into its own slot and sends each worker a word; a worker copies the new slices out.
 // One slot per rank is enough: a worker rewrites its slot only after the server's word of the
 // step before (sent once the server had summed it), a server only after every worker's word

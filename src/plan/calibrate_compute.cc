@@ -224,10 +224,11 @@ ComputeRates measure_compute(double seconds, const std::vector<std::string>& ext
 
   // Element-wise: a = a * b + c touches 4 arrays' worth of bytes (3 reads, 1 write).
   const size_t n = 4u << 20;
+  auto stream = [n](float* x, const float* y, const float* z) {
+    for (size_t i = 0; i < n; ++i) x[i] = x[i] * y[i] + z[i];
+  };
   std::vector<float> a(n, 1.0f), b(n, 0.999f), c(n, 0.001f);
-  double t = best_of(per, [&] {
-    for (size_t i = 0; i < n; ++i) a[i] = a[i] * b[i] + c[i];
-  });
+  double t = best_of(per, [&] { stream(a.data(), b.data(), c.data()); });
   r.elementwise_gbps = 16.0 * n / t / 1e9;
   if (r.cores > 1) {
     // Every core at once, each thread its own arrays (the node's streaming bandwidth).
@@ -235,13 +236,8 @@ ComputeRates measure_compute(double seconds, const std::vector<std::string>& ext
     for (size_t i = 0; i < arrays.size(); ++i) arrays[i].assign(n, i % 3 == 0 ? 1.0f : i % 3 == 1 ? 0.999f : 0.001f);
     const double all = best_of(per, [&] {
       std::vector<std::thread> ts;
-      for (int k = 0; k < r.cores; ++k)
-        ts.emplace_back([&, k] {
-          float* x = arrays[3 * static_cast<size_t>(k)].data();
-          const float* y = arrays[3 * static_cast<size_t>(k) + 1].data();
-          const float* z = arrays[3 * static_cast<size_t>(k) + 2].data();
-          for (size_t i = 0; i < n; ++i) x[i] = x[i] * y[i] + z[i];
-        });
+      for (size_t k = 0; k < static_cast<size_t>(r.cores); ++k)
+        ts.emplace_back([&, k] { stream(arrays[3 * k].data(), arrays[3 * k + 1].data(), arrays[3 * k + 2].data()); });
       for (auto& th : ts) th.join();
     });
     r.elementwise_node_gbps = 16.0 * n * r.cores / all / 1e9;
