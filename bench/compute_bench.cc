@@ -108,7 +108,7 @@ void BM_MlpFwdBwd(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(model.loss_and_grad(data.x, data.y));
   set_counters(state, model, batch);
 }
-BENCHMARK(BM_MlpFwdBwd)->ArgNames({"batch"})->Arg(256)->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();
+BENCHMARK(BM_MlpFwdBwd)->ArgNames({"batch"})->Arg(256)->Arg(128)->Arg(64)->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();
 
 // The BLAS ceiling on this machine: C = A B and the two transposed shapes the step uses.
 void BM_Sgemm(benchmark::State& state) {

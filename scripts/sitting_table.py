@@ -13,7 +13,8 @@ Reads what the sitting left in OUT_DIR:
                        mpi-n{n}.csv: read as one round.
   train-*.json         dtrain train --json summaries (examples_per_second)
   torch-*.csv          ../shared/peers/py/ddp_mlp.py rows: TRAIN,...,<samples_per_s>
-  ceiling-*.txt        compute_bench MlpTrainStep output (items_per_second)
+  ceiling-*.txt        compute_bench MlpTrainStep output (CPU time per step, bench_cpu_rate)
+  fwdbwd-*.txt         compute_bench MlpFwdBwd output (the same)
   hog-*.json           HOGWILD! runs (dtrain train --json): short single runs, for reference
   hogwild-scaling.txt  bench/hogwild_scaling.sh: many epochs per run, median of the reps (the
                        HOGWILD! target rows: 2 threads against serial SGD, with both accuracies)
@@ -153,28 +154,44 @@ def torch_rate(name):
     return None
 
 
-def bench_items(name):
-    """Sum of examples_per_s over the benchmark lines of a compute_bench output (one line per
-    process: the two-process ceiling adds both)."""
+def bench_cpu_rate(name):
+    """Examples per second that the processes of a compute_bench ceiling give the machine, from
+    their CPU time: min(processes, cores) x the mean of batch / CPU time per step. Processes that
+    run at once do not stop at once (each runs until its own minimum time is up, and the last
+    ones then run alone, faster), so summing their wall-clock rates counts the end twice: four
+    processes at batch 64 read 1.10-2.90k ex/s each in one run. CPU time per step is what each
+    costs the machine whichever way the cores were shared."""
     try:
         with open(path(name)) as f:
-            vals = [float(v) * {"": 1, "k": 1e3, "M": 1e6}[u]
-                    for v, u in re.findall(r"(?:examples_per_s|items_per_second)=([0-9.]+)([kM]?)/s", f.read())]
+            steps = [(int(b), float(cpu) * {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[u])
+                     for b, cpu, u in re.findall(r"BM_Mlp(?:TrainStep|FwdBwd)/batch:(\d+)\S*\s+[0-9.]+ \w+\s+([0-9.]+) (ns|us|ms|s)\b",
+                                                 f.read())]
     except OSError:
         return None
-    return sum(vals) if vals else None
+    if not steps or any(cpu <= 0 for _, cpu in steps):
+        return None
+    return min(len(steps), os.cpu_count() or 1) * sum(b / cpu for b, cpu in steps) / len(steps)
 
 
-# 1. ddp at the ceiling, and against PyTorch DDP.
+# 1. ddp at the ceiling, and against PyTorch DDP. The ceilings scale the 1-rank run by what
+# independent processes with the ranks' batch share give the machine against one process at
+# the whole batch (no communication at all), from CPU time (bench_cpu_rate).
 ddp1, ddp2, ddp4 = examples("train-ddp-n1.json"), examples("train-ddp-n2.json"), examples("train-ddp-n4.json")
-one, two = bench_items("ceiling-1x256.txt"), bench_items("ceiling-2x128.txt")
+one, two, four = (bench_cpu_rate(f) for f in ("ceiling-1x256.txt", "ceiling-2x128.txt", "ceiling-4x64.txt"))
 ceiling = ddp1 * two / one if (ddp1 and one and two) else None
+ceiling4 = ddp1 * four / one if (ddp1 and one and four) else None
 compare("ddp 2 ranks vs the no-communication ceiling (examples/s)", ddp2, ceiling, "ex/s", ">= 0.95x ceiling", 0.95,
         peer_name="ceiling: dtrain 1 rank x 2 procs@128 / 1 proc@256")
 compare("ddp 2 ranks vs PyTorch DDP 2 ranks (examples/s)", ddp2, torch_rate("torch-ddp2.csv"), "ex/s", ">= 1.75x",
         1.75, peer_name="PyTorch DDP gloo")
 # 4. More ranks than cores.
 compare("ddp 4 ranks on 2 cores vs 2 ranks (examples/s)", ddp4, ddp2, "ex/s", ">= 0.9x", 0.9, peer_name="dtrain 2 ranks")
+# What the machine gives 4 ranks at the same global batch without communicating: the bound on
+# the row above (each rank's products have half the rows; issue 14 item 4).
+compare("forward+backward alone, 4 procs@64 vs 2 procs@128 (examples/s)", bench_cpu_rate("fwdbwd-4x64.txt"),
+        bench_cpu_rate("fwdbwd-2x128.txt"), "ex/s", "(what halving the rows costs)", 0, peer_name="2 procs@128")
+compare("ddp 4 ranks on 2 cores vs its no-communication ceiling (examples/s)", ddp4, ceiling4, "ex/s", "(reference)", 0,
+        peer_name="ceiling: dtrain 1 rank x 4 procs@64 / 1 proc@256")
 main_n, main_1 = examples("train-main.json"), examples("train-main-baseline.json")
 compare("main job (scripts/main.sh defaults) vs its 1-rank baseline", main_n, main_1, "ex/s", ">= 1.5x", 1.5,
         peer_name="1 rank")
