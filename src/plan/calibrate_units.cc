@@ -319,18 +319,31 @@ class FitKeys {
   std::map<std::string, std::set<std::string>> specs_of_;
 };
 
-// Files every MLP point under each fit it belongs to (UnitCost::timed), items increasing.
-// Only the MLP's: its layers change kernels with the rows (gemm_small.h up to 64, OpenBLAS
-// above), which no one plane follows. The GPT's units run 128 rows or more through OpenBLAS
-// at every timed point, and their fit carries what a pipeline's micro-batch costs beyond its
-// point timed in a stack: priced by the 6x128 block's points, the plan-quality sweep of
-// 2026-11-26 read 14-25% short at 8 ranks (median error 8.1% -> 16.0%), and the validation's
-// pipelines 4-5% shorter than with the fit.
+// Files every point under each fit it belongs to (UnitCost::timed), items increasing: the
+// MLP's layers and step, and the GPT's embedding, block and head.
+// - The MLP's layers change kernels with the rows (gemm_small.h up to 64, OpenBLAS above),
+//   which no one plane follows.
+// - The GPT's passes cost more per sequence at few sequences (a fixed cost a pass: the
+//   6x128 block's forward read 1.03 ms a sequence at 2, 0.91 at 6, 0.85 at 12) and again at
+//   24 (20 MB of activations leave the cache: 1.03). The fit, one line through the four
+//   with its intercept >= 0, came out with no fixed cost, so a pipeline cost the same CPU
+//   whatever its micro-batches, and the planner took the most micro-batches for their
+//   smaller bubble. Measured (4 ranks on 2 cores, pp4 1f1b, batch 16, CPU a step from 36
+//   against 12 steps): 199 ms at 2 micro-batches, 246 at 4 and 8, 268 at 16 (the wall
+//   123, 147, 143, 157 ms), predicted 159, 148, 141, 137 from the fit and 140, 141, 150, 178
+//   from the points. Re-ranking the five plan-quality sweeps' measured layouts with their
+//   calibrations: the chosen one from +20.7 / +25.0 / +35.0% of the best measured to +4.9 /
+//   +15.4 / +28.9% where the choice changed (2026-11-27, twenty-third session).
+// - Not the ZeRO-3 block (kZero3Block): priced by its points, its rows read 7-8 points
+//   further under in the two validations re-predicted (dv-x1, dv-x4); nor the layernorm,
+//   which has no points of its own.
+// (Before the twenty-third session the GPT's kinds kept the fit: priced by the 6x128 block's
+// points, an earlier plan-quality sweep read 14-25% short at 8 ranks.)
 void attach_timed(std::map<std::string, UnitCost>& fits, const std::vector<UnitPoint>& points) {
   const FitKeys keys(points);
   ModelSpec cache;
   for (const auto& p : points)
-    if (p.kind.rfind("mlp_", 0) == 0)
+    if (p.kind != "gpt_layernorm" && p.kind != kZero3Block)
       for (const auto& key : keys(p))
         if (auto it = fits.find(key); it != fits.end())
           it->second.timed[{p.spec, params_of(p, &cache)}].push_back({static_cast<double>(p.items), p.fwd_s, p.bwd_s});
@@ -354,7 +367,16 @@ std::pair<double, double> UnitCost::pass(const std::string& spec, double params,
   if (it == timed.end() || it->second.size() < 2 || items <= 0)
     return {fwd.at(work, params), bwd.at(work, params)};
   const auto& ts = it->second;
-  // Beyond the points: the nearest one, times the fit's ratio from its items to these.
+  // Below the first point: its segment to the second, extended, so a pass keeps the fixed
+  // cost the two points show (a GPT block at 1 sequence, a pipeline's micro-batch of batch
+  // 16 over 16); never below the first point scaled in proportion to the items.
+  if (items <= ts.front().items) {
+    const Timed &a = ts[0], &b = ts[1];
+    const double x = (items - a.items) / (b.items - a.items), r = items / a.items;
+    return {std::max(a.fwd_s * r, a.fwd_s + x * (b.fwd_s - a.fwd_s)),
+            std::max(a.bwd_s * r, a.bwd_s + x * (b.bwd_s - a.bwd_s))};
+  }
+  // Beyond the last point: it, times the fit's ratio from its items to these.
   auto scaled = [&](const Timed& t) {
     const double w = work * t.items / items;
     auto ratio = [&](const UnitFit& f, double at_t) {
@@ -363,7 +385,6 @@ std::pair<double, double> UnitCost::pass(const std::string& spec, double params,
     };
     return std::pair{ratio(fwd, t.fwd_s), ratio(bwd, t.bwd_s)};
   };
-  if (items <= ts.front().items) return scaled(ts.front());
   if (items >= ts.back().items) return scaled(ts.back());
   size_t i = 1;
   while (ts[i].items < items) ++i;

@@ -82,16 +82,18 @@ struct UnitCost {
   double peak_b(double mem_elems) const { return peak_b_per_elem > 0 ? peak_b_per_elem * mem_elems : peak_b_per_item; }
   bool has_memory() const { return peak_b_per_item > 0 || peak_b_per_elem > 0; }
   // The points the kind was timed at, by (model spec, the unit's parameters), items
-  // increasing (fit_units and units_from_json fill it from the points; the MLP's kinds only,
-  // see attach_timed in the .cc).
+  // increasing (fit_units and units_from_json fill it from the points; every kind but the
+  // ZeRO-3 block and the layernorm, see attach_timed in the .cc).
   struct Timed {
     double items = 0, fwd_s = 0, bwd_s = 0;
   };
   std::map<std::pair<std::string, double>, std::vector<Timed>> timed;
   // Forward and backward seconds of one unit of model `spec` with `params` parameters over
   // `items` (work: items x unit_work). Where that very unit was timed at two or more item
-  // counts: linear in items between the two points around `items`, and beyond them the
-  // nearest point scaled by the fit's ratio between the two item counts. Else the fit. The
+  // counts: linear in items between the two points around `items`; below the first, the
+  // first two points' line extended (a pass's fixed cost stays; never below the first point
+  // scaled in proportion); above the last, it scaled by the fit's ratio between the two
+  // item counts. Else the fit. The
   // points are made non-decreasing in items first (a point above a later one takes its time).
   // Why: the fit is one plane over a kind's points, and the kernels under it change with
   // the shape (tensor/gemm_small.h reads the weights in place up to 64 rows, OpenBLAS packs

@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "plan/calibrate_compute.h"
 #include "plan/cluster.h"
+#include "plan/sim_costs.h"
 #include "plan/simulator.h"
 
 namespace dtrain::plan {
@@ -281,9 +282,17 @@ TEST(CalibrateUnits, TimedPointsPriceTheirOwnUnit) {
   EXPECT_NEAR(at(64).first, 2e-3, 1e-12);
   EXPECT_NEAR(at(32).first, 1e-3 + 24.0 / 56 * 1e-3, 1e-12);  // between 8 and 64
   EXPECT_NEAR(at(96).second, 2 * 6e-3, 1e-12);                // between 64 and 128
-  // Beyond the points: the nearest, times the fit's ratio.
+  // Above the points: the last, times the fit's ratio. Below them: the first two points'
+  // line extended (the fixed cost a pass keeps), never below the first scaled in proportion.
   EXPECT_NEAR(at(256).first, 10e-3 * u.fwd.at(256 * w1, P) / u.fwd.at(128 * w1, P), 1e-12);
-  EXPECT_NEAR(at(4).first, 1e-3 * u.fwd.at(4 * w1, P) / u.fwd.at(8 * w1, P), 1e-12);
+  EXPECT_NEAR(at(4).first, 1e-3 - 4.0 / 56 * 1e-3, 1e-12);
+  EXPECT_NEAR(at(4).second, 2e-3 - 4.0 / 56 * 2e-3, 1e-12);
+  {
+    std::vector<UnitPoint> steep = pts;  // 8 -> 64 items: 1 -> 20 ms, a line below zero at 4
+    steep[1].fwd_s = 20e-3, steep[2].fwd_s = 30e-3;
+    const std::map<std::string, UnitCost> sf = fit_units(steep);
+    EXPECT_NEAR(sf.at("mlp_layer").pass(spec, P, 4, 4 * w1).first, 0.5e-3, 1e-12);  // half the 8-item point
+  }
   // A point above a later one is noise: the later one's time stands for it.
   std::vector<UnitPoint> noisy = pts;
   noisy[0].fwd_s = 3e-3;  // 8 items read 3 ms, above 64 items' 2 ms
@@ -309,6 +318,54 @@ TEST(CalibrateUnits, TimedPointsPriceTheirOwnUnit) {
   EXPECT_NEAR(simulate(m, {.strategy = "single"}, back_cluster, 32).compute_s, one.compute_s, 1e-12);
   EXPECT_THROW(units_from_json(nlohmann::json{{"fits", nlohmann::json::object()}, {"points", {{{"kind", "mlp_layer"}}}}}, "bad"),
                InvalidArgument);
+}
+
+// The GPT's passes are priced by their points too: a pass has a fixed cost that a line
+// through the points with its intercept >= 0 loses (the 6x128 block read 1.03 ms a sequence
+// at 2, 0.85 at 12, and 1.03 again at 24), so a pipeline of one-sequence micro-batches cost
+// the same as one of eight-sequence ones and the planner chose the most micro-batches; on 2
+// cores pp4 at 16 micro-batches ran 157 ms a step against 123 at 2. The ZeRO-3 block keeps
+// its fit.
+TEST(CalibrateUnits, GptPassesKeepTheirFixedCostPerMicroBatch) {
+  const std::string spec = "gpt:layers=2,heads=2,width=16,context=8";
+  const ModelSpec m = ModelSpec::parse(spec);
+  std::vector<UnitPoint> pts;
+  for (int items : {2, 6, 12, 24}) {
+    const double over = items == 24 ? 1.3 : 1.0;  // the cache overflows at 24
+    for (int u : {0, 1, 3}) {                     // embedding, a block, the head
+      const std::string kind = u == 0 ? "gpt_embedding" : u == 3 ? "gpt_head" : "gpt_block";
+      UnitPoint p{kind, spec, u, items, items * unit_work(m.units[static_cast<size_t>(u)])};
+      p.fwd_s = (0.4e-3 + 0.8e-3 * items) * over, p.bwd_s = 2 * p.fwd_s;
+      pts.push_back(p);
+    }
+    UnitPoint z{kZero3Block, spec, 1, items, items * unit_work(m.units[1])};
+    z.fwd_s = (0.4e-3 + 0.8e-3 * items) * over, z.bwd_s = 2 * z.fwd_s;
+    pts.push_back(z);
+  }
+  const std::map<std::string, UnitCost> fits = fit_units(pts);
+  const UnitCost& block = fits.at("gpt_block");
+  const double P = m.units[1].params, w1 = unit_work(m.units[1]);
+  EXPECT_NEAR(block.pass(spec, P, 6, 6 * w1).first, 5.2e-3, 1e-12);   // a point
+  EXPECT_NEAR(block.pass(spec, P, 4, 4 * w1).first, 3.6e-3, 1e-12);   // between two
+  EXPECT_NEAR(block.pass(spec, P, 1, 1 * w1).first, 1.2e-3, 1e-12);   // below: the fixed cost stays
+  EXPECT_NEAR(block.pass(spec, P, 1, 1 * w1).second, 2.4e-3, 1e-12);
+  const UnitCost& z3 = fits.at(kZero3Block);
+  EXPECT_DOUBLE_EQ(z3.pass(spec, P, 4, 4 * w1).first, z3.fwd.at(4 * w1, P));  // the fit
+  // A pipeline over the same 8 sequences: the CPU of its passes grows with the micro-batches.
+  Cluster c;
+  c.cores_per_node = 8;
+  c.units = fits;
+  auto compute = [&](int micro) {
+    double s = 0;
+    for (const Unit& u : m.units) {
+      const sim::Pass p = sim::unit_pass(c, u, 8.0 / micro, 1, spec);
+      s += micro * (p.f + p.b);
+    }
+    return s;
+  };
+  EXPECT_GT(compute(8), compute(2) * 1.2);
+  // 7 more micro-batches through the 4 units, each pass 0.4 ms forward + 0.8 backward more
+  EXPECT_NEAR(compute(8) - compute(1), 7 * 4 * (0.4e-3 + 0.8e-3), 1e-9);
 }
 
 // Files from before "mlp_step_of_timed_layers" hold the step less the FITTED layers: the
