@@ -82,9 +82,6 @@ if has train; then
   step_to ceiling-1x256.txt "ceiling: 1 process batch 256" $CB --benchmark_filter="$(printf $F 256)" --benchmark_min_time=3
   step_to ceiling-2x128.txt "ceiling: 2 processes batch 128" bash -c \
     "$CB --benchmark_filter='$(printf $F 128)' --benchmark_min_time=3 & $CB --benchmark_filter='$(printf $F 128)' --benchmark_min_time=3; wait"
-  # The ceiling of 4 ranks on the same global batch: four independent processes at batch 64.
-  step_to ceiling-4x64.txt "ceiling: 4 processes batch 64" bash -c \
-    "for i in 1 2 3; do $CB --benchmark_filter='$(printf $F 64)' --benchmark_min_time=3 & done; $CB --benchmark_filter='$(printf $F 64)' --benchmark_min_time=3; wait"
   # What halving each rank's rows costs the products alone: forward and backward, no optimizer
   # step, four processes at batch 64 against two at batch 128.
   G='MlpFwdBwd/batch:%d/'

@@ -177,21 +177,20 @@ def bench_cpu_rate(name):
 # independent processes with the ranks' batch share give the machine against one process at
 # the whole batch (no communication at all), from CPU time (bench_cpu_rate).
 ddp1, ddp2, ddp4 = examples("train-ddp-n1.json"), examples("train-ddp-n2.json"), examples("train-ddp-n4.json")
-one, two, four = (bench_cpu_rate(f) for f in ("ceiling-1x256.txt", "ceiling-2x128.txt", "ceiling-4x64.txt"))
+one, two = bench_cpu_rate("ceiling-1x256.txt"), bench_cpu_rate("ceiling-2x128.txt")
 ceiling = ddp1 * two / one if (ddp1 and one and two) else None
-ceiling4 = ddp1 * four / one if (ddp1 and one and four) else None
 compare("ddp 2 ranks vs the no-communication ceiling (examples/s)", ddp2, ceiling, "ex/s", ">= 0.95x ceiling", 0.95,
         peer_name="ceiling: dtrain 1 rank x 2 procs@128 / 1 proc@256")
 compare("ddp 2 ranks vs PyTorch DDP 2 ranks (examples/s)", ddp2, torch_rate("torch-ddp2.csv"), "ex/s", ">= 1.75x",
         1.75, peer_name="PyTorch DDP gloo")
 # 4. More ranks than cores.
 compare("ddp 4 ranks on 2 cores vs 2 ranks (examples/s)", ddp4, ddp2, "ex/s", ">= 0.9x", 0.9, peer_name="dtrain 2 ranks")
-# What the machine gives 4 ranks at the same global batch without communicating: the bound on
-# the row above (each rank's products have half the rows; issue 14 item 4).
+# What halving each rank's rows costs the forward and backward alone, at the same global batch
+# (issue 14 item 4). Not a ceiling of whole training steps: 4 independent processes would each
+# run a whole optimizer step, where ddp's ranks each step a quarter (--zero 1), so ddp beat
+# such a ceiling by 1.42x in the sitting of 16:10.
 compare("forward+backward alone, 4 procs@64 vs 2 procs@128 (examples/s)", bench_cpu_rate("fwdbwd-4x64.txt"),
         bench_cpu_rate("fwdbwd-2x128.txt"), "ex/s", "(what halving the rows costs)", 0, peer_name="2 procs@128")
-compare("ddp 4 ranks on 2 cores vs its no-communication ceiling (examples/s)", ddp4, ceiling4, "ex/s", "(reference)", 0,
-        peer_name="ceiling: dtrain 1 rank x 4 procs@64 / 1 proc@256")
 main_n, main_1 = examples("train-main.json"), examples("train-main-baseline.json")
 compare("main job (scripts/main.sh defaults) vs its 1-rank baseline", main_n, main_1, "ex/s", ">= 1.5x", 1.5,
         peer_name="1 rank")
