@@ -93,13 +93,16 @@ struct UnitCost {
   // counts: linear in items between the two points around `items`; below the first, the
   // first two points' line extended (a pass's fixed cost stays; never below the first point
   // scaled in proportion); above the last, it scaled by the fit's ratio between the two
-  // item counts. Else the fit. The
-  // points are made non-decreasing in items first (a point above a later one takes its time).
+  // item counts. Else the fit. The points are made non-decreasing in items first (a point
+  // above a later one takes its time).
   // Why: the fit is one plane over a kind's points, and the kernels under it change with
   // the shape (tensor/gemm_small.h reads the weights in place up to 64 rows, OpenBLAS packs
   // them above). On a host whose OpenBLAS ran the 128-example layer 9x slower than the
   // 64-example one (a 16-core Xeon VM, 2026-11-26), the plane priced every MLP step at
-  // 8-64 examples +35..+180%; the points themselves say what each shape costs.
+  // 8-64 examples +35..+180%; the points themselves say what each shape costs. A GPT pass has
+  // a fixed cost that the fit's line (intercept >= 0, bent by the 24-sequence point whose
+  // activations leave the cache) lost, so pipelines of many micro-batches were priced too
+  // cheap (attach_timed in the .cc).
   std::pair<double, double> pass(const std::string& spec, double params, double items, double work) const;
 };
 
