@@ -371,10 +371,14 @@ std::pair<double, double> UnitCost::pass(const std::string& spec, double params,
   // cost the two points show (a GPT block at 1 sequence, a pipeline's micro-batch of batch
   // 16 over 16); never below the first point scaled in proportion to the items.
   if (items <= ts.front().items) {
-    const Timed &a = ts[0], &b = ts[1];
-    const double x = (items - a.items) / (b.items - a.items), r = items / a.items;
-    return {std::max(a.fwd_s * r, a.fwd_s + x * (b.fwd_s - a.fwd_s)),
-            std::max(a.bwd_s * r, a.bwd_s + x * (b.bwd_s - a.bwd_s))};
+    const Timed& a = ts[0];
+    const double r = items / a.items;
+    // The next point with more items (a unit timed twice at one count has two points there).
+    const auto b = std::find_if(ts.begin(), ts.end(), [&](const Timed& t) { return t.items > a.items; });
+    if (b == ts.end()) return {a.fwd_s * r, a.bwd_s * r};
+    const double x = (items - a.items) / (b->items - a.items);
+    return {std::max(a.fwd_s * r, a.fwd_s + x * (b->fwd_s - a.fwd_s)),
+            std::max(a.bwd_s * r, a.bwd_s + x * (b->bwd_s - a.bwd_s))};
   }
   // Beyond the last point: it, times the fit's ratio from its items to these.
   auto scaled = [&](const Timed& t) {

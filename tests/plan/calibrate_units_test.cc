@@ -292,6 +292,10 @@ TEST(CalibrateUnits, TimedPointsPriceTheirOwnUnit) {
     steep[1].fwd_s = 20e-3, steep[2].fwd_s = 30e-3;
     const std::map<std::string, UnitCost> sf = fit_units(steep);
     EXPECT_NEAR(sf.at("mlp_layer").pass(spec, P, 4, 4 * w1).first, 0.5e-3, 1e-12);  // half the 8-item point
+    std::vector<UnitPoint> twice = pts;  // the unit timed twice at 8 items: the line runs to 64
+    twice.push_back(pts[0]);
+    const std::map<std::string, UnitCost> tf = fit_units(twice);
+    EXPECT_NEAR(tf.at("mlp_layer").pass(spec, P, 4, 4 * w1).first, at(4).first, 1e-12);
   }
   // A point above a later one is noise: the later one's time stands for it.
   std::vector<UnitPoint> noisy = pts;
