@@ -459,16 +459,35 @@ void keep_heap_warm() {
   // from a rank thread, then failed an assertion at that thread's exit (calibrate_tp_test).
 }
 
+// The points are timed in kMeasureRounds interleaved rounds (every point, then every point
+// again), each point's time the median of its rounds' medians. Since the GPT's units are
+// priced by their points (attach_timed), the points' shape across item counts is the model,
+// and on this VM the speed changes mode within seconds: timed one after the other, a change
+// between two item counts bent the shape (of twelve calibrations, three had the 6x128
+// block's 12-sequence forward 19-26% cheaper a sequence than its 6-sequence one and one 24%
+// dearer, where the rest read -1..+12%). Interleaved, a change hits every item count within
+// a round.
+constexpr int kMeasureRounds = 3;
+
 void measure_units(std::vector<UnitPoint>& points, double seconds) {
   keep_heap_warm();
   set_blas_threads(1);
-  const double per = seconds / std::max<size_t>(1, points.size());
+  const double per = seconds / std::max<size_t>(1, points.size()) / kMeasureRounds;
   ModelSpec cache;
-  for (auto& p : points) {
-    p.work = point_work(p, &cache);
-    UnitPass r = time_unit(p, per, 0);
-    p.fwd_s = r.fwd_s, p.bwd_s = r.bwd_s, p.act_b = r.act_b, p.peak_b = r.peak_b;
-  }
+  std::vector<std::vector<double>> fwd(points.size()), bwd(points.size());
+  for (auto& p : points) p.work = point_work(p, &cache);
+  for (int round = 0; round < kMeasureRounds; ++round)
+    for (size_t i = 0; i < points.size(); ++i) {
+      UnitPoint& p = points[i];
+      const UnitPass r = time_unit(p, per, 0);
+      fwd[i].push_back(r.fwd_s), bwd[i].push_back(r.bwd_s);
+      p.act_b = r.act_b, p.peak_b = r.peak_b;  // the same every round
+    }
+  auto median = [](std::vector<double>& v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  for (size_t i = 0; i < points.size(); ++i) points[i].fwd_s = median(fwd[i]), points[i].bwd_s = median(bwd[i]);
 }
 
 nlohmann::json units_json(const std::vector<UnitPoint>& points, const std::map<std::string, UnitCost>& fits) {

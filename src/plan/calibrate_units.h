@@ -27,9 +27,12 @@
 //   with one BLAS thread: builds the unit (nn/mlp.h's MLP of one layer, nn/transformer.h's
 //   GptStage of one unit), and times a forward (graph built as the executors build it) and
 //   the backward of that graph (a block: a stack of 4 blocks, charged a quarter, so the
-//   activations are as cold as in a whole model), the median of repetitions filling about `seconds` per point
-//   (the median, not the best: a run pays the typical pass on a shared machine). The heap is
-//   kept warm first (keep_heap_warm), as a training run's is.
+//   activations are as cold as in a whole model), in three interleaved rounds over all the
+//   points, each round the median of repetitions filling about a third of the point's share
+//   of `seconds` (at least 6), the point the median of its rounds (the median, not the best:
+//   a run pays the typical pass on a shared machine; the rounds: a change of the machine's
+//   speed hits every point alike). The heap is kept warm first (keep_heap_warm), as a
+//   training run's is.
 // - default_unit_points() are the shapes `dtrain bench calibrate` measures: the MLP
 //   784-256-128-10's three layers at 8, 16, 64 and 128 examples, and the GPT's embedding, block
 //   (also as kZero3Block) and head at widths 64 and 128 (heads 4 and 8, context 64) and 2, 6, 12 and 24 sequences.
