@@ -43,7 +43,16 @@ struct PlanResult {
   int enumerated = 0, dropped_memory = 0;
   double seconds = 0;             // planning time
   std::string why;                // why the winner wins
+  // Layouts besides the winner predicted within kCloseShare of its step: closer than the
+  // model's error on a shared machine (docs/PLANNER.md, "Where it stands"), so the order
+  // among them is not a finding; `close` says so and names --measure (empty when none).
+  int close_to_best = 0;
+  std::string close;
 };
+// A runner-up within this share of the winner's predicted step counts as close to it. The
+// plan-quality sweeps on the 2-vCPU VM read median errors of 5-15% and runs of one layout
+// 3-33% apart, so 5% is inside what they can tell apart.
+inline constexpr double kCloseShare = 0.05;
 
 std::vector<Layout> enumerate_layouts(const ModelSpec& m, int ranks, int64_t batch, const PlanOptions& o);
 PlanResult plan(const ModelSpec& m, int ranks, const Cluster& c, int64_t batch, const PlanOptions& o);

@@ -50,6 +50,18 @@ TEST(Planner, RanksByPredictedStepAndDropsWhatDoesNotFit) {
   ASSERT_GE(r.ranked.size(), 2u);
   for (size_t i = 1; i < r.ranked.size(); ++i) EXPECT_LE(r.ranked[i - 1].pred.step_s, r.ranked[i].pred.step_s);
   EXPECT_NE(r.why.find("beats"), std::string::npos);
+  // Runners-up within 5% of the winner are counted and named as close, with --measure.
+  int close = 0;
+  for (size_t i = 1; i < r.ranked.size() && r.ranked[i].pred.step_s <= r.ranked[0].pred.step_s * (1 + kCloseShare); ++i)
+    ++close;
+  EXPECT_EQ(r.close_to_best, close);
+  const std::string table = format_plan_table(m, 4, 48, c, r, 3);
+  if (close > 0) {
+    EXPECT_NE(table.find("close: " + std::to_string(close)), std::string::npos) << table;
+    EXPECT_NE(table.find("--measure"), std::string::npos) << table;
+  } else {
+    EXPECT_EQ(table.find("close:"), std::string::npos) << table;
+  }
   // A memory limit between the smallest and the largest prediction drops some layouts.
   double lo = 1e300, hi = 0;
   for (const auto& cand : r.ranked) lo = std::min(lo, cand.pred.memory_b()), hi = std::max(hi, cand.pred.memory_b());
