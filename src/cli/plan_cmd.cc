@@ -131,7 +131,8 @@ int plan_train_cmd(const Args& args) {
   if (json) {
     nlohmann::json out = {{"model", model}, {"ranks", ranks}, {"batch", batch}, {"cluster", plan::cluster_to_json(c)},
                           {"enumerated", r.enumerated}, {"dropped_memory", r.dropped_memory},
-                          {"plan_seconds", r.seconds}, {"why", r.why}, {"close_to_best", r.close_to_best}, {"layouts", nlohmann::json::array()}};
+                          {"plan_seconds", r.seconds}, {"why", r.why}, {"close_to_best", r.close_to_best},
+                          {"layouts", nlohmann::json::array()}};
     for (int i = 0; i < std::min<int>(top, static_cast<int>(r.ranked.size())); ++i)
       out["layouts"].push_back(prediction_json(r.ranked[i].layout, r.ranked[i].pred));
     std::printf("%s\n", out.dump(2).c_str());

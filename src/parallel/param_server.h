@@ -30,8 +30,9 @@
 //
 // Synchronous on one host (the communicator has a shared-memory context), the slices are not
 // sent: a worker computes its gradient in its slot of a shared-memory window (the
-// deterministic fixed-point one is copied there) and sends each server a one-byte word; a server sums the workers' slices where they lie, steps, copies its
-// slice into its own slot and sends each worker a word; a worker copies the new slices out.
+// deterministic fixed-point one is copied there) and sends each server a one-byte word; a
+// server sums the workers' slices where they lie, steps, copies its slice into its own slot
+// and sends each worker a word; a worker copies the new slices out.
 // One slot per rank is enough: a worker rewrites its slot only after the server's word of the
 // step before (sent once the server had summed it), a server only after every worker's word
 // of the next step (sent once the worker had copied the slice out). The messages copied each

@@ -71,6 +71,12 @@ std::vector<UnitPoint> points_of(const std::string& spec, const std::vector<int6
 // Memory: the heap the graph keeps after forward (the activations backward needs), and the
 // heap's high-water mark over forward + backward, both above what was live before forward
 // (base/heap_stats.h; the last pass's, they do not vary).
+// The upper median of a non-empty list (reorders it).
+double median_of(std::vector<double>& v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
 template <class Fwd, class Bwd>
 UnitPass time_pass(double seconds, int fixed, Fwd&& fwd, Bwd&& bwd) {
   std::vector<double> fs, bs;
@@ -91,11 +97,7 @@ UnitPass time_pass(double seconds, int fixed, Fwd&& fwd, Bwd&& bwd) {
     fs.push_back(t1 - t0);
     bs.push_back(t2 - t1);
   }
-  auto median = [](std::vector<double>& v) {
-    std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
-    return v[v.size() / 2];
-  };
-  return {median(fs), median(bs), act, peak};
+  return {median_of(fs), median_of(bs), act, peak};
 }
 
 // A block's input and output gradient for `tok` tokens of `width`: values that vary along a
@@ -483,11 +485,7 @@ void measure_units(std::vector<UnitPoint>& points, double seconds) {
       fwd[i].push_back(r.fwd_s), bwd[i].push_back(r.bwd_s);
       p.act_b = r.act_b, p.peak_b = r.peak_b;  // the same every round
     }
-  auto median = [](std::vector<double>& v) {
-    std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
-    return v[v.size() / 2];
-  };
-  for (size_t i = 0; i < points.size(); ++i) points[i].fwd_s = median(fwd[i]), points[i].bwd_s = median(bwd[i]);
+  for (size_t i = 0; i < points.size(); ++i) points[i].fwd_s = median_of(fwd[i]), points[i].bwd_s = median_of(bwd[i]);
 }
 
 nlohmann::json units_json(const std::vector<UnitPoint>& points, const std::map<std::string, UnitCost>& fits) {

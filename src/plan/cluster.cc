@@ -522,8 +522,7 @@ Cluster this_machine(const std::string& path) {
   c.elementwise_bps = need(k, "elementwise_gbps", w, "GB/s") * 1e9;
   if (k.contains("gather_gbps")) c.gather_bps = need(k, "gather_gbps", w, "GB/s") * 1e9;
   // 0 where one core measured it (no node figure): node_stream_bps() falls back.
-  const auto& node = k.contains("elementwise_node_gbps") ? k["elementwise_node_gbps"] : nlohmann::json();
-  if (node.is_number() && node.get<double>() > 0) c.elementwise_node_bps = node.get<double>() * 1e9;
+  if (k.contains("elementwise_node_gbps")) c.elementwise_node_bps = need(k, "elementwise_node_gbps", w, "GB/s") * 1e9;
   c.mlp_step_random_rows = flag(k, "mlp_step_random_rows", w);
   c.optimizer_ns_per_param = need(k, "optimizer_ns_per_param", w, "ns");
   if (k.contains("sgd_ns_per_param")) c.sgd_ns_per_param = need(k, "sgd_ns_per_param", w, "ns");

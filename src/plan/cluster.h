@@ -136,7 +136,9 @@ struct Cluster {
   // cores_per_node x elementwise_bps. What ranks sharing the cores stream in a step (copies,
   // gossip's mix, a server's sums) is priced at it (simulate_data_parallel).
   double elementwise_node_bps = 0;
-  double node_stream_bps() const { return elementwise_node_bps > 0 ? elementwise_node_bps : cores_per_node * elementwise_bps; }
+  double node_stream_bps() const {
+    return elementwise_node_bps > 0 ? elementwise_node_bps : cores_per_node * elementwise_bps;
+  }
   // Bytes/s of gathering random dataset rows into a minibatch (calibrate: "gather_gbps");
   // 0 = not measured: the MLP's steps then carry no gather term.
   double gather_bps = 0;

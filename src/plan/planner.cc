@@ -133,12 +133,13 @@ PlanResult plan(const ModelSpec& m, int ranks, const Cluster& c, int64_t batch, 
     const double edge = a.step_s * (1 + kCloseShare);
     while (r.close_to_best + 1 < static_cast<int>(r.ranked.size()) && r.ranked[r.close_to_best + 1].pred.step_s <= edge)
       ++r.close_to_best;
-    if (r.close_to_best > 0)
+    if (r.close_to_best > 0) {
+      const std::string first = std::to_string(std::min(r.close_to_best + 1, 5));
       r.close = std::to_string(r.close_to_best) + (r.close_to_best == 1 ? " layout is" : " layouts are") +
                 " predicted within " + fmt("%.0f", kCloseShare * 100) +
-                "% of the winner's step, closer than the model's error on a shared machine: time the first " +
-                std::to_string(std::min(r.close_to_best + 1, 5)) + " here (--measure " +
-                std::to_string(std::min(r.close_to_best + 1, 5)) + ") before settling on one";
+                "% of the winner's step, closer than the model's error on a shared machine: time the first " + first +
+                " here (--measure " + first + ") before settling on one";
+    }
   } else if (r.ranked.size() == 1) {
     r.why = "the only layout that fits";
   } else {
