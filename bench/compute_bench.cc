@@ -125,6 +125,9 @@ BENCHMARK(BM_Sgemm)->ArgNames({"m", "n", "k", "ta", "tb"})
     ->Args({256, 1024, 1024, 0, 1})   // forward: x w^T
     ->Args({1024, 1024, 256, 1, 0})   // weight gradient: gz^T x
     ->Args({256, 1024, 1024, 0, 0})   // input gradient: gz w
+    // The same three at the per-rank batches of 2 and 4 ranks (128 and 64 rows).
+    ->Args({128, 1024, 1024, 0, 1})->Args({1024, 1024, 128, 1, 0})->Args({128, 1024, 1024, 0, 0})
+    ->Args({64, 1024, 1024, 0, 1})->Args({1024, 1024, 64, 1, 0})->Args({64, 1024, 1024, 0, 0})
     ->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 void BM_KernelAddRelu(benchmark::State& state) {
