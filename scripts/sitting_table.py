@@ -15,6 +15,9 @@ Reads what the sitting left in OUT_DIR:
   torch-*.csv          ../shared/peers/py/ddp_mlp.py rows: TRAIN,...,<samples_per_s>
   ceiling-*.txt        compute_bench MlpTrainStep output (CPU time per step, bench_cpu_rate)
   fwdbwd-*.txt         compute_bench MlpFwdBwd output (the same)
+                       These four, and the main job's, one file a round (NAME-rN.EXT) since
+                       2026-11-27: each quantity is its median over the rounds (sittings before
+                       left NAME.EXT, read as one round).
   hog-*.json           HOGWILD! runs (dtrain train --json): short single runs, for reference
   hogwild-scaling.txt  bench/hogwild_scaling.sh: many epochs per run, median of the reps (the
                        HOGWILD! target rows: 2 threads against serial SGD, with both accuracies)
@@ -53,6 +56,14 @@ def rounds(stem, ext):
     found = sorted((f for f in os.listdir(OUT) if re.fullmatch(re.escape(stem) + r"-r\d+\." + ext, f)),
                    key=lambda f: int(re.search(r"-r(\d+)\.", f).group(1))) if os.path.isdir(OUT) else []
     return found or [f"{stem}.{ext}"]
+
+
+def over_rounds(read, name):
+    """read(file) for each round of NAME.EXT (NAME-rN.EXT, or NAME.EXT alone): the median of the
+    rounds that gave a figure, None when none did."""
+    stem, ext = name.rsplit(".", 1)
+    got = [v for v in (read(f) for f in rounds(stem, ext)) if v is not None]
+    return statistics.median(got) if got else None
 
 
 def median_rows(per_round):
@@ -138,12 +149,12 @@ for n in (2, 4, 8):
                     f">= {need:g}x OpenMPI", need)
 
 
-def examples(name):
+def examples_once(name):
     j = load_json(name)
     return j.get("examples_per_second") if isinstance(j, dict) else None
 
 
-def torch_rate(name):
+def torch_rate_once(name):
     try:
         with open(path(name)) as f:
             for rec in csv.reader(f):
@@ -154,7 +165,7 @@ def torch_rate(name):
     return None
 
 
-def bench_cpu_rate(name):
+def bench_cpu_rate_once(name):
     """Examples per second that the processes of a compute_bench ceiling give the machine, from
     their CPU time: min(processes, cores) x the mean of batch / CPU time per step. Processes that
     run at once do not stop at once (each runs until its own minimum time is up, and the last
@@ -171,6 +182,18 @@ def bench_cpu_rate(name):
     if not steps or any(cpu <= 0 for _, cpu in steps):
         return None
     return min(len(steps), os.cpu_count() or 1) * sum(b / cpu for b, cpu in steps) / len(steps)
+
+
+def examples(name):
+    return over_rounds(examples_once, name)
+
+
+def torch_rate(name):
+    return over_rounds(torch_rate_once, name)
+
+
+def bench_cpu_rate(name):
+    return over_rounds(bench_cpu_rate_once, name)
 
 
 # 1. ddp at the ceiling, and against PyTorch DDP. The ceilings scale the 1-rank run by what
