@@ -12,9 +12,10 @@
 // - reduce_ordered(t, op, out, srcs, k, n): out[i] = srcs[0][i] op srcs[1][i] op ... in that
 //   order, accumulated in float32 for half types (one rounding at the end) and in the native
 //   type otherwise. This is the deterministic-mode kernel: the order is the rank order.
-//   `out` may alias any source. The float32 and float16 sums have AVX-512 paths (chosen at
-//   run time; reduce_into's float16 sum too) that add in the same order and round the same
-//   way, so the bits are the same on every CPU.
+//   `out` may alias any source. The float32 and float16 sums have AVX-512 and AVX2 (+F16C)
+//   paths (the widest the CPU has, chosen at run time; reduce_into's float32 and float16 sums
+//   too) that add in the same order and round the same way, so the bits are the same on
+//   every CPU.
 // - finish_avg(t, buf, n, p): buf[i] /= p (float types in float32/64, integers truncate).
 // Thread-safety: pure functions on caller-owned memory.
 #pragma once

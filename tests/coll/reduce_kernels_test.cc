@@ -1,12 +1,13 @@
 // The reduction kernels against the portable definition, bit for bit: float16 sums widen each
 // element to float32 (fp16_to_float), add left to right and round once (float_to_fp16). The
-// AVX-512 path (taken where the CPU has it, as here) must give the same bits for every half,
+// vector path (AVX-512 or AVX2 + F16C, whichever the CPU has) must give the same bits for every half,
 // for subnormals, overflow and NaN (a NaN sum is kHalfNaN whatever the inputs' signs and
 // payloads), with the tail past the last 16 elements, and with the CPU flushing denormals
 // (the executors run with FTZ/DAZ set).
 #include <xmmintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -80,6 +81,60 @@ TEST(ReduceKernels, Float16SumOfManySourcesKeepsTheOrderAndTheTail) {
       srcs[0] = first.data();
       reduce_ordered(DType::kFloat16, ReduceOp::kSum, first.data(), reinterpret_cast<const void* const*>(srcs.data()), k, n);
       EXPECT_EQ(first, out) << "k " << k << " n " << n;
+    }
+  }
+}
+
+// float32 sums and kAvg's division take the widest vector path the CPU has (AVX-512, AVX2, or
+// the portable loop): each must give the bits of adding left to right in float32, one rounding
+// per addition (no fusing, no reassociation), at every length around the vectors' widths, with
+// the output aliasing the first source, and through reduce_into (dst + src in that order).
+// Values of mixed signs and magnitudes, so that another order of the additions shows.
+TEST(ReduceKernels, Float32SumAddsLeftToRightAtEveryLength) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> expo(-20, 20);
+  for (int k : {1, 2, 3, 5, 8, 9}) {
+    for (size_t n : {size_t{1}, size_t{7}, size_t{8}, size_t{9}, size_t{31}, size_t{32}, size_t{33}, size_t{47},
+                     size_t{1000}, size_t{4099}}) {
+      std::vector<std::vector<float>> data(static_cast<size_t>(k), std::vector<float>(n));
+      std::vector<const float*> srcs;
+      for (auto& d : data) {
+        for (auto& x : d) x = std::ldexp(mant(rng), expo(rng));
+        srcs.push_back(d.data());
+      }
+      std::vector<float> want(n), out(n);
+      for (size_t i = 0; i < n; ++i) {
+        volatile float acc = srcs[0][i];  // volatile: one rounding per addition, in this order
+        for (int j = 1; j < k; ++j) acc = acc + srcs[static_cast<size_t>(j)][i];
+        want[i] = acc;
+      }
+      reduce_ordered(DType::kFloat32, ReduceOp::kSum, out.data(), reinterpret_cast<const void* const*>(srcs.data()), k, n);
+      ASSERT_EQ(0, std::memcmp(out.data(), want.data(), n * sizeof(float))) << "k " << k << " n " << n;
+      std::vector<float> first = data[0];
+      srcs[0] = first.data();
+      reduce_ordered(DType::kFloat32, ReduceOp::kAvg, first.data(), reinterpret_cast<const void* const*>(srcs.data()), k, n);
+      ASSERT_EQ(0, std::memcmp(first.data(), want.data(), n * sizeof(float))) << "in place, k " << k << " n " << n;
+      if (k == 2) {
+        std::vector<float> into = data[0];
+        reduce_into(DType::kFloat32, ReduceOp::kSum, into.data(), data[1].data(), n);
+        ASSERT_EQ(0, std::memcmp(into.data(), want.data(), n * sizeof(float))) << "into, n " << n;
+      }
+    }
+  }
+}
+
+TEST(ReduceKernels, Float32AverageDividesEveryElement) {
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<float> val(-1e6f, 1e6f);
+  for (int p : {1, 2, 3, 4, 7, 8}) {
+    for (size_t n : {size_t{1}, size_t{8}, size_t{15}, size_t{16}, size_t{17}, size_t{1001}}) {
+      std::vector<float> x(n);
+      for (auto& v : x) v = val(rng);
+      std::vector<float> want = x;
+      for (auto& v : want) v = v / static_cast<float>(p);  // x * (1/p) is the same for a power of two
+      finish_avg(DType::kFloat32, x.data(), n, p);
+      ASSERT_EQ(0, std::memcmp(x.data(), want.data(), n * sizeof(float))) << "p " << p << " n " << n;
     }
   }
 }
