@@ -115,20 +115,13 @@ fi
 if has hogwild; then
   # news20: 40 epochs (about a second a run; 10 epochs took 0.12-0.2 s, and one pair of such
   # runs read 1.44x in one sitting and 1.49-1.68x in the next minutes), the three methods
-  # interleaved three times, each row the run with the median examples/s.
+  # interleaved three times, each row the median examples/s of its runs (sitting_table.py
+  # over_rounds, as for the training rows).
   N="--model softmax --data news20 --normalize --batch 1 --lr 0.5 --epochs 40"
   for r in 1 2 3; do
     step "hogwild news20 1 thread ($r/3)" $B train $N --strategy hogwild --threads 1 --json "$OUT/hog-news20-t1-r$r.json"
     step "hogwild news20 2 threads ($r/3)" $B train $N --strategy hogwild --threads 2 --json "$OUT/hog-news20-hogwild-t2-r$r.json"
     step "hogwild-hot news20 2 threads ($r/3)" $B train $N --strategy hogwild-hot --threads 2 --json "$OUT/hog-news20-hogwild-hot-t2-r$r.json"
-  done
-  for f in hog-news20-t1 hog-news20-hogwild-t2 hog-news20-hogwild-hot-t2; do
-    /usr/bin/python3 - "$OUT" "$f" <<'EOF'
-import json, shutil, sys
-out, name = sys.argv[1], sys.argv[2]
-runs = sorted((json.load(open(f"{out}/{name}-r{r}.json"))["examples_per_second"], r) for r in (1, 2, 3))
-shutil.copy(f"{out}/{name}-r{runs[1][1]}.json", f"{out}/{name}.json")
-EOF
   done
   H="--model logreg --data a9a --batch 1 --lr 0.01 --epochs 5"
   step "hogwild a9a 1 thread" $B train $H --strategy hogwild --threads 1 --json "$OUT/hog-a9a-t1.json"

@@ -18,7 +18,8 @@ Reads what the sitting left in OUT_DIR:
                        These four, and the main job's, one file a round (NAME-rN.EXT) since
                        2026-11-27: each quantity is its median over the rounds (sittings before
                        left NAME.EXT, read as one round).
-  hog-*.json           HOGWILD! runs (dtrain train --json): short single runs, for reference
+  hog-*.json           HOGWILD! runs (dtrain train --json): short runs, for reference (news20's
+                       in rounds, NAME-rN.json, each its median as above)
   hogwild-scaling.txt  bench/hogwild_scaling.sh: many epochs per run, median of the reps (the
                        HOGWILD! target rows: 2 threads against serial SGD, with both accuracies)
 A missing file makes its rows say "not measured"; nothing is guessed.
