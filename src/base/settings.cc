@@ -84,7 +84,7 @@ const std::vector<SettingInfo> kTable = {
     {"DTRAIN_BARRIER_ALGO", T::kString, "DTRAIN_ALGO", kAlgo, "world (CollConfig)"},
     {"DTRAIN_LOG", T::kChoice, "warn", "threshold of the log lines written to stderr", "process",
      "debug|info|warn|error"},
-    {"DTRAIN_ISA", T::kChoice, "the widest this CPU runs", "cap on the compute kernels' instruction set",
+    {"DTRAIN_ISA", T::kChoice, "the widest this CPU runs", "cap on the instruction set of the compute kernels and the collectives' sums",
      "process", "generic|avx2|avx512"},
     {"DTRAIN_BIND", T::kFlag, "1", "dtrain run binds each local rank to its own share of the CPUs when they fit",
      "launcher"},

@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "base/error.h"
+#include "base/settings.h"
 
 namespace dtrain {
 namespace {
@@ -121,12 +123,26 @@ void divide_f32_avx2(float* x, size_t n, float p, bool power_of_two);
 
 namespace {
 // The widest kernels this CPU runs (reduce_kernels_avx512.cc, reduce_kernels_avx2.cc), probed
-// once; the portable loops below are the definition both keep to, bit for bit.
+// once and capped by DTRAIN_ISA as tensor/'s kernels are (generic: the portable loops; avx2: no
+// AVX-512), so one machine can test every path; the portable loops below are the definition
+// both vector paths keep to, bit for bit.
 enum class Simd { kPortable, kAvx2, kAvx512 };
+Simd probe_simd() {
+  __builtin_cpu_init();
+  Simd s = __builtin_cpu_supports("avx512f")                                          ? Simd::kAvx512
+           : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") ? Simd::kAvx2
+                                                                                 : Simd::kPortable;
+  const Settings& settings = Settings::process();
+  if (settings.has("DTRAIN_ISA")) {
+    const std::string cap = settings.choice("DTRAIN_ISA");
+    if (cap == "generic") s = Simd::kPortable;
+    if (cap == "avx2" && s == Simd::kAvx512)
+      s = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") ? Simd::kAvx2 : Simd::kPortable;
+  }
+  return s;
+}
 Simd simd() {
-  static const Simd s = __builtin_cpu_supports("avx512f")                                          ? Simd::kAvx512
-                        : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") ? Simd::kAvx2
-                                                                                              : Simd::kPortable;
+  static const Simd s = probe_simd();
   return s;
 }
 bool is_sum(ReduceOp op) { return op == ReduceOp::kSum || op == ReduceOp::kAvg; }
@@ -149,6 +165,15 @@ bool vector_sum(DType t, void* out, const void* const* srcs, int k, size_t n) {
   return false;
 }
 }  // namespace
+
+const char* reduce_kernels_isa() {
+  switch (simd()) {
+    case Simd::kAvx512: return "avx512";
+    case Simd::kAvx2: return "avx2";
+    case Simd::kPortable: break;
+  }
+  return "generic";
+}
 
 void reduce_into(DType t, ReduceOp op, void* dst, const void* src, size_t n) {
   // dst + src in that order: the ordered sum of two sources, written over the first.

@@ -15,7 +15,8 @@
 //   `out` may alias any source. The float32 and float16 sums have AVX-512 and AVX2 (+F16C)
 //   paths (the widest the CPU has, chosen at run time; reduce_into's float32 and float16 sums
 //   too) that add in the same order and round the same way, so the bits are the same on
-//   every CPU.
+//   every CPU. DTRAIN_ISA=generic|avx2 caps the choice, as it caps tensor/'s kernels;
+//   reduce_kernels_isa() names the one in use ("generic", "avx2" or "avx512").
 // - finish_avg(t, buf, n, p): buf[i] /= p (float types in float32/64, integers truncate).
 // Thread-safety: pure functions on caller-owned memory.
 #pragma once
@@ -33,5 +34,6 @@ constexpr uint16_t kBHalfNaN = 0x7fc0;  // the bfloat16 one
 void reduce_into(DType t, ReduceOp op, void* dst, const void* src, size_t n);
 void reduce_ordered(DType t, ReduceOp op, void* out, const void* const* srcs, int k, size_t n);
 void finish_avg(DType t, void* buf, size_t n, int p);
+const char* reduce_kernels_isa();
 
 }  // namespace dtrain

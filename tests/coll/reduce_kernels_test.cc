@@ -11,11 +11,13 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "base/dtype.h"
+#include "base/settings.h"
 #include "coll/bytes.h"
 #include "coll/reduce_kernels.h"
 
@@ -141,6 +143,22 @@ TEST(ReduceKernels, Float32AverageDividesEveryElement) {
 
 // The cache-bypassing copy equals memcpy for every alignment of both ends and every length
 // around its 16-byte head and 64-byte body, and writes nothing outside [dst, dst + n).
+// DTRAIN_ISA caps the sums' kernels as it caps tensor/'s. ctest runs this whole file three
+// times: as the CPU allows, under DTRAIN_ISA=avx2 and under DTRAIN_ISA=generic, so the portable
+// loops and the AVX2 path are checked on an AVX-512 machine too.
+TEST(ReduceKernels, IsaHonoursTheCap) {
+  const std::string isa = reduce_kernels_isa();
+  const Settings& settings = Settings::process();
+  const std::string cap = settings.has("DTRAIN_ISA") ? settings.choice("DTRAIN_ISA") : "";
+  if (cap == "generic") {
+    EXPECT_EQ(isa, "generic");
+  }
+  if (cap == "avx2") {
+    EXPECT_NE(isa, "avx512");
+  }
+  EXPECT_TRUE(isa == "generic" || isa == "avx2" || isa == "avx512") << isa;
+}
+
 TEST(CopyBytesStreaming, EqualsMemcpyAtEveryAlignmentAndLength) {
   std::vector<char> src(4096 + 64), dst(4096 + 128), want(dst.size());
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<char>(i * 131 + 7);
