@@ -127,11 +127,18 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // Gossip's neighbour exchange is not an all-reduce (its inboxes are counted above).
   const double call_b = s == "ddp" && l.bucket_mb > 0 ? std::min(bytes, l.bucket_mb * (1 << 20)) : bytes;
   const auto measured_slots = c.intra_sizes.allreduce_slots_from_by_ranks.find(workers);
-  const bool slots = c.ranks_on_node(workers) >= workers && call_b <= kShmSlotsBytes &&
+  const bool one_node = c.ranks_on_node(workers) >= workers;
+  const bool slots = one_node && call_b <= kShmSlotsBytes &&
                      (c.ranks_on_node(workers) > c.cores_per_node ||
                       (measured_slots != c.intra_sizes.allreduce_slots_from_by_ranks.end() && call_b >= measured_slots->second));
-  if (workers > 2 && s != "ps" && s != "single" && s != "gossip" && !slots && !(s == "ddp" && workers > 1 &&
-                                                                               c.ranks_on_node(workers) >= workers))
+  // Elsewhere on one node, with a core per rank, the all-reduce reads the peers' buffers in
+  // place (coll/shm_direct.cc reduce_slice): no ring and no model-sized buffer, but a piece
+  // of scratch per peer, (N - 1) x min(256 KiB, the rank's slice). Measured on a 16-core
+  // Xeon (2026-11-27, localsgd): 3.06 / 3.30 / 3.34 MB at 2 / 4 / 8 ranks, where the ring's
+  // copy had predicted 3.11 / 3.98 / 3.90 (+21% at 4 ranks).
+  const bool reads = one_node && !slots && workers > 1 && c.ranks_on_node(workers) <= c.cores_per_node;
+  if (workers > 2 && s != "ps" && s != "single" && s != "gossip" && !slots && !reads &&
+      !(s == "ddp" && workers > 1 && one_node))
     copies += 1;
   // Through the slots, ddp's and localsgd's all-reduce keep one model-sized copy less than
   // the cross-memory path's scratch, and 0.5 MB besides (measured at 2 and 4 ranks, not
@@ -140,19 +147,19 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // place (data_parallel.h): no slot staging, no copy less; with its (default) fused ZeRO
   // the node also holds one shared copy of the parameters, counted on rank 0, the busiest
   // (measured 2 / 4 / 8 ranks: 5.76 / 5.63 / 5.57 MB for the 0.94 MB MLP).
-  const bool ddp_window = s == "ddp" && workers > 1 && c.ranks_on_node(workers) >= workers;
+  const bool ddp_window = s == "ddp" && workers > 1 && one_node;
   const bool slot_ar = slots && workers > 1 && (s == "localsgd" || (s == "ddp" && !ddp_window));
   if (slot_ar) copies -= 1;
-  // Two ranks with a core each whose context found the cores far apart read each other's
-  // buffers instead (coll/shm_direct.cc): no model-sized copy either, but the same staging
-  // and a piece of scratch for the peer's half (reduce_slice: up to 256 KiB). Measured,
-  // localsgd at 2 ranks: reads 2.85 MB, slots 2.59 (the 256 KiB apart).
-  const bool reads_ar = !slots && workers == 2 && c.ranks_on_node(workers) <= c.cores_per_node &&
-                        (s == "localsgd" || (s == "ddp" && !ddp_window));
+  // Ranks that read each other's buffers (above) keep no model-sized copy either, but the
+  // same staging and the pieces of scratch. Measured, localsgd at 2 ranks: reads 2.85 MB,
+  // slots 2.59 (the 256 KiB apart). fedavg's all-reduce keeps the pieces too (the Xeon:
+  // 5.62 / 6.05 / 6.17 MB at 2 / 4 / 8 ranks).
+  const bool reads_ar = reads && (s == "localsgd" || (s == "ddp" && !ddp_window));
   if (reads_ar) copies -= 1;
   if (ddp_window && l.zero > 0) copies += 1;
+  const bool read_pieces = reads_ar || (reads && s == "fedavg");
   p.buffers_b = copies * bytes + (slot_ar || reads_ar ? kStagingBytes : 0) +
-                (reads_ar ? std::min(kReadPieceBytes, bytes / workers) : 0);
+                (read_pieces ? (workers - 1) * std::min(kReadPieceBytes, bytes / workers) : 0);
   // gossip's heap holds 0.50 MB more than its copies at 2, 4 and 8 ranks alike (measured,
   // not traced; the size of a 512 KiB staging buffer for its model-sized isend/irecv).
   if (s == "gossip" && workers > 1) p.buffers_b += kStagingBytes;
@@ -313,9 +320,16 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     // Through the window (one host) the model is trained in this rank's slot and a one-byte
     // word goes each way per neighbour (the exchange's latency); the mix reads the
     // neighbours' slots where they lie and writes the rank's other slot.
+    // With a core per rank the neighbours' slots were just written on their cores, and the
+    // mix streams through them: the calibrated premium a byte for that (plan/calibrate_cache.h;
+    // on a 16-core Xeon 0.17-0.18 ms a neighbour's 0.94 MB model beyond the streaming rate).
+    // With more ranks than cores the floor below prices the node's streams instead.
     const CostParams lk = c.link_at(false, gossip_window ? 1 : bytes, true);
     const double move = gossip_window ? degree * lk.alpha_s : degree * (lk.alpha_s + bytes * lk.beta_s_per_byte);
-    p.comm_s = (move + (degree + 1) * bytes / c.elementwise_bps) * comm_slow;
+    const double fetch = gossip_window && node_n <= c.cores_per_node && c.handoff_stream_s_per_byte > 0
+                             ? degree * bytes * c.handoff_stream_s_per_byte
+                             : 0.0;
+    p.comm_s = (move + fetch + (degree + 1) * bytes / c.elementwise_bps) * comm_slow;
     p.dp_bytes = degree * bytes;
   }
   // More ranks than cores (gossip, ps): the cores run every rank's work in turn, so a step
