@@ -190,10 +190,9 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
                 r.adamw_ns_per_param, r.sgd_ns_per_param, r.oversub_penalty, r.cores);
     if (const std::string w = plan::slowdown_warning(r.slowdown, r.cores); !w.empty())
       std::fprintf(stderr, "dtrain bench calibrate: warning: %s\n", w.c_str());
-    std::printf("cross-core hand-off: %.3f ns/B rewriting lines a peer read, %.3f ns/B reading lines it wrote, "
-                "%.3f ns/B streaming through them%s\n",
+    std::printf("cross-core hand-off: %.3f ns/B rewriting lines a peer read, %.3f ns/B reading lines it wrote%s\n",
                 r.handoff.write_after_read_s_per_byte * 1e9, r.handoff.read_after_write_s_per_byte * 1e9,
-                r.handoff.stream_after_write_s_per_byte * 1e9, r.handoff.measured ? "" : " (not measured: one CPU)");
+                r.handoff.measured ? "" : " (not measured: one CPU)");
     for (const auto& [kind, u] : r.units)
       std::printf("unit %-14s forward %.1f us + %.3f ns/kwork, backward %.1f us + %.3f ns/kwork\n", kind.c_str(),
                   u.fwd.fixed_s * 1e6, u.fwd.s_per_work * 1e12, u.bwd.fixed_s * 1e6, u.bwd.s_per_work * 1e12);
@@ -466,9 +465,9 @@ int bench_calibrate(const Args& args) {
     std::printf("slowdown:");
     for (const auto& [k, v] : curve) std::printf(" %g ranks %.2fx", k, v);
     std::printf("; block pass %.1f us (at calibration %.1f us); cross-core hand-off %.3f ns/B rewriting a peer's "
-                "reads, %.3f reading its writes, %.3f streaming through them -> %s\n",
+                "reads, %.3f reading its writes -> %s\n",
                 pass_s * 1e6, j["compute"].value("probe_pass_s", 0.0) * 1e6, h.write_after_read_s_per_byte * 1e9,
-                h.read_after_write_s_per_byte * 1e9, h.stream_after_write_s_per_byte * 1e9, out.c_str());
+                h.read_after_write_s_per_byte * 1e9, out.c_str());
     return 0;
   }
   std::vector<std::string> extra;

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "tensor/kernels.h"
 
 namespace dtrain::plan {
 namespace {
@@ -47,16 +46,6 @@ float read_all(const std::vector<float>& v) {
   return s;
 }
 
-// gossip's mix of two members: out = mine + theirs, 4 KiB blocks with the vector kernels.
-void mix(const std::vector<float>& theirs, const std::vector<float>& mine, std::vector<float>& out) {
-  const Kernels& kern = kernels();
-  constexpr size_t kBlock = 4096;
-  for (size_t off = 0; off < out.size(); off += kBlock) {
-    const auto len = static_cast<int64_t>(std::min(kBlock, out.size() - off));
-    kern.add(mine.data() + off, theirs.data() + off, out.data() + off, len);
-  }
-}
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -72,11 +61,10 @@ CacheHandoff measure_handoff(int64_t bytes, int rounds) {
   CacheHandoff out;
   out.bytes = bytes;
   std::vector<float> buf(static_cast<size_t>(std::max<int64_t>(bytes, 64) / 64 * 16), 1.0f);
-  std::vector<float> mine(buf.size(), 2.0f), sum(buf.size(), 0.0f);  // the timer's own
   std::atomic<int> turn{0}, timer_cpu{-2};
   std::atomic<bool> peer_ok{true};
   std::atomic<float> sink{0};
-  std::vector<double> war, raw, saw;  // write after the peer's read, read / mix after its write
+  std::vector<double> war, raw;  // write after the peer's read, read after the peer's write
   auto wait_for = [&](int t) {
     while (turn.load(std::memory_order_acquire) != t) std::this_thread::yield();
   };
@@ -105,20 +93,7 @@ CacheHandoff measure_handoff(int64_t bytes, int rounds) {
       t0 = now_seconds();
       sink.store(read_all(buf), std::memory_order_relaxed);
       const double after_write = now_seconds() - t0;
-      mix(buf, mine, sum);  // every line the timer's own again, and the outputs warm
-      t0 = now_seconds();
-      mix(buf, mine, sum);
-      const double own_s = now_seconds() - t0;
-      turn.store(++t, std::memory_order_release);  // the peer writes every line again
-      wait_for(++t);
-      t0 = now_seconds();
-      mix(buf, mine, sum);
-      const double after_stream = now_seconds() - t0;
-      sink.store(sum[sum.size() / 2], std::memory_order_relaxed);
-      if (r > 0) {
-        war.push_back(after_read - own_w), raw.push_back(after_write - own_r);
-        saw.push_back(after_stream - own_s);
-      }
+      if (r > 0) war.push_back(after_read - own_w), raw.push_back(after_write - own_r);
     }
     turn.store(-1, std::memory_order_release);
   });
@@ -130,13 +105,12 @@ CacheHandoff measure_handoff(int64_t bytes, int rounds) {
     int t = 1000;
     turn.store(t, std::memory_order_release);
     if (!peer_ok.load()) return;
-    // Its turns come three a round: read every line, write them, write them again.
-    for (int64_t k = 0;; ++k) {
+    for (;;) {
       int now_turn;
       while ((now_turn = turn.load(std::memory_order_acquire)) == t) std::this_thread::yield();
       if (now_turn < 0) return;
       t = now_turn;
-      if (k % 3 == 0) sink.store(read_all(buf), std::memory_order_relaxed);
+      if ((t - 1000) % 4 == 1) sink.store(read_all(buf), std::memory_order_relaxed);
       else rewrite(buf);
       turn.store(++t, std::memory_order_release);
     }
@@ -147,7 +121,6 @@ CacheHandoff measure_handoff(int64_t bytes, int rounds) {
   out.measured = true;
   out.write_after_read_s_per_byte = std::max(0.0, median(war)) / static_cast<double>(bytes);
   out.read_after_write_s_per_byte = std::max(0.0, median(raw)) / static_cast<double>(bytes);
-  out.stream_after_write_s_per_byte = std::max(0.0, median(saw)) / static_cast<double>(bytes);
   return out;
 }
 

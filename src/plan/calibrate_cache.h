@@ -14,13 +14,7 @@
 //     accumulates) lines the other thread has just read, less the same pass over lines it
 //     already holds;
 //   read_after_write: the timing thread reads lines the other thread has just written, less
-//     the same read over lines it holds;
-//   stream_after_write: as read_after_write, but the reading pass is gossip's mix
-//     (parallel/gossip.cc: out = mine + theirs with the vector kernels, over lines the peer
-//     just wrote). The forward-like read above is slow enough on its own for the fetches to
-//     hide behind it; a streaming pass is not. On a 16-core Xeon (2026-11-27) gossip's step took
-//     0.17-0.18 ms more per neighbour (0.94 MB models, 2-8 ranks) than localsgd's identical
-//     step plus the mix at the streaming rate, while read_after_write read only 0.033 ns/B.
+//     the same read over lines it holds.
 // Each is the median over `rounds` of (pass after the peer - pass alone) / bytes, at least 0.
 // On a machine with one CPU (or where no two CPUs can be had) both are 0 and `measured` is
 // false. Thread-safety: starts and joins its own threads; call from one thread.
@@ -35,7 +29,6 @@ struct CacheHandoff {
   double write_after_read_s_per_byte = 0;
   double read_after_write_s_per_byte = 0;
   int64_t bytes = 0;
-  double stream_after_write_s_per_byte = 0;
 };
 
 CacheHandoff measure_handoff(int64_t bytes = int64_t{1} << 20, int rounds = 101);

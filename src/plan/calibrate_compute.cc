@@ -329,8 +329,7 @@ nlohmann::json handoff_json(const CacheHandoff& h) {
   if (!h.measured) return nlohmann::json::object();
   return {{"bytes", h.bytes},
           {"write_after_read_ns_per_byte", h.write_after_read_s_per_byte * 1e9},
-          {"read_after_write_ns_per_byte", h.read_after_write_s_per_byte * 1e9},
-          {"stream_after_write_ns_per_byte", h.stream_after_write_s_per_byte * 1e9}};
+          {"read_after_write_ns_per_byte", h.read_after_write_s_per_byte * 1e9}};
 }
 
 }  // namespace dtrain::plan

@@ -542,9 +542,6 @@ Cluster this_machine(const std::string& path) {
     const auto& h = k["handoff"];
     c.handoff_write_s_per_byte = need(h, "write_after_read_ns_per_byte", w + ".handoff", "ns per byte") * 1e-9;
     c.handoff_read_s_per_byte = need(h, "read_after_write_ns_per_byte", w + ".handoff", "ns per byte") * 1e-9;
-    // (Files from before 2026-11-28 have no streaming rate: left unmeasured.)
-    if (h.contains("stream_after_write_ns_per_byte"))
-      c.handoff_stream_s_per_byte = need(h, "stream_after_write_ns_per_byte", w + ".handoff", "ns per byte") * 1e-9;
   }
   if (k.contains("tp_blocks")) c.tp_blocks = tp_blocks_from_json(k["tp_blocks"], w + ".tp_blocks");
   if (version >= 3 && k.contains("units")) {

@@ -164,9 +164,6 @@ struct Cluster {
   // rewriting lines a peer core just read, reading lines a peer core just wrote. < 0: not
   // measured (the simulator then prices a hand-off at the 2-rank exchange's rate per byte).
   double handoff_write_s_per_byte = -1, handoff_read_s_per_byte = -1;
-  // ... and streaming through lines a peer core just wrote (gossip's mix of its neighbours'
-  // models); < 0: not measured (the mix is then priced at the streaming rate alone).
-  double handoff_stream_s_per_byte = -1;
   double memory_gb = 8;
   CostParams intra, inter;
   LinkSizes intra_sizes, inter_sizes;  // empty: cost every size from intra/inter's beta

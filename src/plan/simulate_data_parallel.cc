@@ -102,6 +102,8 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   const int degree = workers <= 2 ? 1 : 2;  // the ring
   // gossip on one host exchanges through a shared-memory window (gossip.h), not messages.
   const bool gossip_window = s == "gossip" && workers > 1 && c.ranks_on_node(workers) >= workers;
+  // Models of memory traffic in gossip's mix (below).
+  const double mix_models = degree + (gossip_window ? 3.0 : 2.0);
   // So does a synchronous parameter server (param_server.h), its servers with the workers.
   const bool ps_window = s == "ps" && l.ps_sync && c.ranks_on_node(n) >= n;
   double copies = 0;
@@ -320,16 +322,15 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     // Through the window (one host) the model is trained in this rank's slot and a one-byte
     // word goes each way per neighbour (the exchange's latency); the mix reads the
     // neighbours' slots where they lie and writes the rank's other slot.
-    // With a core per rank the neighbours' slots were just written on their cores, and the
-    // mix streams through them: the calibrated premium a byte for that (plan/calibrate_cache.h;
-    // on a 16-core Xeon 0.17-0.18 ms a neighbour's 0.94 MB model beyond the streaming rate).
-    // With more ranks than cores the floor below prices the node's streams instead.
+    // The mix reads deg + 1 models and writes one, in the element-wise calibration's measure
+    // (bytes read and written): deg + 2 models in place (the inboxes' path), deg + 3 through
+    // the window, whose output is the other slot, in no cache yet (the write allocates its
+    // lines first). Priced as the deg + 1 models read, the window's mix took 2.4x its
+    // prediction at 2 ranks on the EPYC VM (252 us a step, traced) and 2-2.8x at 4 ranks on a
+    // 16-core Xeon (240-280 us).
     const CostParams lk = c.link_at(false, gossip_window ? 1 : bytes, true);
     const double move = gossip_window ? degree * lk.alpha_s : degree * (lk.alpha_s + bytes * lk.beta_s_per_byte);
-    const double fetch = gossip_window && node_n <= c.cores_per_node && c.handoff_stream_s_per_byte > 0
-                             ? degree * bytes * c.handoff_stream_s_per_byte
-                             : 0.0;
-    p.comm_s = (move + fetch + (degree + 1) * bytes / c.elementwise_bps) * comm_slow;
+    p.comm_s = (move + mix_models * bytes / c.elementwise_bps) * comm_slow;
     p.dp_bytes = degree * bytes;
   }
   // More ranks than cores (gossip, ps): the cores run every rank's work in turn, so a step
@@ -357,7 +358,7 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
       // (which priced the transport's extra heap copy: 4 and 8 ranks +47% after the change).
       // A rank's share of its degree exchanges is the exchange's time (each of the two
       // cores of a 2-rank exchange copies one message into a ring and one out). The mix
-      // is element-wise (x = (x + inboxes) / (deg + 1): deg + 1 models read), as in the
+      // is element-wise (x = (x + inboxes) / (deg + 1): mix_models of traffic), as in the
       // step above; priced as deg + 2 copies at half the exchange's rate it over-predicted
       // the 4- and 8-rank rows by 46-48% (2026-11-25, dv-y3).
       // Through the window a rank copies nothing (it trains in its slot).
@@ -365,7 +366,7 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
       const double own = (p.compute_s + p.optimizer_s) / slow;
       const double copying = gossip_window ? 0.0 : degree * bytes * msg_byte;
       node_cpu = n * (own + copying);
-      node_stream_b = n * (degree + 1) * bytes;
+      node_stream_b = n * mix_models * bytes;
     } else {
       const double own = p.compute_s / slow;
       const double server = l.ps_sync ? P * c.sgd_ns_per_param * 1e-9

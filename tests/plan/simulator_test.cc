@@ -264,23 +264,21 @@ TEST(Simulator, TensorParallelAndZeroMemoryTerms) {
             simulate(mlp, {.strategy = "gossip", .dp = 4}, two_hosts, 64).comm_s);
 }
 
-// gossip's mix streams through its neighbours' slots, just written on their cores: with a
-// core per rank each neighbour's model costs the calibrated streaming premium a byte on top;
-// with more ranks than cores (the floor prices the node's streams) and uncalibrated, nothing.
-TEST(Simulator, GossipMixPaysForTheNeighboursLines) {
+// gossip's mix in bytes read and written: deg + 1 models read and one written, which through
+// the window (the other slot) is first allocated: deg + 3 models; in place (across hosts) deg + 2.
+TEST(Simulator, GossipMixCountsItsWritesAndTheirAllocation) {
   ModelSpec mlp = ModelSpec::parse("mlp:784-256-10");
   const double bytes = mlp.params() * 4;
-  Cluster c = ideal(8);
-  const double plain = simulate(mlp, {.strategy = "gossip", .dp = 4}, c, 64).comm_s;
-  c.handoff_stream_s_per_byte = 2e-10;
-  EXPECT_NEAR(simulate(mlp, {.strategy = "gossip", .dp = 4}, c, 64).comm_s - plain, 2 * bytes * 2e-10, 1e-12);
-  EXPECT_NEAR(simulate(mlp, {.strategy = "gossip", .dp = 2}, c, 64).comm_s -
-                  simulate(mlp, {.strategy = "gossip", .dp = 2}, ideal(8), 64).comm_s,
-              bytes * 2e-10, 1e-12);  // one neighbour at 2 ranks
-  Cluster two = ideal(2);
-  const double oversubscribed = simulate(mlp, {.strategy = "gossip", .dp = 4}, two, 64).comm_s;
-  two.handoff_stream_s_per_byte = 2e-10;
-  EXPECT_DOUBLE_EQ(simulate(mlp, {.strategy = "gossip", .dp = 4}, two, 64).comm_s, oversubscribed);
+  auto comm = [&](Cluster c, int n, double bps) {
+    c.elementwise_bps = bps;
+    return simulate(mlp, {.strategy = "gossip", .dp = n}, c, 64).comm_s;
+  };
+  const Cluster one = ideal(8);
+  EXPECT_NEAR(comm(one, 4, 1e9) - comm(one, 4, 2e9), (2 + 3) * bytes / 2e9, 1e-12);
+  EXPECT_NEAR(comm(one, 2, 1e9) - comm(one, 2, 2e9), (1 + 3) * bytes / 2e9, 1e-12);
+  Cluster hosts = ideal(8);
+  hosts.nodes = 2, hosts.ranks_per_node = 2;
+  EXPECT_NEAR(comm(hosts, 4, 1e9) - comm(hosts, 4, 2e9), (2 + 2) * bytes / 2e9, 1e-12);
 }
 
 // With a core per rank on one host and no slots, the all-reduce reads its peers' buffers in
@@ -741,11 +739,12 @@ TEST(Simulator, RanksBeyondTheCoresShareTheMemoryBandwidth) {
     same.elementwise_node_bps = 20e9;  // measured, and equal to the fallback: the same step
     EXPECT_DOUBLE_EQ(simulate(mlp, l, same, 64).step_s, unmeasured) << l.describe();
     // Two cores streaming half of one core's bytes between them: the step is the node's
-    // streamed bytes over that rate (8 ranks' mixes of 3 models; 7 workers' pulls, read and
+    // streamed bytes over that rate (8 ranks' mixes, 5 models each through the window: 3 read,
+    // 1 written and allocated; 7 workers' pulls, read and
     // written, and the server's sums of 7 pushes at 12 bytes a parameter).
     Cluster shared = c;
     shared.elementwise_node_bps = 5e9;
-    const double streamed = l.strategy == "gossip" ? 8 * 3 * model_b : 7 * 2 * model_b + 7 * model_b / 4 * 12;
+    const double streamed = l.strategy == "gossip" ? 8 * 5 * model_b : 7 * 2 * model_b + 7 * model_b / 4 * 12;
     const double step = simulate(mlp, l, shared, 64).step_s;
     EXPECT_GT(step, unmeasured) << l.describe();
     EXPECT_GE(step, streamed / 5e9) << l.describe();  // plus the little compute left
