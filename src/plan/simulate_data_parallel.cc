@@ -358,15 +358,19 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
       // (which priced the transport's extra heap copy: 4 and 8 ranks +47% after the change).
       // A rank's share of its degree exchanges is the exchange's time (each of the two
       // cores of a 2-rank exchange copies one message into a ring and one out). The mix
-      // is element-wise (x = (x + inboxes) / (deg + 1): mix_models of traffic), as in the
-      // step above; priced as deg + 2 copies at half the exchange's rate it over-predicted
-      // the 4- and 8-rank rows by 46-48% (2026-11-25, dv-y3).
+      // is element-wise (x = (x + inboxes) / (deg + 1): deg + 1 models read); priced as deg
+      // + 2 copies at half the exchange's rate it over-predicted the 4- and 8-rank rows by
+      // 46-48% (2026-11-25, dv-y3). Here the reads alone, not the step's deg + 3 with the
+      // write (above): over the 4- and 8-rank rows of two validations on 2 cores (dv-z3, dv-z4)
+      // deg + 3 read +14 / +1% and +37 / +33%, deg + 1 -9 / -23% and +6 / -0.4%. (With more
+      // ranks than cores every slot of the node stays in the shared cache, which the node's
+      // streaming rate, measured through memory, does not see; not traced.)
       // Through the window a rank copies nothing (it trains in its slot).
       const double msg_byte = c.link_at(false, bytes, true).beta_s_per_byte;
       const double own = (p.compute_s + p.optimizer_s) / slow;
       const double copying = gossip_window ? 0.0 : degree * bytes * msg_byte;
       node_cpu = n * (own + copying);
-      node_stream_b = n * mix_models * bytes;
+      node_stream_b = n * (degree + 1) * bytes;
     } else {
       const double own = p.compute_s / slow;
       const double server = l.ps_sync ? P * c.sgd_ns_per_param * 1e-9

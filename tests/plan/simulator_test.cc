@@ -739,12 +739,11 @@ TEST(Simulator, RanksBeyondTheCoresShareTheMemoryBandwidth) {
     same.elementwise_node_bps = 20e9;  // measured, and equal to the fallback: the same step
     EXPECT_DOUBLE_EQ(simulate(mlp, l, same, 64).step_s, unmeasured) << l.describe();
     // Two cores streaming half of one core's bytes between them: the step is the node's
-    // streamed bytes over that rate (8 ranks' mixes, 5 models each through the window: 3 read,
-    // 1 written and allocated; 7 workers' pulls, read and
+    // streamed bytes over that rate (8 ranks' mixes of 3 models read; 7 workers' pulls, read and
     // written, and the server's sums of 7 pushes at 12 bytes a parameter).
     Cluster shared = c;
     shared.elementwise_node_bps = 5e9;
-    const double streamed = l.strategy == "gossip" ? 8 * 5 * model_b : 7 * 2 * model_b + 7 * model_b / 4 * 12;
+    const double streamed = l.strategy == "gossip" ? 8 * 3 * model_b : 7 * 2 * model_b + 7 * model_b / 4 * 12;
     const double step = simulate(mlp, l, shared, 64).step_s;
     EXPECT_GT(step, unmeasured) << l.describe();
     EXPECT_GE(step, streamed / 5e9) << l.describe();  // plus the little compute left
