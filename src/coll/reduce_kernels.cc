@@ -129,17 +129,13 @@ namespace {
 enum class Simd { kPortable, kAvx2, kAvx512 };
 Simd probe_simd() {
   __builtin_cpu_init();
-  Simd s = __builtin_cpu_supports("avx512f")                                          ? Simd::kAvx512
-           : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") ? Simd::kAvx2
-                                                                                 : Simd::kPortable;
+  const Simd avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") ? Simd::kAvx2 : Simd::kPortable;
+  const Simd widest = __builtin_cpu_supports("avx512f") ? Simd::kAvx512 : avx2;
   const Settings& settings = Settings::process();
-  if (settings.has("DTRAIN_ISA")) {
-    const std::string cap = settings.choice("DTRAIN_ISA");
-    if (cap == "generic") s = Simd::kPortable;
-    if (cap == "avx2" && s == Simd::kAvx512)
-      s = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") ? Simd::kAvx2 : Simd::kPortable;
-  }
-  return s;
+  const std::string cap = settings.has("DTRAIN_ISA") ? settings.choice("DTRAIN_ISA") : "";
+  if (cap == "generic") return Simd::kPortable;
+  if (cap == "avx2" && widest == Simd::kAvx512) return avx2;
+  return widest;
 }
 Simd simd() {
   static const Simd s = probe_simd();

@@ -139,9 +139,9 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // Xeon (2026-11-27, localsgd): 3.06 / 3.30 / 3.34 MB at 2 / 4 / 8 ranks, where the ring's
   // copy had predicted 3.11 / 3.98 / 3.90 (+21% at 4 ranks).
   const bool reads = one_node && !slots && workers > 1 && c.ranks_on_node(workers) <= c.cores_per_node;
-  if (workers > 2 && s != "ps" && s != "single" && s != "gossip" && !slots && !reads &&
-      !(s == "ddp" && workers > 1 && one_node))
-    copies += 1;
+  // ddp on one node reduces from its gradient window (below) on either path.
+  const bool ddp_window = s == "ddp" && workers > 1 && one_node;
+  if (workers > 2 && s != "ps" && s != "single" && s != "gossip" && !slots && !reads && !ddp_window) copies += 1;
   // Through the slots, ddp's and localsgd's all-reduce keep one model-sized copy less than
   // the cross-memory path's scratch, and 0.5 MB besides (measured at 2 and 4 ranks, not
   // traced: the slot path's leased staging): ddp 5.08 -> 4.55 MB at 2 ranks.
@@ -149,7 +149,6 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // place (data_parallel.h): no slot staging, no copy less; with its (default) fused ZeRO
   // the node also holds one shared copy of the parameters, counted on rank 0, the busiest
   // (measured 2 / 4 / 8 ranks: 5.76 / 5.63 / 5.57 MB for the 0.94 MB MLP).
-  const bool ddp_window = s == "ddp" && workers > 1 && one_node;
   const bool slot_ar = slots && workers > 1 && (s == "localsgd" || (s == "ddp" && !ddp_window));
   if (slot_ar) copies -= 1;
   // Ranks that read each other's buffers (above) keep no model-sized copy either, but the

@@ -141,8 +141,6 @@ TEST(ReduceKernels, Float32AverageDividesEveryElement) {
   }
 }
 
-// The cache-bypassing copy equals memcpy for every alignment of both ends and every length
-// around its 16-byte head and 64-byte body, and writes nothing outside [dst, dst + n).
 // DTRAIN_ISA caps the sums' kernels as it caps tensor/'s. ctest runs this whole file three
 // times: as the CPU allows, under DTRAIN_ISA=avx2 and under DTRAIN_ISA=generic, so the portable
 // loops and the AVX2 path are checked on an AVX-512 machine too.
@@ -159,6 +157,8 @@ TEST(ReduceKernels, IsaHonoursTheCap) {
   EXPECT_TRUE(isa == "generic" || isa == "avx2" || isa == "avx512") << isa;
 }
 
+// The cache-bypassing copy equals memcpy for every alignment of both ends and every length
+// around its 16-byte head and 64-byte body, and writes nothing outside [dst, dst + n).
 TEST(CopyBytesStreaming, EqualsMemcpyAtEveryAlignmentAndLength) {
   std::vector<char> src(4096 + 64), dst(4096 + 128), want(dst.size());
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<char>(i * 131 + 7);
