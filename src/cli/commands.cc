@@ -30,6 +30,7 @@ const std::map<std::string, Command>& commands() {
       {"generate", {generate_main, "sample text from a language-model checkpoint"}},
       {"env", {env_main, "the DTRAIN_* settings and the values in force"}},
       {"data", {data_main, "the named datasets: where each is looked for, found or not, how to get it"}},
+      {"version", {version_main, "this build: release, git revision, kernels, BLAS (also --version)"}},
   };
   return table;
 }
@@ -69,6 +70,7 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   std::string cmd = argv[1];
+  if (cmd == "--version") cmd = "version";
   auto it = commands().find(cmd);
   if (it == commands().end()) {
     std::fprintf(stderr, "dtrain: unknown command '%s'\n\n", cmd.c_str());

@@ -24,5 +24,6 @@ int plan_main(const Args& args);      // dtrain plan                       (plan
 int generate_main(const Args& args);  // dtrain generate                   (generate_cmd.cc)
 int env_main(const Args& args);       // dtrain env                        (env_cmd.cc)
 int data_main(const Args& args);      // dtrain data                       (env_cmd.cc)
+int version_main(const Args& args);   // dtrain version, dtrain --version  (version_cmd.cc)
 
 }  // namespace dtrain::cli

@@ -1,8 +1,9 @@
 // dtrain env and dtrain data, run as the user runs them: the values in force with where they
 // come from, a malformed value flagged instead of failing, the Markdown table, and the named
-// datasets with where each was looked for and how to obtain it.
+// datasets with where each was looked for and how to obtain it; dtrain --version.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "support/subprocess.h"
@@ -36,6 +37,26 @@ TEST_F(EnvCli, MarkdownIsTheDocsTable) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.rfind("| variable | type | default | meaning | read by |", 0), 0u) << r.output;
   auto bad = run_command(bin_ + " env --bogus");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+}
+
+TEST_F(EnvCli, VersionNamesTheBuildAndTheKernelsInForce) {
+  auto r = run_command(bin_ + " --version");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("dtrain ", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find(", revision "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("BLAS:"), std::string::npos) << r.output;
+  // The JSON form carries the same, and the kernels follow DTRAIN_ISA's cap.
+  auto j = run_command("DTRAIN_ISA=generic " + bin_ + " version --json 2>/dev/null");
+  ASSERT_EQ(j.exit_code, 0) << j.output;
+  const auto v = nlohmann::json::parse(j.output, nullptr, false);
+  ASSERT_TRUE(v.is_object()) << j.output;
+  EXPECT_EQ(v.value("kernels", ""), "generic") << j.output;
+  EXPECT_FALSE(v.value("revision", "").empty()) << j.output;
+  EXPECT_EQ(r.output.rfind("dtrain " + v.value("version", "?") + ", revision " + v.value("revision", "?"), 0), 0u)
+      << r.output << j.output;
+  EXPECT_GE(v.value("cores_online", 0), 1) << j.output;
+  auto bad = run_command(bin_ + " version --bogus");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
 }
 
