@@ -14,6 +14,7 @@
 
 #include "base/env.h"
 #include "base/error.h"
+#include "cli/build_info.h"
 #include "cli/commands.h"
 #include "cli/train_flags.h"
 #include "comm/world.h"
@@ -89,7 +90,10 @@ RunResult run_rank(const TrainConfig& f, bool print) {
     const std::string line = f.quiet ? std::string() : prediction_line(r.json["prediction"]);
     if (!line.empty()) std::printf("%s\n", line.c_str());
   }
-  if (!f.json.empty()) write_json_file(f.json, r.json);
+  if (!f.json.empty()) {
+    r.json["build"] = build_info();  // the build that produced these figures
+    write_json_file(f.json, r.json);
+  }
   return r;
 }
 

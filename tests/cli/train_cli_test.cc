@@ -77,6 +77,10 @@ TEST_F(TrainCli, SmallRunWritesJsonAndResumes) {
   EXPECT_EQ(j["threads"], 2);
   EXPECT_EQ(j["epoch_rows"].size(), 2u);
   EXPECT_GT(j["test_accuracy"].get<double>(), 0.95);  // separable by features 1 vs 2
+  // The file names the build that produced it (dtrain --version's fields).
+  ASSERT_TRUE(j.contains("build")) << j.dump();
+  EXPECT_FALSE(j["build"].value("revision", "").empty()) << j["build"].dump();
+  EXPECT_TRUE(j["build"].contains("kernels")) << j["build"].dump();
 
   // Checkpoint after 1 epoch, resume to 3: the JSON holds all 3 rows and equals a straight run.
   const std::string ck = " --checkpoint " + file("ck");
