@@ -24,6 +24,8 @@ died: the message names it), ``Desync`` (ranks called different collectives: the
 names both calls), ``Timeout`` and ``InvalidArgument``.
 """
 from ._core import (  # noqa: F401
+    __revision__,
+    __version__,
     Communicator,
     Desync,
     Error,

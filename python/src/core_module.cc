@@ -10,6 +10,7 @@
 #include "comm/world.h"
 #include "core_comm.h"
 #include "plan/collective_plan.h"
+#include "dtrain_build_info.h"
 
 namespace dtrain::py {
 
@@ -116,6 +117,8 @@ using namespace dtrain::py;
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "dtrain's communicator, collectives and cost model (use the `dtrain` package).";
+  m.attr("__version__") = DTRAIN_BUILD_VERSION;    // the release, as `dtrain --version` prints it
+  m.attr("__revision__") = DTRAIN_BUILD_REVISION;  // the git revision this module was built from
   auto error = pyb::register_exception<dtrain::Error>(m, "Error", PyExc_RuntimeError);
   pyb::register_exception<dtrain::PeerFailure>(m, "PeerFailure", error.ptr());
   pyb::register_exception<dtrain::Desync>(m, "Desync", error.ptr());

@@ -22,6 +22,11 @@ def test_plan_collective_matches_the_cli_choice_rules():
         dtrain.plan_collective("allreduce", 8, "64 parsecs")
 
 
+def test_version_is_the_builds():
+    assert dtrain.__version__.count(".") == 2
+    assert dtrain.__revision__  # the git revision, as `dtrain --version` prints it
+
+
 def test_single_process_world_and_errors():
     info = dtrain.world_info()
     assert info["size"] >= 1 and 0 <= info["rank"] < info["size"]
