@@ -168,6 +168,13 @@ TEST(StoreHostile, SilentCrowdCannotKeepRanksOut) {
 // The server process runs short of descriptors: connections past that are answered and
 // closed (they would sit in the backlog, and the accept loop spin, without the spare fd).
 TEST(StoreHostile, OutOfDescriptorsRefusesGracefully) {
+#if defined(__SANITIZE_ADDRESS__)
+  // scripts/sanitize.sh builds ASan with UBSan, whose vptr check probes memory through a pipe:
+  // with the descriptors used up it cannot, reports "invalid vptr" inside the server's
+  // ostringstream and aborts the server (2026-11-28). The sanitizers need descriptors this
+  // test takes away; the plain build runs it.
+  GTEST_SKIP() << "the sanitizer runtime needs file descriptors this test exhausts";
+#endif
   int port_pipe[2], go_pipe[2];
   ASSERT_EQ(::pipe(port_pipe), 0);
   ASSERT_EQ(::pipe(go_pipe), 0);
