@@ -54,7 +54,6 @@
 #include "plan/calibrate_compute.h"
 #include "plan/coll_bench.h"
 #include "plan/cluster.h"
-#include "plan/host_probe.h"
 #include "plan/simulator.h"
 
 #include <nlohmann/json.hpp>
@@ -156,8 +155,7 @@ Calibrated calibrate(Communicator& c, double seconds) {
 constexpr const char* kByRanksSizes = "16K,64K,256K,512K,1M,2M,4M,8M,16M,32M,64M,128M,256M";
 constexpr double kByRanksSeconds = 0.25;
 constexpr int kByRanksPasses = 3;
-// Up to this many passes of a rank count split by verdict (2 ranks, and ranks that outnumber
-// the cores), to see both verdicts of the probe (below).
+// Up to this many 2-rank passes, to see both verdicts of the context's probe (below).
 constexpr int kTwoRankMaxPasses = 5;
 // The compute each rank burns before every call when the gap factor is measured: about an
 // MLP step's per-rank compute at 4-8 ranks (training's calls are that far apart).
@@ -257,14 +255,9 @@ int bench_job(const char* name, const std::string& stem, int p, double timeout, 
   DT_CHECK(rows->is_array() && !rows->empty(), IoError, "bench calibrate: the " << p << "-rank " << name << " wrote no rows");
   return 0;
 }
-// A `dtrain bench collectives -n p` job over shm. Ranks that outnumber the cores get the
-// host probe's round trip as `dtrain bench collectives` would give them (plan/host_probe.h):
-// their rows then carry the verdict.
+// A `dtrain bench collectives -n p` job over shm.
 int collectives_job(const std::string& stem, int p, double timeout, std::vector<std::string> args, nlohmann::json* rows) {
   args.insert(args.begin(), {"--transport", "shm"});
-  if (p > 2 && host_cores() >= 2 && p > host_cores())
-    if (const int64_t rtt = plan::host_round_trip_ns(); rtt > 0)
-      args.insert(args.end(), {"--host-round-trip-ns", std::to_string(rtt)});
   return bench_job("collectives", stem, p, timeout, args, rows);
 }
 
@@ -291,7 +284,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
            "bench calibrate: " << path << " has no intra-host link figures to add the collectives by rank count to");
   nlohmann::json by_ranks = nlohmann::json::object(), rs = nlohmann::json::object(), ag = nlohmann::json::object(),
                  bc = nlohmann::json::object(), gap = nlohmann::json::object(), slots_from = nlohmann::json::object(),
-                 two_rank = nlohmann::json::object(), by_cores_by_ranks = nlohmann::json::object();
+                 two_rank = nlohmann::json::object();
   for (int p : plan::calibrated_rank_counts(host_cores())) {
     // Each row is the median of kByRanksPasses jobs. It was the fastest of two (on a shared VM
     // a pass is sometimes disturbed, a row 20-70% slower than the same row a minute later),
@@ -304,9 +297,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
     // ("close": its all-gather took the slots; "far": the reads), for LinkSizes::two_rank_by_cores.
     // Passes go on (up to kTwoRankMaxPasses) until both verdicts were seen: on the EPYC VM
     // they alternate within seconds; a machine whose verdict holds pays kTwoRankMaxPasses.
-    // Ranks that outnumber the cores likewise, by the verdict of the launcher's host probe
-    // (the rows' host_cores), for LinkSizes::by_cores_by_ranks.
-    const bool by_cores = host_cores() >= 2 && (p == 2 || p > host_cores());
+    const bool by_cores = p == 2 && host_cores() >= 2;
     std::map<std::string, std::map<std::pair<std::string, double>, PassTimes>> by_verdict;
     for (int pass = 0; pass < kByRanksPasses || (by_cores && by_verdict.size() < 2 && pass < kTwoRankMaxPasses); ++pass) {
       nlohmann::json got;
@@ -317,10 +308,8 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
       if (rc != 0) return rc;
       std::string verdict;
       for (const auto& row : got)
-        if (p == 2 && row["op"] == "allgather" && row.contains("path"))
+        if (row["op"] == "allgather" && row.contains("path"))
           verdict = row["path"] == "slots" ? "close" : row["path"] == "reads" ? "far" : "";
-        else if (p > 2)
-          verdict = row.value("host_cores", std::string());
       for (const auto& row : got) {
         const auto k = std::make_pair(row["op"].get<std::string>(), row["size_bytes"].get<double>());
         const double t = row["time_us"].get<double>() * 1e-6;
@@ -343,10 +332,9 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
         tables[k.first].push_back({k.second, t.median()});
       }
       tables["allreduce_slots_from"] = plan::slots_from_sizes(slots_of(rows));
-      if (p == 2) two_rank[verdict] = tables;
-      else by_cores_by_ranks[key][verdict] = tables;
-      std::printf("shm, %d ranks (processes), the probe's verdict %s: all-reduce 1 MiB %.1f us, all-gather 1 MiB %.1f us\n",
-                  p, verdict.c_str(), rows.count({"allreduce", 1048576.0}) ? rows.at({"allreduce", 1048576.0}).median() * 1e6 : 0.0,
+      two_rank[verdict] = tables;
+      std::printf("shm, 2 ranks (processes), the probe's verdict %s: all-reduce 1 MiB %.1f us, all-gather 1 MiB %.1f us\n",
+                  verdict.c_str(), rows.count({"allreduce", 1048576.0}) ? rows.at({"allreduce", 1048576.0}).median() * 1e6 : 0.0,
                   rows.count({"allgather", 1048576.0}) ? rows.at({"allgather", 1048576.0}).median() * 1e6 : 0.0);
     }
     // Where the all-reduce goes through the context's slots from some size on (with a core
@@ -392,7 +380,6 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
   j["links_by_size"]["intra"]["gap_factor_by_ranks"] = gap;
   j["links_by_size"]["intra"]["allreduce_slots_from_by_ranks"] = slots_from;
   j["links_by_size"]["intra"]["two_rank_by_cores"] = two_rank;
-  j["links_by_size"]["intra"]["by_cores_by_ranks"] = by_cores_by_ranks;
   j["links_by_size"]["intra"]["allreduce_by_ranks_with"] = "processes";
   std::ofstream out(path);
   DT_CHECK(out.good(), IoError, "cannot write calibration file " << path);

@@ -10,13 +10,11 @@
 #include <fstream>
 #include <algorithm>
 #include <memory>
-#include <thread>
 
 #include "base/env.h"
 #include "base/error.h"
 #include "cli/bench.h"
 #include "plan/coll_bench.h"
-#include "plan/host_probe.h"
 #include "cli/flags.h"
 #include "launch/launch.h"
 #include "coll/communicator.h"
@@ -60,9 +58,6 @@ int bench_collectives(const Args& args) {
   bool threads = f.get_bool("threads", "run the ranks as threads of this process instead of processes");
   std::string json = f.get_string("json", "", "write the rows as JSON to FILE");
   double timeout = f.get_double("timeout", 300, 0.1, 1e6, "seconds any blocking call may wait");
-  const int64_t host_rtt = f.get_int("host-round-trip-ns", -1, -1, 1000000000,
-                                     "the host's two CPUs' round trip as the launcher probed it (set by the launcher "
-                                     "when shm ranks outnumber the cores; -1 = not probed)");
   double gap_us = f.get_double("gap-us", 0, 0, 1e6,
                                "CPU microseconds each rank computes before every timed call, as training does between "
                                "collectives (time then includes it; no prediction)");
@@ -91,7 +86,6 @@ int bench_collectives(const Args& args) {
   cfg.deterministic = deterministic;
   cfg.shm_context = shm_context;
   cfg.gap_s = gap_us * 1e-6;
-  cfg.host_round_trip_ns = host_rtt;
   cfg.segment_bytes = static_cast<size_t>(std::max<int64_t>(0, parse_size(segment_text, "--segment")));
   std::vector<TransportKind> kinds;
   for (const auto& k : split_list(transport)) {
@@ -115,16 +109,7 @@ int bench_collectives(const Args& args) {
     o.nproc = n;
     o.timeout_s = timeout;
     o.tag_output = false;
-    // Ranks that outnumber the cores change speed with how far apart the host's CPUs are, and
-    // would disturb any probe of their own: probe here, before starting them
-    // (plan/host_probe.h), so the rows carry the verdict and are predicted by it.
-    Args with_probe = args;
-    const unsigned cores = std::thread::hardware_concurrency();
-    if (host_rtt < 0 && n > 2 && cores >= 2 && static_cast<unsigned>(n) > cores &&
-        std::find(kinds.begin(), kinds.end(), TransportKind::kShm) != kinds.end())
-      if (const int64_t rtt = plan::host_round_trip_ns(); rtt > 0)
-        with_probe.insert(with_probe.end(), {"--host-round-trip-ns", std::to_string(rtt)});
-    return launch::relaunch_command(o, {"bench", "collectives"}, with_probe);
+    return launch::relaunch_command(o, {"bench", "collectives"}, args);
   } else {
     WorldInfo info = world_from_env();
     DT_CHECK(root >= 0 && root < info.size, InvalidArgument, "--root " << root << " outside 0.." << info.size - 1);

@@ -198,35 +198,22 @@ LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where
       t.allreduce_slots_from_by_ranks[p] = v.get<double>();
     }
   }
-  // {"close"|"far": tables} at `at`, as two_rank_by_cores and each rank count of
-  // by_cores_by_ranks hold them.
-  auto by_verdict = [&](const nlohmann::json& g, const std::string& at) {
-    DT_CHECK(g.is_object(), InvalidArgument, at << " must be {\"close\"|\"far\": {...}}");
-    std::map<std::string, LinkSizes::TwoRank> out;
+  if (j.contains("two_rank_by_cores")) {
+    const auto& g = j["two_rank_by_cores"];
+    DT_CHECK(g.is_object(), InvalidArgument, where << ".two_rank_by_cores must be {\"close\"|\"far\": {...}}");
     for (const auto& [k, v] : g.items()) {
-      const std::string here = at + "." + k;
+      const std::string at = where + ".two_rank_by_cores." + k;
       DT_CHECK((k == "close" || k == "far") && v.is_object(), InvalidArgument,
-               here << ": the verdict must be close or far, with an object of tables");
+               at << ": the verdict must be close or far, with an object of tables");
       LinkSizes::TwoRank r;
       for (auto [key, dst] : {std::pair<const char*, std::vector<std::pair<double, double>>*>{"allreduce", &r.allreduce},
                               {"reducescatter", &r.reducescatter},
                               {"allgather", &r.allgather},
                               {"broadcast", &r.broadcast}})
-        *dst = points(v, key, here);
+        *dst = points(v, key, at);
       r.allreduce_slots_from = v.value("allreduce_slots_from", 0.0);
-      DT_CHECK(r.allreduce_slots_from >= 0, InvalidArgument, here << ".allreduce_slots_from must be bytes >= 0");
-      out[k] = r;
-    }
-    return out;
-  };
-  if (j.contains("two_rank_by_cores")) t.two_rank_by_cores = by_verdict(j["two_rank_by_cores"], where + ".two_rank_by_cores");
-  if (j.contains("by_cores_by_ranks")) {
-    const auto& g = j["by_cores_by_ranks"];
-    DT_CHECK(g.is_object(), InvalidArgument, where << ".by_cores_by_ranks must be {\"ranks\": {\"close\"|\"far\": {...}}}");
-    for (const auto& [k, v] : g.items()) {
-      const int p = std::atoi(k.c_str());
-      DT_CHECK(p >= 3, InvalidArgument, where << ".by_cores_by_ranks: '" << k << "' must be a rank count >= 3 (2 ranks: two_rank_by_cores)");
-      t.by_cores_by_ranks[p] = by_verdict(v, where + ".by_cores_by_ranks." + k);
+      DT_CHECK(r.allreduce_slots_from >= 0, InvalidArgument, at << ".allreduce_slots_from must be bytes >= 0");
+      t.two_rank_by_cores[k] = r;
     }
   }
   return t;
@@ -246,42 +233,29 @@ nlohmann::json link_sizes_json(const LinkSizes& t) {
   for (const auto& [p, v] : t.broadcast_by_ranks) j["broadcast_by_ranks"][std::to_string(p)] = v;
   for (const auto& [p, f] : t.gap_factor_by_ranks) j["gap_factor_by_ranks"][std::to_string(p)] = f;
   for (const auto& [p, b] : t.allreduce_slots_from_by_ranks) j["allreduce_slots_from_by_ranks"][std::to_string(p)] = b;
-  auto tables = [](const LinkSizes::TwoRank& r) {
-    return nlohmann::json{{"allreduce", r.allreduce},
-                          {"reducescatter", r.reducescatter},
-                          {"allgather", r.allgather},
-                          {"broadcast", r.broadcast},
-                          {"allreduce_slots_from", r.allreduce_slots_from}};
-  };
-  for (const auto& [k, r] : t.two_rank_by_cores) j["two_rank_by_cores"][k] = tables(r);
-  for (const auto& [p, verdicts] : t.by_cores_by_ranks)
-    for (const auto& [k, r] : verdicts) j["by_cores_by_ranks"][std::to_string(p)][k] = tables(r);
+  for (const auto& [k, r] : t.two_rank_by_cores)
+    j["two_rank_by_cores"][k] = {{"allreduce", r.allreduce},
+                                 {"reducescatter", r.reducescatter},
+                                 {"allgather", r.allgather},
+                                 {"broadcast", r.broadcast},
+                                 {"allreduce_slots_from", r.allreduce_slots_from}};
   return j;
 }
 
-Cluster with_host_distance(Cluster c, int p, bool far, bool* used) {
+Cluster with_core_distance(Cluster c, bool far, bool* used) {
   if (used) *used = false;
-  const std::map<std::string, LinkSizes::TwoRank>* verdicts = nullptr;
-  if (p == 2) {
-    verdicts = &c.intra_sizes.two_rank_by_cores;
-  } else if (auto at = c.intra_sizes.by_cores_by_ranks.find(p); at != c.intra_sizes.by_cores_by_ranks.end()) {
-    verdicts = &at->second;
-  }
-  if (!verdicts) return c;
-  const auto it = verdicts->find(far ? "far" : "close");
-  if (it == verdicts->end()) return c;
-  const LinkSizes::TwoRank r = it->second;
+  const auto it = c.intra_sizes.two_rank_by_cores.find(far ? "far" : "close");
+  if (it == c.intra_sizes.two_rank_by_cores.end()) return c;
+  const LinkSizes::TwoRank& r = it->second;  // not touched by the assignments below
   LinkSizes& t = c.intra_sizes;
   for (auto [dst, src] : {std::pair{&t.allreduce_by_ranks, &r.allreduce}, std::pair{&t.reducescatter_by_ranks, &r.reducescatter},
                           std::pair{&t.allgather_by_ranks, &r.allgather}, std::pair{&t.broadcast_by_ranks, &r.broadcast}})
-    if (!src->empty()) (*dst)[p] = *src;
-  if (r.allreduce_slots_from > 0) t.allreduce_slots_from_by_ranks[p] = r.allreduce_slots_from;
-  else t.allreduce_slots_from_by_ranks.erase(p);
+    if (!src->empty()) (*dst)[2] = *src;
+  if (r.allreduce_slots_from > 0) t.allreduce_slots_from_by_ranks[2] = r.allreduce_slots_from;
+  else t.allreduce_slots_from_by_ranks.erase(2);
   if (used) *used = true;
   return c;
 }
-
-Cluster with_core_distance(Cluster c, bool far, bool* used) { return with_host_distance(std::move(c), 2, far, used); }
 
 namespace {
 
@@ -414,7 +388,7 @@ nlohmann::json cluster_to_json(const Cluster& c) {
   const LinkSizes& in = c.intra_sizes;
   if (!in.allreduce.empty() || !in.exchange.empty() || !in.allreduce_by_ranks.empty() || !in.reducescatter_by_ranks.empty() ||
       !in.allgather_by_ranks.empty() || !in.broadcast_by_ranks.empty() || !in.allreduce_slots_from_by_ranks.empty() ||
-      !in.two_rank_by_cores.empty() || !in.by_cores_by_ranks.empty())
+      !in.two_rank_by_cores.empty())
     j["intra_by_size"] = link_sizes_json(in);
   if (!c.inter_sizes.allreduce.empty() || !c.inter_sizes.exchange.empty()) j["inter_by_size"] = link_sizes_json(c.inter_sizes);
   return j;

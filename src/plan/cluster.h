@@ -86,11 +86,6 @@ struct LinkSizes {
     double allreduce_slots_from = 0;
   };
   std::map<std::string, TwoRank> two_rank_by_cores;
-  // The same split for rank counts above 2 where they outnumber the cores ("by_cores_by_ranks":
-  // {"4": {"close": {...}, "far": {...}}}), by the verdict of the launcher's probe of the host's
-  // first two CPUs (plan/host_probe.h): with more ranks than cores the collectives change speed
-  // with that distance too.
-  std::map<int, std::map<std::string, TwoRank>> by_cores_by_ranks;
 };
 LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where);
 // allreduce_slots_from_by_ranks' entry from one rank count's measured all-reduces (bytes ->
@@ -242,8 +237,5 @@ Cluster this_machine(const std::string& calibration_path);
 // verdict (LinkSizes::two_rank_by_cores); c unchanged otherwise. *used (optional) says whether
 // it replaced them.
 Cluster with_core_distance(Cluster c, bool far, bool* used = nullptr);
-// The same for a job of p > 2 ranks whose launcher probed the host's CPUs
-// (LinkSizes::by_cores_by_ranks); p == 2 is with_core_distance.
-Cluster with_host_distance(Cluster c, int p, bool far, bool* used = nullptr);
 
 }  // namespace dtrain::plan

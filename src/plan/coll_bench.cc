@@ -20,7 +20,6 @@
 #include "coll/cost_model.h"
 #include "coll/shm_context.h"
 #include "plan/cluster.h"
-#include "plan/host_probe.h"
 
 namespace dtrain {
 namespace {
@@ -280,13 +279,10 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
   // printed, and at 2 ranks the calibration's tables of that verdict price the rows, where it
   // measured them.
   const ShmContext* verdict = ctx ? ctx.get() : c.shm_context();
-  const bool host_probed = p > 2 && cfg.host_round_trip_ns > 0;
-  const bool host_far = host_probed && plan::host_cores_far(cfg.host_round_trip_ns);
   const plan::Cluster cal =
       verdict && *verdict->core_distance_from()
           ? plan::with_core_distance(calibrated_tables(c.coll_config().calibration_path), verdict->cores_far())
-      : host_probed ? plan::with_host_distance(calibrated_tables(c.coll_config().calibration_path), p, host_far)
-                    : calibrated_tables(c.coll_config().calibration_path);
+          : calibrated_tables(c.coll_config().calibration_path);
   if (lead) {
     std::printf("# dtrain bench collectives: %d ranks, transport %s%s, type %s, cost model %s\n", p, kind.c_str(),
                 ctx ? " + ShmContext" : "", dtype_name(cfg.dtype), cp.source.c_str());
@@ -304,10 +300,6 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
                                       " KiB up; the all-gather and reduce-scatter at every size, broadcast up to 256 KiB")
                                          .c_str());
     }
-    if (host_probed)
-      std::printf("# the host's first two CPUs (probed by the launcher): a cache line's round trip %.2f us (%s); "
-                  "pred from the calibration's rows of that verdict where it has them\n",
-                  static_cast<double>(cfg.host_round_trip_ns) / 1e3, host_far ? "far apart" : "close");
     std::printf("# time = max over ranks of the mean per call; GB/s = 1e9 bytes/s; pred = the calibration's own\n"
                 "# measurement of this shape where it has one (src cal), else the cost model's formula (src model)\n");
     std::printf("%12s %12s %9s %6s %5s %18s %11s %8s %8s %7s %10s %7s %5s\n", "size(B)", "count", "type", "redop",
@@ -351,7 +343,6 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
           row.path = shm_direct_one_phase(op, c, eff, call) || shm_direct_takes_slots(op, c, eff, call) ? "slots" : "reads";
         }
         row.transport = kind;
-        if (host_probed) row.host_cores = host_far ? "far" : "close";
         row.type = dtype_name(cfg.dtype);
         row.redop = (op == CollOp::kAllreduce || op == CollOp::kReduce || op == CollOp::kReduceScatter)
                         ? reduce_op_name(cfg.redop)
@@ -434,7 +425,6 @@ std::string rows_to_json(const std::vector<CollBenchRow>& rows) {
     out.push_back({{"op", r.op},
                    {"algo", r.algo},
                    {"path", r.path},
-                   {"host_cores", r.host_cores},
                    {"transport", r.transport},
                    {"world_size", r.world_size},
                    {"type", r.type},

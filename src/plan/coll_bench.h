@@ -54,10 +54,6 @@ struct CollBenchConfig {
   // CPU seconds each rank computes before every timed call (as between a training step's
   // collectives); the row's time includes it, and its prediction is 0 (none).
   double gap_s = 0;
-  // The host's first two CPUs' round trip as the launcher probed it before starting ranks that
-  // outnumber the cores (plan/host_probe.h; -1: not probed): the rows carry the verdict and
-  // are predicted from the calibration's rows of the same verdict (by_cores_by_ranks).
-  int64_t host_round_trip_ns = -1;
 };
 
 struct CollBenchRow {
@@ -65,7 +61,6 @@ struct CollBenchRow {
   // shm_direct's path: "slots" (the context's shared-memory slots) or "reads" (cross-memory
   // reads of the peers' buffers), coll/shm_context.h shm_direct_takes_slots; "" otherwise.
   std::string path;
-  std::string host_cores;  // "close" or "far": the launcher's probe (CollBenchConfig::host_round_trip_ns); "" unprobed
   int world_size = 0, root = -1;
   size_t size_bytes = 0, count = 0;
   double time_us = 0, algbw_gbps = 0, busbw_gbps = 0, predicted_us = 0;

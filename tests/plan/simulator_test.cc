@@ -3,16 +3,12 @@
 
 #include <gtest/gtest.h>
 
-#include <sched.h>
-
 #include <cmath>
 
 #include "base/error.h"
 #include "nn/transformer.h"
 #include "parallel/pipeline_schedule.h"
 #include "plan/closed_forms.h"
-#include "plan/host_probe.h"
-#include "coll/config.h"
 
 namespace dtrain::plan {
 namespace {
@@ -559,58 +555,6 @@ TEST(Simulator, TwoRankRunPricesThePathItsProbeChose) {
   EXPECT_EQ(back.two_rank_by_cores.at("close").allgather.size(), 2u);
   j["two_rank_by_cores"]["near"] = j["two_rank_by_cores"]["close"];
   EXPECT_THROW(link_sizes_from_json(j, "t"), InvalidArgument);
-}
-
-// Ranks that outnumber the cores: the calibration's tables of the launcher's host-probe
-// verdict (by_cores_by_ranks) replace that rank count's mixed ones and no other's; 2 ranks
-// still go by two_rank_by_cores; the file keeps them, and refuses a rank count below 3.
-TEST(Simulator, OversubscribedRunPricesTheHostDistanceItsLauncherProbed) {
-  Cluster c = ideal(2);
-  c.intra_sizes.allreduce_by_ranks[4] = {{1e3, 5e-4}, {1e9, 5e-4}};  // mixed
-  c.intra_sizes.allreduce_by_ranks[8] = {{1e3, 9e-4}, {1e9, 9e-4}};
-  LinkSizes::TwoRank close4, far4;
-  close4.allreduce = {{1e3, 3e-4}, {1e9, 3e-4}};
-  close4.allreduce_slots_from = 16 << 10;
-  far4.allreduce = {{1e3, 8e-4}, {1e9, 8e-4}};
-  c.intra_sizes.by_cores_by_ranks[4] = {{"close", close4}, {"far", far4}};
-  bool used = false;
-  const Cluster close = with_host_distance(c, 4, false, &used);
-  EXPECT_TRUE(used);
-  EXPECT_NEAR(close.measured_allreduce_s(4, 1e6), 3e-4, 1e-12);
-  EXPECT_NEAR(close.measured_allreduce_s(8, 1e6), 9e-4, 1e-12);  // other rank counts as they were
-  EXPECT_DOUBLE_EQ(close.intra_sizes.allreduce_slots_from_by_ranks.at(4), 16 << 10);
-  EXPECT_NEAR(with_host_distance(c, 4, true, &used).measured_allreduce_s(4, 1e6), 8e-4, 1e-12);
-  EXPECT_TRUE(used);
-  // A rank count the calibration did not split: unchanged.
-  EXPECT_NEAR(with_host_distance(c, 8, true, &used).measured_allreduce_s(8, 1e6), 9e-4, 1e-12);
-  EXPECT_FALSE(used);
-  nlohmann::json j = link_sizes_json(c.intra_sizes);
-  const LinkSizes back = link_sizes_from_json(j, "t");
-  ASSERT_EQ(back.by_cores_by_ranks.count(4), 1u);
-  ASSERT_EQ(back.by_cores_by_ranks.at(4).count("far"), 1u);
-  EXPECT_EQ(back.by_cores_by_ranks.at(4).at("far").allreduce.size(), 2u);
-  EXPECT_DOUBLE_EQ(back.by_cores_by_ranks.at(4).at("close").allreduce_slots_from, 16 << 10);
-  j["by_cores_by_ranks"]["2"] = j["by_cores_by_ranks"]["4"];
-  EXPECT_THROW(link_sizes_from_json(j, "t"), InvalidArgument);
-  j.erase("by_cores_by_ranks");
-  j["by_cores_by_ranks"]["4"]["near"] = link_sizes_json(c.intra_sizes)["by_cores_by_ranks"]["4"]["far"];
-  EXPECT_THROW(link_sizes_from_json(j, "t"), InvalidArgument);
-}
-
-// The launcher's probe of the host's first two CPUs: a positive round trip where two CPUs
-// may be used, and a verdict at coll's threshold.
-TEST(HostProbe, MeasuresARoundTripWhereTwoCpusMayBeUsed) {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  ASSERT_EQ(::sched_getaffinity(0, sizeof allowed, &allowed), 0);
-  const int64_t rtt = host_round_trip_ns();
-  if (CPU_COUNT(&allowed) < 2) {
-    EXPECT_EQ(rtt, -1);
-    return;
-  }
-  EXPECT_GT(rtt, 0);
-  EXPECT_FALSE(host_cores_far(kCloseRoundTripNs - 1));
-  EXPECT_TRUE(host_cores_far(kCloseRoundTripNs));
 }
 
 TEST(Simulator, CalibratedGapFactorPricesCollectivesBetweenComputeSteps) {
