@@ -24,14 +24,16 @@
 namespace dtrain::cli {
 
 nlohmann::json build_info() {
-  const CpuFeatures& cpu = cpu_features();
+  Isa widest = Isa::kGeneric;  // what this CPU runs, uncapped
+  for (Isa i : {Isa::kAvx2, Isa::kAvx512})
+    if (isa_supported(i)) widest = i;
   return {{"version", DTRAIN_BUILD_VERSION},
           {"revision", DTRAIN_BUILD_REVISION},
           {"build_type", DTRAIN_BUILD_TYPE},
           {"compiler", DTRAIN_BUILD_COMPILER},
           {"sanitizers", DTRAIN_BUILD_SANITIZE},
           {"kernels", isa_name(best_isa())},
-          {"cpu_runs", cpu.avx512 ? "avx512" : cpu.avx2_fma ? "avx2" : "generic"},
+          {"cpu_runs", isa_name(widest)},
           {"blas", blas_config()},
           {"blas_core", blas_core()},
           {"cores_online", ::sysconf(_SC_NPROCESSORS_ONLN)},
