@@ -66,10 +66,14 @@ const std::vector<SettingInfo> kTable = {
      "default is every size)",
      "world (CollConfig)"},
     {"DTRAIN_SHM_CORES", T::kChoice, "probe",
-     "how close two ranks' cores are (probe: a cache line's round trip when the communicator starts); far apart, the "
-     "2-rank collectives skip the shared-memory slots at every size; close, the all-reduce takes them from 256K and "
-     "the all-gather and reduce-scatter at every size",
+     "how close two ranks' cores are (probe: a cache line's round trip when the communicator starts, and again every "
+     "DTRAIN_SHM_REPROBE_MS of calls); far apart, the 2-rank collectives skip the shared-memory slots at every size; "
+     "close, the all-reduce takes them from 256K and the all-gather and reduce-scatter at every size",
      "world (CollConfig)", "probe|close|far"},
+    {"DTRAIN_SHM_REPROBE_MS", T::kInteger, "100",
+     "two ranks with a core each, DTRAIN_SHM_CORES=probe: re-probe the distance about this often, counted in "
+     "collectives past 16K (~10-40 us a probe; 0: only when the communicator starts)",
+     "world (CollConfig)"},
     {"DTRAIN_CALIBRATION", T::kPath, "~/.cache/dtrain/calibration.json",
      "cost-model calibration file (written by dtrain bench calibrate)", "world (CollConfig), plan, bench"},
     {"DTRAIN_ALGO", T::kString, "auto (cost model)", "algorithm for every collective that has it", "world (CollConfig)"},

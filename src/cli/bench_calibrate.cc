@@ -315,7 +315,11 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
         const double t = row["time_us"].get<double>() * 1e-6;
         const bool took_slots = row.value("path", std::string()) == "slots";
         passes[k].add(t, took_slots);
-        if (by_cores && !verdict.empty()) by_verdict[verdict][k].add(t, took_slots);
+        // A job re-probes the distance as it goes (ShmContext::after_call): a row whose calls
+        // were counted goes to the verdict most of them ran under, the others to the pass's.
+        const double far_share = row.value("far_share", -1.0);
+        const std::string v = far_share < 0 ? verdict : far_share > 0.5 ? "far" : "close";
+        if (by_cores && !v.empty()) by_verdict[v][k].add(t, took_slots);
       }
     }
     const std::string key = std::to_string(p);

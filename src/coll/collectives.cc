@@ -89,6 +89,13 @@ Fingerprint small_call(Communicator& comm, CollOp op, DType t, uint64_t count, i
 Deadline call_deadline(const Communicator& comm, const CollOptions& opts) {
   return Deadline::after(resolve_timeout(opts.timeout_s, comm.timeout()));
 }
+
+// A call on the context's paths has completed here: the context counts it towards its next
+// re-probe of the two ranks' distance (ShmContext::after_call), and runs that when due.
+Algorithm done_on_context(Communicator& comm, const CollOptions& opts, Algorithm a, size_t bytes) {
+  if (a == Algorithm::kShmDirect && opts.shm) opts.shm->after_call(bytes, call_deadline(comm, opts));
+  return a;
+}
 }  // namespace
 
 Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t count, DType t, ReduceOp op,
@@ -104,7 +111,7 @@ Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t cou
     copy_if_needed(recv, send, bytes);
     opts.shm->allreduce_small(recv, count, t, op, small_call(comm, CollOp::kAllreduce, t, count, -1, op),
                               call_deadline(comm, opts));
-    return a;
+    return done_on_context(comm, opts, a, bytes);
   }
   Call call(comm, CollOp::kAllreduce, opts, a, t, count, -1, op, route_of(a));
   char* buf = static_cast<char*>(recv);
@@ -147,7 +154,7 @@ Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t cou
     // (shm_direct divides each owner's reduced piece itself, in cache, before sharing it.)
     if (op == ReduceOp::kAvg && a != Algorithm::kShmDirect) finish_avg(t, buf, count, comm.size());
   });
-  return a;
+  return done_on_context(comm, opts, a, bytes);
 }
 
 Algorithm allreduce_apply(Communicator& comm, const float* send, float* recv, const std::vector<size_t>& counts,
@@ -192,7 +199,7 @@ Algorithm allreduce_apply(Communicator& comm, const float* send, float* recv, co
                                                 blocks, piece, opts.shm);
       }
     });
-    if (done) return Algorithm::kShmDirect;
+    if (done) return done_on_context(comm, opts, Algorithm::kShmDirect, n * sizeof(float));
   }
   // Anywhere else: reduce-scatter blocks padded to the longest, apply, all-gather the blocks.
   size_t per = 0;
@@ -223,7 +230,7 @@ Algorithm broadcast(Communicator& comm, void* buf, size_t count, DType t, int ro
     opts.shm->exchange_small(buf, bytes, mine ? bytes : 0,
                              small_call(comm, CollOp::kBroadcast, t, count, root, ReduceOp::kSum), call_deadline(comm, opts));
     if (!mine) copy_bytes(buf, opts.shm->small_of(root), bytes);
-    return a;
+    return done_on_context(comm, opts, a, bytes);
   }
   Call call(comm, CollOp::kBroadcast, opts, a, t, count, root, ReduceOp::kSum, route_of(a));
   char* b = static_cast<char*>(buf);
@@ -237,7 +244,7 @@ Algorithm broadcast(Communicator& comm, void* buf, size_t count, DType t, int ro
     else
       algo::broadcast_binomial(call, b, count, root, 0);
   });
-  return a;
+  return done_on_context(comm, opts, a, bytes);
 }
 
 Algorithm reduce(Communicator& comm, const void* send, void* recv, size_t count, DType t, ReduceOp op, int root,
@@ -275,7 +282,7 @@ Algorithm allgatherv(Communicator& comm, const void* send, void* recv, const std
                              call_deadline(comm, opts));
     for (int q = 0; q < comm.size(); ++q)
       copy_bytes_if_apart(static_cast<char*>(recv) + blocks.off[q] * es, opts.shm->small_of(q), block);
-    return a;
+    return done_on_context(comm, opts, a, blocks.total() * es);
   }
   Call call(comm, CollOp::kAllgather, opts, a, t, equal ? counts[0] : hash_counts(counts), -1, ReduceOp::kSum,
             route_of(a));
@@ -291,7 +298,7 @@ Algorithm allgatherv(Communicator& comm, const void* send, void* recv, const std
       default: algo::allgather_naive(call, out, blocks, 0); break;
     }
   });
-  return a;
+  return done_on_context(comm, opts, a, blocks.total() * es);
 }
 
 Algorithm allgather(Communicator& comm, const void* send, void* recv, size_t count, DType t,
@@ -312,7 +319,7 @@ Algorithm reduce_scatter(Communicator& comm, const void* send, void* recv, size_
     opts.shm->exchange_small(send, total * es, total * es, small_call(comm, CollOp::kReduceScatter, t, count, -1, op),
                              call_deadline(comm, opts));
     opts.shm->reduce_small(recv, comm.rank() * count * es, count, t, op);
-    return a;
+    return done_on_context(comm, opts, a, total * es);
   }
   // Deterministic reduce-scatter takes the message path even where shm_direct was chosen.
   Call call(comm, CollOp::kReduceScatter, opts, a, t, count, -1, op,
@@ -348,7 +355,7 @@ Algorithm reduce_scatter(Communicator& comm, const void* send, void* recv, size_
     if (op == ReduceOp::kAvg) finish_avg(t, mine, count, p);
     copy_bytes_if_apart(recv, mine, count * es);
   });
-  return a;
+  return done_on_context(comm, opts, a, total * es);
 }
 
 Algorithm gather(Communicator& comm, const void* send, void* recv, size_t count, DType t, int root,

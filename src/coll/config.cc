@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "base/error.h"
+
 namespace dtrain {
 
 std::string algorithm_setting_name(CollOp op) {
@@ -21,6 +23,10 @@ CollConfig coll_config_from(const Settings& s) {
   c.shm_slots_bytes = static_cast<size_t>(std::max<int64_t>(s.bytes("DTRAIN_SHM_SLOTS_BYTES"), 0));
   const std::string cores = s.choice("DTRAIN_SHM_CORES");
   c.shm_cores = cores == "close" ? CoreDistance::kClose : cores == "far" ? CoreDistance::kFar : CoreDistance::kProbe;
+  const double reprobe = s.number("DTRAIN_SHM_REPROBE_MS");
+  DT_CHECK(reprobe >= 0, InvalidArgument,
+           "DTRAIN_SHM_REPROBE_MS=" << reprobe << ": must be 0 (probe once) or a positive number of milliseconds");
+  c.shm_reprobe_ms = static_cast<int64_t>(reprobe);
   c.calibration_path = s.calibration_path();
   if (s.has("DTRAIN_HOST_ID")) c.host_id = s.text("DTRAIN_HOST_ID");
   const bool global = s.has("DTRAIN_ALGO");

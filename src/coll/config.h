@@ -45,7 +45,8 @@ inline constexpr int64_t kCloseRoundTripNs = 250;  // measured: 0.06-0.21 us clo
 inline constexpr size_t kDefaultShmSlotsBytes = size_t{64} << 30;
 
 // How close two ranks' cores are, for the choice between the slots and cross-memory reads
-// (ShmContext): measured when the context is built (kProbe), or stated (DTRAIN_SHM_CORES).
+// (ShmContext): measured when the context is built and again every ~DTRAIN_SHM_REPROBE_MS of
+// calls (kProbe), or stated (DTRAIN_SHM_CORES).
 enum class CoreDistance { kProbe, kClose, kFar };
 
 struct CollConfig {
@@ -56,6 +57,7 @@ struct CollConfig {
   size_t shm_slot_bytes = size_t{256} << 10;  // DTRAIN_SHM_SLOT_BYTES: the context's slot size
   size_t shm_slots_bytes = kDefaultShmSlotsBytes;  // DTRAIN_SHM_SLOTS_BYTES
   CoreDistance shm_cores = CoreDistance::kProbe;    // DTRAIN_SHM_CORES
+  int64_t shm_reprobe_ms = 100;                     // DTRAIN_SHM_REPROBE_MS (0: probe once)
   std::string calibration_path;  // "" = the built-in cost parameters
   std::string host_id;           // "" = the host name
   std::array<ForcedAlgorithm, static_cast<size_t>(CollOp::kBarrier) + 1> forced{};

@@ -45,10 +45,12 @@ struct ShmContext::Header {
   Fingerprint current;
   int64_t pid = 0;
   uint64_t id = 0;  // random, the same in every mapping: names this rank's arrivals for TSan
-  // The construction's round-trip probe (probe_peers): a counter on a line of its own, and
-  // rank 0's verdict, published before its last count.
+  // The round-trip probe (probe_peers): a counter on a line of its own, and rank 0's verdict
+  // and the number of distance-dependent calls until the next probe, published before its
+  // last count.
   alignas(64) std::atomic<uint64_t> probe{0};
   uint64_t slots_from = 0;
+  uint64_t probe_every = 0;
 };
 
 namespace {
@@ -171,7 +173,8 @@ ShmContext::ShmContext(Communicator& comm, size_t slot_bytes)
     const CoreDistance stated = comm.coll_config().shm_cores;
     if (stated == CoreDistance::kProbe) {
       distance_from_ = "probe";
-      probe_peers(Deadline::after(comm.timeout()));
+      reprobe_ns_ = comm.coll_config().shm_reprobe_ms * 1000000;
+      probe_peers(Deadline::after(comm.timeout()), true);
     } else {
       distance_from_ = "DTRAIN_SHM_CORES";
       slots_allreduce_min_ = stated == CoreDistance::kClose ? kSlotsAllreduceCloseMinBytes : kSlotsAllreduceFarMinBytes;
@@ -180,46 +183,98 @@ ShmContext::ShmContext(Communicator& comm, size_t slot_bytes)
   }
 }
 
-// Two ranks with a core each bounce a counter through their probe lines, kProbeRounds times
-// after kProbeWarm: the mean round trip tells whether their cores are close (share a cache:
-// 0.1-0.2 us for an 8-byte all-reduce on this VM at times) or far apart (0.33-0.46 us at
-// others, docs/history/sittings.md "the VM has two modes"), which decides where the slots beat
-// cross-memory reads (coll/shm_direct.cc): the all-reduce's threshold, and whether the
-// all-gather, reduce-scatter and broadcast take the slots at all. Rank 0 measures and decides, and
-// publishes the verdict before its last count, so both ranks take the same path; ~100 us.
-void ShmContext::probe_peers(const Deadline& deadline) {
-  constexpr uint64_t kProbeWarm = 32, kProbeRounds = 256;
+// Two ranks with a core each bounce a counter through their probe lines: the round trip
+// tells whether their cores are close (share a cache: 0.06-0.21 us on this VM at times) or
+// far apart (0.33-0.57 us at others, docs/history/sittings.md "the VM has two modes"), which
+// decides where the slots beat cross-memory reads (coll/shm_direct.cc): the all-reduce's
+// threshold, and whether the all-gather, reduce-scatter and broadcast take the slots at all.
+// Rank 0 times batches of kProbeBatch round trips after a warm-up and takes the median
+// batch (a preemption inside the probe spoils one batch, not the verdict), decides, and
+// publishes the verdict, with how many distance-dependent calls to make before the next
+// probe, before its last count, so both ranks take the same path from the same call on.
+// The first probe (construction) times 32 batches, ~40-150 us; a re-probe (after_call) 8.
+//
+// The VM moves its vCPUs: a pinned pair of threads read 60, 140 or 560 ns a round trip,
+// flipping within 0.1-2 s (20 s sampled every 100 ms: 179 close, 21 far, 8 flips), so one
+// verdict per communicator is stale for much of a longer job. Re-probing is scheduled in
+// calls, not time, so that both ranks agree on when without a message: rank 0 sets the next
+// interval from the calls' rate so that one probe falls every ~reprobe_ns_ (DTRAIN_SHM_REPROBE_MS).
+void ShmContext::probe_peers(const Deadline& deadline, bool first) {
+  constexpr uint64_t kProbeBatch = 8;
+  const uint64_t warm = first ? 32 : 4, batches = first ? 32 : 8;
   const int peer = 1 - rank_;
   std::atomic<uint64_t>& mine = header(rank_)->probe;
   const std::atomic<uint64_t>& theirs = header(peer)->probe;
   auto await = [&](uint64_t v) {
     for (uint64_t i = 1; theirs.load(std::memory_order_acquire) < v; ++i) {
       cpu_relax();
-      if (i % 4096 == 0 && deadline.expired())
+      if (i % 4096 != 0) continue;
+      if (deadline.expired())
         DT_THROW(Timeout, "ShmContext: rank " << peer << " did not answer the round-trip probe in " << comm_.timeout()
                                               << " s (rank " << rank_ << " waiting)");
+      if (i % (1u << 16) == 0) {
+        const std::string gone = comm_.transport().peer_gone(peer);
+        if (!gone.empty())
+          throw PeerFailure("rank " + std::to_string(rank_) + ": the shared-memory round-trip probe failed: rank " +
+                                std::to_string(peer) + " is gone [" + gone + "]",
+                            peer);
+      }
     }
   };
-  const uint64_t last = kProbeWarm + kProbeRounds;
+  const uint64_t base = probe_count_, last = base + warm + batches * kProbeBatch;
   if (rank_ == 0) {
+    std::vector<int64_t> times;
+    times.reserve(batches);
     int64_t t0 = 0;
-    for (uint64_t i = 1; i <= last; ++i) {
-      if (i == kProbeWarm + 1) t0 = now_ns();
+    for (uint64_t i = base + 1; i <= last; ++i) {
+      if (i > base + warm && (i - base - warm - 1) % kProbeBatch == 0) {
+        const int64_t t = now_ns();
+        if (t0) times.push_back(t - t0);
+        t0 = t;
+      }
       mine.store(i, std::memory_order_release);
       await(i);
     }
-    round_trip_ns_ = (now_ns() - t0) / static_cast<int64_t>(kProbeRounds);
+    times.push_back(now_ns() - t0);
+    std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+    round_trip_ns_ = times[times.size() / 2] / static_cast<int64_t>(kProbeBatch);
+    // The next interval: the calls made since the last probe, scaled to reprobe_ns_ by the
+    // time they took (at most 8x either way per probe), 0 when re-probing is off.
+    const int64_t now = now_ns();
+    uint64_t every = 0;
+    if (reprobe_ns_ > 0) {
+      every = kFirstProbeEvery;
+      if (!first && probe_every_ > 0) {
+        const double scale = static_cast<double>(reprobe_ns_) / static_cast<double>(std::max<int64_t>(1, now - last_probe_ns_));
+        every = static_cast<uint64_t>(std::clamp(static_cast<double>(probe_every_) * std::clamp(scale, 0.125, 8.0), 1.0,
+                                                 static_cast<double>(kMaxProbeEvery)));
+      }
+    }
+    last_probe_ns_ = now;
     header(rank_)->slots_from = round_trip_ns_ < kCloseRoundTripNs ? kSlotsAllreduceCloseMinBytes : kSlotsAllreduceFarMinBytes;
+    header(rank_)->probe_every = every;
     mine.store(last + 1, std::memory_order_release);
   } else {
-    for (uint64_t i = 1; i <= last; ++i) {
+    for (uint64_t i = base + 1; i <= last; ++i) {
       await(i);
       mine.store(i, std::memory_order_release);
     }
     await(last + 1);
   }
+  probe_count_ = last + 1;
+  const bool was_far = cores_far_;
   slots_allreduce_min_ = static_cast<size_t>(header(0)->slots_from);
   cores_far_ = slots_allreduce_min_ >= kSlotsAllreduceFarMinBytes;
+  probe_every_ = header(0)->probe_every;
+  calls_to_probe_ = probe_every_;
+  ++probes_;
+  if (!first && was_far != cores_far_) ++flips_;
+}
+
+void ShmContext::after_call(size_t bytes, const Deadline& deadline) {
+  if (calls_to_probe_ == 0 || bytes <= kSmallAllreduceFarBytes) return;
+  (cores_far_ ? far_calls_ : close_calls_) += 1;
+  if (--calls_to_probe_ == 0) probe_peers(deadline, false);
 }
 
 ShmContext::~ShmContext() { unmap_host_segments(segs_, seg_bytes_); }

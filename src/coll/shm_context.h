@@ -162,6 +162,23 @@ class ShmContext {
   // Where the 2-rank verdict came from: "probe" or "DTRAIN_SHM_CORES" (stated); "" where
   // none was needed (other rank counts, ranks beyond the cores).
   const char* core_distance_from() const { return distance_from_; }
+  // After a call of `bytes` on this context (the one phase or shm_direct) has completed on
+  // this rank; every rank of the call makes it, in the same order. With two ranks whose
+  // distance is probed (not stated), a call past kSmallAllreduceFarBytes (where the verdict
+  // starts to matter) counts towards the next re-probe, which it runs when due: the VM moves
+  // its vCPUs within seconds, and the verdict follows every ~DTRAIN_SHM_REPROBE_MS
+  // (CollConfig::shm_reprobe_ms; 0: the construction's probe only). ~10-40 us a probe.
+  void after_call(size_t bytes, const Deadline& deadline);
+  // Probes run (the construction's included), verdicts that changed at a re-probe, and the
+  // distance-dependent calls made under each verdict (0 where no probe runs).
+  int64_t probes() const { return probes_; }
+  int64_t flips() const { return flips_; }
+  int64_t close_calls() const { return close_calls_; }
+  int64_t far_calls() const { return far_calls_; }
+  // The first re-probe comes after this many distance-dependent calls; later intervals follow
+  // the calls' rate, up to kMaxProbeEvery.
+  static constexpr uint64_t kFirstProbeEvery = 64;
+  static constexpr uint64_t kMaxProbeEvery = uint64_t{1} << 20;
 
  private:
   struct Header;
@@ -191,7 +208,13 @@ class ShmContext {
   bool cores_far_ = false;                                 // probe_peers may set it
   int64_t round_trip_ns_ = 0;
   const char* distance_from_ = "";
-  void probe_peers(const Deadline& deadline);
+  // Re-probing (probe_peers, after_call): the last value this rank stored on its probe line,
+  // the calls left before the next probe (0: none due), the interval rank 0 published, rank
+  // 0's clock at the last probe, and the counts reported above.
+  uint64_t probe_count_ = 0, calls_to_probe_ = 0, probe_every_ = 0;
+  int64_t reprobe_ns_ = 0, last_probe_ns_ = 0;
+  int64_t probes_ = 0, flips_ = 0, close_calls_ = 0, far_calls_ = 0;
+  void probe_peers(const Deadline& deadline, bool first);
 };
 
 // Whether the shared-memory direct algorithm of `op` (kShmDirect) carries a call of `bytes`

@@ -278,11 +278,14 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
   // The context the calls use (--shm-context's own, else the communicator's): its verdict is
   // printed, and at 2 ranks the calibration's tables of that verdict price the rows, where it
   // measured them.
+  // Where the verdict is re-probed during the rows (ShmContext::after_call), a row is priced
+  // from both verdicts' tables, weighted by the share of its calls each verdict carried.
   const ShmContext* verdict = ctx ? ctx.get() : c.shm_context();
-  const plan::Cluster cal =
-      verdict && *verdict->core_distance_from()
-          ? plan::with_core_distance(calibrated_tables(c.coll_config().calibration_path), verdict->cores_far())
-          : calibrated_tables(c.coll_config().calibration_path);
+  const bool by_verdict = verdict && *verdict->core_distance_from();
+  const plan::Cluster mixed = calibrated_tables(c.coll_config().calibration_path);
+  const plan::Cluster cal = by_verdict ? plan::with_core_distance(mixed, verdict->cores_far()) : mixed;
+  const plan::Cluster cal_close = by_verdict ? plan::with_core_distance(mixed, false) : mixed;
+  const plan::Cluster cal_far = by_verdict ? plan::with_core_distance(mixed, true) : mixed;
   if (lead) {
     std::printf("# dtrain bench collectives: %d ranks, transport %s%s, type %s, cost model %s\n", p, kind.c_str(),
                 ctx ? " + ShmContext" : "", dtype_name(cfg.dtype), cp.source.c_str());
@@ -322,12 +325,15 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
         allreduce(c, &trial, 1, DType::kFloat64, ReduceOp::kMax);
         int64_t iters = std::clamp<int64_t>(static_cast<int64_t>(cfg.seconds / std::max(trial, 1e-7)), 1, cfg.max_iters);
         c.barrier();
+        const int64_t close0 = verdict ? verdict->close_calls() : 0, far0 = verdict ? verdict->far_calls() : 0;
         t0 = now_seconds();
         for (int64_t i = 0; i < iters; ++i) {
           if (cfg.gap_s > 0) compute_for(cfg.gap_s);
           run_once(c, pt, requested, cfg, in.data(), out.data(), ctx.get());
         }
         double per_call = (now_seconds() - t0) / static_cast<double>(iters);
+        // (read before the next collective, which may count itself)
+        const int64_t closes = verdict ? verdict->close_calls() - close0 : 0, fars = verdict ? verdict->far_calls() - far0 : 0;
         allreduce(c, &per_call, 1, DType::kFloat64, ReduceOp::kMax);
         int64_t wrong = -1;
         if (cfg.check) {
@@ -356,9 +362,16 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
         row.time_us = per_call * 1e6;
         row.algbw_gbps = row.size_bytes / per_call / 1e9;
         row.busbw_gbps = row.algbw_gbps * bus_factor(op, p);
+        if (closes + fars > 0) row.far_share = static_cast<double>(fars) / static_cast<double>(closes + fars);
         row.predicted_from = "none";  // with --gap-us: the row is not a collective's time alone
         if (cfg.gap_s <= 0) {
-          const double cal_s = calibrated_seconds(cal, op, p, static_cast<double>(row.size_bytes), cfg, requested, shm);
+          const double b = static_cast<double>(row.size_bytes);
+          double cal_s = calibrated_seconds(cal, op, p, b, cfg, requested, shm);
+          if (row.far_share >= 0) {
+            const double cs = calibrated_seconds(cal_close, op, p, b, cfg, requested, shm);
+            const double fs = calibrated_seconds(cal_far, op, p, b, cfg, requested, shm);
+            if (cs > 0 && fs > 0) cal_s = (1 - row.far_share) * cs + row.far_share * fs;
+          }
           row.predicted_from = cal_s > 0 ? "cal" : "model";
           row.predicted_us =
               (cal_s > 0 ? cal_s
@@ -385,6 +398,11 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
       }
     }
   }
+  if (lead && verdict && verdict->probes() > 1)
+    std::printf("# the two ranks' distance was probed %lld times and changed %lld times; calls past 16 KiB: %lld "
+                "close, %lld far (DTRAIN_SHM_REPROBE_MS)\n",
+                static_cast<long long>(verdict->probes()), static_cast<long long>(verdict->flips()),
+                static_cast<long long>(verdict->close_calls()), static_cast<long long>(verdict->far_calls()));
   return rows;
 }
 
@@ -425,6 +443,7 @@ std::string rows_to_json(const std::vector<CollBenchRow>& rows) {
     out.push_back({{"op", r.op},
                    {"algo", r.algo},
                    {"path", r.path},
+                   {"far_share", r.far_share},
                    {"transport", r.transport},
                    {"world_size", r.world_size},
                    {"type", r.type},

@@ -61,6 +61,9 @@ struct CollBenchRow {
   // shm_direct's path: "slots" (the context's shared-memory slots) or "reads" (cross-memory
   // reads of the peers' buffers), coll/shm_context.h shm_direct_takes_slots; "" otherwise.
   std::string path;
+  // Two ranks whose distance is re-probed (ShmContext::after_call): the share of the row's
+  // timed calls made under the "far" verdict; -1 where no verdict was counted.
+  double far_share = -1;
   int world_size = 0, root = -1;
   size_t size_bytes = 0, count = 0;
   double time_us = 0, algbw_gbps = 0, busbw_gbps = 0, predicted_us = 0;

@@ -31,6 +31,7 @@ TEST(CollConfig, DefaultsAreAnUnsetEnvironment) {
   EXPECT_EQ(from.shm_yield_us, fresh.shm_yield_us);
   EXPECT_EQ(from.shm_slot_bytes, fresh.shm_slot_bytes);
   EXPECT_EQ(from.shm_slots_bytes, fresh.shm_slots_bytes);
+  EXPECT_EQ(from.shm_reprobe_ms, fresh.shm_reprobe_ms);
   for (size_t i = 0; i < from.forced.size(); ++i) EXPECT_EQ(from.forced[i].name, "");
 }
 
@@ -41,6 +42,7 @@ TEST(CollConfig, ReadsEveryCollectivesSetting) {
                                {"DTRAIN_SHM_YIELD_US", "7"},
                                {"DTRAIN_SHM_SLOT_BYTES", "16K"},
                                {"DTRAIN_SHM_SLOTS_BYTES", "0"},
+                               {"DTRAIN_SHM_REPROBE_MS", "0"},
                                {"DTRAIN_CALIBRATION", "/nowhere/cal.json"},
                                {"DTRAIN_HOST_ID", "node-a"},
                                {"DTRAIN_ALGO", "ring"},
@@ -52,6 +54,7 @@ TEST(CollConfig, ReadsEveryCollectivesSetting) {
   EXPECT_EQ(c.shm_yield_us, 7);
   EXPECT_EQ(c.shm_slot_bytes, 16u << 10);
   EXPECT_EQ(c.shm_slots_bytes, 0u);
+  EXPECT_EQ(c.shm_reprobe_ms, 0);  // probe once, when the communicator starts
   EXPECT_EQ(c.calibration_path, "/nowhere/cal.json");
   EXPECT_EQ(c.host_id, "node-a");
   EXPECT_EQ(c.forced_algorithm(CollOp::kBroadcast).name, "tree");
@@ -74,6 +77,15 @@ TEST(CollConfig, AMalformedSegmentSizeNamesTheVariable) {
     FAIL() << "no error";
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("DTRAIN_SEGMENT_BYTES"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CollConfig, ANegativeReprobeIntervalSaysWhatIsAllowed) {
+  try {
+    coll_config_from(Settings::from_map({{"DTRAIN_SHM_REPROBE_MS", "-5"}}));
+    FAIL() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("DTRAIN_SHM_REPROBE_MS=-5: must be 0"), std::string::npos) << e.what();
   }
 }
 

@@ -110,6 +110,95 @@ TEST(ShmSlots, RoundTripProbeIsAgreedByBothRanks) {
   });
 }
 
+// The VM moves its vCPUs within seconds, so two ranks re-probe their distance as calls go
+// (ShmContext::after_call): every rank makes the same probes at the same call, and whatever
+// each probe says (the path of the next calls can change between slots and reads), every
+// result is exact. Calls of 16 KiB or less count for nothing; with DTRAIN_SHM_REPROBE_MS=0
+// only the construction probes.
+TEST(ShmSlots, DistanceIsReprobedAsCallsGoAndBothRanksAgree) {
+  struct Seen {
+    int64_t probes, flips, close, far;
+    bool far_now;
+  };
+  for (int64_t every_ms : {int64_t{1}, int64_t{0}}) {
+    std::mutex mu;
+    std::vector<Seen> seen;
+    testing::WorldOptions w;
+    w.coll.shm_cores = CoreDistance::kProbe;
+    w.coll.shm_reprobe_ms = every_ms;
+    constexpr int kCalls = 300;
+    testing::run_world(2, w, [&](Communicator& c) {
+      ShmContext ctx(c, 64 << 10);
+      if (ctx.oversubscribed()) GTEST_SKIP() << "one core: two ranks share it, and no distance is probed";
+      const DType t = DType::kInt32;
+      for (int k = 0; k < kCalls; ++k) {
+        const size_t n = 5000 + 1000 * static_cast<size_t>(k % 7);  // 20-44 KiB a rank
+        const int root = k % 2;
+        switch (k % 4) {
+          case 0: {
+            AllreduceOptions o;
+            o.algorithm = Algorithm::kShmDirect;
+            o.shm = &ctx;
+            auto in = testing::input(t, c.rank(), n);
+            std::vector<char> out(in.size());
+            allreduce(c, in.data(), out.data(), n, t, ReduceOp::kSum, o);
+            ASSERT_EQ(testing::compare(out, testing::expected_reduce(t, 2, n, ReduceOp::kSum), t), "") << "call " << k;
+            break;
+          }
+          case 1: {
+            AllgatherOptions o;
+            o.algorithm = Algorithm::kShmDirect;
+            o.shm = &ctx;
+            auto mine = testing::input(t, c.rank(), n);
+            std::vector<char> all(2 * mine.size()), want = testing::input(t, 0, n), second = testing::input(t, 1, n);
+            want.insert(want.end(), second.begin(), second.end());
+            allgather(c, mine.data(), all.data(), n, t, o);
+            ASSERT_EQ(testing::compare(all, want, t), "") << "call " << k;
+            break;
+          }
+          case 2: {
+            BroadcastOptions o;
+            o.algorithm = Algorithm::kShmDirect;
+            o.shm = &ctx;
+            auto buf = c.rank() == root ? testing::input(t, root, n) : std::vector<char>(n * 4, 0);
+            broadcast(c, buf.data(), n, t, root, o);
+            ASSERT_EQ(testing::compare(buf, testing::input(t, root, n), t), "") << "call " << k;
+            break;
+          }
+          default: {
+            // An 8-byte all-reduce between them: not counted, and no probe after it.
+            AllreduceOptions o;
+            o.shm = &ctx;
+            int64_t one = c.rank() + 1;
+            allreduce(c, &one, 1, DType::kInt64, ReduceOp::kSum, o);
+            ASSERT_EQ(one, 3) << "call " << k;
+          }
+        }
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      seen.push_back({ctx.probes(), ctx.flips(), ctx.close_calls(), ctx.far_calls(), ctx.cores_far()});
+    });
+    if (seen.empty()) continue;  // skipped
+    ASSERT_EQ(seen.size(), 2u);
+    const Seen& a = seen[0];
+    const Seen& b = seen[1];
+    EXPECT_EQ(a.probes, b.probes);
+    EXPECT_EQ(a.flips, b.flips);
+    EXPECT_EQ(a.close, b.close);
+    EXPECT_EQ(a.far, b.far);
+    EXPECT_EQ(a.far_now, b.far_now);
+    if (every_ms > 0) {
+      // 225 counted calls: the first re-probe after ShmContext::kFirstProbeEvery of them.
+      EXPECT_EQ(a.close + a.far, 3 * kCalls / 4) << "every call past 16 KiB is counted";
+      EXPECT_GE(a.probes, 2) << "the construction's probe and at least one re-probe";
+      EXPECT_LE(a.flips, a.probes - 1);
+    } else {
+      EXPECT_EQ(a.probes, 1) << "DTRAIN_SHM_REPROBE_MS=0: the construction's probe only";
+      EXPECT_EQ(a.close + a.far, 0);
+    }
+  }
+}
+
 // A stated distance (DTRAIN_SHM_CORES) replaces the probe: far apart, the 2-rank all-gather,
 // reduce-scatter and broadcast read each other's buffers instead of taking the slots, at sizes
 // of one element, past one slot and many slots, and every root; close, the all-reduce takes
