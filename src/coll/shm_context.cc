@@ -197,8 +197,9 @@ ShmContext::ShmContext(Communicator& comm, size_t slot_bytes)
 // The VM moves its vCPUs: a pinned pair of threads read 60, 140 or 560 ns a round trip,
 // flipping within 0.1-2 s (20 s sampled every 100 ms: 179 close, 21 far, 8 flips), so one
 // verdict per communicator is stale for much of a longer job. Re-probing is scheduled in
-// calls, not time, so that both ranks agree on when without a message: rank 0 sets the next
-// interval from the calls' rate so that one probe falls every ~reprobe_ns_ (DTRAIN_SHM_REPROBE_MS).
+// the calls' bytes, not time, so that both ranks agree on when without a message: rank 0
+// sets the next budget from the bytes' rate so that one probe falls every ~reprobe_ns_
+// (DTRAIN_SHM_REPROBE_MS).
 void ShmContext::probe_peers(const Deadline& deadline, bool first) {
   constexpr uint64_t kProbeBatch = 8;
   const uint64_t warm = first ? 32 : 4, batches = first ? 32 : 8;
@@ -238,16 +239,17 @@ void ShmContext::probe_peers(const Deadline& deadline, bool first) {
     times.push_back(now_ns() - t0);
     std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
     round_trip_ns_ = times[times.size() / 2] / static_cast<int64_t>(kProbeBatch);
-    // The next interval: the calls made since the last probe, scaled to reprobe_ns_ by the
+    // The next budget: the bytes charged since the last probe, scaled to reprobe_ns_ by the
     // time they took (at most 8x either way per probe), 0 when re-probing is off.
     const int64_t now = now_ns();
     uint64_t every = 0;
     if (reprobe_ns_ > 0) {
-      every = kFirstProbeEvery;
+      every = kFirstProbeBytes;
       if (!first && probe_every_ > 0) {
         const double scale = static_cast<double>(reprobe_ns_) / static_cast<double>(std::max<int64_t>(1, now - last_probe_ns_));
-        every = static_cast<uint64_t>(std::clamp(static_cast<double>(probe_every_) * std::clamp(scale, 0.125, 8.0), 1.0,
-                                                 static_cast<double>(kMaxProbeEvery)));
+        every = static_cast<uint64_t>(std::clamp(static_cast<double>(probe_every_) * std::clamp(scale, 0.125, 8.0),
+                                                 static_cast<double>(kProbeCallFloorBytes),
+                                                 static_cast<double>(kMaxProbeBytes)));
       }
     }
     last_probe_ns_ = now;
@@ -266,15 +268,21 @@ void ShmContext::probe_peers(const Deadline& deadline, bool first) {
   slots_allreduce_min_ = static_cast<size_t>(header(0)->slots_from);
   cores_far_ = slots_allreduce_min_ >= kSlotsAllreduceFarMinBytes;
   probe_every_ = header(0)->probe_every;
-  calls_to_probe_ = probe_every_;
+  bytes_to_probe_ = probe_every_;
   ++probes_;
   if (!first && was_far != cores_far_) ++flips_;
 }
 
 void ShmContext::after_call(size_t bytes, const Deadline& deadline) {
-  if (calls_to_probe_ == 0 || bytes <= kSmallAllreduceFarBytes) return;
+  if (bytes_to_probe_ == 0 || bytes <= kSmallAllreduceFarBytes) return;
   (cores_far_ ? far_calls_ : close_calls_) += 1;
-  if (--calls_to_probe_ == 0) probe_peers(deadline, false);
+  const uint64_t charge = std::max<uint64_t>(bytes, kProbeCallFloorBytes);
+  if (charge < bytes_to_probe_) {
+    bytes_to_probe_ -= charge;
+    return;
+  }
+  bytes_to_probe_ = 0;
+  probe_peers(deadline, false);
 }
 
 ShmContext::~ShmContext() { unmap_host_segments(segs_, seg_bytes_); }

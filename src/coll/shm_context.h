@@ -175,10 +175,14 @@ class ShmContext {
   int64_t flips() const { return flips_; }
   int64_t close_calls() const { return close_calls_; }
   int64_t far_calls() const { return far_calls_; }
-  // The first re-probe comes after this many distance-dependent calls; later intervals follow
-  // the calls' rate, up to kMaxProbeEvery.
-  static constexpr uint64_t kFirstProbeEvery = 64;
-  static constexpr uint64_t kMaxProbeEvery = uint64_t{1} << 20;
+  // Re-probes are due by bytes, each call charged at least kProbeCallFloorBytes: both ranks
+  // see the same bytes, and time per byte varies far less across sizes than time per call
+  // does (an interval counted in calls and set among 64 KiB calls would last minutes among
+  // 64 MiB ones). The first re-probe comes after kFirstProbeBytes; later budgets follow the
+  // bytes' rate, up to kMaxProbeBytes.
+  static constexpr uint64_t kProbeCallFloorBytes = uint64_t{64} << 10;
+  static constexpr uint64_t kFirstProbeBytes = uint64_t{4} << 20;
+  static constexpr uint64_t kMaxProbeBytes = uint64_t{1} << 40;
 
  private:
   struct Header;
@@ -209,9 +213,9 @@ class ShmContext {
   int64_t round_trip_ns_ = 0;
   const char* distance_from_ = "";
   // Re-probing (probe_peers, after_call): the last value this rank stored on its probe line,
-  // the calls left before the next probe (0: none due), the interval rank 0 published, rank
-  // 0's clock at the last probe, and the counts reported above.
-  uint64_t probe_count_ = 0, calls_to_probe_ = 0, probe_every_ = 0;
+  // the bytes left before the next probe (0: none due), the budget rank 0 published, rank 0's
+  // clock at the last probe, and the counts reported above.
+  uint64_t probe_count_ = 0, bytes_to_probe_ = 0, probe_every_ = 0;
   int64_t reprobe_ns_ = 0, last_probe_ns_ = 0;
   int64_t probes_ = 0, flips_ = 0, close_calls_ = 0, far_calls_ = 0;
   void probe_peers(const Deadline& deadline, bool first);

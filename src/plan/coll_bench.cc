@@ -296,7 +296,9 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
                       static_cast<double>(own->round_trip_ns()) / 1e3);
       else
         std::snprintf(how, sizeof how, "stated by %s", own->core_distance_from());
-      std::printf("# the two ranks' cores: %s (%s): the all-reduce takes the shared-memory slots %s\n", how,
+      const bool reprobed = own->round_trip_ns() > 0 && c.coll_config().shm_reprobe_ms > 0;
+      std::printf("# the two ranks' cores%s: %s (%s): the all-reduce takes the shared-memory slots %s\n",
+                  reprobed ? " at the start (probed again as calls go; each row's path is its calls' majority)" : "", how,
                   own->cores_far() ? "far apart" : "close",
                   own->cores_far() ? "never, nor do the all-gather, reduce-scatter and broadcast"
                                    : (std::to_string(own->slots_allreduce_min_bytes() >> 10) +

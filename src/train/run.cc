@@ -165,10 +165,17 @@ RunResult run_training(const TrainConfig& cfg, std::shared_ptr<Communicator> com
     res.json = report_json(cfg, job, res.report, res.splits, res.world, stats);
     res.json["train_heap_mb"] = heap_mb;
     res.json["heap_baseline_mb"] = static_cast<double>(heap_baseline) / 1e6;
-    // Which 2-rank shared-memory path the run's collectives took (ShmContext's verdict), so
-    // its prediction prices that path (cli/plan_predict.cc).
-    if (const ShmContext* x = comm ? comm->shm_context() : nullptr; x && *x->core_distance_from())
-      res.json["shm_cores"] = x->cores_far() ? "far" : "close";
+    // Which 2-rank shared-memory path the run's collectives took (ShmContext's verdict; where
+    // it was re-probed during the run, the verdict most of the distance-dependent calls ran
+    // under, and the far share), so its prediction prices that path (cli/plan_predict.cc).
+    if (const ShmContext* x = comm ? comm->shm_context() : nullptr; x && *x->core_distance_from()) {
+      const int64_t counted = x->close_calls() + x->far_calls();
+      res.json["shm_cores"] = (counted > 0 ? 2 * x->far_calls() > counted : x->cores_far()) ? "far" : "close";
+      if (counted > 0) {
+        res.json["shm_far_share"] = static_cast<double>(x->far_calls()) / static_cast<double>(counted);
+        res.json["shm_probes"] = x->probes();
+      }
+    }
   }
   return res;
 }

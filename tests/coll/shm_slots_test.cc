@@ -188,7 +188,7 @@ TEST(ShmSlots, DistanceIsReprobedAsCallsGoAndBothRanksAgree) {
     EXPECT_EQ(a.far, b.far);
     EXPECT_EQ(a.far_now, b.far_now);
     if (every_ms > 0) {
-      // 225 counted calls: the first re-probe after ShmContext::kFirstProbeEvery of them.
+      // 225 counted calls, each charged at least 64 KiB: 14 MiB, past ShmContext::kFirstProbeBytes.
       EXPECT_EQ(a.close + a.far, 3 * kCalls / 4) << "every call past 16 KiB is counted";
       EXPECT_GE(a.probes, 2) << "the construction's probe and at least one re-probe";
       EXPECT_LE(a.flips, a.probes - 1);
