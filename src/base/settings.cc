@@ -62,13 +62,14 @@ const std::vector<SettingInfo> kTable = {
      "size of each of a rank's two slots in a communicator's shared-memory context", "world (CollConfig)"},
     {"DTRAIN_SHM_SLOTS_BYTES", T::kBytes, "64G",
      "shared-memory all-gather and reduce-scatter up to this size go through the context's slots, and all-reduce and "
-     "broadcast when ranks outnumber cores (with a core per rank broadcast uses them up to 256K) (0: never; the "
+     "broadcast when ranks outnumber cores (with a core per rank broadcast uses them up to 256K and all-gather up to "
+     "the last-level cache's size) (0: never; the "
      "default is every size)",
      "world (CollConfig)"},
     {"DTRAIN_SHM_CORES", T::kChoice, "probe",
      "how close two ranks' cores are (probe: a cache line's round trip when the communicator starts, and again every "
      "DTRAIN_SHM_REPROBE_MS of calls); far apart, the 2-rank collectives skip the shared-memory slots at every size; "
-     "close, the all-reduce takes them from 256K and the all-gather and reduce-scatter at every size",
+     "close, the all-reduce takes them from 256K, the all-gather up to the last-level cache's size and the reduce-scatter at every size",
      "world (CollConfig)", "probe|close|far"},
     {"DTRAIN_SHM_REPROBE_MS", T::kInteger, "100",
      "two ranks with a core each, DTRAIN_SHM_CORES=probe: re-probe the distance about this often, counted in "

@@ -12,7 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -55,6 +57,28 @@ struct ShmContext::Header {
 
 namespace {
 constexpr size_t kHeaderBytes = 384;
+
+// The host's last-level cache: the largest cache level cpu0 lists in sysfs (what lscpu
+// prints), 32 MiB where none is listed. Not sysconf(_SC_LEVEL3_CACHE_SIZE): on the EPYC VM
+// glibc reads 256 MiB from the CPU (the whole package's) where sysfs and lscpu say 32 MiB.
+// Every rank on the host reads the same value, so they agree on slots_allgather_max_bytes()
+// without a message.
+size_t last_level_cache_bytes() {
+  size_t best = 0;
+  int best_level = 0;
+  for (int i = 0; i < 8; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::ifstream level_file(dir + "level"), size_file(dir + "size");
+    int level = 0;
+    std::string size;
+    if (!(level_file >> level) || !(size_file >> size) || size.empty()) continue;
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(size.c_str(), &end, 10);
+    const size_t scale = *end == 'K' ? size_t{1} << 10 : *end == 'M' ? size_t{1} << 20 : *end == 'G' ? size_t{1} << 30 : 1;
+    if (v > 0 && level > best_level) best = static_cast<size_t>(v) * scale, best_level = level;
+  }
+  return best > 0 ? best : size_t{32} << 20;
+}
 
 void futex_wait(std::atomic<uint32_t>* word, uint32_t seen, int timeout_us) {
   timespec ts{0, timeout_us * 1000L};
@@ -169,6 +193,7 @@ ShmContext::ShmContext(Communicator& comm, size_t slot_bytes)
     reinterpret_cast<Header*>(mine)->id = (static_cast<uint64_t>(rd()) << 32) | rd();
   });
   for (int q = 0; q < size_; ++q) pids_[q] = header(q)->pid;
+  if (!oversubscribed()) slots_allgather_max_ = last_level_cache_bytes();
   if (size_ == 2 && !oversubscribed()) {
     const CoreDistance stated = comm.coll_config().shm_cores;
     if (stated == CoreDistance::kProbe) {

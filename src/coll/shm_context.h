@@ -37,6 +37,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -156,6 +157,18 @@ class ShmContext {
   // apart each of a slot pipeline's phases costs a slow round trip, and the cross-memory
   // reads were 1.2-3x faster at every size from 64 KiB to 256 MiB (coll/shm_direct.cc).
   bool cores_far() const { return cores_far_; }
+  // Up to how many bytes (the whole output) an all-gather takes the slots where the verdict
+  // allows them: the host's last-level cache with a core per rank, every size when ranks
+  // outnumber the cores. The slots copy every block twice (owner into its slot, slot into
+  // each reader's output) where the cross-memory reads copy it once; while the output fits
+  // the shared cache the second copy is nearly free and the slots' cheaper handshake wins,
+  // past it both copies go to memory. 2 ranks on the EPYC VM (L3 32 MiB), three interleaved
+  // rounds of slots against reads (DTRAIN_SHM_SLOTS_BYTES=0), both cores close: 16-32 MiB
+  // 0.90-0.92x the reads' time, 64 MiB 1.34x, 128 MiB 1.45x, 256 MiB 1.26x (20-27 against
+  // 17-19 ms at 64 MiB; OpenMPI 17-21 ms in the same minutes). Reduce-scatter keeps the slots
+  // at every size: its reads reduce out of the peer's memory too, and the slots were
+  // 0.44-0.90x the reads' time from 256 KiB to 256 MiB in the same rounds.
+  size_t slots_allgather_max_bytes() const { return slots_allgather_max_; }
   // That probe's mean round trip of a cache line between the two ranks, on rank 0 (0 where
   // none ran: other rank counts, ranks beyond the cores, rank 1).
   int64_t round_trip_ns() const { return round_trip_ns_; }
@@ -211,6 +224,7 @@ class ShmContext {
   size_t slots_allreduce_min_ = kSlotsAllreduceFarMinBytes;  // probe_peers may lower it
   bool cores_far_ = false;                                 // probe_peers may set it
   int64_t round_trip_ns_ = 0;
+  size_t slots_allgather_max_ = std::numeric_limits<size_t>::max();
   const char* distance_from_ = "";
   // Re-probing (probe_peers, after_call): the last value this rank stored on its probe line,
   // the bytes left before the next probe (0: none due), the budget rank 0 published, rank 0's
@@ -228,9 +242,13 @@ class ShmContext {
 // rank the all-reduce from slots_allreduce_min_bytes() (an all-reduce up to
 // small_allreduce_bytes() never gets here: it is one phase through the slots, decided by
 // coll/collectives.cc), the broadcast up to 256 KiB, the
-// all-gather and reduce-scatter at every size, none of them when cores_far(); always up to
-// CollConfig::shm_slots_bytes.
+// all-gather up to slots_allgather_max_bytes() and the reduce-scatter at every size, none of
+// them when cores_far(); always up to CollConfig::shm_slots_bytes.
 bool shm_direct_takes_slots(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes);
+// The same choice under the verdict `cores_far` in place of the context's current one (for
+// reports of calls made under an earlier verdict: the context re-probes as calls go).
+bool shm_direct_takes_slots_under(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes,
+                                  bool cores_far);
 // Whether a shm_direct call of `bytes` (the all-reduce's and broadcast's buffer, the
 // all-gather's output of equal blocks, the reduce-scatter's input) is the context's one
 // phase that carries the data (exchange_small): up to small_allreduce_bytes(), the

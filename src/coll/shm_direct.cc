@@ -255,7 +255,9 @@ namespace dtrain {
 // faster at every size from 64 KiB to 256 MiB: all-gather 5.8 against 9.3-10.1 us at 64 KiB,
 // 11.3 against 24-27 us at 256 KiB, 1.25-1.5x from 1 MiB; reduce-scatter 6.5 against
 // 9.9-10.6 us at 64 KiB, 1.2-1.9x above. With the cores close the slots were 1.3-1.9x ahead
-// (docs/history/sittings.md, 2026-11-25 02:21). Broadcast: broadcast_shm_direct says why.
+// (docs/history/sittings.md, 2026-11-25 02:21) -- for the all-gather only while its output
+// fits the last-level cache (ShmContext::slots_allgather_max_bytes says why). Broadcast:
+// broadcast_shm_direct says why.
 bool shm_direct_one_phase(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes) {
   const bool carried = op == CollOp::kAllreduce || op == CollOp::kBroadcast || op == CollOp::kAllgather ||
                        op == CollOp::kReduceScatter;
@@ -269,13 +271,21 @@ bool shm_direct_preferred(CollOp op, const Communicator& comm, const ShmContext*
 }
 
 bool shm_direct_takes_slots(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes) {
+  return ctx && shm_direct_takes_slots_under(op, comm, ctx, bytes, ctx->cores_far());
+}
+
+bool shm_direct_takes_slots_under(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes,
+                                  bool far) {
   if (!ctx || bytes > comm.coll_config().shm_slots_bytes) return false;
+  // The all-reduce's threshold follows the verdict where there is one (two ranks, a core each).
+  const size_t allreduce_min = !*ctx->core_distance_from() || far == ctx->cores_far() ? ctx->slots_allreduce_min_bytes()
+                               : far                                                   ? kSlotsAllreduceFarMinBytes
+                                                                                       : kSlotsAllreduceCloseMinBytes;
   switch (op) {
-    case CollOp::kAllreduce: return ctx->oversubscribed() || bytes >= ctx->slots_allreduce_min_bytes();
-    case CollOp::kAllgather:
-    case CollOp::kReduceScatter: return !ctx->cores_far();
-    case CollOp::kBroadcast:
-      return ctx->oversubscribed() || (bytes <= algo::kPipelinedBroadcastBytes && !ctx->cores_far());
+    case CollOp::kAllreduce: return ctx->oversubscribed() || bytes >= allreduce_min;
+    case CollOp::kAllgather: return !far && bytes <= ctx->slots_allgather_max_bytes();
+    case CollOp::kReduceScatter: return !far;
+    case CollOp::kBroadcast: return ctx->oversubscribed() || (bytes <= algo::kPipelinedBroadcastBytes && !far);
     default: return false;
   }
 }

@@ -301,8 +301,9 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
                   reprobed ? " at the start (probed again as calls go; each row's path is its calls' majority)" : "", how,
                   own->cores_far() ? "far apart" : "close",
                   own->cores_far() ? "never, nor do the all-gather, reduce-scatter and broadcast"
-                                   : (std::to_string(own->slots_allreduce_min_bytes() >> 10) +
-                                      " KiB up; the all-gather and reduce-scatter at every size, broadcast up to 256 KiB")
+                                   : (std::to_string(own->slots_allreduce_min_bytes() >> 10) + " KiB up; the all-gather up to " +
+                                      std::to_string(own->slots_allgather_max_bytes() >> 20) +
+                                      " MiB (the last-level cache), the reduce-scatter at every size, broadcast up to 256 KiB")
                                          .c_str());
     }
     std::printf("# time = max over ranks of the mean per call; GB/s = 1e9 bytes/s; pred = the calibration's own\n"
@@ -348,7 +349,11 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
         if (used == Algorithm::kShmDirect) {
           const ShmContext* eff = ctx ? ctx.get() : c.shm_context();
           const size_t call = pt.total * es;
-          row.path = shm_direct_one_phase(op, c, eff, call) || shm_direct_takes_slots(op, c, eff, call) ? "slots" : "reads";
+          // Under the verdict most of the row's calls ran under, where it was re-probed.
+          const bool far = closes + fars > 0 ? 2 * fars > closes + fars : eff && eff->cores_far();
+          row.path = shm_direct_one_phase(op, c, eff, call) || shm_direct_takes_slots_under(op, c, eff, call, far)
+                         ? "slots"
+                         : "reads";
         }
         row.transport = kind;
         row.type = dtype_name(cfg.dtype);

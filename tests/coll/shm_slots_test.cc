@@ -3,6 +3,7 @@
 // blocks, every root; a rank in another call and a dead root are named, as on every path.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <mutex>
 
 #include "base/error.h"
@@ -197,6 +198,28 @@ TEST(ShmSlots, DistanceIsReprobedAsCallsGoAndBothRanksAgree) {
       EXPECT_EQ(a.close + a.far, 0);
     }
   }
+}
+
+// With a core per rank, an all-gather whose output outgrows the host's last-level cache
+// reads the peers' buffers even where the verdict allows the slots (they copy each block
+// twice, and past the cache both copies go to memory); ranks that outnumber the cores keep
+// the slots at every size. Reduce-scatter and all-reduce are not capped.
+TEST(ShmSlots, AllgatherPastTheLastLevelCacheTakesTheReads) {
+  testing::WorldOptions w = slots_always();
+  testing::run_world(2, w, [&](Communicator& c) {
+    ShmContext ctx(c, 64 << 10);
+    if (ctx.oversubscribed()) {
+      EXPECT_EQ(ctx.slots_allgather_max_bytes(), std::numeric_limits<size_t>::max());
+      GTEST_SKIP() << "one core: the two ranks share it, and the slots carry every size";
+    }
+    const size_t cap = ctx.slots_allgather_max_bytes();
+    ASSERT_GE(cap, size_t{256} << 10) << "a last-level cache smaller than an L2?";
+    ASSERT_LT(cap, size_t{1} << 30) << "the cap must come from the cache, not stay unlimited";
+    EXPECT_TRUE(shm_direct_takes_slots(CollOp::kAllgather, c, &ctx, cap));
+    EXPECT_FALSE(shm_direct_takes_slots(CollOp::kAllgather, c, &ctx, cap + 1));
+    EXPECT_TRUE(shm_direct_takes_slots(CollOp::kReduceScatter, c, &ctx, cap + 1));
+    EXPECT_TRUE(shm_direct_takes_slots(CollOp::kAllreduce, c, &ctx, cap + 1));
+  });
 }
 
 // A stated distance (DTRAIN_SHM_CORES) replaces the probe: far apart, the 2-rank all-gather,
