@@ -115,12 +115,22 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
     if (measured.contains("shm_cores"))
       c = plan::with_core_distance(std::move(c), measured["shm_cores"] == "far", &by_verdict);
     plan::Prediction p = plan::simulate(m, l, c, f.batch);
+    // Re-probed during the run (coll/shm_context.h after_call): the minority verdict's share
+    // of the calls is priced from its own tables.
+    const double far_share = measured.value("shm_far_share", -1.0);
+    if (by_verdict && far_share > 0 && far_share < 1) {
+      const bool far = measured["shm_cores"] == "far";
+      const plan::Cluster other =
+          plan::with_core_distance(plan::this_machine(Settings::process().calibration_path()), !far);
+      p = plan::blend_times(p, plan::simulate(m, l, other, f.batch), far ? 1 - far_share : far_share);
+    }
     j = {{"layout", l.describe()}, {"cluster", c.source},
          {"calibrated", c.source.rfind("calibrated", 0) == 0}, {"step_ms", p.step_s * 1e3},
          {"compute_ms", p.compute_s * 1e3}, {"comm_ms", p.comm_s * 1e3}, {"bubble_ms", p.bubble_s * 1e3},
          {"optimizer_ms", p.optimizer_s * 1e3}, {"memory_mb", p.memory_b() / 1e6},
          {"activations_mb", p.activations_b / 1e6}};
     if (by_verdict) j["two_rank_tables"] = measured["shm_cores"];
+    if (by_verdict && far_share >= 0) j["two_rank_far_share"] = far_share;
     // Measured step: a global minibatch's steady time (plan_measure.h steady_step_s: the median
     // round after the first for the GPT's rounds of steps, batch / examples per second for the
     // MLP's epoch; ps workers and fedavg's fresh local optimizers count no steps on rank 0, so

@@ -751,4 +751,26 @@ TEST(Simulator, RanksBeyondTheCoresShareTheMemoryBandwidth) {
   }
 }
 
+// A run whose two ranks' verdict changed mid-run is priced in proportion: blend_times weighs
+// each time by its verdict's share of the calls, keeps the majority's memory and traffic, and
+// clamps the weight (a share is a fraction).
+TEST(Simulator, ARunUnderTwoVerdictsBlendsTheirTimes) {
+  Prediction close, far;
+  close.step_s = 1.0, close.comm_s = 0.2, close.compute_s = 0.7, close.optimizer_s = 0.1;
+  close.weights_b = 100, close.dp_bytes = 40;
+  far.step_s = 2.0, far.comm_s = 1.2, far.compute_s = 0.7, far.optimizer_s = 0.1;
+  far.weights_b = 999, far.dp_bytes = 999;
+  const Prediction p = blend_times(close, far, 0.25);
+  EXPECT_DOUBLE_EQ(p.step_s, 1.25);
+  EXPECT_DOUBLE_EQ(p.comm_s, 0.45);
+  EXPECT_DOUBLE_EQ(p.compute_s, 0.7);
+  EXPECT_DOUBLE_EQ(p.optimizer_s, 0.1);
+  EXPECT_DOUBLE_EQ(p.weights_b, 100);
+  EXPECT_DOUBLE_EQ(p.dp_bytes, 40);
+  EXPECT_DOUBLE_EQ(blend_times(close, far, 0).step_s, 1.0);
+  EXPECT_DOUBLE_EQ(blend_times(close, far, 1).step_s, 2.0);
+  EXPECT_DOUBLE_EQ(blend_times(close, far, 7).step_s, 2.0);
+  EXPECT_DOUBLE_EQ(blend_times(close, far, -1).step_s, 1.0);
+}
+
 }  // namespace dtrain::plan
