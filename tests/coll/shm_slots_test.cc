@@ -5,6 +5,7 @@
 
 #include <limits>
 #include <mutex>
+#include <string>
 
 #include "base/error.h"
 #include "coll/collectives.h"
@@ -116,6 +117,18 @@ TEST(ShmSlots, RoundTripProbeIsAgreedByBothRanks) {
 // each probe says (the path of the next calls can change between slots and reads), every
 // result is exact. Calls of 16 KiB or less count for nothing; with DTRAIN_SHM_REPROBE_MS=0
 // only the construction probes.
+// An out-of-place shm_direct all-reduce through `ctx` of n elements of each rank's input:
+// the sums are exact.
+void allreduce_is_exact(Communicator& c, ShmContext& ctx, DType t, size_t n, const std::string& what) {
+  AllreduceOptions o;
+  o.algorithm = Algorithm::kShmDirect;
+  o.shm = &ctx;
+  const auto in = testing::input(t, c.rank(), n);
+  std::vector<char> out(in.size());
+  allreduce(c, in.data(), out.data(), n, t, ReduceOp::kSum, o);
+  EXPECT_EQ(testing::compare(out, testing::expected_reduce(t, 2, n, ReduceOp::kSum), t), "") << what;
+}
+
 TEST(ShmSlots, DistanceIsReprobedAsCallsGoAndBothRanksAgree) {
   struct Seen {
     int64_t probes, flips, close, far;
@@ -136,16 +149,9 @@ TEST(ShmSlots, DistanceIsReprobedAsCallsGoAndBothRanksAgree) {
         const size_t n = 5000 + 1000 * static_cast<size_t>(k % 7);  // 20-44 KiB a rank
         const int root = k % 2;
         switch (k % 4) {
-          case 0: {
-            AllreduceOptions o;
-            o.algorithm = Algorithm::kShmDirect;
-            o.shm = &ctx;
-            auto in = testing::input(t, c.rank(), n);
-            std::vector<char> out(in.size());
-            allreduce(c, in.data(), out.data(), n, t, ReduceOp::kSum, o);
-            ASSERT_EQ(testing::compare(out, testing::expected_reduce(t, 2, n, ReduceOp::kSum), t), "") << "call " << k;
+          case 0:
+            allreduce_is_exact(c, ctx, t, n, "call " + std::to_string(k));
             break;
-          }
           case 1: {
             AllgatherOptions o;
             o.algorithm = Algorithm::kShmDirect;
