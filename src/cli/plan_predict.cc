@@ -108,20 +108,20 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
     l.seed = f.seed;
     l.rounds = f.epochs;
     l.optimizer = f.optimizer;
-    plan::Cluster c = plan::this_machine(Settings::process().calibration_path());
+    const plan::Cluster machine = plan::this_machine(Settings::process().calibration_path());
+    plan::Cluster c = machine;
     // A 2-rank run whose context probed close or far prices that path (the calibration's
     // tables of the same verdict, plan::with_core_distance).
     bool by_verdict = false;
     if (measured.contains("shm_cores"))
-      c = plan::with_core_distance(std::move(c), measured["shm_cores"] == "far", &by_verdict);
+      c = plan::with_core_distance(machine, measured["shm_cores"] == "far", &by_verdict);
     plan::Prediction p = plan::simulate(m, l, c, f.batch);
     // Re-probed during the run (coll/shm_context.h after_call): the minority verdict's share
     // of the calls is priced from its own tables.
     const double far_share = measured.value("shm_far_share", -1.0);
     if (by_verdict && far_share > 0 && far_share < 1) {
       const bool far = measured["shm_cores"] == "far";
-      const plan::Cluster other =
-          plan::with_core_distance(plan::this_machine(Settings::process().calibration_path()), !far);
+      const plan::Cluster other = plan::with_core_distance(machine, !far);
       p = plan::blend_times(p, plan::simulate(m, l, other, f.batch), far ? 1 - far_share : far_share);
     }
     j = {{"layout", l.describe()}, {"cluster", c.source},

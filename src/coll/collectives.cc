@@ -93,7 +93,7 @@ Deadline call_deadline(const Communicator& comm, const CollOptions& opts) {
 // A call on the context's paths has completed here: the context counts it towards its next
 // re-probe of the two ranks' distance (ShmContext::after_call), and runs that when due.
 Algorithm done_on_context(Communicator& comm, const CollOptions& opts, Algorithm a, size_t bytes) {
-  if (a == Algorithm::kShmDirect && opts.shm) opts.shm->after_call(bytes, call_deadline(comm, opts));
+  if (a == Algorithm::kShmDirect && opts.shm) opts.shm->after_call(bytes, resolve_timeout(opts.timeout_s, comm.timeout()));
   return a;
 }
 }  // namespace

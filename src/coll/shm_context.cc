@@ -48,7 +48,7 @@ struct ShmContext::Header {
   int64_t pid = 0;
   uint64_t id = 0;  // random, the same in every mapping: names this rank's arrivals for TSan
   // The round-trip probe (probe_peers): a counter on a line of its own, and rank 0's verdict
-  // and the number of distance-dependent calls until the next probe, published before its
+  // and the bytes of distance-dependent calls until the next probe, published before its
   // last count.
   alignas(64) std::atomic<uint64_t> probe{0};
   uint64_t slots_from = 0;
@@ -215,8 +215,8 @@ ShmContext::ShmContext(Communicator& comm, size_t slot_bytes)
 // threshold, and whether the all-gather, reduce-scatter and broadcast take the slots at all.
 // Rank 0 times batches of kProbeBatch round trips after a warm-up and takes the median
 // batch (a preemption inside the probe spoils one batch, not the verdict), decides, and
-// publishes the verdict, with how many distance-dependent calls to make before the next
-// probe, before its last count, so both ranks take the same path from the same call on.
+// publishes the verdict, with how many bytes of distance-dependent calls to make before the
+// next probe, before its last count, so both ranks take the same path from the same call on.
 // The first probe (construction) times 32 batches, ~40-150 us; a re-probe (after_call) 8.
 //
 // The VM moves its vCPUs: a pinned pair of threads read 60, 140 or 560 ns a round trip,
@@ -298,8 +298,7 @@ void ShmContext::probe_peers(const Deadline& deadline, bool first) {
   if (!first && was_far != cores_far_) ++flips_;
 }
 
-void ShmContext::after_call(size_t bytes, const Deadline& deadline) {
-  if (bytes_to_probe_ == 0 || bytes <= kSmallAllreduceFarBytes) return;
+void ShmContext::count_call(size_t bytes, double timeout_s) {
   (cores_far_ ? far_calls_ : close_calls_) += 1;
   const uint64_t charge = std::max<uint64_t>(bytes, kProbeCallFloorBytes);
   if (charge < bytes_to_probe_) {
@@ -307,7 +306,7 @@ void ShmContext::after_call(size_t bytes, const Deadline& deadline) {
     return;
   }
   bytes_to_probe_ = 0;
-  probe_peers(deadline, false);
+  probe_peers(Deadline::after(timeout_s), false);
 }
 
 ShmContext::~ShmContext() { unmap_host_segments(segs_, seg_bytes_); }

@@ -180,8 +180,12 @@ class ShmContext {
   // distance is probed (not stated), a call past kSmallAllreduceFarBytes (where the verdict
   // starts to matter) counts towards the next re-probe, which it runs when due: the VM moves
   // its vCPUs within seconds, and the verdict follows every ~DTRAIN_SHM_REPROBE_MS
-  // (CollConfig::shm_reprobe_ms; 0: the construction's probe only). ~10-40 us a probe.
-  void after_call(size_t bytes, const Deadline& deadline);
+  // (CollConfig::shm_reprobe_ms; 0: the construction's probe only). ~10-40 us a probe,
+  // which waits for the peer up to timeout_s. Inline: on every collective's way out, and
+  // nothing to do for most of them.
+  void after_call(size_t bytes, double timeout_s) {
+    if (bytes_to_probe_ != 0 && bytes > kSmallAllreduceFarBytes) count_call(bytes, timeout_s);
+  }
   // Probes run (the construction's included), verdicts that changed at a re-probe, and the
   // distance-dependent calls made under each verdict (0 where no probe runs).
   int64_t probes() const { return probes_; }
@@ -233,6 +237,7 @@ class ShmContext {
   int64_t reprobe_ns_ = 0, last_probe_ns_ = 0;
   int64_t probes_ = 0, flips_ = 0, close_calls_ = 0, far_calls_ = 0;
   void probe_peers(const Deadline& deadline, bool first);
+  void count_call(size_t bytes, double timeout_s);
 };
 
 // Whether the shared-memory direct algorithm of `op` (kShmDirect) carries a call of `bytes`

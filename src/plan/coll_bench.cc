@@ -283,9 +283,9 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
   const ShmContext* verdict = ctx ? ctx.get() : c.shm_context();
   const bool by_verdict = verdict && *verdict->core_distance_from();
   const plan::Cluster mixed = calibrated_tables(c.coll_config().calibration_path);
-  const plan::Cluster cal = by_verdict ? plan::with_core_distance(mixed, verdict->cores_far()) : mixed;
   const plan::Cluster cal_close = by_verdict ? plan::with_core_distance(mixed, false) : mixed;
   const plan::Cluster cal_far = by_verdict ? plan::with_core_distance(mixed, true) : mixed;
+  const plan::Cluster& cal = by_verdict && verdict->cores_far() ? cal_far : cal_close;
   if (lead) {
     std::printf("# dtrain bench collectives: %d ranks, transport %s%s, type %s, cost model %s\n", p, kind.c_str(),
                 ctx ? " + ShmContext" : "", dtype_name(cfg.dtype), cp.source.c_str());

@@ -7,9 +7,6 @@
 
 namespace dtrain::plan {
 
-// The checks and what both kinds of model share (sim::StepBasics), then the MLP's
-// data-parallel strategies (simulate_data_parallel.cc) or the GPT on dp x tp x pp
-// (simulate_model_parallel.cc).
 Prediction blend_times(const Prediction& a, const Prediction& b, double w_b) {
   const double w = std::clamp(w_b, 0.0, 1.0);
   Prediction p = a;
@@ -21,6 +18,9 @@ Prediction blend_times(const Prediction& a, const Prediction& b, double w_b) {
   return p;
 }
 
+// The checks and what both kinds of model share (sim::StepBasics), then the MLP's
+// data-parallel strategies (simulate_data_parallel.cc) or the GPT on dp x tp x pp
+// (simulate_model_parallel.cc).
 Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64_t batch, double memory_limit_b) {
   const std::string& s = l.strategy;
   DT_CHECK(l.dp >= 1 && l.tp >= 1 && l.pp >= 1 && l.micro >= 1 && l.virtual_stages >= 1, InvalidArgument,
