@@ -9,6 +9,7 @@
 // example: forward 2, backward 4) — "gflops_exact" leaves out the input gradient of layer 1,
 // which is never computed.
 #include <benchmark/benchmark.h>
+#include <cblas.h>
 
 #include <optional>
 #include <vector>
@@ -110,24 +111,35 @@ void BM_MlpFwdBwd(benchmark::State& state) {
 }
 BENCHMARK(BM_MlpFwdBwd)->ArgNames({"batch"})->Arg(256)->Arg(128)->Arg(64)->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();
 
-// The BLAS ceiling on this machine: C = A B and the two transposed shapes the step uses.
+// The BLAS ceiling on this machine: C = A B and the two transposed shapes the step uses,
+// through dtrain's gemm (impl 0: gemm_small where it takes the shape, tensor/gemm_small.h)
+// and straight to OpenBLAS (impl 1), in the same run.
 void BM_Sgemm(benchmark::State& state) {
   int64_t m = state.range(0), n = state.range(1), k = state.range(2);
-  bool ta = state.range(3) != 0, tb = state.range(4) != 0;
+  bool ta = state.range(3) != 0, tb = state.range(4) != 0, openblas = state.range(5) != 0;
   set_blas_threads(1);
   std::vector<float> a(m * k, 0.5f), b(k * n, 0.25f), c(m * n);
-  for (auto _ : state)
-    gemm(ta, tb, m, n, k, 1.0f, a.data(), ta ? m : k, b.data(), tb ? k : n, 0.0f, c.data(), n);
+  const int64_t lda = ta ? m : k, ldb = tb ? k : n;
+  for (auto _ : state) {
+    if (openblas)
+      cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
+                  static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a.data(), static_cast<blasint>(lda), b.data(),
+                  static_cast<blasint>(ldb), 0.0f, c.data(), static_cast<blasint>(n));
+    else
+      gemm(ta, tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(), n);
+  }
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k * state.iterations() / 1e9, benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_Sgemm)->ArgNames({"m", "n", "k", "ta", "tb"})
-    ->Args({1024, 1024, 1024, 0, 0})
-    ->Args({256, 1024, 1024, 0, 1})   // forward: x w^T
-    ->Args({1024, 1024, 256, 1, 0})   // weight gradient: gz^T x
-    ->Args({256, 1024, 1024, 0, 0})   // input gradient: gz w
-    // The same three at the per-rank batches of 2 and 4 ranks (128 and 64 rows).
-    ->Args({128, 1024, 1024, 0, 1})->Args({1024, 1024, 128, 1, 0})->Args({128, 1024, 1024, 0, 0})
-    ->Args({64, 1024, 1024, 0, 1})->Args({1024, 1024, 64, 1, 0})->Args({64, 1024, 1024, 0, 0})
+void sgemm_shapes(benchmark::internal::Benchmark* b) {
+  for (int impl : {0, 1}) {
+    b->Args({1024, 1024, 1024, 0, 0, impl});
+    // forward x w^T, weight gradient gz^T x, input gradient gz w: at one rank's batch of 256,
+    // and at the per-rank batches of 2 and 4 ranks (128 and 64 rows).
+    for (int64_t rows : {256, 128, 64})
+      b->Args({rows, 1024, 1024, 0, 1, impl})->Args({1024, 1024, rows, 1, 0, impl})->Args({rows, 1024, 1024, 0, 0, impl});
+  }
+}
+BENCHMARK(BM_Sgemm)->ArgNames({"m", "n", "k", "ta", "tb", "openblas"})->Apply(sgemm_shapes)
     ->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 void BM_KernelAddRelu(benchmark::State& state) {

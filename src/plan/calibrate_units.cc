@@ -323,7 +323,7 @@ class FitKeys {
 
 // Files every point under each fit it belongs to (UnitCost::timed), items increasing: the
 // MLP's layers and step, and the GPT's embedding, block and head.
-// - The MLP's layers change kernels with the rows (gemm_small.h up to 64, OpenBLAS above),
+// - The MLP's layers change kernels with the rows (gemm_small.h up to 64-256, OpenBLAS above),
 //   which no one plane follows.
 // - The GPT's passes cost more per sequence at few sequences (a fixed cost a pass: the
 //   6x128 block's forward read 1.03 ms a sequence at 2, 0.91 at 6, 0.85 at 12) and again at

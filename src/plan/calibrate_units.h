@@ -99,8 +99,8 @@ struct UnitCost {
   // item counts. Else the fit. The points are made non-decreasing in items first (a point
   // above a later one takes its time).
   // Why: the fit is one plane over a kind's points, and the kernels under it change with
-  // the shape (tensor/gemm_small.h reads the weights in place up to 64 rows, OpenBLAS packs
-  // them above). On a host whose OpenBLAS ran the 128-example layer 9x slower than the
+  // the shape (tensor/gemm_small.h reads the weights in place up to 64-256 rows, OpenBLAS
+  // packs them above). On a host whose OpenBLAS ran the 128-example layer 9x slower than the
   // 64-example one (a 16-core Xeon VM, 2026-11-26), the plane priced every MLP step at
   // 8-64 examples +35..+180%; the points themselves say what each shape costs. A GPT pass has
   // a fixed cost that the fit's line (intercept >= 0, bent by the 24-sequence point whose

@@ -9,7 +9,6 @@
 #include <string>
 
 #include "base/error.h"
-#include "tensor/cpu_features.h"
 #include "tensor/gemm_small.h"
 
 namespace dtrain {
@@ -29,9 +28,9 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
     return;
   }
-  // A small batch on one side: the AVX-512 products that read the large operand in place
-  // (tensor/gemm_small.h says which shapes, and why).
-  if (alpha == 1.0f && best_isa() == Isa::kAvx512 && gemm_small(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc))
+  // A small batch on one side: the AVX-512 or AVX2 products that read the large operand in
+  // place (tensor/gemm_small.h says which shapes, and why).
+  if (alpha == 1.0f && gemm_small(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc))
     return;
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
               static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,

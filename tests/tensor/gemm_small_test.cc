@@ -1,8 +1,9 @@
-// The small-batch AVX-512 products (tensor/gemm_small.h) against a double-precision
-// reference, through gemm() as every caller reaches them: every row count of the small side
-// across the 16-float vectors and the 6-row tiles, large sides off the tile and panel widths,
-// padded leading dimensions, beta 0 over NaN and beta 1 accumulating; and the shapes they
-// decline are left to OpenBLAS untouched.
+// The small-batch products (tensor/gemm_small.h) against a double-precision reference,
+// through gemm() as every caller reaches them and through each instruction set's own entry
+// that this CPU runs (AVX-512 and AVX2): every row count of the small side across the 16- and
+// 8-float vectors and the 6-row tiles, large sides off the tile and panel widths, padded
+// leading dimensions, beta 0 over NaN and beta 1 accumulating; and the shapes they decline
+// are left to OpenBLAS untouched.
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -14,6 +15,7 @@
 #include "tensor/blas.h"
 #include "tensor/cpu_features.h"
 #include "tensor/gemm_small.h"
+#include "tensor/gemm_small_isa.h"
 
 namespace dtrain {
 namespace {
@@ -31,9 +33,19 @@ std::vector<float> random_floats(size_t n, uint32_t seed) {
   return v;
 }
 
-// Runs gemm on padded operands and compares with the reference; returns the worst error
+// A product with gemm_small's signature: returns false when it declines the shape.
+using Product = bool (*)(bool, bool, int64_t, int64_t, int64_t, const float*, int64_t, const float*, int64_t, float,
+                         float*, int64_t);
+
+bool through_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                  int64_t ldb, float beta, float* c, int64_t ldc) {
+  gemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+  return true;
+}
+
+// Runs the product on padded operands and compares with the reference, element by element,
 // relative to the sum of |terms| of that element.
-void check(const Case& t, float beta) {
+void check(const Case& t, float beta, Product product = through_gemm) {
   const int64_t pad = 3;
   const int64_t ar = t.ta ? t.k : t.m, ac = t.ta ? t.m : t.k;  // A as stored
   const int64_t br = t.tb ? t.n : t.k, bc = t.tb ? t.k : t.n;  // B as stored
@@ -43,7 +55,8 @@ void check(const Case& t, float beta) {
   if (beta == 0.0f)
     for (float& x : c) x = std::numeric_limits<float>::quiet_NaN();
   const std::vector<float> c0 = c;
-  gemm(t.ta, t.tb, t.m, t.n, t.k, 1.0f, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+  ASSERT_TRUE(product(t.ta, t.tb, t.m, t.n, t.k, a.data(), lda, b.data(), ldb, beta, c.data(), ldc))
+      << "declined m " << t.m << " n " << t.n << " k " << t.k;
   auto A = [&](int64_t i, int64_t p) { return t.ta ? a[p * lda + i] : a[i * lda + p]; };
   auto B = [&](int64_t p, int64_t j) { return t.tb ? b[j * ldb + p] : b[p * ldb + j]; };
   for (int64_t i = 0; i < t.m; ++i)
@@ -64,22 +77,40 @@ void check(const Case& t, float beta) {
     }
 }
 
-TEST(GemmSmall, ForwardShapesMatchTheReference) {
-  for (int64_t m : {1, 5, 6, 16, 17, 33, 48, 64})
+void check_forward_shapes(Product product) {
+  for (int64_t m : {1, 5, 6, 8, 9, 16, 17, 24, 33, 48, 64})
     for (int64_t n : {256, 263, 300})
-      for (float beta : {0.0f, 1.0f}) check({false, true, m, n, 300}, beta);
-  check({false, true, 64, 1024, 784}, 0.0f);
+      for (float beta : {0.0f, 1.0f}) check({false, true, m, n, 300}, beta, product);
+  check({false, true, 64, 1024, 784}, 0.0f, product);
+  // Past 64 rows, in blocks of 64 (AVX-512 takes up to 128, AVX2 up to 256).
+  for (int64_t m : {65, 100, 128})
+    for (float beta : {0.0f, 1.0f}) check({false, true, m, 263, 300}, beta, product);
 }
 
-TEST(GemmSmall, WeightGradientShapesMatchTheReference) {
-  for (int64_t k : {1, 7, 32, 64})
+void check_weight_gradient_shapes(Product product, int64_t most_rows) {
+  for (int64_t k : {1, 7, 32, 64, 65, 130, 256}) {
+    if (k > most_rows) break;
     for (int64_t m : {256, 259})
       for (int64_t n : {256, 300, 321})
-        for (float beta : {0.0f, 1.0f}) check({true, false, m, n, k}, beta);
+        for (float beta : {0.0f, 1.0f}) check({true, false, m, n, k}, beta, product);
+  }
+}
+
+TEST(GemmSmall, ForwardShapesMatchTheReference) { check_forward_shapes(through_gemm); }
+TEST(GemmSmall, WeightGradientShapesMatchTheReference) { check_weight_gradient_shapes(through_gemm, 256); }
+
+// Each instruction set's products directly, so an AVX-512 machine checks the AVX2 tiles too.
+TEST(GemmSmall, EachInstructionSetMatchesTheReference) {
+  if (!isa_supported(Isa::kAvx2)) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512: gemm_small never runs here";
+  check_forward_shapes(gemm_small_avx2);
+  check_weight_gradient_shapes(gemm_small_avx2, 256);
+  if (!isa_supported(Isa::kAvx512)) return;  // the AVX2 set above is all this CPU runs
+  check_forward_shapes(gemm_small_avx512);
+  check_weight_gradient_shapes(gemm_small_avx512, 64);
 }
 
 TEST(GemmSmall, TakesOnlyItsShapesAndIsRepeatable) {
-  if (!isa_supported(Isa::kAvx512)) GTEST_SKIP() << "this CPU has no AVX-512: gemm() never calls gemm_small here";
+  if (best_isa() == Isa::kGeneric) GTEST_SKIP() << "no AVX2 here (or DTRAIN_ISA=generic): gemm() never calls gemm_small";
   const int64_t m = 40, n = 300, k = 280;
   std::vector<float> a = random_floats(m * k, 4), b = random_floats(n * k, 5), c1(m * n), c2(m * n, 7.0f);
   EXPECT_TRUE(gemm_small(false, true, m, n, k, a.data(), k, b.data(), k, 0.0f, c1.data(), n));
@@ -89,9 +120,9 @@ TEST(GemmSmall, TakesOnlyItsShapesAndIsRepeatable) {
   // Declined, C untouched: a beta other than 0 and 1, the small side too large, either side
   // too small, and the forms it does not implement.
   EXPECT_FALSE(gemm_small(false, true, m, n, k, a.data(), k, b.data(), k, 0.5f, c2.data(), n));
-  EXPECT_FALSE(gemm_small(false, true, 65, n, k, a.data(), k, b.data(), k, 0.0f, c2.data(), n));
+  EXPECT_FALSE(gemm_small(false, true, 257, n, k, a.data(), k, b.data(), k, 0.0f, c2.data(), n));
   EXPECT_FALSE(gemm_small(false, true, m, 255, k, a.data(), k, b.data(), k, 0.0f, c2.data(), 255));
-  EXPECT_FALSE(gemm_small(true, false, 256, 256, 65, b.data(), 256, b.data(), 256, 0.0f, c2.data(), 256));
+  EXPECT_FALSE(gemm_small(true, false, 256, 256, 257, b.data(), 256, b.data(), 256, 0.0f, c2.data(), 256));
   EXPECT_FALSE(gemm_small(false, false, m, n, k, a.data(), k, b.data(), n, 0.0f, c2.data(), n));
   EXPECT_FALSE(gemm_small(true, true, m, n, k, a.data(), m, b.data(), k, 0.0f, c2.data(), n));
   EXPECT_EQ(c2, before);
