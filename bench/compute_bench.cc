@@ -183,4 +183,13 @@ BENCHMARK(BM_Bf16RoundTrip)->Arg(2913290)->Unit(benchmark::kMillisecond);
 }  // namespace
 }  // namespace dtrain
 
-BENCHMARK_MAIN();
+// BENCHMARK_MAIN, after the CLI's first step: OpenBLAS on the kernels this CPU runs
+// (tensor/blas.h run_again_with_better_blas_core), or its rows measure a VM's fallback.
+int main(int argc, char** argv) {
+  dtrain::run_again_with_better_blas_core(argv);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -36,5 +36,10 @@ const char* blas_core();
 // AVX-era family, or a CPU without AVX2). OpenBLAS reads OPENBLAS_CORETYPE once, as it
 // loads: the CLI sets it and runs itself again (cli/commands.cc).
 const char* better_blas_core(const char* chosen, bool avx512, bool avx2_fma);
+// Where better_blas_core names a better family and OPENBLAS_CORETYPE is unset: says so on
+// stderr, sets it and runs this program again as itself (execv of /proc/self/exe with argv),
+// so it returns only where there is nothing to correct or the exec failed (said on stderr).
+// The first thing main() does, in the CLI and the compute benchmarks.
+void run_again_with_better_blas_core(char** argv);
 
 }  // namespace dtrain
