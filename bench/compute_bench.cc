@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "autograd/loss.h"
+#include "cli/blas_core.h"
 #include "base/thread_pool.h"
 #include "nn/mlp.h"
 #include "optim/sgd.h"
@@ -184,7 +185,7 @@ BENCHMARK(BM_Bf16RoundTrip)->Arg(2913290)->Unit(benchmark::kMillisecond);
 }  // namespace dtrain
 
 // BENCHMARK_MAIN, after the CLI's first step: OpenBLAS on the kernels this CPU runs
-// (tensor/blas.h run_again_with_better_blas_core), or its rows measure a VM's fallback.
+// (cli/blas_core.h), or its rows measure a VM's fallback.
 int main(int argc, char** argv) {
   dtrain::run_again_with_better_blas_core(argv);
   benchmark::Initialize(&argc, argv);

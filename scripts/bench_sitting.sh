@@ -32,7 +32,7 @@ MPIRUN="mpirun --oversubscribe"
 
 # One set of OpenBLAS kernels for every program of the sitting. Where a VM hides the CPU's
 # model, OpenBLAS falls back to its SSE3 "Prescott" kernels; dtrain corrects that for itself
-# (tensor/blas.h run_again_with_better_blas_core) but PyTorch, which links the same OpenBLAS,
+# (cli/blas_core.h) but PyTorch, which links the same OpenBLAS,
 # does not: on a Xeon VM (2026-11-29) its single process read 1,033 examples/s on Prescott and
 # 4,525 on SkylakeX, so the DDP row would have compared dtrain with a peer slowed 4x. The
 # family dtrain runs is exported to all; the table's machine line names it.

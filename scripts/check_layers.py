@@ -31,7 +31,7 @@ ENV_READERS = {
     "src/launch/launch.cc": "the launcher: whether it runs inside a launched rank, the ranks' environment",
     "src/comm/engine.cc": "the world's engine facts: SLURM_* / OMPI_* host lists, batch step, node counts",
     "src/comm/pmix_exchange.cc": "whether a PMIx server started this process (PMIX_RANK, PMIX_NAMESPACE)",
-    "src/cli/commands.cc": "the CLI's entry: whether the user chose OpenBLAS's kernels (OPENBLAS_CORETYPE) before it runs itself again with better ones",
+    "src/cli/blas_core.cc": "the entry points' first step: whether the user chose OpenBLAS's kernels (OPENBLAS_CORETYPE) before a program runs itself again with better ones",
     # Pending (issue 10): the progress fd and the fault-kill switches, to move into settings /
     # leave the product for tests/support/faulty_fabric.h.
     "src/cli/train_cmd.cc": "pending: DTRAIN_PROGRESS_FD, DTRAIN_FAULT_KILL, DTRAIN_FAULT_SIGNAL",

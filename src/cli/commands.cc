@@ -8,6 +8,7 @@
 #include <map>
 
 #include "base/error.h"
+#include "cli/blas_core.h"
 #include "tensor/blas.h"
 
 namespace dtrain::cli {

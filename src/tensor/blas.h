@@ -34,12 +34,7 @@ const char* blas_core();
 // family it chose and what the CPU runs, the family it should run instead ("SkylakeX" with
 // AVX-512 F/DQ/BW/VL, "Haswell" with AVX2 and FMA), or nullptr when its choice stands (an
 // AVX-era family, or a CPU without AVX2). OpenBLAS reads OPENBLAS_CORETYPE once, as it
-// loads: the CLI sets it and runs itself again (cli/commands.cc).
+// loads: the CLI sets it and runs itself again (cli/blas_core.h).
 const char* better_blas_core(const char* chosen, bool avx512, bool avx2_fma);
-// Where better_blas_core names a better family and OPENBLAS_CORETYPE is unset: says so on
-// stderr, sets it and runs this program again as itself (execv of /proc/self/exe with argv),
-// so it returns only where there is nothing to correct or the exec failed (said on stderr).
-// The first thing main() does, in the CLI and the compute benchmarks.
-void run_again_with_better_blas_core(char** argv);
 
 }  // namespace dtrain
