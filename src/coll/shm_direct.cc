@@ -379,7 +379,9 @@ void allgather_shm_direct(Call& c, char* buf, const char* mine, const Blocks& b,
     must_read(peers[q], 0, buf + b.off[q] * es, b.len(q) * es, q);
   }
   // The own block is copied after this rank says it has read everything: the peers may
-  // finish meanwhile (they only read `mine`, as the copy does). From kStreamingCopyBytes with
+  // finish meanwhile (they only read `mine`, as the copy does). Copying it while the others
+  // arrive at the address swap instead measured the same (2 ranks, Xeon VM, 2026-11-29,
+  // three interleaved rounds, 64 KiB-16 MiB within the rounds' spread). From kStreamingCopyBytes with
   // stores that bypass the caches (2 ranks, three rounds: 256 MiB 52.1-53.7 -> 47.1-47.7 ms,
   // 64 MiB 8.4-9.0 -> 8.3-8.6 ms; at 16 MiB, 8 MiB blocks, they lost: 1.50-1.57 -> 1.67-1.80).
   const size_t own = b.len(me) * es;
