@@ -213,18 +213,23 @@ void HogwildHot::pull(ThreadState& st) {
   }
 }
 
-void HogwildHot::merge(ThreadState& st) {
+bool HogwildHot::merge(ThreadState& st, bool wait) {
   const SparseLinear& m = *model_.sparse();
   const int k = m.outputs();
   float* shared = model_.params().data();
   // With one thread there is nothing to average: its value is the value (weight 1).
   const float weight = options_.average ? 1.0f / static_cast<float>(options_.threads) : 1.0f;
-  std::lock_guard<std::mutex> lock(merge_mu_);
+  std::unique_lock<std::mutex> lock(merge_mu_, std::defer_lock);
+  if (wait)
+    lock.lock();
+  else if (!lock.try_lock())
+    return false;
   for (size_t h = 0; h <= hot_.size(); ++h) {
     float* s = shared + (h < hot_.size() ? int64_t{slot_feature_[h]} * k : m.bias_offset());
     merge_row(s, st.local + h * static_cast<size_t>(k), st.base + h * static_cast<size_t>(k), k, weight);
   }
   ++st.merges;
+  return true;
 }
 
 // One thread's stream: HOGWILD!'s minibatch loop (parallel/hogwild.cc) on the split model,
@@ -267,13 +272,13 @@ LossAcc HogwildHot::run_stream(ThreadState& st, std::span<const int64_t> stream,
     acc.examples += len;
     since_merge += len;
     // One thread has nobody to merge with: its copy goes back once, at the end of the stream.
-    if (since_merge >= options_.merge_every && options_.threads > 1) {
-      merge(st);
-      since_merge = 0;
-    }
+    // The threads run at the same rate from the same start, so they reach their merges
+    // together: one that finds another merging goes on training and tries again after its
+    // next minibatch instead of waiting out the other's merge (its window grows by that).
+    if (since_merge >= options_.merge_every && options_.threads > 1 && merge(st, /*wait=*/false)) since_merge = 0;
     if (progress && (first / batch) % 64 == 63) (*progress)(acc.examples * scale, acc.loss / static_cast<double>(acc.examples));
   }
-  merge(st);
+  merge(st, /*wait=*/true);
   return acc;
 }
 

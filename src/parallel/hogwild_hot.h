@@ -30,7 +30,9 @@
 //   At the start of each epoch every thread's local and base are set from the shared model.
 //   Merge. After every M examples of its stream, and at its end, thread t takes the merge
 //   mutex (with T = 1 there is nobody to merge with: only at the end) and for every hot
-//   coordinate i sets
+//   coordinate i sets (within a stream, a thread that finds the mutex held goes on training
+//   and tries again after its next minibatch: the threads reach their merges together, and
+//   waiting out each other's merge idled a core)
 //       shared_i = shared_i + w * (local_i - base_i);   local_i = base_i = shared_i;
 //   i.e. it adds (a share of) the change it made since its last merge to the shared value and
 //   takes up the changes the other threads merged meanwhile. Two rules:
@@ -116,7 +118,9 @@ class HogwildHot : public ModelStrategy {
   void update(ThreadState& st, float* shared, const int32_t* loc, const SparseRow& row, const float* dscore,
               float scale) const;
   void pull(ThreadState& st);   // local = base = shared (hot coordinates), under the mutex
-  void merge(ThreadState& st);  // the merge rule above, under the mutex
+  // The merge rule above, under the mutex; wait false: only when the mutex is free (returns
+  // whether it merged).
+  bool merge(ThreadState& st, bool wait);
 
   const float* lr_;
   HogwildHotOptions options_;
