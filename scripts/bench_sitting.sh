@@ -25,23 +25,22 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPIRUN="mpirun --oversubscribe"
 [[ -x $B ]] || { echo "bench_sitting: $B is missing: run scripts/build.sh first" >&2; exit 2; }
 
-# Which machine this was: the VM has moved between hosts (EPYC, Xeon) between sittings, and
-# its figures move with it. The table's last line repeats this.
-{ lscpu | sed -n 's/^Model name: *//p'; lscpu | sed -n 's/^\(L2\|L3\) cache: *\(.*\)/\1 \2/p'; nproc; } |
-  paste -sd ';' | sed 's/;/; /g; s/$/ CPUs/' >"$OUT/machine.txt"
-
 # One set of OpenBLAS kernels for every program of the sitting. Where a VM hides the CPU's
 # model, OpenBLAS falls back to its SSE3 "Prescott" kernels; dtrain corrects that for itself
-# (cli/blas_core.h) but PyTorch, which links the same OpenBLAS,
-# does not: on a Xeon VM (2026-11-29) its single process read 1,033 examples/s on Prescott and
-# 4,525 on SkylakeX, so the DDP row would have compared dtrain with a peer slowed 4x. The
-# family dtrain runs is exported to all; the table's machine line names it.
+# (cli/blas_core.h) but PyTorch, which links the same OpenBLAS, does not: on a Xeon VM
+# (2026-11-29) its single process read 1,033 examples/s on Prescott and 4,525 on SkylakeX, so
+# the DDP row would have compared dtrain with a peer slowed 4x. The family dtrain runs is
+# exported to all; the table's machine line names it.
 if [[ -z ${OPENBLAS_CORETYPE:-} ]]; then
   core=$($B version --json 2>/dev/null | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin).get("blas_core", ""))')
   [[ -n $core ]] && export OPENBLAS_CORETYPE=$core
 fi
-echo "; OpenBLAS kernels ${OPENBLAS_CORETYPE:-as OpenBLAS chose} for every program" >> "$OUT/machine.txt"
-sed -i -e ':a' -e 'N;$!ba' -e 's/\n;/;/' "$OUT/machine.txt"
+
+# Which machine this was: the VM has moved between hosts (EPYC, Xeon) between sittings, and
+# its figures move with it. The table's last line repeats this.
+{ lscpu | sed -n 's/^Model name: *//p'; lscpu | sed -n 's/^\(L2\|L3\) cache: *\(.*\)/\1 \2/p'; echo "$(nproc) CPUs"
+  echo "OpenBLAS kernels ${OPENBLAS_CORETYPE:-as OpenBLAS chose} for every program"; } |
+  paste -sd ';' | sed 's/;/; /g' >"$OUT/machine.txt"
 
 PEERS=${PEERS:-$OUT/peers}
 if [[ ! -x $PEERS/bin/mpi_coll ]]; then

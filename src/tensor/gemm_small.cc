@@ -14,7 +14,7 @@ SmallGemmScratch& small_gemm_scratch() {
   return s;
 }
 
-float* grown(std::vector<float>& v, size_t n) {
+float* SmallGemmScratch::grown(std::vector<float>& v, size_t n) {
   if (v.size() < n) v.resize(n);
   return v.data();
 }

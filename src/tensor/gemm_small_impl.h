@@ -101,7 +101,7 @@ struct SmallGemm {
                       bool beta1, float* c, int64_t ldc) {
     const int64_t nv_all = (m + S::W - 1) / S::W;
     const int64_t mp = S::W * nv_all;
-    float* at = grown(small_gemm_scratch().a, static_cast<size_t>(k * mp));
+    float* at = SmallGemmScratch::grown(small_gemm_scratch().a, static_cast<size_t>(k * mp));
     for (int64_t kk = 0; kk < k; ++kk) {
       float* dst = at + kk * mp;
       for (int64_t i = 0; i < m; ++i) dst[i] = a[i * lda + kk];
@@ -140,8 +140,8 @@ struct SmallGemm {
                               int64_t ldb, bool beta1, float* c, int64_t ldc) {
     const int64_t tiles = (m + kRows - 1) / kRows, panels = (n + kPanel - 1) / kPanel;
     SmallGemmScratch& s = small_gemm_scratch();
-    float* ap = grown(s.a, static_cast<size_t>(tiles * k * kRows));
-    float* bp = grown(s.b, static_cast<size_t>(panels * k * kPanel));
+    float* ap = SmallGemmScratch::grown(s.a, static_cast<size_t>(tiles * k * kRows));
+    float* bp = SmallGemmScratch::grown(s.b, static_cast<size_t>(panels * k * kPanel));
     for (int64_t t = 0; t < tiles; ++t)
       for (int64_t kk = 0; kk < k; ++kk) {
         float* dst = ap + (t * k + kk) * kRows;

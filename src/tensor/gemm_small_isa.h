@@ -7,8 +7,8 @@
 //   _scratch_bytes twins are gemm_small_scratch_bytes for that set (the packed widths
 //   differ: 16 floats per vector on AVX-512, 8 on AVX2).
 // - small_gemm_scratch() is this thread's packing scratch, shared by both sets (a process
-//   runs one); grown(v, n) resizes v to at least n floats and returns its data. Both are
-//   compiled for the base ISA, so no standard-library code is built for AVX.
+//   runs one); SmallGemmScratch::grown(v, n) resizes v to at least n floats and returns its
+//   data. Both are compiled for the base ISA, so no standard-library code is built for AVX.
 #pragma once
 
 #include <cstddef>
@@ -20,9 +20,9 @@ namespace dtrain {
 struct SmallGemmScratch {
   std::vector<float> a;  // the forward's packed A^T, or the weight gradient's packed A
   std::vector<float> b;  // the weight gradient's packed B
+  static float* grown(std::vector<float>& v, size_t n);
 };
 SmallGemmScratch& small_gemm_scratch();
-float* grown(std::vector<float>& v, size_t n);
 
 bool gemm_small_avx512(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                        const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
