@@ -253,6 +253,15 @@ for dataset, label, need in (("news20", "news20 softmax", 1.5), ("a9a", "a9a log
         compare(case, two and two[0], serial and serial[0], "ex/s",
                 ">= 1.5x at equal accuracy" if target else "(reference)", need if target else 0.0,
                 peer_name="1 thread")
+# The same on news20 with the features renumbered by frequency (--frequency-order), a layout
+# that makes serial SGD itself faster (its frequent rows lie together, as hogwild-hot's copy
+# keeps them): the fairer baseline, shown beside the target as a reference.
+runs = scaling.get("news20_by_frequency", {})
+serial, two = runs.get("hogwild", {}).get(1), runs.get("hogwild-hot", {}).get(2)
+if serial or two:
+    compare("hogwild-hot 2 threads vs serial SGD, news20 softmax, both with features renumbered by frequency "
+            "(scaling bench, median" + (f"; test acc {two[1]:.4f} vs {serial[1]:.4f})" if two and serial else ")"),
+            two and two[0], serial and serial[0], "ex/s", "(reference)", 0.0, peer_name="1 thread")
 for name, label in (("hog-news20", "news20 softmax"), ("hog-a9a", "a9a logreg")):
     t1 = examples(f"{name}-t1.json")
     for mode in ("hogwild-hot", "hogwild"):

@@ -1,6 +1,7 @@
 #include "parallel/hogwild_hot.h"
 
 #include <algorithm>
+#include <atomic>
 #include <numeric>
 #include <sstream>
 
@@ -88,10 +89,24 @@ HogwildHot::HogwildHot(TrainableModel& model, const float* lr, const HogwildHotO
   std::sort(slot_feature_.begin(), slot_feature_.end());
   std::vector<int32_t> slot(static_cast<size_t>(m.features()), -1);
   for (size_t s = 0; s < slot_feature_.size(); ++s) slot[static_cast<size_t>(slot_feature_[s])] = static_cast<int32_t>(s);
-  loc_.resize(ds.col_idx.size());
-  for (size_t n = 0; n < ds.col_idx.size(); ++n) {
-    const int32_t j = ds.col_idx[n];
-    loc_[n] = slot[static_cast<size_t>(j)] >= 0 ? slot[static_cast<size_t>(j)] : ~j;
+  idx_.resize(ds.col_idx.size());
+  val_.resize(ds.col_idx.size());
+  hot_nnz_.resize(static_cast<size_t>(ds.rows));
+  for (int64_t r = 0; r < ds.rows; ++r) {
+    const auto begin = static_cast<size_t>(ds.row_ptr[static_cast<size_t>(r)]);
+    const auto end = static_cast<size_t>(ds.row_ptr[static_cast<size_t>(r) + 1]);
+    size_t at = begin;
+    for (int pass = 0; pass < 2; ++pass)  // hot ones, then cold ones, each in the row's order
+      for (size_t n = begin; n < end; ++n) {
+        const int32_t j = ds.col_idx[n], h = slot[static_cast<size_t>(j)];
+        if ((h >= 0) != (pass == 0)) continue;
+        idx_[at] = h >= 0 ? h : j;
+        val_[at] = ds.values[n];
+        ++at;
+      }
+    int32_t hot_here = 0;
+    for (size_t n = begin; n < end; ++n) hot_here += slot[static_cast<size_t>(ds.col_idx[n])] >= 0;
+    hot_nnz_[static_cast<size_t>(r)] = hot_here;
   }
   const size_t hot_floats = (hot_.size() + 1) * static_cast<size_t>(m.outputs());
   for (int t = 0; t < options.threads; ++t) states_.push_back(std::make_unique<ThreadState>(hot_floats));
@@ -108,50 +123,48 @@ std::string HogwildHot::describe() const {
 
 Metrics HogwildHot::epoch_metrics() { return {{"hot_features", static_cast<double>(hot_.size())}, {"merges", static_cast<double>(merges_)}}; }
 
-// The kernels of SparseLinear (scores, update) with each nonzero's row taken from the
-// thread's hot copy or the shared buffer, as loc says (slot >= 0, or ~feature). The arithmetic
-// and its order per coordinate are SparseLinear's, which is what makes T = 1 bit-identical to
-// serial SGD. The row is picked without a branch (hot and cold nonzeros alternate at random,
-// which a branch predictor cannot follow), so both go through RelaxedAccess: on the private
-// copy that costs nothing (a relaxed load or store is a plain move on x86 and ARM). (A lone
-// thread does not come here: run_epoch hands it to serial SGD.)
-namespace {
-// (A ternary on the two buffers compiled to a conditional jump, mispredicted on about a third
-// of the nonzeros: 16-17% slower than serial SGD at one thread, 11-12% with the masks.)
-inline const float* row_of(int32_t loc, const float* local, const float* shared, int k) {
-  const auto cold = static_cast<uintptr_t>(static_cast<intptr_t>(loc >> 31));  // all ones if cold
-  const int64_t r = loc ^ static_cast<int32_t>(cold);                           // loc or ~loc
-  const auto l = reinterpret_cast<uintptr_t>(local), s = reinterpret_cast<uintptr_t>(shared);
-  return reinterpret_cast<const float*>(l ^ ((l ^ s) & cold)) + r * k;
-}
-
-// Every row the example at `loc` will read and then write (hogwild.h's prefetch_row_for_write).
-// See run_stream.
-inline void prefetch_rows(const int32_t* loc, int64_t nnz, const float* local, const float* shared, int k) {
-  for (int64_t n = 0; n < nnz; ++n) prefetch_row_for_write(row_of(loc[n], local, shared, k), k);
-}
-}  // namespace
-
-void HogwildHot::scores(const ThreadState& st, const float* shared, const int32_t* loc, const SparseRow& row,
-                        float* __restrict out) const {
+// The kernels of SparseLinear (scores, update) over a row split in two: its hot nonzeros read
+// and write the thread's copy with plain loads and stores, its cold ones the shared buffer
+// through RelaxedAccess. Per coordinate the arithmetic is SparseLinear's and, where every
+// feature is hot, so is its order (the merge test relies on it). (A lone thread does not come
+// here: run_epoch hands it to serial SGD.) The split replaced a per-nonzero choice of buffer
+// (a branch-free select by mask): news20 at 2 threads, see docs/ACCURACY.md.
+void HogwildHot::scores(const ThreadState& st, const float* shared, int64_t e, float* __restrict out) const {
   // Pointers and counts in locals: after a relaxed atomic access the compiler reloads what it
   // reads through a member or a reference.
   const int k = k_;
   const float* local = st.local;
-  const float* val = row.val;
-  const int64_t nnz = row.nnz;
+  const data::Dataset& ds = model_.train_set();
+  const int64_t begin = ds.row_ptr[static_cast<size_t>(e)], end = ds.row_ptr[static_cast<size_t>(e) + 1];
+  const int64_t hot_end = begin + hot_nnz_[static_cast<size_t>(e)];
+  const int32_t* idx = idx_.data();
+  const float* val = val_.data();
   const float* bias = local + hot_.size() * static_cast<size_t>(k);
   for (int c = 0; c < k; ++c) out[c] = bias[c];
-  for (int64_t n = 0; n < nnz; ++n) {
+  for (int64_t n = begin; n < hot_end; ++n) {
     const float x = val[n];
-    const float* w = row_of(loc[n], local, shared, k);
+    const float* __restrict w = local + int64_t{idx[n]} * k;
+    for (int c = 0; c < k; ++c) out[c] += x * w[c];
+  }
+  for (int64_t n = hot_end; n < end; ++n) {
+    const float x = val[n];
+    const float* w = shared + int64_t{idx[n]} * k;
     for (int c = 0; c < k; ++c) out[c] += x * RelaxedAccess::load(w + c);
   }
 }
 
+// Every cold row example e will read and then write (hogwild.h's prefetch_row_for_write).
+// See run_stream. The hot rows are the thread's own and stay in its cache.
+void HogwildHot::prefetch_cold(const float* shared, int64_t e) const {
+  const data::Dataset& ds = model_.train_set();
+  const int64_t end = ds.row_ptr[static_cast<size_t>(e) + 1];
+  for (int64_t n = ds.row_ptr[static_cast<size_t>(e)] + hot_nnz_[static_cast<size_t>(e)]; n < end; ++n)
+    prefetch_row_for_write(shared + int64_t{idx_[static_cast<size_t>(n)]} * k_, k_);
+}
+
 namespace {
 template <class Access>
-void add_row(float* w, int k, float sx, const float* dscore, float scale, float l2) {
+void add_row(float* __restrict w, int k, float sx, const float* __restrict dscore, float scale, float l2) {
   if (l2 == 0.0f) {
     for (int c = 0; c < k; ++c) Access::add(w + c, sx * dscore[c]);
   } else {
@@ -182,17 +195,18 @@ void merge_row(float* __restrict shared, float* __restrict local, float* __restr
 }
 }  // namespace
 
-void HogwildHot::update(ThreadState& st, float* shared, const int32_t* loc, const SparseRow& row, const float* dscore,
-                        float scale) const {
+void HogwildHot::update(ThreadState& st, float* shared, int64_t e, const float* dscore, float scale) const {
   const int k = k_;
   const float l2 = lin_->l2();
   float* local = st.local;
-  const float* val = row.val;
-  const int64_t nnz = row.nnz;
-  for (int64_t n = 0; n < nnz; ++n) {
-    const float sx = scale * val[n];
-    add_row<RelaxedAccess>(const_cast<float*>(row_of(loc[n], local, shared, k)), k, sx, dscore, scale, l2);
-  }
+  const data::Dataset& ds = model_.train_set();
+  const int64_t begin = ds.row_ptr[static_cast<size_t>(e)], end = ds.row_ptr[static_cast<size_t>(e) + 1];
+  const int64_t hot_end = begin + hot_nnz_[static_cast<size_t>(e)];
+  const int32_t* idx = idx_.data();
+  const float* val = val_.data();
+  for (int64_t n = begin; n < hot_end; ++n) add_row<PlainAccess>(local + int64_t{idx[n]} * k, k, scale * val[n], dscore, scale, l2);
+  for (int64_t n = hot_end; n < end; ++n)
+    add_row<RelaxedAccess>(shared + int64_t{idx[n]} * k, k, scale * val[n], dscore, scale, l2);
   float* bias = local + hot_.size() * static_cast<size_t>(k);
   for (int c = 0; c < k; ++c) bias[c] += scale * dscore[c];
 }
@@ -232,10 +246,26 @@ bool HogwildHot::merge(ThreadState& st, bool wait) {
   return true;
 }
 
+// Where a thread's examples come from. balance: every thread claims the next chunk of the
+// whole order from the one cursor; otherwise each thread has a Source of its own over its
+// fixed range and is the only one to claim from it. A chunk is a run of whole minibatches
+// (the epoch's last one may be short).
+struct HogwildHot::Source {
+  std::span<const int64_t> order;
+  int64_t chunk = 0;
+  std::atomic<int64_t> next{0};
+  std::span<const int64_t> claim() {
+    const int64_t n = static_cast<int64_t>(order.size());
+    const int64_t at = next.load(std::memory_order_relaxed) < n ? next.fetch_add(chunk, std::memory_order_relaxed) : n;
+    return at < n ? order.subspan(static_cast<size_t>(at), static_cast<size_t>(std::min(chunk, n - at)))
+                  : std::span<const int64_t>{};
+  }
+};
+
 // One thread's stream: HOGWILD!'s minibatch loop (parallel/hogwild.cc) on the split model,
-// with a merge after every merge_every examples and at the end.
-LossAcc HogwildHot::run_stream(ThreadState& st, std::span<const int64_t> stream, int64_t batch, float lr,
-                               const ProgressFn* progress, int64_t scale) {
+// over the chunks it claims, with a merge after every merge_every examples and at the end.
+LossAcc HogwildHot::run_stream(ThreadState& st, Source& source, int64_t batch, float lr, const ProgressFn* progress,
+                               int64_t scale) {
   const SparseLinear& m = *model_.sparse();
   const data::Dataset& ds = model_.train_set();
   float* shared = model_.params().data();
@@ -243,40 +273,35 @@ LossAcc HogwildHot::run_stream(ThreadState& st, std::span<const int64_t> stream,
   st.scores = own_lines<float>(static_cast<size_t>(k));
   st.dscores = own_lines<float>(static_cast<size_t>(k * batch));
   LossAcc acc;
-  int64_t since_merge = 0;
-  const auto n = static_cast<int64_t>(stream.size());
-  // With other threads writing, the next example's rows are asked for (for writing) while
-  // this one is computed: a row another core wrote last is a miss that costs a cross-core
-  // transfer, 2-3x more when the two vCPUs are far apart (docs/history/sittings.md, "the VM has
-  // two modes"). Measured on news20 at 2 threads: +50-60% examples/s in the far mode, no
-  // change in the near one; at 1 thread the prefetches only cost (-5%), so it runs without.
-  const bool prefetch = options_.threads > 1;
-  for (int64_t first = 0; first < n; first += batch) {
-    const int64_t len = std::min(batch, n - first);
-    const float step = -lr / static_cast<float>(len);
-    for (int64_t i = 0; i < len; ++i) {
-      const int64_t e = stream[static_cast<size_t>(first + i)];
-      const int label = ds.labels[static_cast<size_t>(e)];
-      if (prefetch && first + i + 1 < n) {
-        const int64_t next = stream[static_cast<size_t>(first + i + 1)];
-        prefetch_rows(loc_.data() + ds.row_ptr[static_cast<size_t>(next)], ds.sparse_row(next).nnz, st.local, shared, k);
+  int64_t since_merge = 0, batches = 0;
+  // With other threads writing, the next example's cold rows are asked for (for writing)
+  // while this one is computed: a row another core wrote last is a miss that costs a
+  // cross-core transfer, 2-3x more when the two vCPUs are far apart (docs/history/
+  // sittings.md, "the VM has two modes"). Measured on news20 at 2 threads: +50-60% examples/s
+  // in the far mode, no change in the near one. (A lone thread never comes here.)
+  for (std::span<const int64_t> chunk = source.claim(); !chunk.empty(); chunk = source.claim()) {
+    const auto n = static_cast<int64_t>(chunk.size());
+    for (int64_t first = 0; first < n; first += batch) {
+      const int64_t len = std::min(batch, n - first);
+      const float step = -lr / static_cast<float>(len);
+      for (int64_t i = 0; i < len; ++i) {
+        const int64_t e = chunk[static_cast<size_t>(first + i)];
+        const int label = ds.labels[static_cast<size_t>(e)];
+        if (first + i + 1 < n) prefetch_cold(shared, chunk[static_cast<size_t>(first + i + 1)]);
+        scores(st, shared, e, st.scores.data());
+        acc.correct += m.predict_from_scores(st.scores.data()) == label;
+        acc.loss += m.loss_and_dscore(st.scores.data(), label, st.dscores.data() + i * k);
       }
-      scores(st, shared, loc_.data() + ds.row_ptr[static_cast<size_t>(e)], ds.sparse_row(e), st.scores.data());
-      acc.correct += m.predict_from_scores(st.scores.data()) == label;
-      acc.loss += m.loss_and_dscore(st.scores.data(), label, st.dscores.data() + i * k);
+      for (int64_t i = 0; i < len; ++i)
+        update(st, shared, chunk[static_cast<size_t>(first + i)], st.dscores.data() + i * k, step);
+      acc.examples += len;
+      since_merge += len;
+      // The threads run at the same rate from the same start, so they reach their merges
+      // together: one that finds another merging goes on training and tries again after its
+      // next minibatch instead of waiting out the other's merge (its window grows by that).
+      if (since_merge >= options_.merge_every && merge(st, /*wait=*/false)) since_merge = 0;
+      if (progress && ++batches % 64 == 0) (*progress)(acc.examples * scale, acc.loss / static_cast<double>(acc.examples));
     }
-    for (int64_t i = 0; i < len; ++i) {
-      const int64_t e = stream[static_cast<size_t>(first + i)];
-      update(st, shared, loc_.data() + ds.row_ptr[static_cast<size_t>(e)], ds.sparse_row(e), st.dscores.data() + i * k, step);
-    }
-    acc.examples += len;
-    since_merge += len;
-    // One thread has nobody to merge with: its copy goes back once, at the end of the stream.
-    // The threads run at the same rate from the same start, so they reach their merges
-    // together: one that finds another merging goes on training and tries again after its
-    // next minibatch instead of waiting out the other's merge (its window grows by that).
-    if (since_merge >= options_.merge_every && options_.threads > 1 && merge(st, /*wait=*/false)) since_merge = 0;
-    if (progress && (first / batch) % 64 == 63) (*progress)(acc.examples * scale, acc.loss / static_cast<double>(acc.examples));
   }
   merge(st, /*wait=*/true);
   return acc;
@@ -297,12 +322,20 @@ LossAcc HogwildHot::run_epoch(std::span<const int64_t> order, int64_t batch, con
     pull(*st);
     st->merges = 0;
   }
-  // As in Hogwild::run_epoch: contiguous streams, one per pool thread; stream 0 reports.
+  // balance: one source over the whole order; else one per thread over its contiguous 1/T
+  // (as in Hogwild::run_epoch). Stream 0 reports progress.
+  std::vector<Source> sources(options_.balance ? 1 : static_cast<size_t>(threads));
+  for (size_t t = 0; t < sources.size(); ++t) {
+    const int64_t lo = n * static_cast<int64_t>(t) / static_cast<int64_t>(sources.size());
+    const int64_t hi = n * static_cast<int64_t>(t + 1) / static_cast<int64_t>(sources.size());
+    sources[t].order = order.subspan(static_cast<size_t>(lo), static_cast<size_t>(hi - lo));
+    sources[t].chunk = options_.balance ? (kChunkExamples + batch - 1) / batch * batch : std::max<int64_t>(hi - lo, 1);
+  }
   pool_.parallel_for(0, threads, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t t = lo; t < hi; ++t) {
-      auto stream = order.subspan(static_cast<size_t>(n * t / threads), static_cast<size_t>(n * (t + 1) / threads - n * t / threads));
+      Source& source = sources[options_.balance ? 0 : static_cast<size_t>(t)];
       const ProgressFn* report = (t == 0 && progress) ? &progress : nullptr;
-      parts[static_cast<size_t>(t)] = run_stream(*states_[static_cast<size_t>(t)], stream, batch, lr, report, threads);
+      parts[static_cast<size_t>(t)] = run_stream(*states_[static_cast<size_t>(t)], source, batch, lr, report, threads);
     }
   });
   LossAcc total;
