@@ -89,6 +89,7 @@ HogwildHot::HogwildHot(TrainableModel& model, const float* lr, const HogwildHotO
   std::sort(slot_feature_.begin(), slot_feature_.end());
   std::vector<int32_t> slot(static_cast<size_t>(m.features()), -1);
   for (size_t s = 0; s < slot_feature_.size(); ++s) slot[static_cast<size_t>(slot_feature_[s])] = static_cast<int32_t>(s);
+  row_ptr_ = ds.row_ptr.data();
   idx_.resize(ds.col_idx.size());
   val_.resize(ds.col_idx.size());
   hot_nnz_.resize(static_cast<size_t>(ds.rows));
@@ -96,7 +97,7 @@ HogwildHot::HogwildHot(TrainableModel& model, const float* lr, const HogwildHotO
     const auto begin = static_cast<size_t>(ds.row_ptr[static_cast<size_t>(r)]);
     const auto end = static_cast<size_t>(ds.row_ptr[static_cast<size_t>(r) + 1]);
     size_t at = begin;
-    for (int pass = 0; pass < 2; ++pass)  // hot ones, then cold ones, each in the row's order
+    for (int pass = 0; pass < 2; ++pass) {  // hot ones, then cold ones, each in the row's order
       for (size_t n = begin; n < end; ++n) {
         const int32_t j = ds.col_idx[n], h = slot[static_cast<size_t>(j)];
         if ((h >= 0) != (pass == 0)) continue;
@@ -104,9 +105,8 @@ HogwildHot::HogwildHot(TrainableModel& model, const float* lr, const HogwildHotO
         val_[at] = ds.values[n];
         ++at;
       }
-    int32_t hot_here = 0;
-    for (size_t n = begin; n < end; ++n) hot_here += slot[static_cast<size_t>(ds.col_idx[n])] >= 0;
-    hot_nnz_[static_cast<size_t>(r)] = hot_here;
+      if (pass == 0) hot_nnz_[static_cast<size_t>(r)] = static_cast<int32_t>(at - begin);
+    }
   }
   const size_t hot_floats = (hot_.size() + 1) * static_cast<size_t>(m.outputs());
   for (int t = 0; t < options.threads; ++t) states_.push_back(std::make_unique<ThreadState>(hot_floats));
@@ -134,8 +134,7 @@ void HogwildHot::scores(const ThreadState& st, const float* shared, int64_t e, f
   // reads through a member or a reference.
   const int k = k_;
   const float* local = st.local;
-  const data::Dataset& ds = model_.train_set();
-  const int64_t begin = ds.row_ptr[static_cast<size_t>(e)], end = ds.row_ptr[static_cast<size_t>(e) + 1];
+  const int64_t begin = row_ptr_[e], end = row_ptr_[e + 1];
   const int64_t hot_end = begin + hot_nnz_[static_cast<size_t>(e)];
   const int32_t* idx = idx_.data();
   const float* val = val_.data();
@@ -156,9 +155,8 @@ void HogwildHot::scores(const ThreadState& st, const float* shared, int64_t e, f
 // Every cold row example e will read and then write (hogwild.h's prefetch_row_for_write).
 // See run_stream. The hot rows are the thread's own and stay in its cache.
 void HogwildHot::prefetch_cold(const float* shared, int64_t e) const {
-  const data::Dataset& ds = model_.train_set();
-  const int64_t end = ds.row_ptr[static_cast<size_t>(e) + 1];
-  for (int64_t n = ds.row_ptr[static_cast<size_t>(e)] + hot_nnz_[static_cast<size_t>(e)]; n < end; ++n)
+  const int64_t end = row_ptr_[e + 1];
+  for (int64_t n = row_ptr_[e] + hot_nnz_[static_cast<size_t>(e)]; n < end; ++n)
     prefetch_row_for_write(shared + int64_t{idx_[static_cast<size_t>(n)]} * k_, k_);
 }
 
@@ -199,8 +197,7 @@ void HogwildHot::update(ThreadState& st, float* shared, int64_t e, const float* 
   const int k = k_;
   const float l2 = lin_->l2();
   float* local = st.local;
-  const data::Dataset& ds = model_.train_set();
-  const int64_t begin = ds.row_ptr[static_cast<size_t>(e)], end = ds.row_ptr[static_cast<size_t>(e) + 1];
+  const int64_t begin = row_ptr_[e], end = row_ptr_[e + 1];
   const int64_t hot_end = begin + hot_nnz_[static_cast<size_t>(e)];
   const int32_t* idx = idx_.data();
   const float* val = val_.data();

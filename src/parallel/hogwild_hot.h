@@ -150,6 +150,7 @@ class HogwildHot : public ModelStrategy {
   // cold ones: idx_ holds the slot in the hot copy or the feature, val_ the value, and
   // hot_nnz_ per row how many are hot. Read sequentially with the row, no lookup per feature
   // and no test of which buffer a nonzero's row lives in.
+  const int64_t* row_ptr_ = nullptr;  // the training set's (train_set() is virtual: looked up once)
   std::vector<int32_t> idx_;
   std::vector<float> val_;
   std::vector<int32_t> hot_nnz_;

@@ -29,7 +29,7 @@ double now() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 // Median time of fn over repetitions filling about `seconds` (the typical call: what a run
 // pays on a shared machine, where the best call is far below the average).
 template <class Fn>
-double best_of(double seconds, Fn&& fn) {
+double best_of(double seconds, Fn&& fn) {  // the median of the runs (at least 3)
   fn();
   std::vector<double> ts;
   const double start = now();
@@ -41,6 +41,9 @@ double best_of(double seconds, Fn&& fn) {
   std::nth_element(ts.begin(), ts.begin() + static_cast<long>(ts.size() / 2), ts.end());
   return ts[ts.size() / 2];
 }
+
+// The element-wise rates (one core, every core) are measured in this many alternating windows.
+constexpr int kStreamWindows = 4;
 
 struct Shape {
   int64_t m, n, k;
@@ -228,20 +231,32 @@ ComputeRates measure_compute(double seconds, const std::vector<std::string>& ext
     for (size_t i = 0; i < n; ++i) x[i] = x[i] * y[i] + z[i];
   };
   std::vector<float> a(n, 1.0f), b(n, 0.999f), c(n, 0.001f);
-  double t = best_of(per, [&] { stream(a.data(), b.data(), c.data()); });
-  r.elementwise_gbps = 16.0 * n / t / 1e9;
-  if (r.cores > 1) {
-    // Every core at once, each thread its own arrays (the node's streaming bandwidth).
-    std::vector<std::vector<float>> arrays(static_cast<size_t>(r.cores) * 3);
+  auto one_core = [&] { return 16.0 * n / best_of(per / kStreamWindows, [&] { stream(a.data(), b.data(), c.data()); }); };
+  // Every core at once, each thread its own arrays (the node's streaming bandwidth).
+  std::vector<std::vector<float>> arrays(static_cast<size_t>(r.cores) * 3);
+  if (r.cores > 1)
     for (size_t i = 0; i < arrays.size(); ++i) arrays[i].assign(n, i % 3 == 0 ? 1.0f : i % 3 == 1 ? 0.999f : 0.001f);
-    const double all = best_of(per, [&] {
+  auto every_core = [&] {
+    const double all = best_of(per / kStreamWindows, [&] {
       std::vector<std::thread> ts;
       for (size_t k = 0; k < static_cast<size_t>(r.cores); ++k)
         ts.emplace_back([&, k] { stream(arrays[3 * k].data(), arrays[3 * k + 1].data(), arrays[3 * k + 2].data()); });
       for (auto& th : ts) th.join();
     });
-    r.elementwise_node_gbps = 16.0 * n * r.cores / all / 1e9;
+    return 16.0 * n * r.cores / all;
+  };
+  // The two in alternating windows, each rate its best window's: one window of every core at
+  // once that caught a core descheduled by the VM's host read 12.9 GB/s for the node against
+  // 20.0 for one core alone (2-vCPU Xeon VM, 2026-11-29; 25-28 against 13-18 in the minutes
+  // after), and priced gossip and ps at 4-8 ranks 28-52% slow. The node cannot stream less
+  // than one of its cores alone, so it is never taken below that either.
+  double single = 0, node = 0;
+  for (int w = 0; w < kStreamWindows; ++w) {
+    single = std::max(single, one_core());
+    if (r.cores > 1) node = std::max(node, every_core());
   }
+  r.elementwise_gbps = single / 1e9;
+  if (r.cores > 1) r.elementwise_node_gbps = std::max(node, single) / 1e9;
 
   // Gather: a minibatch's rows from a dataset the caches cannot hold. The unit and step lines
   // gather the same few rows every pass (hot); training gathers random rows of the whole
