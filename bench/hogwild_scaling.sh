@@ -16,7 +16,7 @@ REPS=${REPS:-5}
 [[ -x $B ]] || { echo "hogwild_scaling.sh: $B is missing; build first (scripts/build.sh)" >&2; exit 2; }
 echo "== news20 $(uptime)"
 $B --data news20 --model softmax --normalize --lr 0.5 --epochs 40 --reps "$REPS" "$@"
-echo "== news20, features renumbered by frequency (serial SGD's fairer layout) $(uptime)"
+echo "== news20, features renumbered by frequency (hogwild-hot's layout for serial SGD too) $(uptime)"
 $B --data news20 --model softmax --normalize --lr 0.5 --epochs 40 --reps "$REPS" --methods hogwild,hogwild-hot \
   --frequency-order "$@"
 echo "== a9a $(uptime)"

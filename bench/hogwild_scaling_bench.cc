@@ -91,8 +91,8 @@ Options parse(int argc, char** argv) {
 // train and test alike), and re-sorts each row's nonzeros by the new numbers. The model is the
 // same up to the order of its rows, and so is SGD's arithmetic per coordinate; what changes is
 // the layout: the frequent features' rows lie together, as hogwild-hot's per-thread copy puts
-// them, instead of spread over the whole model (--frequency-order: a baseline with that layout
-// too).
+// them, instead of spread over the whole model (--frequency-order: serial SGD with that layout
+// too, to check the comparison; on news20 it read the same, docs/ACCURACY.md).
 void renumber_by_frequency(dtrain::data::DataSplit& split) {
   const std::vector<int64_t> counts = dtrain::feature_row_counts(split.train);
   std::vector<int32_t> by_count(counts.size());
