@@ -100,6 +100,7 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
     l.virtual_stages = f.virtual_stages;
     l.recompute = f.recompute;
     l.bucket_mb = f.bucket_mb;
+    l.shared_params = f.shared_params == "auto" ? -1 : f.shared_params == "on";
     l.sync_every = static_cast<int>(f.sync_every);
     l.servers = f.servers;
     l.ps_sync = f.sync;

@@ -93,6 +93,13 @@ const std::vector<FlagSpec>& table() {
        [](TrainConfig& f, const std::string&) { f.no_overlap = true; }},
       {"no-window", nullptr, "ddp on one host: keep gradients in process memory, not in a shared-memory window",
        [](TrainConfig& f, const std::string&) { f.no_window = true; }},
+      {"shared-params", "auto|on|off",
+       "ddp on one host (--zero 1-2, in the window): one copy of the parameters for every rank, or one each (default auto: shared from 8 MiB of parameters)",
+       [](TrainConfig& f, const std::string& v) {
+         DT_CHECK(v == "auto" || v == "on" || v == "off", InvalidArgument,
+                  "--shared-params takes auto, on or off, got '" << v << "'");
+         f.shared_params = v;
+       }},
       {"deterministic", nullptr, "fixed-point gradient sums: bit-identical parameters for any -n",
        [](TrainConfig& f, const std::string&) { f.deterministic = true; }},
       {"det-shard", "K", "items per micro-shard in --deterministic mode (default 8)",

@@ -50,10 +50,13 @@ DataParallel::DataParallel(TrainableModel& model, const OptimizerConfig& config,
                                             options.fused_step);
     if (options.fused_step && place_in_window()) {
       zopt_->set_window(window_.get());
+    }
+    const auto n = static_cast<size_t>(model.num_params());
+    if (window_ && static_cast<int64_t>(n * sizeof(float)) >= options.shared_params_min_bytes) {
       // One copy of the parameters for the host, in rank 0's buffer of a second window: every
       // rank's forward and backward read it, and each owner writes its slice there in its
-      // bucket's collective, so no rank copies the others' slices out.
-      const auto n = static_cast<size_t>(model.num_params());
+      // bucket's collective, so no rank copies the others' slices out. (Below the size each
+      // rank copies them out of the slots into its own parameters.)
       params_window_ = std::make_unique<ShmWindow>(comm_, n * sizeof(float));
       if (comm_.rank() == 0) params_counted_ = std::make_unique<CountedAsHeap>(static_cast<int64_t>(n * sizeof(float)));
       shared_params_ = std::span<float>(reinterpret_cast<float*>(params_window_->of(0)), n);
@@ -94,7 +97,10 @@ void DataParallel::start() {
 Metrics DataParallel::epoch_metrics() {
   if (!zopt_) return {};
   const ZeroBytes b = zopt_->bytes();
-  return {{"zero_optimizer_MB", static_cast<double>(b.optimizer) / 1e6}, {"zero_grad_MB", static_cast<double>(b.grads) / 1e6}};
+  // shared_params: 1 where the host's ranks read one copy of the parameters (DdpOptions).
+  return {{"zero_optimizer_MB", static_cast<double>(b.optimizer) / 1e6},
+          {"zero_grad_MB", static_cast<double>(b.grads) / 1e6},
+          {"shared_params", shared_params_.empty() ? 0.0 : 1.0}};
 }
 
 void DataParallel::submit_bucket(int b) {

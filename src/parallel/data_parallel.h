@@ -51,6 +51,9 @@
 
 namespace dtrain {
 
+// DdpOptions::shared_params_min_bytes by default (the simulator applies the same rule).
+inline constexpr int64_t kSharedParamsMinBytes = int64_t{8} << 20;
+
 struct DdpOptions {
   size_t bucket_bytes = size_t{1} << 20;
   // false: all-reduce every bucket after backward (for comparison). Off anyway on a host
@@ -69,6 +72,13 @@ struct DdpOptions {
   // window in place (allreduce_apply), with no copy into the slots or cross-memory system
   // calls. false: the buffers of the process and the all-reduce's own paths.
   bool window = true;
+  // Fused ZeRO in the window: the host keeps one copy of the parameters that every rank reads
+  // (each owner writes its slice there) when the model has at least this many bytes of
+  // parameters; below it each rank keeps its own and copies the owners' slices out of the
+  // slots. Two ranks with a core each on the 2-vCPU Xeon (docs/PERFORMANCE.md): the 0.94 MB
+  // main job ran 10-20% faster with its own copies, 2.7-7.4 MB even, 11.6 MB 10-15% slower.
+  // 0: always shared; INT64_MAX: never.
+  int64_t shared_params_min_bytes = kSharedParamsMinBytes;
 };
 
 class DataParallel : public ModelStrategy {
@@ -124,8 +134,9 @@ class DataParallel : public ModelStrategy {
   // (no copy into the slots), counted as this rank's heap (DdpOptions::window).
   std::unique_ptr<ShmWindow> window_;
   std::unique_ptr<CountedAsHeap> window_counted_;
-  // Fused ZeRO on one host: one copy of the parameters for all ranks (rank 0's buffer of
-  // this window), counted on rank 0; empty otherwise.
+  // Fused ZeRO on one host, a model of DdpOptions::shared_params_min_bytes or more: one copy
+  // of the parameters for all ranks (rank 0's buffer of this window), counted on rank 0;
+  // empty otherwise.
   std::unique_ptr<ShmWindow> params_window_;
   std::unique_ptr<CountedAsHeap> params_counted_;
   std::span<float> shared_params_;

@@ -67,6 +67,7 @@ std::string Layout::describe() const {
   else if (micro > 1) o << " m" << micro;
   if (recompute) o << " recompute";
   if (dp > 1 && strategy == "ddp" && bucket_mb > 0) o << " bucket" << bucket_mb << "M";
+  if (dp > 1 && strategy == "ddp" && shared_params >= 0) o << (shared_params ? " shared-params" : " own-params");
   return o.str();
 }
 

@@ -41,6 +41,7 @@ std::vector<std::string> train_args(const std::string& model, const Layout& l, i
     std::ostringstream b;
     b << l.bucket_mb;
     a.insert(a.end(), {"--bucket-mb", b.str()});
+    if (l.shared_params >= 0) a.insert(a.end(), {"--shared-params", l.shared_params ? "on" : "off"});
   }
   return a;
 }

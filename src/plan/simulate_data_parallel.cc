@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "parallel/data_parallel.h"
 #include "parallel/fedavg.h"
 #include "parallel/share_grad.h"
 #include "plan/closed_forms.h"
@@ -157,7 +158,12 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // 5.62 / 6.05 / 6.17 MB at 2 / 4 / 8 ranks).
   const bool reads_ar = reads && (s == "localsgd" || (s == "ddp" && !ddp_window));
   if (reads_ar) copies -= 1;
-  if (ddp_window && l.zero > 0) copies += 1;
+  // With its (default) fused ZeRO, a model of kSharedParamsMinBytes or more keeps one copy
+  // of the parameters for the node (data_parallel.h), counted on rank 0; below that size each
+  // rank keeps its own and copies the owners' slices out of the slots, which keeps nothing more.
+  const bool shared_params =
+      ddp_window && l.zero > 0 && (l.shared_params < 0 ? bytes >= kSharedParamsMinBytes : l.shared_params == 1);
+  if (shared_params) copies += 1;
   const bool read_pieces = reads_ar || (reads && s == "fedavg");
   p.buffers_b = copies * bytes + (slot_ar || reads_ar ? kStagingBytes : 0) +
                 (read_pieces ? (workers - 1) * std::min(kReadPieceBytes, bytes / workers) : 0);
@@ -190,7 +196,8 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
       // One rank per core keeps its caches from step to step, except for the lines its peers
       // touched in the all-reduce: they read (N-1)/N of this rank's gradient in place (the
       // window), which the next backward takes back, and with the fused ZeRO wrote (N-1)/N
-      // of the shared parameters, which the next forward fetches from their caches. Priced
+      // of the shared parameters, which the next forward fetches from their caches (with a
+      // copy per rank: the owners' slices, which the copy out of the slots fetches). Priced
       // at the calibrated hand-off rates (plan/calibrate_cache.h; older files: the 2-rank
       // exchange's per byte, both ways). Far-apart vCPUs: ddp's passes ~0.50 ms against
       // localsgd's 0.38; a 16-vCPU VM: the same. With more ranks than cores the co-located

@@ -101,6 +101,9 @@ struct Layout {
   int virtual_stages = 1;
   bool recompute = false;
   double bucket_mb = 1.0;
+  // ddp with ZeRO 1-2 on one host: one shared copy of the parameters (1) or one per rank (0);
+  // -1: by the model's size, as dtrain train --shared-params auto (parallel/data_parallel.h).
+  int shared_params = -1;
   int sync_every = 8;   // localsgd
   int servers = 1;      // ps
   bool ps_sync = false; // ps: --sync (one update per step) rather than one per push

@@ -1,6 +1,7 @@
 #include "train/strategies.h"
 
 #include <algorithm>
+#include <limits>
 #include <sstream>
 
 #include "base/error.h"
@@ -33,7 +34,7 @@ void only_for(const TrainConfig& f, std::initializer_list<const char*> strategie
 }
 
 void check_strategy_flags(const TrainConfig& f) {
-  only_for(f, {"ddp"}, {"bucket-mb", "no-overlap", "no-window"});
+  only_for(f, {"ddp"}, {"bucket-mb", "no-overlap", "no-window", "shared-params"});
   only_for(f, {"hogwild-hot"}, {"hot-features", "merge-every", "hot-merge"});
   only_for(f, {"localsgd"}, {"sync-every", "post-local"});
   only_for(f, {"ps"}, {"servers", "sync", "staleness"});
@@ -87,6 +88,8 @@ DdpOptions ddp_options(const TrainConfig& f) {
   o.bucket_bytes = static_cast<size_t>(f.bucket_mb * 1024 * 1024);
   o.overlap = !f.no_overlap;
   o.window = !f.no_window;
+  if (f.shared_params == "on") o.shared_params_min_bytes = 0;
+  if (f.shared_params == "off") o.shared_params_min_bytes = std::numeric_limits<int64_t>::max();
   o.deterministic = f.deterministic;
   o.det_shard = f.det_shard;
   o.algorithm = f.algo == "auto" ? Algorithm::kAuto : parse_algorithm(f.algo);

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -173,6 +174,32 @@ TEST_F(TrainMp, DeterministicDdpGivesTheSameModelForAnyRankCount) {
   // to float precision only.
   EXPECT_EQ(a["test_accuracy"].get<double>(), b["test_accuracy"].get<double>());
   EXPECT_NEAR(a["test_loss"].get<double>(), b["test_loss"].get<double>(), 1e-8 * a["test_loss"].get<double>());
+}
+
+// ddp's fused ZeRO on one host, with one shared copy of the parameters or one per rank
+// (--shared-params): each owner computes its slice the same way, and the copy only moves it,
+// so the losses agree bit for bit; the epoch rows say which was used, and auto keeps a copy
+// per rank for a model this small (parallel/data_parallel.h, kSharedParamsMinBytes).
+TEST_F(TrainMp, DdpSharedAndPrivateParametersTrainTheSameModel) {
+  const std::string common = "-n 2 " + data() + "--epochs 2 --batch 48 --optimizer momentum --seed 3 ";
+  std::map<std::string, nlohmann::json> runs;
+  for (const char* mode : {"on", "off", "auto"}) {
+    const std::string json = file(std::string("sp-") + mode + ".json");
+    Result r = run(common + "--shared-params " + mode + " --json " + json);
+    ASSERT_EQ(r.code, 0) << mode << "\n" << r.output;
+    runs[mode] = load(json);
+    ASSERT_EQ(runs[mode]["epoch_rows"].size(), 2u) << runs[mode].dump();
+  }
+  EXPECT_EQ(runs["on"]["epoch_rows"][0]["shared_params"].get<double>(), 1.0);
+  EXPECT_EQ(runs["off"]["epoch_rows"][0]["shared_params"].get<double>(), 0.0);
+  EXPECT_EQ(runs["auto"]["epoch_rows"][0]["shared_params"].get<double>(), 0.0);
+  for (size_t e = 0; e < 2; ++e)
+    EXPECT_EQ(runs["on"]["epoch_rows"][e]["train_loss"].get<double>(), runs["off"]["epoch_rows"][e]["train_loss"].get<double>())
+        << "epoch " << e + 1;
+  EXPECT_EQ(runs["on"]["test_loss"].get<double>(), runs["off"]["test_loss"].get<double>());
+  Result bad = run(common + "--shared-params maybe");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.output.find("--shared-params takes auto, on or off"), std::string::npos) << bad.output;
 }
 
 TEST_F(TrainMp, EveryStrategyResumesAfterAKilledRankWithIdenticalLosses) {

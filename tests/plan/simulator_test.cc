@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "nn/transformer.h"
+#include "parallel/data_parallel.h"
 #include "parallel/pipeline_schedule.h"
 #include "plan/closed_forms.h"
 
@@ -481,11 +482,25 @@ TEST(Simulator, SlotAllReduceKeepsNoModelSizedBuffer) {
   Prediction reads4 = simulate(m, {.strategy = "localsgd", .dp = 4}, ideal(8), 64);
   EXPECT_NEAR(slots.buffers_b, 512.0 * 1024, 1e-6);
   EXPECT_NEAR(reads4.buffers_b, 512.0 * 1024 + 3 * bytes / 4, 1e-6);
-  // ddp on one node reduces from its gradient window in place: its one copy on either path,
-  // and with its fused ZeRO the node's shared parameters besides.
+  // ddp on one node reduces from its gradient window in place: its one copy on either path.
+  // With its fused ZeRO a model below kSharedParamsMinBytes keeps its own parameters (nothing
+  // more); asked to share them, or from that size on, the node's shared copy is counted too.
+  ModelSpec big = ModelSpec::parse("mlp:784-1024-1024-1024-10");
+  const double big_bytes = big.params() * 4;
+  ASSERT_LT(bytes, kSharedParamsMinBytes);
+  ASSERT_GE(big_bytes, kSharedParamsMinBytes);
   for (int cores : {2, 8}) {
     EXPECT_NEAR(simulate(m, {.strategy = "ddp", .dp = 4}, ideal(cores), 64).buffers_b, bytes, 1e-6) << cores;
-    EXPECT_NEAR(simulate(m, {.strategy = "ddp", .dp = 4, .zero = 1}, ideal(cores), 64).buffers_b, 2 * bytes, 1e-6)
+    EXPECT_NEAR(simulate(m, {.strategy = "ddp", .dp = 4, .zero = 1}, ideal(cores), 64).buffers_b, bytes, 1e-6)
+        << cores;
+    EXPECT_NEAR(simulate(m, {.strategy = "ddp", .dp = 4, .zero = 1, .shared_params = 1}, ideal(cores), 64).buffers_b,
+                2 * bytes, 1e-6)
+        << cores;
+    EXPECT_NEAR(simulate(big, {.strategy = "ddp", .dp = 4, .zero = 1}, ideal(cores), 64).buffers_b, 2 * big_bytes,
+                1e-6)
+        << cores;
+    EXPECT_NEAR(simulate(big, {.strategy = "ddp", .dp = 4, .zero = 1, .shared_params = 0}, ideal(cores), 64).buffers_b,
+                big_bytes, 1e-6)
         << cores;
   }
   // A core per rank: the slots only where the calibration saw the executors take them (the
