@@ -148,8 +148,8 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // traced: the slot path's leased staging): ddp 5.08 -> 4.55 MB at 2 ranks.
   // ddp on one node keeps its gradient in a shared-memory window that the owners read in
   // place (data_parallel.h): no slot staging, no copy less; with its (default) fused ZeRO
-  // the node also holds one shared copy of the parameters, counted on rank 0, the busiest
-  // (measured 2 / 4 / 8 ranks: 5.76 / 5.63 / 5.57 MB for the 0.94 MB MLP).
+  // and the shared copy of the parameters below, counted on rank 0, the busiest (measured
+  // 2 / 4 / 8 ranks: 5.76 / 5.63 / 5.57 MB for the 0.94 MB MLP with --shared-params on).
   const bool slot_ar = slots && workers > 1 && (s == "localsgd" || (s == "ddp" && !ddp_window));
   if (slot_ar) copies -= 1;
   // Ranks that read each other's buffers (above) keep no model-sized copy either, but the
@@ -158,15 +158,23 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // 5.62 / 6.05 / 6.17 MB at 2 / 4 / 8 ranks).
   const bool reads_ar = reads && (s == "localsgd" || (s == "ddp" && !ddp_window));
   if (reads_ar) copies -= 1;
-  // With its (default) fused ZeRO, a model of kSharedParamsMinBytes or more keeps one copy
-  // of the parameters for the node (data_parallel.h), counted on rank 0; below that size each
-  // rank keeps its own and copies the owners' slices out of the slots, which keeps nothing more.
+  // The window is the gradient (share_grad.h place_grad releases the process's own buffer):
+  // no model-sized copy beyond it, and 0.5 MB besides. With its (default) fused ZeRO, a model
+  // of kSharedParamsMinBytes or more also keeps one copy of the parameters for the node
+  // (data_parallel.h), counted on rank 0, and a 256 KiB piece; below that size each rank
+  // keeps its own and copies the owners' slices out of the slots, which keeps nothing more.
+  // Measured on the Xeon (2026-11-29, --batch 64, 2 ranks; 0.41 / 0.94 / 2.14 MB MLPs):
+  // with their own parameters 1.49 / 2.88 / 5.52 MB, i.e. 2 models + activations + 0.44-0.56
+  // MB, at every stage (zero 0-2); shared 0.67 / 1.20 / 2.34 MB more; 4 and 8 ranks the same
+  // 1.20 MB apart.
   const bool shared_params =
       ddp_window && l.zero > 0 && (l.shared_params < 0 ? bytes >= kSharedParamsMinBytes : l.shared_params == 1);
+  if (ddp_window) copies -= 1;
   if (shared_params) copies += 1;
   const bool read_pieces = reads_ar || (reads && s == "fedavg");
-  p.buffers_b = copies * bytes + (slot_ar || reads_ar ? kStagingBytes : 0) +
-                (read_pieces ? (workers - 1) * std::min(kReadPieceBytes, bytes / workers) : 0);
+  p.buffers_b = copies * bytes + (slot_ar || reads_ar || ddp_window ? kStagingBytes : 0) +
+                (read_pieces ? (workers - 1) * std::min(kReadPieceBytes, bytes / workers) : 0) +
+                (shared_params ? kReadPieceBytes : 0);
   // gossip's heap holds 0.50 MB more than its copies at 2, 4 and 8 ranks alike (measured,
   // not traced; the size of a 512 KiB staging buffer for its model-sized isend/irecv).
   if (s == "gossip" && workers > 1) p.buffers_b += kStagingBytes;
