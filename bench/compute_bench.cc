@@ -53,15 +53,15 @@ void set_counters(benchmark::State& state, const MLP& model, int64_t batch) {
 // args: batch, threads (BLAS threads; the element-wise pool gets the same count), ftz (1:
 // flush subnormals on this thread, see tensor/denormals.h). The "loss" counter is the last
 // step's loss: the model memorizes the one synthetic batch, as PyTorch's benchmark does.
-void BM_MlpTrainStep(benchmark::State& state) {
+void mlp_train_step(benchmark::State& state, const char* spec, float lr) {
   int64_t batch = state.range(0);
   int threads = static_cast<int>(state.range(1));
   std::optional<FlushDenormals> ftz;
   if (state.range(2)) ftz.emplace();
   set_blas_threads(threads);
   ThreadPool pool(threads);
-  MLP model("784-1024-1024-1024-10", {.seed = 0});
-  Sgd opt(model.num_params(), {.lr = 0.05f, .momentum = 0.9f});
+  MLP model(spec, {.seed = 0});
+  Sgd opt(model.num_params(), {.lr = lr, .momentum = 0.9f});
   opt.set_pool(&pool);
   Batch data = synthetic_batch(batch, 784, 10, 1);
   float loss = 0;
@@ -77,8 +77,14 @@ void BM_MlpTrainStep(benchmark::State& state) {
   state.counters["loss"] = loss;
   state.SetLabel(std::string(isa_name(kernels().isa)));
 }
+void BM_MlpTrainStep(benchmark::State& state) { mlp_train_step(state, "784-1024-1024-1024-10", 0.05f); }
 BENCHMARK(BM_MlpTrainStep)->ArgNames({"batch", "threads", "ftz"})->Args({256, 1, 0})->Args({256, 1, 1})
     ->Args({128, 1, 0})->Args({64, 1, 0})->Args({256, 2, 0})->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
+// The README's main job's step (scripts/main_defaults.sh: 784-256-128-10, momentum, lr 0.1):
+// one process at batch 256 against two at 128 at once is that job's no-communication ceiling.
+void BM_MainJobStep(benchmark::State& state) { mlp_train_step(state, "784-256-128-10", 0.1f); }
+BENCHMARK(BM_MainJobStep)->ArgNames({"batch", "threads", "ftz"})->Args({256, 1, 0})->Args({128, 1, 0})
+    ->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
 
 // Small models and tiny batches (HOGWILD!-style steps): measures per-op overhead of the
 // graph, not the gemm. args: batch

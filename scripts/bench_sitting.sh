@@ -115,6 +115,13 @@ if has main; then
   main_defaults
   for r in $(seq 1 "$TRAIN_ROUNDS"); do
     step "main job: dtrain train ${main_args[*]} --baseline, round $r" $B train "${main_args[@]}" --baseline --quiet --json "$OUT/main-r$r.json"
+    # Its no-communication ceiling: the same step (compute_bench MainJobStep) in one process at
+    # batch 256, then in two independent processes at 128 at once.
+    CB=build/bin/compute_bench
+    F='MainJobStep/batch:%d/threads:1/ftz:0'
+    step_to ceiling-main-1x256-r$r.txt "main job ceiling: 1 process batch 256, round $r" $CB --benchmark_filter="$(printf $F 256)" --benchmark_min_time=3
+    step_to ceiling-main-2x128-r$r.txt "main job ceiling: 2 processes batch 128, round $r" bash -c \
+      "$CB --benchmark_filter='$(printf $F 128)' --benchmark_min_time=3 & $CB --benchmark_filter='$(printf $F 128)' --benchmark_min_time=3; wait"
     /usr/bin/python3 - "$OUT" "$r" <<'EOF'
 import json, sys
 out, r = sys.argv[1], sys.argv[2]
