@@ -155,12 +155,20 @@ std::vector<std::pair<double, double>> measure_slowdown(int cores, double* pass_
   return curve;
 }
 
-std::vector<UnitPoint> mlp_step_points(const std::string& spec, const std::map<std::string, UnitCost>& fits,
-                                       double seconds) {
+double step_around_layers(const std::vector<double>& step_s, const std::vector<double>& layers_s) {
+  DT_CHECK(!step_s.empty() && step_s.size() == layers_s.size(), InvalidArgument,
+           "step_around_layers: " << step_s.size() << " step rounds against " << layers_s.size() << " layer rounds");
+  std::vector<double> d;
+  for (size_t i = 0; i < step_s.size(); ++i) d.push_back(step_s[i] - layers_s[i]);
+  std::sort(d.begin(), d.end());
+  return d.size() % 2 ? d[d.size() / 2] : 0.5 * (d[d.size() / 2 - 1] + d[d.size() / 2]);
+}
+
+std::vector<UnitPoint> mlp_step_points(const std::string& spec, double seconds) {
   constexpr int64_t kMlpStepDataBytes = int64_t{256} << 20;
+  constexpr int kStepRounds = 3;
   const ModelSpec m = ModelSpec::parse(spec);
-  auto layer = fits.find("mlp_layer");
-  if (m.gpt || m.units.empty() || layer == fits.end()) return {};
+  if (m.gpt || m.units.empty()) return {};
   keep_heap_warm();
   set_blas_threads(1);
   FlushDenormals ftz;  // as the executors run
@@ -191,19 +199,23 @@ std::vector<UnitPoint> mlp_step_points(const std::string& spec, const std::map<s
         id = static_cast<int64_t>(x % static_cast<uint64_t>(ds.rows));
       }
     size_t next = 0;
-    const double step = best_of(seconds, [&] {
-      share.compute(model->params(), batches[next++ % kBatches], 0, 1, [](GradRange) {});
-    });
-    // Less the layers' own timed points at these items (the simulator prices them so), kept
+    // Less its layers timed at these items in the same round (step_around_layers), kept
     // signed: clamped at 0, a host whose whole step ran faster than its layers' plane lost
     // the step's time altogether ("mlp_step_of_timed_layers", calibrate_compute.h).
-    double layers = 0;
-    for (const auto& u : m.units) {
-      const auto [f, b] = layer->second.pass(spec, u.params, static_cast<double>(items), static_cast<double>(items) * unit_work(u));
-      layers += f + b;
+    const double per = seconds / kStepRounds;  // each timing: the step's as before, each layer's alike
+    std::vector<double> steps, layers;
+    for (int round = 0; round < kStepRounds; ++round) {
+      steps.push_back(best_of(per, [&] { share.compute(model->params(), batches[next++ % kBatches], 0, 1, [](GradRange) {}); }));
+      double sum = 0;
+      for (size_t u = 0; u < m.units.size(); ++u) {
+        const UnitPoint lp{"mlp_layer", spec, static_cast<int>(u), items, static_cast<double>(items) * unit_work(m.units[u]), 0, 0};
+        const UnitPass r = time_unit(lp, per, 0);
+        sum += r.fwd_s + r.bwd_s;
+      }
+      layers.push_back(sum);
     }
     UnitPoint p{"mlp_step", spec, 0, items, static_cast<double>(items) * mlp_step_work(m), 0, 0};
-    p.fwd_s = step - layers;
+    p.fwd_s = step_around_layers(steps, layers);
     out.push_back(p);
   }
   return out;
@@ -303,7 +315,7 @@ ComputeRates measure_compute(double seconds, const std::vector<std::string>& ext
   for (const auto& p : r.unit_points)
     if (p.kind == "mlp_layer" && std::find(mlps.begin(), mlps.end(), p.spec) == mlps.end()) mlps.push_back(p.spec);
   for (const auto& spec : mlps)
-    for (auto& p : mlp_step_points(spec, r.units, per)) r.unit_points.push_back(p);
+    for (auto& p : mlp_step_points(spec, per)) r.unit_points.push_back(p);
   r.units = fit_units(r.unit_points);
 
   r.slowdown = measure_slowdown(r.cores, &r.probe_pass_s);

@@ -12,10 +12,11 @@
 //     the MLP executors' whole step (parallel/share_grad.h ShareGradient::compute, the call
 //     ddp/localsgd/gossip/fedavg/ps make, on a synthetic 256 MiB dataset of the model's
 //     shape, minibatches of rows drawn at random as training draws them) at 8, 16, 64 and
-//     128 items, less the layers' timed points at those items (UnitCost::pass): what the step
-//     costs around its layers (gathering the batch from memory, the loss, scaling and handing
-//     off the gradient), kind "mlp_step", points in items x mlp_step_work (simulator.h), signed
-//     (a whole step may run faster than its layers timed apart); the layer lines alone
+//     128 items, less its layers timed at those items right beside it (step_around_layers):
+//     what the step costs around its layers (gathering the batch from memory, the loss,
+//     scaling and handing off the gradient), kind "mlp_step", points in items x
+//     mlp_step_work (simulator.h), signed (a whole step may run faster than its layers timed
+//     apart); the layer lines alone
 //     predicted a 1-rank ddp step of the MLP 784-256-128-10 20-25% short; the section says
 //     "mlp_step_random_rows": true (the line carries the gather; older files timed hot rows)
 //     and "mlp_step_of_timed_layers": true (older files subtracted the fitted layer lines and
@@ -65,10 +66,16 @@ struct ComputeRates {
 };
 
 ComputeRates measure_compute(double seconds, const std::vector<std::string>& extra_specs = {});
-// The "mlp_step" points of one MLP spec (see above) against the fitted layer lines in `fits`;
-// none for a GPT spec or without an mlp_layer line. About `seconds` per point.
-std::vector<UnitPoint> mlp_step_points(const std::string& spec, const std::map<std::string, UnitCost>& fits,
-                                       double seconds);
+// The "mlp_step" points of one MLP spec (see above); none for a GPT spec. Each item count is
+// timed in kStepRounds rounds, each the whole step and then each layer at that count, about
+// `seconds` for the step's timings and as much for each layer's.
+std::vector<UnitPoint> mlp_step_points(const std::string& spec, double seconds);
+// The step around its layers from rounds that timed both back to back: the median of the
+// rounds' (step - layers), signed. This VM changes speed by 1.3-1.8x within minutes: a step
+// timed in a fast minute less layer lines fitted in a slow one read -25 to -193 us (a whole
+// 784-256-128-10 step at 8-128 items is 125-500 us), and the MLP rows of a validation ran
+// 30-60% short of their runs (2026-11-29, dv-p2). A round's two terms share its minute.
+double step_around_layers(const std::vector<double>& step_s, const std::vector<double>& layers_s);
 // The oversubscription curve alone (three rounds of 1, cores, 2 x cores processes, each
 // running a fixed 12 passes of a 4-block GPT stack; the median round per k): what `dtrain
 // bench calibrate --slowdown-only` refreshes beside a run. pass_s (optional): one process's
