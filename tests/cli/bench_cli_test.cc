@@ -162,3 +162,36 @@ TEST(PlanCli, CollectiveAndUsageErrors) {
 
 }  // namespace
 }  // namespace dtrain::cli
+
+namespace dtrain::cli {
+namespace {
+
+// The calibration's tensor-parallel rows come from three rounds of the same jobs: each row is
+// the median of its rounds, so one disturbed round (here the second, 3x slower) moves nothing;
+// rows that differ in tp, ranks or items stay apart, in the order first seen.
+TEST(BenchCalibrate, TensorParallelRowsAreTheMedianOfTheirRounds) {
+  const std::string s = "gpt:layers=1,heads=8,width=128,context=64";
+  nlohmann::json rows = nlohmann::json::array();
+  for (double slow : {1.0, 3.0, 1.1}) {
+    rows.push_back({{"spec", s}, {"tp", 4}, {"items", 2}, {"fwd_s", 1e-3 * slow}, {"bwd_s", 2e-3 * slow}});
+    rows.push_back({{"spec", s}, {"tp", 2}, {"ranks", 4}, {"items", 2}, {"fwd_s", 5e-4 * slow}, {"bwd_s", 6e-4 * slow}});
+    rows.push_back({{"spec", s}, {"tp", 2}, {"items", 2}, {"fwd_s", 4e-4 * slow}, {"bwd_s", 4e-4 * slow}});
+  }
+  const nlohmann::json m = median_tp_rows(rows);
+  ASSERT_EQ(m.size(), 3u) << m.dump();
+  EXPECT_EQ(m[0]["tp"], 4);
+  EXPECT_DOUBLE_EQ(m[0]["fwd_s"].get<double>(), 1.1e-3);
+  EXPECT_DOUBLE_EQ(m[0]["bwd_s"].get<double>(), 2.2e-3);
+  EXPECT_EQ(m[1]["ranks"], 4);
+  EXPECT_DOUBLE_EQ(m[1]["fwd_s"].get<double>(), 5.5e-4);
+  EXPECT_FALSE(m[2].contains("ranks"));
+  EXPECT_DOUBLE_EQ(m[2]["bwd_s"].get<double>(), 4.4e-4);
+  // Two rounds: the mean of the two.
+  const nlohmann::json two = median_tp_rows(nlohmann::json::array({rows[0], rows[3]}));
+  ASSERT_EQ(two.size(), 1u);
+  EXPECT_DOUBLE_EQ(two[0]["fwd_s"].get<double>(), 2e-3);
+  EXPECT_TRUE(median_tp_rows(nlohmann::json::array()).empty());
+}
+
+}  // namespace
+}  // namespace dtrain::cli
