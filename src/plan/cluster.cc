@@ -18,17 +18,20 @@ int Cluster::ranks_on_node(int n) const {
 }
 
 // Time sharing: r ranks on c cores get c/r of a core each, and lose a little more to context
-// switches and cache interference (the penalty, measured by calibrate).
+// switches and cache interference (the penalty, measured by calibrate). A measured curve is
+// never taken below r/c: r busy processes on c cores cannot each run faster than c/r of one.
+// A calibration whose single process was timed in a slow minute read 4 processes on 2 cores
+// at 1.76 (2026-11-29, dv-p4; others 1.96-2.24), and priced the 4-rank GPT rows short.
 double Cluster::compute_slowdown(double r) const {
   if (slowdown.size() >= 2) {
-    const double x = r;
-    if (x <= slowdown.front().first) return slowdown.front().second;
+    const double x = r, floor = cores_per_node > 0 ? x / cores_per_node : 0;
+    if (x <= slowdown.front().first) return std::max(slowdown.front().second, floor);
     for (size_t i = 1; i < slowdown.size(); ++i) {
       const auto [x0, y0] = slowdown[i - 1];
       const auto [x1, y1] = slowdown[i];
-      if (x <= x1) return y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+      if (x <= x1) return std::max(y0 + (y1 - y0) * (x - x0) / (x1 - x0), floor);
     }
-    return slowdown.back().second * x / slowdown.back().first;
+    return std::max(slowdown.back().second * x / slowdown.back().first, floor);
   }
   if (r <= cores_per_node) return 1.0;
   return r / cores_per_node * oversub_penalty;

@@ -531,6 +531,12 @@ TEST(CalibrateUnits, SlowdownCurveIsInterpolated) {
   EXPECT_DOUBLE_EQ(c.compute_slowdown(2), 1.5);  // hyperthreads: slower already at ranks = cores
   EXPECT_DOUBLE_EQ(c.compute_slowdown(3), 2.5);
   EXPECT_DOUBLE_EQ(c.compute_slowdown(8), 7.0);  // beyond the last point: its slowdown per rank
+  // Never below time sharing's r / cores: a curve whose single process ran slow.
+  c.slowdown = {{1, 1.0}, {2, 1.02}, {4, 1.76}};
+  EXPECT_DOUBLE_EQ(c.compute_slowdown(2), 1.02);
+  EXPECT_DOUBLE_EQ(c.compute_slowdown(4), 2.0);
+  EXPECT_DOUBLE_EQ(c.compute_slowdown(3), 1.5);
+  EXPECT_DOUBLE_EQ(c.compute_slowdown(8), 4.0);
   c.slowdown.clear();
   c.oversub_penalty = 1.2;
   EXPECT_DOUBLE_EQ(c.compute_slowdown(2), 1.0);
