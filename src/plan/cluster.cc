@@ -21,7 +21,9 @@ int Cluster::ranks_on_node(int n) const {
 // switches and cache interference (the penalty, measured by calibrate). A measured curve is
 // never taken below r/c: r busy processes on c cores cannot each run faster than c/r of one.
 // A calibration whose single process was timed in a slow minute read 4 processes on 2 cores
-// at 1.76 (2026-11-29, dv-p4; others 1.96-2.24), and priced the 4-rank GPT rows short.
+// at 1.76 (2026-11-29, dv-p4; others 1.96-2.24); with the floor its tensor-parallel rows'
+// ratios (simulate_model_parallel.cc figure_ratio) moved gpt-hybrid-tp -4.8 -> -15.4% at 4
+// ranks and +36.8 -> +22.0% at 8 (docs/PLANNER.md).
 double Cluster::compute_slowdown(double r) const {
   if (slowdown.size() >= 2) {
     const double x = r, floor = cores_per_node > 0 ? x / cores_per_node : 0;
