@@ -46,6 +46,7 @@
 #include "base/clock.h"
 #include "base/settings.h"
 #include "base/error.h"
+#include "base/median.h"
 #include "cli/bench.h"
 #include "cli/flags.h"
 #include "launch/launch.h"
@@ -269,12 +270,7 @@ struct PassTimes {
   void add(double t, bool took_slots) { seconds.push_back(t), slots += took_slots ? 1 : 0; }
   // The median pass (the mean of the middle two for an even count): what a call typically
   // takes, which is what the planner predicts.
-  double median() const {
-    std::vector<double> v = seconds;
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-  }
+  double median() const { return dtrain::median(seconds, "PassTimes"); }
   bool took_slots() const { return 2 * slots >= static_cast<int>(seconds.size()); }
 };
 

@@ -48,9 +48,7 @@ DataParallel::DataParallel(TrainableModel& model, const OptimizerConfig& config,
     std::sort(ranges.begin(), ranges.end());
     zopt_ = std::make_unique<ZeroOptimizer>(&comm_, options.zero, model.num_params(), config, ranges, /*average=*/false,
                                             options.fused_step);
-    if (options.fused_step && place_in_window()) {
-      zopt_->set_window(window_.get());
-    }
+    if (options.fused_step && place_in_window()) zopt_->set_window(window_.get());
     const auto n = static_cast<size_t>(model.num_params());
     if (window_ && static_cast<int64_t>(n * sizeof(float)) >= options.shared_params_min_bytes) {
       // One copy of the parameters for the host, in rank 0's buffer of a second window: every

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/median.h"
 #include "parallel/share_grad.h"
 #include "plan/simulator.h"
 #include "tensor/denormals.h"
@@ -160,8 +161,7 @@ double step_around_layers(const std::vector<double>& step_s, const std::vector<d
            "step_around_layers: " << step_s.size() << " step rounds against " << layers_s.size() << " layer rounds");
   std::vector<double> d;
   for (size_t i = 0; i < step_s.size(); ++i) d.push_back(step_s[i] - layers_s[i]);
-  std::sort(d.begin(), d.end());
-  return d.size() % 2 ? d[d.size() / 2] : 0.5 * (d[d.size() / 2 - 1] + d[d.size() / 2]);
+  return median(std::move(d));
 }
 
 std::vector<UnitPoint> mlp_step_points(const std::string& spec, double seconds) {
