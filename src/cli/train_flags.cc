@@ -100,6 +100,9 @@ const std::vector<FlagSpec>& table() {
                   "--shared-params takes auto, on or off, got '" << v << "'");
          f.shared_params = v;
        }},
+      {"batch-split", "HOW",
+       "ddp: each batch cut evenly, by the ranks' measured speed (a slower core takes fewer items), or by weights W0,W1,... one per rank (default auto: measured; even with --deterministic)",
+       [](TrainConfig& f, const std::string& v) { f.batch_split = v; }},
       {"deterministic", nullptr, "fixed-point gradient sums: bit-identical parameters for any -n",
        [](TrainConfig& f, const std::string&) { f.deterministic = true; }},
       {"det-shard", "K", "items per micro-shard in --deterministic mode (default 8)",

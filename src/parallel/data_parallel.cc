@@ -17,6 +17,7 @@ DataParallel::DataParallel(TrainableModel& model, Optimizer* optimizer, Communic
       o_(options),
       inst_(inst),
       share_(model, ShareOptions{options.deterministic, options.det_shard}),
+      split_(comm.size(), share_.granule(), options.measured_split, options.split_period, options.split_weights),
       buckets_(share_.units(), options.bucket_bytes, options.deterministic ? sizeof(int64_t) : sizeof(float)),
       evaluator_(comm) {}
 
@@ -93,12 +94,26 @@ void DataParallel::start() {
 }
 
 Metrics DataParallel::epoch_metrics() {
-  if (!zopt_) return {};
+  if (!zopt_) {
+    Metrics m;
+    add_split_metrics(m);
+    return m;
+  }
   const ZeroBytes b = zopt_->bytes();
   // shared_params: 1 where the host's ranks read one copy of the parameters (DdpOptions).
-  return {{"zero_optimizer_MB", static_cast<double>(b.optimizer) / 1e6},
-          {"zero_grad_MB", static_cast<double>(b.grads) / 1e6},
-          {"shared_params", shared_params_.empty() ? 0.0 : 1.0}};
+  Metrics m{{"zero_optimizer_MB", static_cast<double>(b.optimizer) / 1e6},
+            {"zero_grad_MB", static_cast<double>(b.grads) / 1e6},
+            {"shared_params", shared_params_.empty() ? 0.0 : 1.0}};
+  add_split_metrics(m);
+  return m;
+}
+
+void DataParallel::add_split_metrics(Metrics& m) const {
+  if (split_.even()) return;
+  // The smallest and largest rank's fraction of the batch at the epoch's end.
+  const std::vector<double>& w = split_.weights();
+  m.emplace_back("batch_share_min", *std::min_element(w.begin(), w.end()));
+  m.emplace_back("batch_share_max", *std::max_element(w.begin(), w.end()));
 }
 
 void DataParallel::submit_bucket(int b) {
@@ -179,13 +194,20 @@ LossAcc DataParallel::step_in_place(std::span<const int64_t> global_batch) {
   std::span<float> params = step_params();
   pending_.clear();
   buckets_.reset();
+  // The last step's buckets are done on every rank: the re-cut's all-gather has the
+  // communicator to itself.
+  if (split_.due()) {
+    Instrument::Scope s(inst_, "re-cut the batch", SpanKind::kWait);
+    split_.rebalance(comm_);
+  }
+  const auto share = split_.share(static_cast<int64_t>(global_batch.size()), comm_.rank());
   std::vector<int> ready_buckets;
   // Backward: buckets start as they become final (or are held until the end).
   double t_prev = now_seconds();
   const double t_start = t_prev;
   int unit_index = 0;
   const int units = static_cast<int>(share_.units().size());
-  LossAcc r = share_.compute(params, global_batch, comm_.rank(), comm_.size(), [&](GradRange u) {
+  LossAcc r = share_.compute(params, global_batch, share, [&](GradRange u) {
     if (inst_) {
       const double t = now_seconds();
       inst_->compute(unit_index == 0 ? "forward+backward layer " + std::to_string(units - 1)
@@ -199,8 +221,9 @@ LossAcc DataParallel::step_in_place(std::span<const int64_t> global_batch) {
     if (overlap_) submit_bucket(b);
     else ready_buckets.push_back(b);
   });
-  if (inst_ && now_seconds() > t_prev) inst_->compute("backward (rest)", t_prev, now_seconds());
-  (void)t_start;
+  const double t_end = now_seconds();
+  if (inst_ && t_end > t_prev) inst_->compute("backward (rest)", t_prev, t_end);
+  split_.record(t_end - t_start, share.second - share.first);
   for (int b : ready_buckets) submit_bucket(b);
   {
     Instrument::Scope wait(inst_, "wait for all-reduce", SpanKind::kWait);

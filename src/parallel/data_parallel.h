@@ -29,6 +29,11 @@
 // ranks with batch B/M give the parameters of one rank with batch B, bit for bit, for any M
 // and any all-reduce algorithm (tests/parallel/data_parallel_test.cc checks M = 1..4).
 //
+// Measured split (options.measured_split): each step's batch is cut in proportion to the
+// ranks' measured compute speed (parallel/batch_split.h), so a rank on a slower core takes
+// fewer items and the ranks finish backward together; the re-cut is a 16-byte all-gather every
+// split_period steps on the training thread, after the step's buckets are done.
+//
 // Accounting: compute = forward/backward/step on the training thread; comm = each bucket's
 // all-reduce on the progress thread (track 1 in a trace); wait = the training thread blocked
 // on buckets. Epoch loss/accuracy are summed over ranks at the end of each epoch.
@@ -39,11 +44,13 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/heap_stats.h"
 #include "coll/shm_context.h"
 #include "coll/work.h"
 #include "optim/optimizer.h"
+#include "parallel/batch_split.h"
 #include "parallel/dist_common.h"
 #include "parallel/share_grad.h"
 #include "parallel/zero.h"
@@ -79,6 +86,14 @@ struct DdpOptions {
   // main job ran 10-20% faster with its own copies, 2.7-7.4 MB even, 11.6 MB 10-15% slower.
   // 0: always shared; INT64_MAX: never.
   int64_t shared_params_min_bytes = kSharedParamsMinBytes;
+  // Cut each global batch among the ranks in proportion to their measured speed
+  // (parallel/batch_split.h) instead of evenly: the step's gradient is the same mean, the
+  // float additions' order differs (deterministic mode: the same bits either way).
+  bool measured_split = false;
+  // A fixed split, one positive weight per rank (or the start of the measured one); empty:
+  // even.
+  std::vector<double> split_weights;
+  int split_period = 16;  // steps between re-cuts (one 16-byte all-gather each)
 };
 
 class DataParallel : public ModelStrategy {
@@ -119,12 +134,14 @@ class DataParallel : public ModelStrategy {
   LossAcc step_in_place(std::span<const int64_t> global_batch);
   void unshare_params();  // the shared copy -> the model's parameters
   void start();
+  void add_split_metrics(Metrics& m) const;  // the measured split's smallest and largest share
 
   Optimizer* opt_;
   Communicator& comm_;
   DdpOptions o_;
   Instrument* inst_;
   ShareGradient share_;
+  BatchSplit split_;
   GradBuckets buckets_;
   ShardedEvaluator evaluator_;
   std::unique_ptr<ProgressQueue> queue_;

@@ -42,9 +42,18 @@ ShareGradient::ShareGradient(TrainableModel& model, const ShareOptions& options)
 
 LossAcc ShareGradient::compute(std::span<const float> params, std::span<const int64_t> global_batch, int rank,
                                int world, const GradReadyFn& ready) {
+  return compute(params, global_batch, data::batch_share(static_cast<int64_t>(global_batch.size()), rank, world, granule()),
+                 ready);
+}
+
+LossAcc ShareGradient::compute(std::span<const float> params, std::span<const int64_t> global_batch,
+                               std::pair<int64_t, int64_t> share, const GradReadyFn& ready) {
   const auto b = static_cast<int64_t>(global_batch.size());
   DT_CHECK(b >= 1, InvalidArgument, "empty minibatch");
-  auto [lo, hi] = data::batch_share(b, rank, world, granule());
+  const auto [lo, hi] = share;
+  DT_CHECK(0 <= lo && lo <= hi && hi <= b && (!opt_.deterministic || lo % opt_.det_shard == 0), InvalidArgument,
+           "ShareGradient: share [" << lo << ", " << hi << ") of a batch of " << b
+                                    << (opt_.deterministic ? " (deterministic mode: starting at a micro-shard)" : ""));
   std::span<const int64_t> mine = global_batch.subspan(static_cast<size_t>(lo), static_cast<size_t>(hi - lo));
   const double inv_b = 1.0 / static_cast<double>(b);
 

@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "base/aligned.h"
@@ -63,6 +64,10 @@ class ShareGradient {
   // loss / correct count over this rank's items (examples = their number).
   LossAcc compute(std::span<const float> params, std::span<const int64_t> global_batch, int rank, int world,
                   const GradReadyFn& ready);
+  // The same for an explicit share [first, last) of global_batch (parallel/batch_split.h); in
+  // deterministic mode it must start at a multiple of det_shard.
+  LossAcc compute(std::span<const float> params, std::span<const int64_t> global_batch,
+                  std::pair<int64_t, int64_t> share, const GradReadyFn& ready);
   // Deterministic mode: grad() = fixed() * 2^-40 (after the fixed-point sum is complete).
   void finish_fixed() { fixed_to_float(fixed_, grad()); }
 

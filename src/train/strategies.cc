@@ -1,6 +1,7 @@
 #include "train/strategies.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <sstream>
 
@@ -34,7 +35,7 @@ void only_for(const TrainConfig& f, std::initializer_list<const char*> strategie
 }
 
 void check_strategy_flags(const TrainConfig& f) {
-  only_for(f, {"ddp"}, {"bucket-mb", "no-overlap", "no-window", "shared-params"});
+  only_for(f, {"ddp"}, {"bucket-mb", "no-overlap", "no-window", "shared-params", "batch-split"});
   only_for(f, {"hogwild-hot"}, {"hot-features", "merge-every", "hot-merge"});
   only_for(f, {"localsgd"}, {"sync-every", "post-local"});
   only_for(f, {"ps"}, {"servers", "sync", "staleness"});
@@ -83,6 +84,42 @@ void whole_job(const TrainConfig& f) {
   }
 }
 
+// --batch-split W0,W1,...: one positive weight per rank; auto, even and measured give none.
+std::vector<double> split_weights(const TrainConfig& f) {
+  const std::string& v = f.batch_split;
+  if (v == "auto" || v == "even" || v == "measured") return {};
+  std::vector<double> w;
+  std::stringstream in(v);
+  for (std::string item; std::getline(in, item, ',');) {
+    size_t used = 0;
+    double x = 0;
+    try {
+      x = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    DT_CHECK(used == item.size() && used > 0 && std::isfinite(x) && x > 0, InvalidArgument,
+             "--batch-split takes auto, even, measured or one positive weight per rank (e.g. 3,2 for -n 2), got '"
+                 << v << "'");
+    w.push_back(x);
+  }
+  DT_CHECK(w.size() == static_cast<size_t>(f.ranks), InvalidArgument,
+           "--batch-split " << v << " gives " << w.size() << " weights for " << f.ranks << " ranks; give one per rank");
+  return w;
+}
+
+void gpt_flags(const TrainConfig& f);
+
+void ddp_flags(const TrainConfig& f) {
+  if (f.is_gpt()) {
+    DT_CHECK(!f.was_given("batch-split"), InvalidArgument,
+             "--batch-split cuts the MLP's ddp batches; the GPT's ranks take equal microbatches");
+    return gpt_flags(f);
+  }
+  multi_rank(f);
+  split_weights(f);
+}
+
 DdpOptions ddp_options(const TrainConfig& f) {
   DdpOptions o;
   o.bucket_bytes = static_cast<size_t>(f.bucket_mb * 1024 * 1024);
@@ -92,6 +129,10 @@ DdpOptions ddp_options(const TrainConfig& f) {
   if (f.shared_params == "off") o.shared_params_min_bytes = std::numeric_limits<int64_t>::max();
   o.deterministic = f.deterministic;
   o.det_shard = f.det_shard;
+  // auto: measured, except where the run promises the same bits every time (--deterministic;
+  // its parameters would not change, but the reported losses are float sums over the shares).
+  o.measured_split = f.batch_split == "measured" || (f.batch_split == "auto" && !f.deterministic);
+  o.split_weights = split_weights(f);
   o.algorithm = f.algo == "auto" ? Algorithm::kAuto : parse_algorithm(f.algo);
   o.zero = f.is_gpt() || f.ranks < 2 ? 0 : std::max(f.zero, 0);  // one rank has nothing to shard
   return o;
@@ -207,7 +248,7 @@ const std::vector<StrategyEntry>& strategies() {
        {}},
       {"ddp", "synchronous all-reduce SGD over -n N ranks, gradient buckets overlapped with backward (default for -n > 1); by default each rank steps its 1/N of every bucket inside the bucket's all-reduce (--zero 1; --zero 0: a full optimizer per rank, --zero 2: no gradient kept between steps)",
        Models::kBoth, true,
-       [](const TrainConfig& f) { f.is_gpt() ? gpt_flags(f) : multi_rank(f); },
+       ddp_flags,
        [](TrainJob& job, const StrategyContext& ctx) {
          if (ctx.config.is_gpt()) return make_gpt(job, ctx);
          set_model_strategy<DataParallel>(job, *job.model, optimizer_config(ctx.config), *ctx.comm,

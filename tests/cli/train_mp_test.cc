@@ -181,7 +181,8 @@ TEST_F(TrainMp, DeterministicDdpGivesTheSameModelForAnyRankCount) {
 // so the losses agree bit for bit; the epoch rows say which was used, and auto keeps a copy
 // per rank for a model this small (parallel/data_parallel.h, kSharedParamsMinBytes).
 TEST_F(TrainMp, DdpSharedAndPrivateParametersTrainTheSameModel) {
-  const std::string common = "-n 2 " + data() + "--epochs 2 --batch 48 --optimizer momentum --seed 3 ";
+  // An even cut: the measured one would differ from run to run in its float additions.
+  const std::string common = "-n 2 " + data() + "--epochs 2 --batch 48 --optimizer momentum --seed 3 --batch-split even ";
   std::map<std::string, nlohmann::json> runs;
   for (const char* mode : {"on", "off", "auto"}) {
     const std::string json = file(std::string("sp-") + mode + ".json");
@@ -200,6 +201,46 @@ TEST_F(TrainMp, DdpSharedAndPrivateParametersTrainTheSameModel) {
   Result bad = run(common + "--shared-params maybe");
   EXPECT_NE(bad.code, 0);
   EXPECT_NE(bad.output.find("--shared-params takes auto, on or off"), std::string::npos) << bad.output;
+}
+
+// --batch-split (parallel/batch_split.h): fixed weights cut the batch as asked and, in
+// deterministic mode, train the very model of the even cut; auto measures without
+// --deterministic; the epoch rows report the smallest and largest share; malformed weights
+// fail before any rank starts.
+TEST_F(TrainMp, DdpBatchSplitCutsAsAskedAndKeepsTheModel) {
+  const std::string common = "-n 2 " + data() + "--epochs 2 --batch 48 --optimizer momentum --seed 3 ";
+  std::map<std::string, nlohmann::json> runs;
+  for (const char* how : {"even", "3,1", "auto"})
+    for (const char* det : {"", "--deterministic "}) {
+      const std::string name = std::string(how) + (*det ? "-det" : "");
+      const std::string json = file("split-" + name + ".json");
+      Result r = run(common + det + "--batch-split " + how + " --json " + json);
+      ASSERT_EQ(r.code, 0) << name << "\n" << r.output;
+      runs[name] = load(json);
+      ASSERT_EQ(runs[name]["epoch_rows"].size(), 2u) << runs[name].dump();
+    }
+  EXPECT_FALSE(runs["even"]["epoch_rows"][0].contains("batch_share_min"));
+  EXPECT_FALSE(runs["auto-det"]["epoch_rows"][0].contains("batch_share_min"));
+  EXPECT_EQ(runs["3,1"]["epoch_rows"][0]["batch_share_min"].get<double>(), 0.25);
+  EXPECT_EQ(runs["3,1"]["epoch_rows"][0]["batch_share_max"].get<double>(), 0.75);
+  const auto& a = runs["auto"]["epoch_rows"][1];
+  EXPECT_NEAR(a["batch_share_min"].get<double>() + a["batch_share_max"].get<double>(), 1.0, 1e-9);
+  // Deterministic: the parameters, hence the test loss, are the even cut's bit for bit.
+  EXPECT_EQ(runs["3,1-det"]["test_loss"].get<double>(), runs["even-det"]["test_loss"].get<double>());
+  EXPECT_EQ(runs["auto-det"]["test_loss"].get<double>(), runs["even-det"]["test_loss"].get<double>());
+  // Float: the same model to rounding.
+  EXPECT_NEAR(runs["3,1"]["test_loss"].get<double>(), runs["even"]["test_loss"].get<double>(),
+              1e-4 * runs["even"]["test_loss"].get<double>());
+  Result bad = run(common + "--batch-split 1,2,3");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.output.find("gives 3 weights for 2 ranks"), std::string::npos) << bad.output;
+  bad = run(common + "--batch-split fast");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.output.find("--batch-split takes auto, even, measured or one positive weight per rank"),
+            std::string::npos)
+      << bad.output;
+  bad = run(common + "--batch-split 1,-1");
+  EXPECT_EQ(bad.code, 2);
 }
 
 TEST_F(TrainMp, EveryStrategyResumesAfterAKilledRankWithIdenticalLosses) {

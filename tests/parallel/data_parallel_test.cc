@@ -101,6 +101,38 @@ TEST(DdpFloat, ReplicasStayIdenticalAndMatchOneRankClosely) {
   }
 }
 
+// A batch cut unevenly among the ranks (parallel/batch_split.h) gives the same step: in
+// deterministic mode bit for bit, in float mode to rounding, and with the measured split the
+// replicas stay identical.
+TEST(DdpSplit, AnUnevenCutTrainsTheSameModel) {
+  const data::Dataset ds = dense_blobs(512, 12, 4, 15);
+  OptimizerConfig oc;
+  oc.lr = 0.05f;
+  oc.momentum = 0.9f;
+  DdpOptions det;
+  det.deterministic = true;
+  det.bucket_bytes = 256;
+  DdpOptions det_uneven = det;
+  det_uneven.split_weights = {3, 1, 1};
+  DistRun even = ddp_run(3, 48, oc, det, 4, ds), uneven = ddp_run(3, 48, oc, det_uneven, 4, ds);
+  for (int r = 0; r < 3; ++r)
+    EXPECT_TRUE(same_bits(even.params_after[0][3], uneven.params_after[static_cast<size_t>(r)][3])) << "rank " << r;
+
+  DdpOptions flt;
+  flt.split_weights = {1, 4};
+  DistRun a = ddp_run(2, 40, oc, DdpOptions{}, 4, ds), b = ddp_run(2, 40, oc, flt, 4, ds);
+  EXPECT_TRUE(same_bits(b.params_after[0][3], b.params_after[1][3]));
+  EXPECT_LT(testing::max_abs_diff(a.params_after[0][3], b.params_after[0][3]), 1e-5f);
+  EXPECT_FALSE(same_bits(a.params_after[0][3], b.params_after[0][3]));  // the cut did change
+
+  DdpOptions measured;
+  measured.measured_split = true;
+  measured.split_period = 1;  // a re-cut every step
+  DistRun m = ddp_run(2, 40, oc, measured, 6, ds);
+  EXPECT_TRUE(same_bits(m.params_after[0][5], m.params_after[1][5]));
+  EXPECT_LT(testing::max_abs_diff(a.params_after[0][3], m.params_after[0][3]), 1e-5f);
+}
+
 // A small MLP, one replica and the first 40 examples: what the staged-backward tests share.
 struct StagedSetup {
   data::Dataset ds = dense_blobs(64, 12, 4, 14);
