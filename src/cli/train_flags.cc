@@ -101,7 +101,7 @@ const std::vector<FlagSpec>& table() {
          f.shared_params = v;
        }},
       {"batch-split", "HOW",
-       "ddp: each batch cut evenly, by the ranks' measured speed (a slower core takes fewer items), or by weights W0,W1,... one per rank (default auto: measured; even with --deterministic)",
+       "ddp: each batch cut evenly, by the ranks' measured speed (a slower core takes fewer items), or by weights W0,W1,... one per rank (default auto: measured with a core per rank, else even; even with --deterministic)",
        [](TrainConfig& f, const std::string& v) { f.batch_split = v; }},
       {"deterministic", nullptr, "fixed-point gradient sums: bit-identical parameters for any -n",
        [](TrainConfig& f, const std::string&) { f.deterministic = true; }},

@@ -45,6 +45,8 @@ namespace dtrain {
 
 class Communicator;
 
+enum class BatchSplitMode { kEven, kMeasured, kAuto };
+
 class BatchSplit {
  public:
   // measured = false: a fixed split: `weights` (one positive number per rank, normalised

@@ -54,7 +54,7 @@ struct TrainConfig {
   double bucket_mb = 1.0;
   bool no_overlap = false;
   bool no_window = false;  // ddp: DdpOptions::window off
-  std::string batch_split = "auto";     // ddp: auto | even | measured (DdpOptions::measured_split)
+  std::string batch_split = "auto";     // ddp: auto | even | measured | W0,W1,... (DdpOptions::split)
   std::string shared_params = "auto";  // ddp: auto | on | off (DdpOptions::shared_params_min_bytes)
   bool deterministic = false;
   int64_t det_shard = 8;

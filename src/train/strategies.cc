@@ -131,7 +131,9 @@ DdpOptions ddp_options(const TrainConfig& f) {
   o.det_shard = f.det_shard;
   // auto: measured, except where the run promises the same bits every time (--deterministic;
   // its parameters would not change, but the reported losses are float sums over the shares).
-  o.measured_split = f.batch_split == "measured" || (f.batch_split == "auto" && !f.deterministic);
+  o.split = f.batch_split == "measured"                      ? BatchSplitMode::kMeasured
+            : f.batch_split == "auto" && !f.deterministic ? BatchSplitMode::kAuto
+                                                           : BatchSplitMode::kEven;
   o.split_weights = split_weights(f);
   o.algorithm = f.algo == "auto" ? Algorithm::kAuto : parse_algorithm(f.algo);
   o.zero = f.is_gpt() || f.ranks < 2 ? 0 : std::max(f.zero, 0);  // one rank has nothing to shard

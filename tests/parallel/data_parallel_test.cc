@@ -126,7 +126,7 @@ TEST(DdpSplit, AnUnevenCutTrainsTheSameModel) {
   EXPECT_FALSE(same_bits(a.params_after[0][3], b.params_after[0][3]));  // the cut did change
 
   DdpOptions measured;
-  measured.measured_split = true;
+  measured.split = BatchSplitMode::kMeasured;
   measured.split_period = 1;  // a re-cut every step
   DistRun m = ddp_run(2, 40, oc, measured, 6, ds);
   EXPECT_TRUE(same_bits(m.params_after[0][5], m.params_after[1][5]));
