@@ -159,6 +159,7 @@ int launch_job(const TrainConfig& f, const Args& args) {
   one.trace.clear();
   one.checkpoint.clear();
   one.resume = false;
+  one.batch_split = "auto";  // one rank has nothing to cut (weights were given per rank of -n N)
   const RunResult base = run_rank(one, /*print=*/false);
   const double eps_n = j.value("examples_per_second", 0.0), eps_1 = base.report.examples_per_second;
   std::printf("baseline 1 rank: %.0f examples/s, test_accuracy %.4f\n", eps_1, base.report.test.accuracy());

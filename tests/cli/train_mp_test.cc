@@ -231,6 +231,10 @@ TEST_F(TrainMp, DdpBatchSplitCutsAsAskedAndKeepsTheModel) {
   // Float: the same model to rounding.
   EXPECT_NEAR(runs["3,1"]["test_loss"].get<double>(), runs["even"]["test_loss"].get<double>(),
               1e-4 * runs["even"]["test_loss"].get<double>());
+  // --baseline's one-rank run takes no per-rank weights.
+  Result base = run(common + "--batch-split 3,1 --baseline");
+  ASSERT_EQ(base.code, 0) << base.output;
+  EXPECT_NE(base.output.find("baseline 1 rank:"), std::string::npos) << base.output;
   Result bad = run(common + "--batch-split 1,2,3");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.output.find("gives 3 weights for 2 ranks"), std::string::npos) << bad.output;
