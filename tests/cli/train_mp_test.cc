@@ -231,6 +231,10 @@ TEST_F(TrainMp, DdpBatchSplitCutsAsAskedAndKeepsTheModel) {
   // Float: the same model to rounding.
   EXPECT_NEAR(runs["3,1"]["test_loss"].get<double>(), runs["even"]["test_loss"].get<double>(),
               1e-4 * runs["even"]["test_loss"].get<double>());
+  // Over TCP (no shared-memory context, so nothing says the ranks share cores) auto measures.
+  Result tcp = run(common + "--transport tcp --json " + file("split-tcp.json"));
+  ASSERT_EQ(tcp.code, 0) << tcp.output;
+  EXPECT_TRUE(load(file("split-tcp.json"))["epoch_rows"][1].contains("batch_share_min"));
   // --baseline's one-rank run takes no per-rank weights.
   Result base = run(common + "--batch-split 3,1 --baseline");
   ASSERT_EQ(base.code, 0) << base.output;
