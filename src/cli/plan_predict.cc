@@ -2,13 +2,16 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <numeric>
 #include <set>
 
 #include "base/error.h"
 #include "base/settings.h"
 #include "plan/plan_measure.h"
 #include "plan/planner.h"
+#include "train/strategies.h"
 
 namespace dtrain::cli {
 namespace {
@@ -101,6 +104,12 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
     l.recompute = f.recompute;
     l.bucket_mb = f.bucket_mb;
     l.shared_params = f.shared_params == "auto" ? -1 : f.shared_params == "on";
+    // As train/strategies.cc reads --batch-split: auto cuts evenly with --deterministic.
+    l.batch_split = f.batch_split == "measured" ? 1 : f.batch_split == "even" || f.deterministic ? 0 : -1;
+    if (!m.gpt) {
+      const std::vector<double> w = batch_split_weights(f);
+      if (!w.empty()) l.batch_share_max = *std::max_element(w.begin(), w.end()) / std::accumulate(w.begin(), w.end(), 0.0);
+    }
     l.sync_every = static_cast<int>(f.sync_every);
     l.servers = f.servers;
     l.ps_sync = f.sync;

@@ -8,6 +8,29 @@
 #include "data/sampler.h"
 
 namespace dtrain {
+namespace {
+// The shares t (summing to 1) held within [lo, hi], which contains 1 / size: each moved by
+// the same amount mu and clamped, mu found by bisection so the results sum to 1 (the nearest
+// such point, in the least-squares sense). The sum of the clamped values grows with mu.
+std::vector<double> within_band(const std::vector<double>& t, double lo, double hi) {
+  auto shifted = [&](double mu) {
+    std::vector<double> out(t.size());
+    double sum = 0;
+    for (size_t r = 0; r < t.size(); ++r) sum += out[r] = std::clamp(t[r] + mu, lo, hi);
+    return std::make_pair(out, sum);
+  };
+  const auto [t_lo, t_hi] = std::minmax_element(t.begin(), t.end());
+  double below = lo - *t_hi, above = hi - *t_lo;  // every value at lo, every value at hi
+  for (int i = 0; i < 100; ++i) {
+    const double mid = 0.5 * (below + above);
+    (shifted(mid).second < 1.0 ? below : above) = mid;
+  }
+  auto [out, sum] = shifted(0.5 * (below + above));
+  for (double& x : out) x /= sum;
+  return out;
+}
+
+}  // namespace
 
 BatchSplit::BatchSplit(int world, int64_t granule, bool measured, int period, std::vector<double> weights)
     : world_(world), granule_(granule), measured_(measured && world > 1), period_(period),
@@ -65,14 +88,11 @@ std::vector<double> BatchSplit::next_weights(const std::vector<double>& weights,
     rate[r] = n / s;
     total += rate[r];
   }
-  const double floor = 1.0 / (4.0 * static_cast<double>(p));
+  for (double& x : rate) x /= total;
+  const double even = 1.0 / static_cast<double>(p);
+  const std::vector<double> target = within_band(rate, even * (1 - kMeasuredSpread), even * (1 + kMeasuredSpread));
   std::vector<double> next(p);
-  double sum = 0;
-  for (size_t r = 0; r < p; ++r) {
-    next[r] = std::max(floor, 0.5 * (weights[r] + rate[r] / total));
-    sum += next[r];
-  }
-  for (double& w : next) w /= sum;
+  for (size_t r = 0; r < p; ++r) next[r] = 0.5 * (weights[r] + target[r]);
   return next;
 }
 

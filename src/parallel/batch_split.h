@@ -20,10 +20,15 @@
 // Measured mode: each rank records the seconds its own compute took and the items it had,
 // step by step; every `period` steps the ranks all-gather those two sums over the period
 // (one 16-byte all-gather), and each rank turns them into rates s_r = items_r / seconds_r and
-// targets t_r = s_r / sum_q s_q. The weights move halfway to the targets (w <- (w + t) / 2),
-// so one disturbed period moves the cut by half its error, and each weight is kept at or
-// above 1 / (4 world) so a rank that stalled once is not starved. The fixed point is where
-// every rank's compute takes equally long. Every rank computes the same weights from the same
+// targets t_r = s_r / sum_q s_q, held within kMeasuredSpread of the even share (1 +- 0.2
+// times 1 / world: all shifted by one amount and clamped, so they still sum to 1). The weights move halfway
+// to the targets (w <- (w + t) / 2), so one disturbed period moves the cut by half its error.
+// The band keeps a rank that stalled once from being starved, and bounds what a rank holds:
+// its activations grow with its share, and the planner prices a rank's memory at the band's
+// top (plan/simulate_data_parallel.cc) -- unbounded, a 2-rank validation's busiest rank held
+// 16% more than predicted. It covers ranks up to 1.5x apart; beyond that the faster still
+// waits, less than with the even cut. The fixed point is where every rank's compute takes
+// equally long. Every rank computes the same weights from the same
 // gathered numbers in the same order, so the cuts agree with no further message.
 //
 // Contract
@@ -47,6 +52,9 @@ class Communicator;
 
 enum class BatchSplitMode { kEven, kMeasured, kAuto };
 
+// A measured weight stays within this fraction of the even share 1 / world (see above).
+inline constexpr double kMeasuredSpread = 0.2;
+
 class BatchSplit {
  public:
   // measured = false: a fixed split: `weights` (one positive number per rank, normalised
@@ -60,7 +68,8 @@ class BatchSplit {
   bool measured() const { return measured_; }
   bool even() const { return !measured_ && !fixed_; }
   const std::vector<double>& weights() const { return w_; }
-  // The weights from gathered (seconds, items) pairs, rank by rank (rebalance's arithmetic).
+  // The weights from gathered (seconds, items) pairs, rank by rank (rebalance's arithmetic):
+  // halfway from `weights` to the rates' shares held within the band.
   static std::vector<double> next_weights(const std::vector<double>& weights, const std::vector<double>& seconds_items);
 
  private:

@@ -68,6 +68,8 @@ std::string Layout::describe() const {
   if (recompute) o << " recompute";
   if (dp > 1 && strategy == "ddp" && bucket_mb > 0) o << " bucket" << bucket_mb << "M";
   if (dp > 1 && strategy == "ddp" && shared_params >= 0) o << (shared_params ? " shared-params" : " own-params");
+  if (dp > 1 && strategy == "ddp" && batch_share_max > 0) o << " split-max" << batch_share_max;
+  else if (dp > 1 && strategy == "ddp" && batch_split >= 0) o << (batch_split ? " split-measured" : " split-even");
   return o.str();
 }
 

@@ -42,6 +42,7 @@ std::vector<std::string> train_args(const std::string& model, const Layout& l, i
     b << l.bucket_mb;
     a.insert(a.end(), {"--bucket-mb", b.str()});
     if (l.shared_params >= 0) a.insert(a.end(), {"--shared-params", l.shared_params ? "on" : "off"});
+    if (l.batch_split >= 0) a.insert(a.end(), {"--batch-split", l.batch_split ? "measured" : "even"});
   }
   return a;
 }

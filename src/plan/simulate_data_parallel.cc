@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "parallel/batch_split.h"
 #include "parallel/data_parallel.h"
 #include "parallel/fedavg.h"
 #include "parallel/share_grad.h"
@@ -26,6 +27,16 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // fedavg's clients each train on the whole minibatch (fedavg.h); the others split it.
   const bool fed = s == "fedavg";
   double items = fed ? static_cast<double>(batch) : static_cast<double>(batch) / workers;
+  // ddp's busiest rank (Layout::batch_split): what its memory holds, and with fixed weights
+  // what its step computes. The cut rounds to the nearest item: up to half of one more.
+  double mem_items = items;
+  if (s == "ddp" && workers > 1) {
+    const bool measured = l.batch_share_max <= 0 &&
+                          (l.batch_split == 1 || (l.batch_split < 0 && node_n <= c.cores_per_node));
+    const double share = l.batch_share_max > 0 ? l.batch_share_max : measured ? (1 + kMeasuredSpread) / workers : 0;
+    if (share > 0) mem_items = std::min(static_cast<double>(batch), std::ceil(static_cast<double>(batch) * share + 0.5));
+    if (l.batch_share_max > 0) items = mem_items;
+  }
   // fedavg's concurrency is the sample's (below): its passes are priced alone here.
   const double pass_slow = fed ? 1.0 : slow;
   std::vector<double> bwd(m.units.size());
@@ -54,6 +65,7 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // rows out of memory. (perf of a 1-rank localsgd run at batch 64: 58 us a step in the
   // gather, of which that rate covered 25.)
   const double input_b = kF * items * in_elems(m.units.front());  // the step's gathered rows
+  const double input_mem_b = kF * mem_items * in_elems(m.units.front());
   if (c.gather_bps > 0 && !(step && c.mlp_step_random_rows)) {
     const double gather = input_b / c.gather_bps * pass_slow;
     p.compute_s += gather;
@@ -75,17 +87,17 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     if (uc && uc->has_memory()) {
       // The graph keeps every node's gradient until it is destroyed: a unit's footprint at
       // the end of backward is its whole high-water mark, not its forward share.
-      p.activations_b += uc->peak_b(mem_elems(u)) * items;
+      p.activations_b += uc->peak_b(mem_elems(u)) * mem_items;
     } else {
-      p.activations_b += kF * u.act_elems * items;
+      p.activations_b += kF * u.act_elems * mem_items;
     }
   }
-  p.activations_b += transient + input_b;
+  p.activations_b += transient + input_mem_b;
   // The small-batch products' packing scratch (tensor/gemm_small.h), which a rank's thread
   // keeps from its first step on: the largest forward's and the largest weight gradient's
   // (a bound: the two share one of their buffers). Counted whatever the CPU, so a plan reads
   // the same everywhere; where no AVX-512 runs them it is a few hundred KiB too many.
-  const int64_t rows = static_cast<int64_t>(std::ceil(items));
+  const int64_t rows = static_cast<int64_t>(std::ceil(mem_items));
   size_t fwd_scratch = 0, wgrad_scratch = 0;
   for (const auto& u : m.units) {
     if (u.kind != "mlp_layer") continue;

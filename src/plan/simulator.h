@@ -104,6 +104,14 @@ struct Layout {
   // ddp with ZeRO 1-2 on one host: one shared copy of the parameters (1) or one per rank (0);
   // -1: by the model's size, as dtrain train --shared-params auto (parallel/data_parallel.h).
   int shared_params = -1;
+  // ddp's cut of each batch (dtrain train --batch-split, parallel/batch_split.h): -1 auto
+  // (measured unless the node has more ranks than cores), 0 even, 1 measured. A measured cut
+  // takes equally long on every rank, so its step is priced at the even share, and its
+  // busiest rank's memory at the band's top, (1 + kMeasuredSpread) / dp of the batch.
+  int batch_split = -1;
+  // Fixed weights (--batch-split W0,W1,...): the largest rank's fraction of the batch, which
+  // prices both its step and its memory; 0 where the weights are not fixed.
+  double batch_share_max = 0;
   int sync_every = 8;   // localsgd
   int servers = 1;      // ps
   bool ps_sync = false; // ps: --sync (one update per step) rather than one per push

@@ -22,6 +22,31 @@
 #include "train/search_runner.h"
 
 namespace dtrain {
+
+// --batch-split W0,W1,...: one positive weight per rank; auto, even and measured give none.
+std::vector<double> batch_split_weights(const TrainConfig& f) {
+  const std::string& v = f.batch_split;
+  if (v == "auto" || v == "even" || v == "measured") return {};
+  std::vector<double> w;
+  std::stringstream in(v);
+  for (std::string item; std::getline(in, item, ',');) {
+    size_t used = 0;
+    double x = 0;
+    try {
+      x = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    DT_CHECK(used == item.size() && used > 0 && std::isfinite(x) && x > 0, InvalidArgument,
+             "--batch-split takes auto, even, measured or one positive weight per rank (e.g. 3,2 for -n 2), got '"
+                 << v << "'");
+    w.push_back(x);
+  }
+  DT_CHECK(w.size() == static_cast<size_t>(f.ranks), InvalidArgument,
+           "--batch-split " << v << " gives " << w.size() << " weights for " << f.ranks << " ranks; give one per rank");
+  return w;
+}
+
 namespace {
 
 // Flags that only one strategy reads are refused elsewhere, so a typo'd strategy never
@@ -84,30 +109,6 @@ void whole_job(const TrainConfig& f) {
   }
 }
 
-// --batch-split W0,W1,...: one positive weight per rank; auto, even and measured give none.
-std::vector<double> split_weights(const TrainConfig& f) {
-  const std::string& v = f.batch_split;
-  if (v == "auto" || v == "even" || v == "measured") return {};
-  std::vector<double> w;
-  std::stringstream in(v);
-  for (std::string item; std::getline(in, item, ',');) {
-    size_t used = 0;
-    double x = 0;
-    try {
-      x = std::stod(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    DT_CHECK(used == item.size() && used > 0 && std::isfinite(x) && x > 0, InvalidArgument,
-             "--batch-split takes auto, even, measured or one positive weight per rank (e.g. 3,2 for -n 2), got '"
-                 << v << "'");
-    w.push_back(x);
-  }
-  DT_CHECK(w.size() == static_cast<size_t>(f.ranks), InvalidArgument,
-           "--batch-split " << v << " gives " << w.size() << " weights for " << f.ranks << " ranks; give one per rank");
-  return w;
-}
-
 void gpt_flags(const TrainConfig& f);
 
 void ddp_flags(const TrainConfig& f) {
@@ -117,7 +118,7 @@ void ddp_flags(const TrainConfig& f) {
     return gpt_flags(f);
   }
   multi_rank(f);
-  split_weights(f);
+  batch_split_weights(f);
 }
 
 DdpOptions ddp_options(const TrainConfig& f) {
@@ -134,7 +135,7 @@ DdpOptions ddp_options(const TrainConfig& f) {
   o.split = f.batch_split == "measured"                      ? BatchSplitMode::kMeasured
             : f.batch_split == "auto" && !f.deterministic ? BatchSplitMode::kAuto
                                                            : BatchSplitMode::kEven;
-  o.split_weights = split_weights(f);
+  o.split_weights = batch_split_weights(f);
   o.algorithm = f.algo == "auto" ? Algorithm::kAuto : parse_algorithm(f.algo);
   o.zero = f.is_gpt() || f.ranks < 2 ? 0 : std::max(f.zero, 0);  // one rank has nothing to shard
   return o;

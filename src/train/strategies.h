@@ -73,5 +73,8 @@ std::string strategies_help();
 // Every check possible before loading data: the strategy exists, trains this model, and its
 // flags fit together (a GPT mesh that matches -n, a batch divisible by dp x microbatches).
 const StrategyEntry& check_config(const TrainConfig& c);
+// --batch-split W0,W1,... as numbers, one per rank (InvalidArgument otherwise); empty for
+// auto, even and measured (DdpOptions::split_weights).
+std::vector<double> batch_split_weights(const TrainConfig& c);
 
 }  // namespace dtrain

@@ -1,6 +1,7 @@
 // BatchSplit (parallel/batch_split.h): the even split is data::batch_share's; weighted cuts
 // tile the batch at granule boundaries with a granule for every rank; the measured weights
-// move halfway to the ranks' rates, keep a floor, ignore a period with nothing measured, and
+// move halfway to the ranks' rates within a band around the even share, ignore a period with
+// nothing measured, and
 // come out the same on every rank of a real communicator.
 #include <gtest/gtest.h>
 
@@ -63,22 +64,38 @@ TEST(BatchSplit, RefusesWeightsThatAreNotOnePositiveNumberPerRank) {
   EXPECT_THROW(BatchSplit(2, 0, false), InvalidArgument);
 }
 
-TEST(BatchSplit, NextWeightsMoveHalfwayToTheRates) {
-  // Rank 1 took twice as long for as many items: rates 100 and 50, targets 2/3 and 1/3.
-  std::vector<double> w = BatchSplit::next_weights({0.5, 0.5}, {1.0, 100, 2.0, 100});
-  EXPECT_NEAR(w[0], (0.5 + 2.0 / 3) / 2, 1e-12);
-  EXPECT_NEAR(w[1], (0.5 + 1.0 / 3) / 2, 1e-12);
+TEST(BatchSplit, NextWeightsMoveHalfwayToTheRatesWithinTheBand) {
+  // Rank 1 took 1.2x as long for as many items: rates' shares 0.545 and 0.455, in the band.
+  std::vector<double> w = BatchSplit::next_weights({0.5, 0.5}, {1.0, 100, 1.2, 100});
+  EXPECT_NEAR(w[0], (0.5 + 1.2 / 2.2) / 2, 1e-12);
+  EXPECT_NEAR(w[1], (0.5 + 1.0 / 2.2) / 2, 1e-12);
   // Equal times for the current shares is the fixed point.
-  w = BatchSplit::next_weights({0.6, 0.4}, {1.0, 60, 1.0, 40});
-  EXPECT_NEAR(w[0], 0.6, 1e-12);
-  EXPECT_NEAR(w[1], 0.4, 1e-12);
-  // A rank that stalled keeps at least 1/(4 world) before normalising.
-  w = BatchSplit::next_weights({0.02, 0.98}, {100.0, 1, 1.0, 100});
-  EXPECT_GE(w[0], 0.125 / (0.125 + 0.99) - 1e-12);
-  EXPECT_NEAR(w[0] + w[1], 1.0, 1e-12);
+  w = BatchSplit::next_weights({0.55, 0.45}, {1.0, 55, 1.0, 45});
+  EXPECT_NEAR(w[0], 0.55, 1e-12);
+  EXPECT_NEAR(w[1], 0.45, 1e-12);
+  // Twice as slow, or stalled: the target stops at the band's edge, 1 -+ kMeasuredSpread
+  // times the even share.
+  w = BatchSplit::next_weights({0.5, 0.5}, {1.0, 100, 2.0, 100});
+  EXPECT_NEAR(w[0], (0.5 + 0.5 * (1 + kMeasuredSpread)) / 2, 1e-12);
+  w = BatchSplit::next_weights({0.5, 0.5}, {100.0, 1, 1.0, 100});
+  EXPECT_NEAR(w[0], (0.5 + 0.5 * (1 - kMeasuredSpread)) / 2, 1e-12);
+  // Many ranks, rates far apart: every weight ends in the band and they sum to 1, however
+  // often the weights move.
+  w = {0.25, 0.25, 0.25, 0.25};
+  for (int period = 0; period < 20; ++period) w = BatchSplit::next_weights(w, {1.0, 1000, 1.0, 10, 1.0, 100, 1.0, 1});
+  double sum = 0;
+  for (double x : w) {
+    EXPECT_GE(x, 0.25 * (1 - kMeasuredSpread) - 1e-12);
+    EXPECT_LE(x, 0.25 * (1 + kMeasuredSpread) + 1e-12);
+    sum += x;
+  }
+  EXPECT_NEAR(sum, 1.0, 1e-12);
+  EXPECT_NEAR(w[0], 0.25 * (1 + kMeasuredSpread), 1e-6);
+  EXPECT_LT(w[3], w[1]);  // the order of the rates survives
+  EXPECT_LT(w[1], w[2]);
   // Nothing measured on some rank: the weights stay.
-  w = BatchSplit::next_weights({0.7, 0.3}, {0.0, 10, 1.0, 10});
-  EXPECT_EQ(w, (std::vector<double>{0.7, 0.3}));
+  w = BatchSplit::next_weights({0.55, 0.45}, {0.0, 10, 1.0, 10});
+  EXPECT_EQ(w, (std::vector<double>{0.55, 0.45}));
   EXPECT_THROW(BatchSplit::next_weights({0.5, 0.5}, {1.0, 1}), InvalidArgument);
 }
 

@@ -471,6 +471,35 @@ TEST(Simulator, TensorParallelGroupsTimedAmongTheJobsRanksDecideFirst) {
   EXPECT_GT(with(alone, 2, 3, 2), with(alone, 1, 3, 2));
 }
 
+// ddp's cut of the batch (Layout::batch_split, parallel/batch_split.h): a measured cut takes
+// equally long on every rank, so the step is the even cut's, and the busiest rank holds the
+// activations of the band's top share; with more ranks than cores auto cuts evenly; fixed
+// weights price the largest share for both.
+TEST(Simulator, DdpBatchSplitPricesTheBusiestRanksShare) {
+  ModelSpec m = ModelSpec::parse("mlp:784-256-128-10");
+  const int64_t batch = 64;  // 32 items a rank: the small products take every share here
+  auto run = [&](Layout l, int cores) { return simulate(m, l, ideal(cores), batch); };
+  const Prediction even = run({.strategy = "ddp", .dp = 2, .batch_split = 0}, 8);
+  const Prediction measured = run({.strategy = "ddp", .dp = 2, .batch_split = 1}, 8);
+  const Prediction automatic = run({.strategy = "ddp", .dp = 2}, 8);
+  EXPECT_DOUBLE_EQ(measured.step_s, even.step_s);
+  // 32 items even, ceil(64 x 0.6 + 0.5) = 39 at the band's top: what an even cut of 78 gives.
+  EXPECT_GT(measured.activations_b, even.activations_b * 1.1);
+  EXPECT_DOUBLE_EQ(measured.activations_b,
+                   simulate(m, {.strategy = "ddp", .dp = 2, .batch_split = 0}, ideal(8), 78).activations_b);
+  EXPECT_DOUBLE_EQ(automatic.activations_b, measured.activations_b);
+  // Four ranks on two cores: auto cuts evenly, as the executor does.
+  EXPECT_DOUBLE_EQ(run({.strategy = "ddp", .dp = 4}, 2).activations_b,
+                   run({.strategy = "ddp", .dp = 4, .batch_split = 0}, 2).activations_b);
+  // Fixed weights 3:1: the 48-item rank sets the step and the memory.
+  const Prediction fixed = run({.strategy = "ddp", .dp = 2, .batch_share_max = 0.75}, 8);
+  EXPECT_GT(fixed.compute_s, even.compute_s * 1.4);
+  EXPECT_GT(fixed.activations_b, measured.activations_b);
+  // Other strategies cut evenly whatever the layout says.
+  EXPECT_DOUBLE_EQ(run({.strategy = "localsgd", .dp = 2, .batch_split = 1}, 8).activations_b,
+                   run({.strategy = "localsgd", .dp = 2}, 8).activations_b);
+}
+
 TEST(Simulator, SlotAllReduceKeepsNoModelSizedBuffer) {
   ModelSpec m = ModelSpec::parse("mlp:784-256-128-10");
   const double bytes = m.params() * 4;

@@ -128,5 +128,19 @@ TEST(GemmSmall, TakesOnlyItsShapesAndIsRepeatable) {
   EXPECT_EQ(c2, before);
 }
 
+// The packing scratch grows to exactly what a call needs, never to a doubled capacity: a
+// rank whose rows move an item at a time (ddp's measured batch cut) keeps the scratch of its
+// largest call, which the planner prices.
+TEST(GemmSmall, ScratchGrowsToExactlyWhatACallNeeds) {
+  std::vector<float> v;
+  SmallGemmScratch::grown(v, 100);
+  EXPECT_EQ(v.capacity(), 100u);
+  SmallGemmScratch::grown(v, 101);
+  EXPECT_EQ(v.capacity(), 101u);
+  const float* at = SmallGemmScratch::grown(v, 50);  // smaller: kept as it is
+  EXPECT_EQ(at, v.data());
+  EXPECT_EQ(v.capacity(), 101u);
+}
+
 }  // namespace
 }  // namespace dtrain
