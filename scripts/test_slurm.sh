@@ -71,6 +71,9 @@ munged -F --force --socket="$W/munge.sock" --pid-file="$W/munged.pid" --seed-fil
 DAEMONS+=($!)
 for _ in $(seq 50); do [[ -S $W/munge.sock ]] && break; sleep 0.2; done
 [[ -S $W/munge.sock ]] || skip "munged does not start: $(tail -2 "$W/munged.log")"
+# MinJobAge: a finished job's record is kept 300 s (SLURM's default). At 2 s, `sbatch --wait`
+# on a loaded machine could poll after the record was gone and print "Job 1 no longer found
+# and exit code not found" with no log (a fresh-clone .ci/run, 2026-11-29).
 cat > "$W/slurm.conf" <<EOF
 ClusterName=dtraintest
 SlurmctldHost=$(hostname -s)($NET.1)
@@ -99,7 +102,7 @@ SlurmdParameters=config_overrides
 ReturnToService=2
 SlurmdTimeout=30
 KillWait=2
-MinJobAge=2
+MinJobAge=300
 NodeName=h0 NodeAddr=$NET.1 CPUs=4 State=UNKNOWN
 NodeName=h1 NodeAddr=$NET.2 CPUs=4 State=UNKNOWN
 PartitionName=one Nodes=h0 MaxTime=10 State=UP OverSubscribe=FORCE
