@@ -13,20 +13,20 @@ namespace {
 // the same amount mu and clamped, mu found by bisection so the results sum to 1 (the nearest
 // such point, in the least-squares sense). The sum of the clamped values grows with mu.
 std::vector<double> within_band(const std::vector<double>& t, double lo, double hi) {
-  auto shifted = [&](double mu) {
-    std::vector<double> out(t.size());
+  auto sum_at = [&](double mu) {
     double sum = 0;
-    for (size_t r = 0; r < t.size(); ++r) sum += out[r] = std::clamp(t[r] + mu, lo, hi);
-    return std::make_pair(out, sum);
+    for (double x : t) sum += std::clamp(x + mu, lo, hi);
+    return sum;
   };
   const auto [t_lo, t_hi] = std::minmax_element(t.begin(), t.end());
   double below = lo - *t_hi, above = hi - *t_lo;  // every value at lo, every value at hi
   for (int i = 0; i < 100; ++i) {
     const double mid = 0.5 * (below + above);
-    (shifted(mid).second < 1.0 ? below : above) = mid;
+    (sum_at(mid) < 1.0 ? below : above) = mid;
   }
-  auto [out, sum] = shifted(0.5 * (below + above));
-  for (double& x : out) x /= sum;
+  const double mu = 0.5 * (below + above), sum = sum_at(mu);
+  std::vector<double> out(t.size());
+  for (size_t r = 0; r < t.size(); ++r) out[r] = std::clamp(t[r] + mu, lo, hi) / sum;
   return out;
 }
 
