@@ -55,6 +55,16 @@ enum class BatchSplitMode { kEven, kMeasured, kAuto };
 // A measured weight stays within this fraction of the even share 1 / world (see above).
 inline constexpr double kMeasuredSpread = 0.2;
 
+// Whether a cut in `mode` follows the ranks' measured speed: kMeasured always; kAuto unless
+// the run promises the same bits every time (deterministic: its parameters would not change,
+// but its reported losses are float sums over the shares) or ranks outnumber the cores (a
+// rank's compute time is then the scheduler's). DataParallel and the planner's simulator
+// both decide by it.
+inline bool split_measures(BatchSplitMode mode, bool deterministic, bool ranks_outnumber_cores) {
+  return mode == BatchSplitMode::kMeasured ||
+         (mode == BatchSplitMode::kAuto && !deterministic && !ranks_outnumber_cores);
+}
+
 class BatchSplit {
  public:
   // measured = false: a fixed split: `weights` (one positive number per rank, normalised

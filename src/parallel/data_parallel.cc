@@ -18,8 +18,8 @@ DataParallel::DataParallel(TrainableModel& model, Optimizer* optimizer, Communic
       inst_(inst),
       share_(model, ShareOptions{options.deterministic, options.det_shard}),
       split_(comm.size(), share_.granule(),
-             options.split == BatchSplitMode::kMeasured ||
-                 (options.split == BatchSplitMode::kAuto && !(comm.shm_context() && comm.shm_context()->oversubscribed())),
+             split_measures(options.split, options.deterministic,
+                            comm.shm_context() && comm.shm_context()->oversubscribed()),
              options.split_period, options.split_weights),
       buckets_(share_.units(), options.bucket_bytes, options.deterministic ? sizeof(int64_t) : sizeof(float)),
       evaluator_(comm) {}

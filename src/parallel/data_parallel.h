@@ -89,10 +89,10 @@ struct DdpOptions {
   // Cut each global batch among the ranks in proportion to their measured speed
   // (parallel/batch_split.h) instead of evenly: the step's gradient is the same mean, the
   // float additions' order differs (deterministic mode: the same bits either way).
-  // kAuto: measured where every rank has a core of its own (no shared-memory context, or one
-  // that is not oversubscribed); with more ranks than cores the wall time a rank's compute
-  // takes is the scheduler's, not its core's (the 0.94 MB main job at 4 ranks on 2 cores ran
-  // 2-15% slower measured, five interleaved pairs).
+  // kAuto (split_measures): measured outside deterministic mode where every rank has a core of
+  // its own (no shared-memory context, or one that is not oversubscribed); with more ranks
+  // than cores the wall time a rank's compute takes is the scheduler's, not its core's (the
+  // 0.94 MB main job at 4 ranks on 2 cores ran 2-15% slower measured, five interleaved pairs).
   BatchSplitMode split = BatchSplitMode::kEven;
   // A fixed split, one positive weight per rank (or the start of the measured one); empty:
   // even.

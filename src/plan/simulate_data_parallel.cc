@@ -31,8 +31,11 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // what its step computes. The cut rounds to the nearest item: up to half of one more.
   double mem_items = items;
   if (s == "ddp" && workers > 1) {
-    const bool measured = l.batch_share_max <= 0 &&
-                          (l.batch_split == 1 || (l.batch_split < 0 && node_n <= c.cores_per_node));
+    const BatchSplitMode mode = l.batch_split < 0  ? BatchSplitMode::kAuto
+                                : l.batch_split ? BatchSplitMode::kMeasured
+                                                : BatchSplitMode::kEven;
+    // (Deterministic runs come as batch_split 0: the Layout does not know the mode.)
+    const bool measured = l.batch_share_max <= 0 && split_measures(mode, false, node_n > c.cores_per_node);
     const double share = l.batch_share_max > 0 ? l.batch_share_max : measured ? (1 + kMeasuredSpread) / workers : 0;
     if (share > 0) mem_items = std::min(static_cast<double>(batch), std::ceil(static_cast<double>(batch) * share + 0.5));
     if (l.batch_share_max > 0) items = mem_items;

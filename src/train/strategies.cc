@@ -130,11 +130,10 @@ DdpOptions ddp_options(const TrainConfig& f) {
   if (f.shared_params == "off") o.shared_params_min_bytes = std::numeric_limits<int64_t>::max();
   o.deterministic = f.deterministic;
   o.det_shard = f.det_shard;
-  // auto: measured, except where the run promises the same bits every time (--deterministic;
-  // its parameters would not change, but the reported losses are float sums over the shares).
-  o.split = f.batch_split == "measured"                      ? BatchSplitMode::kMeasured
-            : f.batch_split == "auto" && !f.deterministic ? BatchSplitMode::kAuto
-                                                           : BatchSplitMode::kEven;
+  // auto's rule (not with --deterministic, not with more ranks than cores): split_measures.
+  o.split = f.batch_split == "measured" ? BatchSplitMode::kMeasured
+            : f.batch_split == "auto"   ? BatchSplitMode::kAuto
+                                        : BatchSplitMode::kEven;
   o.split_weights = batch_split_weights(f);
   o.algorithm = f.algo == "auto" ? Algorithm::kAuto : parse_algorithm(f.algo);
   o.zero = f.is_gpt() || f.ranks < 2 ? 0 : std::max(f.zero, 0);  // one rank has nothing to shard
