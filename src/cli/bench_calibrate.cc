@@ -394,22 +394,23 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
 
 nlohmann::json median_tp_rows(const nlohmann::json& rows) {
   // Rows by (spec, tp, ranks or 0, items), in the order first seen, and their rounds' times.
+  std::map<std::tuple<std::string, int, int, int64_t>, size_t> index;
   std::vector<nlohmann::json> firsts;
-  std::map<std::tuple<std::string, int, int, int64_t>, std::pair<PassTimes, PassTimes>> times;
+  std::vector<std::pair<PassTimes, PassTimes>> times;
   for (const auto& row : rows) {
-    auto& [fwd, bwd] = times[std::make_tuple(row.at("spec").get<std::string>(), row.at("tp").get<int>(),
-                                             row.value("ranks", 0), row.at("items").get<int64_t>())];
-    if (fwd.seconds.empty()) firsts.push_back(row);
+    const auto key = std::make_tuple(row.at("spec").get<std::string>(), row.at("tp").get<int>(), row.value("ranks", 0),
+                                     row.at("items").get<int64_t>());
+    const auto [at, fresh] = index.emplace(key, firsts.size());
+    if (fresh) firsts.push_back(row), times.emplace_back();
+    auto& [fwd, bwd] = times[at->second];
     fwd.add(row.at("fwd_s").get<double>(), false);
     bwd.add(row.at("bwd_s").get<double>(), false);
   }
   nlohmann::json out = nlohmann::json::array();
-  for (nlohmann::json row : firsts) {
-    const auto& [fwd, bwd] = times[std::make_tuple(row.at("spec").get<std::string>(), row.at("tp").get<int>(),
-                                                   row.value("ranks", 0), row.at("items").get<int64_t>())];
-    row["fwd_s"] = fwd.median();
-    row["bwd_s"] = bwd.median();
-    out.push_back(row);
+  for (size_t i = 0; i < firsts.size(); ++i) {
+    firsts[i]["fwd_s"] = times[i].first.median();
+    firsts[i]["bwd_s"] = times[i].second.median();
+    out.push_back(firsts[i]);
   }
   return out;
 }
