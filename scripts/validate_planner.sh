@@ -14,6 +14,10 @@
 # the measured steps' spread as (max - min) / median %). The measured step is the run's steady
 # step (plan/plan_measure.h steady_step_s: the GPT's median round after the first, the MLP's
 # epoch rate); the GPT's mean including the first step's warm-up is in each JSON beside it.
+# Every run times the speed probe before and after itself (`dtrain train --probe-speed`) and is
+# priced at that pace against the calibration's own probe (PROBE_SPEED=0: at the calibration's
+# pace); $OUT/runs-pace.tsv keeps each run against the calibration's pace too (round, name,
+# ranks, predicted ms at the calibration's pace, measured ms, the run's compute scale).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -49,10 +53,16 @@ run() {  # name ranks args...
   # REPROBE=1: re-measure the oversubscription curve (a few seconds) right before each run, so
   # the prediction sees the background load the run will see (the machine is shared).
   if [ "${REPROBE:-0}" = 1 ]; then "$BIN" bench calibrate --slowdown-only >>"$OUT/reprobe.log" 2>&1; fi
-  if ! "$BIN" train -n "$n" --quiet --json "$j" "$@" >"$OUT/$name-n$n-r$round.log" 2>&1; then
+  local probe=(--probe-speed)
+  if [ "${PROBE_SPEED:-0}" = 0 ]; then probe=(); fi
+  if ! "$BIN" train -n "$n" --quiet --json "$j" "${probe[@]}" "$@" >"$OUT/$name-n$n-r$round.log" 2>&1; then
     printf "%-34s %3s  FAILED (see %s)\n" "$name" "$n" "$OUT/$name-n$n-r$round.log"
     return
   fi
+  # The same run against the prediction at the calibration's own pace (no probe scaling).
+  jq -r --arg name "$name" --arg n "$n" --arg r "$round" '.prediction as $p |
+    [$r, $name, $n, ($p.step_ms_at_calibration_pace // $p.step_ms // 0), ($p.measured_step_ms // 0),
+     ($p.compute_scale // 1)] | @tsv' "$j" >>"$OUT/runs-pace.tsv"
   jq -r --arg name "$name" --arg n "$n" --arg r "$round" '
     .prediction as $p |
     [$r, $name, $n, ($p.step_ms // 0), ($p.measured_step_ms // 0), ($p.memory_mb // 0),

@@ -33,8 +33,10 @@
 // parameter, the oversubscription penalty) into the file's "compute" section (version 2),
 // which `dtrain plan train` and this_machine() read.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -65,6 +67,33 @@ namespace {
 
 // The host's cores, as the calibration's compute section records them (calibrate_compute.cc).
 int host_cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+// Writes the calibration file whole or not at all (a temporary beside it, renamed over it): a
+// re-probe between runs never leaves a run reading half a file.
+void replace_calibration_file(const std::string& path, const nlohmann::json& j) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp);
+    DT_CHECK(out.good(), IoError, "cannot write calibration file " << tmp);
+    out << j.dump(2) << "\n";
+    out.close();
+    DT_CHECK(out.good(), IoError, "cannot write calibration file " << tmp << " (disk full?)");
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    DT_THROW(IoError, "cannot replace calibration file " << path << ": " << errno_string(e));
+  }
+}
+
+// An existing calibration file with a compute section (what the re-probes refresh).
+nlohmann::json read_compute_section(const std::string& path) {
+  std::ifstream in(path);
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  DT_CHECK(j.is_object() && j.contains("compute") && j["compute"].is_object(), InvalidArgument,
+           path << " has no compute section: run `dtrain bench calibrate` first");
+  return j;
+}
 
 // Mean seconds per call of fn, max over ranks, running about `seconds`.
 template <class Fn>
@@ -221,13 +250,11 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
   }
   for (size_t slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1))
     ::mkdir(path.substr(0, slash).c_str(), 0755);
-  std::ofstream out(path);
-  DT_CHECK(out.good(), IoError, "cannot write calibration file " << path);
   nlohmann::json j = nlohmann::json::parse(format_calibration(shm, tcp));
   j["version"] = plan::kCalibrationVersion;
   if (!compute.is_null()) j["compute"] = compute;
   if (!by_size.empty()) j["links_by_size"] = by_size;
-  out << j.dump(2) << "\n";
+  replace_calibration_file(path, j);
   std::printf("wrote %s\n", path.c_str());
 }
 
@@ -382,9 +409,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
   j["links_by_size"]["intra"]["allreduce_slots_from_by_ranks"] = slots_from;
   j["links_by_size"]["intra"]["two_rank_by_cores"] = two_rank;
   j["links_by_size"]["intra"]["allreduce_by_ranks_with"] = "processes";
-  std::ofstream out(path);
-  DT_CHECK(out.good(), IoError, "cannot write calibration file " << path);
-  out << j.dump(2) << "\n";
+  replace_calibration_file(path, j);
   std::printf("added the 2-, 4- and 8-rank all-reduce, reduce-scatter, all-gather and broadcast (processes) to %s\n",
               path.c_str());
   return 0;
@@ -471,9 +496,7 @@ int add_tp_blocks(const std::string& path, double timeout, const std::vector<std
   const nlohmann::json rows = median_tp_rows(all);
   plan::tp_blocks_from_json(rows, path + ".compute.tp_blocks");  // refuse what the simulator would
   j["compute"]["tp_blocks"] = rows;
-  std::ofstream out(path);
-  DT_CHECK(out.good(), IoError, "cannot write calibration file " << path);
-  out << j.dump(2) << "\n";
+  replace_calibration_file(path, j);
   std::printf("added %zu tensor-parallel block timings (2, 4 and 8 ranks, processes; smaller groups among them where they "
               "outnumber the cores) to %s\n",
               rows.size(), path.c_str());
@@ -496,30 +519,51 @@ int bench_calibrate(const Args& args) {
                                   "only re-measure the oversubscription curve, the speed probe and the cross-core hand-off "
                                   "into the file's compute section (a few seconds; beside a run on a machine whose "
                                   "background load moves)");
+  bool probe_only = f.get_bool("probe-only",
+                               "only re-measure the speed probe (one warm GPT-block pass, about half a second) into the "
+                               "file's compute section: predictions from the file then scale every compute rate by how "
+                               "much faster or slower the machine runs now than at calibration");
   const double compute_seconds = no_compute ? 0 : std::max(1.0, 4 * seconds);
   if (f.help_requested()) {
     std::printf("%s", f.help_text("[-n 2] [--transport shm,tcp] [--out FILE]").c_str());
     return 0;
   }
   f.finish();
-  if (slowdown_only) {
+  DT_CHECK(!(probe_only && slowdown_only), InvalidArgument,
+           "--probe-only and --slowdown-only are two ways to refresh a file; pass one (--slowdown-only includes the probe)");
+  if (probe_only || slowdown_only) {
     std::ifstream in(out);
-    DT_CHECK(in.good(), IoError, "--slowdown-only updates an existing calibration file; " << out << " cannot be read");
-    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-    DT_CHECK(j.is_object() && j.contains("compute") && j["compute"].is_object(), InvalidArgument,
-             out << " has no compute section: run `dtrain bench calibrate` first");
+    DT_CHECK(in.good(), IoError, (probe_only ? "--probe-only" : "--slowdown-only")
+                                     << " updates an existing calibration file; " << out << " cannot be read");
+  }
+  if (probe_only) {
+    nlohmann::json j = read_compute_section(out);
+    const double now = plan::speed_probe(0.5);
+    j["compute"]["speed_probe_now_s"] = now;
+    replace_calibration_file(out, j);
+    const double ref = j["compute"].value("speed_probe_s", 0.0);
+    std::printf("speed probe: %.1f us a pass", now * 1e6);
+    if (ref > 0)
+      std::printf(" (at calibration %.1f us: compute priced x%.3f)", ref * 1e6, now / ref);
+    else
+      std::printf(" (the file has no probe of its own: calibrate again to scale by it)");
+    std::printf(" -> %s\n", out.c_str());
+    return 0;
+  }
+  if (slowdown_only) {
+    nlohmann::json j = read_compute_section(out);
     const int cores = host_cores();
     double pass_s = 0;
     auto curve = plan::measure_slowdown(cores, &pass_s);
     j["compute"]["slowdown"] = curve;
     j["compute"]["probe_now_pass_s"] = pass_s;
+    j["compute"]["speed_probe_now_s"] = plan::speed_probe(0.5);
     j["compute"]["oversub_penalty"] = std::max(1.0, curve.back().second / (curve.back().first / cores));
     if (const std::string w = plan::slowdown_warning(curve, cores); !w.empty())
       std::fprintf(stderr, "dtrain bench calibrate: warning: %s\n", w.c_str());
     const plan::CacheHandoff h = plan::measure_handoff();
     j["compute"]["handoff"] = plan::handoff_json(h);
-    std::ofstream o(out);
-    o << j.dump(2) << "\n";
+    replace_calibration_file(out, j);
     std::printf("slowdown:");
     for (const auto& [k, v] : curve) std::printf(" %g ranks %.2fx", k, v);
     std::printf("; block pass %.1f us (at calibration %.1f us); cross-core hand-off %.3f ns/B rewriting a peer's "

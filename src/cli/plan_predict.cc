@@ -85,7 +85,7 @@ Args resolve_plan_flag(const Args& args) {
   return out;
 }
 
-nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& measured) {
+nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& measured, double probe_s) {
   nlohmann::json j;
   try {
     plan::ModelSpec m = plan::ModelSpec::parse(f.model);
@@ -118,28 +118,44 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
     l.seed = f.seed;
     l.rounds = f.epochs;
     l.optimizer = f.optimizer;
-    const plan::Cluster machine = plan::this_machine(Settings::process().calibration_path());
-    plan::Cluster c = machine;
-    // A 2-rank run whose context probed close or far prices that path (the calibration's
-    // tables of the same verdict, plan::with_core_distance).
+    // The step on a machine model: a 2-rank run whose context probed close or far prices that
+    // path (the calibration's tables of the same verdict, plan::with_core_distance), and a
+    // run re-probed during itself (coll/shm_context.h after_call) prices the minority
+    // verdict's share of the calls from its own tables.
     bool by_verdict = false;
-    if (measured.contains("shm_cores"))
-      c = plan::with_core_distance(machine, measured["shm_cores"] == "far", &by_verdict);
-    plan::Prediction p = plan::simulate(m, l, c, f.batch);
-    // Re-probed during the run (coll/shm_context.h after_call): the minority verdict's share
-    // of the calls is priced from its own tables.
     const double far_share = measured.value("shm_far_share", -1.0);
-    if (by_verdict && far_share > 0 && far_share < 1) {
-      const bool far = measured["shm_cores"] == "far";
-      const plan::Cluster other = plan::with_core_distance(machine, !far);
-      p = plan::blend_times(p, plan::simulate(m, l, other, f.batch), far ? 1 - far_share : far_share);
+    auto predict = [&](const plan::Cluster& machine, plan::Cluster* used) {
+      plan::Cluster c = machine;
+      if (measured.contains("shm_cores"))
+        c = plan::with_core_distance(machine, measured["shm_cores"] == "far", &by_verdict);
+      plan::Prediction p = plan::simulate(m, l, c, f.batch);
+      if (by_verdict && far_share > 0 && far_share < 1) {
+        const bool far = measured["shm_cores"] == "far";
+        const plan::Cluster other = plan::with_core_distance(machine, !far);
+        p = plan::blend_times(p, plan::simulate(m, l, other, f.batch), far ? 1 - far_share : far_share);
+      }
+      if (used) *used = std::move(c);
+      return p;
+    };
+    plan::Cluster machine = plan::this_machine(Settings::process().calibration_path());
+    // Priced at the pace the probe beside the run found (the file's own re-probe replaced);
+    // the step at the calibration's pace is kept beside it.
+    double as_calibrated_ms = -1;
+    if (probe_s > 0 && machine.speed_probe_s > 0) {
+      as_calibrated_ms = predict(plan::at_compute_pace(machine, 1), nullptr).step_s * 1e3;
+      machine = plan::at_compute_pace(std::move(machine), probe_s / machine.speed_probe_s);
     }
+    plan::Cluster c;
+    const plan::Prediction p = predict(machine, &c);
     j = {{"layout", l.describe()}, {"cluster", c.source},
          {"calibrated", c.source.rfind("calibrated", 0) == 0}, {"step_ms", p.step_s * 1e3},
          {"compute_ms", p.compute_s * 1e3}, {"comm_ms", p.comm_s * 1e3}, {"bubble_ms", p.bubble_s * 1e3},
          {"optimizer_ms", p.optimizer_s * 1e3}, {"memory_mb", p.memory_b() / 1e6},
          {"activations_mb", p.activations_b / 1e6}};
     if (by_verdict) j["two_rank_tables"] = measured["shm_cores"];
+    if (probe_s > 0) j["speed_probe_ms"] = probe_s * 1e3;
+    if (machine.compute_scale != 1) j["compute_scale"] = machine.compute_scale;
+    if (as_calibrated_ms >= 0) j["step_ms_at_calibration_pace"] = as_calibrated_ms;
     if (by_verdict && far_share >= 0) j["two_rank_far_share"] = far_share;
     // Measured step: a global minibatch's steady time (plan_measure.h steady_step_s: the median
     // round after the first for the GPT's rounds of steps, batch / examples per second for the

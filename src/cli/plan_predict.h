@@ -35,7 +35,10 @@
 namespace dtrain::cli {
 
 Args resolve_plan_flag(const Args& args);
-nlohmann::json prediction_for_run(const TrainConfig& config, const nlohmann::json& measured);
+// probe_s: the speed probe timed beside this run (0: none); with a calibration that has its
+// own probe, compute is priced at probe_s / the calibration's (replacing a file's re-probe),
+// and the object records "speed_probe_ms" and "compute_scale".
+nlohmann::json prediction_for_run(const TrainConfig& config, const nlohmann::json& measured, double probe_s = 0);
 std::string prediction_line(const nlohmann::json& prediction);
 
 }  // namespace dtrain::cli

@@ -20,12 +20,16 @@
 #include "comm/world.h"
 #include "data/registry.h"
 #include "launch/launch.h"
+#include "plan/calibrate_compute.h"
 #include "train/report.h"
 #include "cli/plan_predict.h"
 #include "train/run.h"
 
 namespace dtrain::cli {
 namespace {
+
+// How long each of --probe-speed's two probes runs (a pass is ~4 ms here: ~75 passes).
+constexpr double kRunProbeSeconds = 0.3;
 
 // The stream rank 0 draws progress on: the terminal the user started `dtrain train -n N`
 // from (passed down as DTRAIN_PROGRESS_FD, since the launcher pipes the ranks' stdout and
@@ -77,6 +81,15 @@ RunResult run_rank(const TrainConfig& f, bool print) {
   const int attempt = static_cast<int>(env_int("DTRAIN_RESTART", 0));
   fault_kill(w.rank, attempt, ro);
   ro.resume_if_present = attempt > 0;  // a restarted job continues from its checkpoints
+  // --probe-speed: the pace the machine computes at right before the run. The launcher times
+  // it before starting the ranks (DTRAIN_SPEED_PROBE_S), when nothing else of the job runs; a
+  // rank 0 started otherwise (-n 1, mpirun, srun) times it itself before training.
+  double probe_s = 0;
+  if (f.probe_speed && print && w.rank == 0) {
+    const auto passed = env_get("DTRAIN_SPEED_PROBE_S");
+    probe_s = passed ? std::atof(passed->c_str()) : 0;
+    if (!(probe_s > 0)) probe_s = plan::speed_probe(kRunProbeSeconds);
+  }
   RunResult r = run_training(f, nullptr, ro);
   if (r.rank != 0 || !print) return r;
   const bool whole_job = find_strategy(f.strategy).run != nullptr;
@@ -86,7 +99,7 @@ RunResult run_rank(const TrainConfig& f, bool print) {
   // The planner's prediction beside the measurement, in every report (drift shows up in
   // every run), and in the JSON.
   if (!f.json.empty() || !f.quiet) {
-    r.json["prediction"] = prediction_for_run(f, r.json);
+    r.json["prediction"] = prediction_for_run(f, r.json, probe_s);
     const std::string line = f.quiet ? std::string() : prediction_line(r.json["prediction"]);
     if (!line.empty()) std::printf("%s\n", line.c_str());
   }
@@ -141,8 +154,14 @@ int launch_job(const TrainConfig& f, const Args& args) {
     temp_json = true;
     again.insert(again.end(), {"--json", json});
   }
+  if (f.probe_speed) {
+    char probe[32];
+    std::snprintf(probe, sizeof probe, "%.9g", plan::speed_probe(kRunProbeSeconds));
+    ::setenv("DTRAIN_SPEED_PROBE_S", probe, 1);
+  }
   const int rc = launch::relaunch_self(lo, again);
   ::unsetenv("DTRAIN_PROGRESS_FD");
+  ::unsetenv("DTRAIN_SPEED_PROBE_S");
   if (rc != 0 || !f.baseline) {
     if (temp_json) std::remove(json.c_str());
     return rc;

@@ -74,6 +74,10 @@ const std::vector<FlagSpec>& table() {
       {"json", "FILE", "write the run's results as JSON to FILE", [](TrainConfig& f, const std::string& v) { f.json = v; }},
       {"normalize", nullptr, "scale every example (train and test) to unit L2 norm", [](TrainConfig& f, const std::string&) { f.normalize = true; }},
       {"quiet", nullptr, "print only the final result", [](TrainConfig& f, const std::string&) { f.quiet = true; }},
+      {"probe-speed", nullptr,
+       "time one warm GPT-block pass right before the run (a third of a second) and price the prediction's compute at "
+       "the machine's pace then, against the calibration's own pass (for a VM whose speed drifts)",
+       [](TrainConfig& f, const std::string&) { f.probe_speed = true; }},
       {"transport", "KIND", "-n N: auto | shm | tcp (auto: shm on one host)",
        [](TrainConfig& f, const std::string& v) {
          DT_CHECK(v == "auto" || v == "shm" || v == "tcp", InvalidArgument, "--transport must be auto, shm or tcp (got '" << v << "')");

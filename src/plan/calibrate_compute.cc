@@ -156,6 +156,14 @@ std::vector<std::pair<double, double>> measure_slowdown(int cores, double* pass_
   return curve;
 }
 
+double speed_probe(double seconds) {
+  keep_heap_warm();
+  set_blas_threads(1);
+  const UnitPoint blk{"gpt_block", "gpt:layers=1,heads=8,width=128,context=64", 1, 4, 0, 0, 0};
+  const UnitPass r = time_unit(blk, seconds, 0);
+  return r.fwd_s + r.bwd_s;
+}
+
 double step_around_layers(const std::vector<double>& step_s, const std::vector<double>& layers_s) {
   DT_CHECK(!step_s.empty() && step_s.size() == layers_s.size(), InvalidArgument,
            "step_around_layers: " << step_s.size() << " step rounds against " << layers_s.size() << " layer rounds");
@@ -305,7 +313,8 @@ ComputeRates measure_compute(double seconds, const std::vector<std::string>& ext
     }
   }
 
-  // The executors' units, fitted per kind.
+  // The executors' units, fitted per kind, between two speed probes.
+  const double probe_before = speed_probe(per);
   r.unit_points = default_unit_points();
   for (const auto& spec : extra_specs)
     for (auto& p : unit_points_for(spec)) r.unit_points.push_back(p);
@@ -317,6 +326,7 @@ ComputeRates measure_compute(double seconds, const std::vector<std::string>& ext
   for (const auto& spec : mlps)
     for (auto& p : mlp_step_points(spec, per)) r.unit_points.push_back(p);
   r.units = fit_units(r.unit_points);
+  r.speed_probe_s = std::sqrt(probe_before * speed_probe(per));
 
   r.slowdown = measure_slowdown(r.cores, &r.probe_pass_s);
   r.oversub_penalty = std::max(1.0, r.slowdown.back().second / (r.slowdown.back().first / r.cores));
@@ -348,6 +358,7 @@ nlohmann::json compute_json(const ComputeRates& r) {
           {"oversub_penalty", r.oversub_penalty},
           {"slowdown", r.slowdown},
           {"probe_pass_s", r.probe_pass_s},
+          {"speed_probe_s", r.speed_probe_s},
           {"handoff", handoff_json(r.handoff)},
           {"units", units_json(r.unit_points, r.units)}};
 }

@@ -59,7 +59,10 @@ struct ComputeRates {
   double oversub_penalty = 1;
   int cores = 1;
   std::vector<std::pair<double, double>> slowdown;  // (processes on the node, wall / one process's)
-  double probe_pass_s = 0;  // one process's GPT-block pass in the slowdown measurement (the speed probe)
+  double probe_pass_s = 0;  // one process's GPT-block pass in the slowdown measurement, start-up included
+  // speed_probe() right before the unit timings and right after the MLP step's, the geometric
+  // mean of the two: the pace the unit lines were taken at ("speed_probe_s").
+  double speed_probe_s = 0;
   CacheHandoff handoff;     // cross-core hand-off per byte (plan/calibrate_cache.h)
   std::vector<UnitPoint> unit_points;
   std::map<std::string, UnitCost> units;
@@ -82,6 +85,13 @@ double step_around_layers(const std::vector<double>& step_s, const std::vector<d
 // seconds per pass, start-up included, the machine's present speed (comparable between calls
 // because the pass count is fixed).
 std::vector<std::pair<double, double>> measure_slowdown(int cores, double* pass_s = nullptr);
+// The speed probe: seconds of one warm forward+backward pass of a GPT block (width 128, four
+// 64-token sequences) on the calling thread, one BLAS thread, the median pass over about
+// `seconds`. What the machine's compute pace is now, comparable between a full calibration
+// and `bench calibrate --probe-only` beside a run: both time the same warm passes in-process
+// (measure_slowdown's pass_s counts a forked process's start-up and its first touch of every
+// buffer, and read 1.5-2x slower alone than inside a calibration whose parent heap was warm).
+double speed_probe(double seconds);
 // The process counts the curve is measured at besides 1: every power of two below the cores,
 // the cores, and twice the cores (2 cores: 2 and 4; 16: 2, 4, 8, 16 and 32).
 std::vector<int> slowdown_process_counts(int cores);

@@ -496,6 +496,30 @@ double sysfs_llc_bytes() {
 }
 }  // namespace
 
+Cluster at_compute_pace(Cluster c, double pace) {
+  const double target = std::clamp(pace, 0.25, 4.0), speed = target / c.compute_scale;
+  if (speed == 1) return c;
+  for (auto& [kind, u] : c.units) {
+    for (UnitFit* f : {&u.fwd, &u.bwd}) f->fixed_s *= speed, f->s_per_work *= speed;
+    for (auto& [key, ts] : u.timed)
+      for (auto& t : ts) t.fwd_s *= speed, t.bwd_s *= speed;
+  }
+  for (auto& fig : c.tp_blocks)
+    for (auto& pt : fig.points) pt.fwd_s *= speed, pt.bwd_s *= speed;
+  c.gemm_flops /= speed, c.elementwise_bps /= speed, c.gather_bps /= speed;
+  c.elementwise_node_bps /= speed;
+  c.optimizer_ns_per_param *= speed, c.sgd_ns_per_param *= speed;
+  for (auto& [family, pts] : c.optimizer_rates)
+    for (auto& pt : pts) pt.second *= speed;
+  std::ostringstream o;
+  const std::string base = c.source.substr(0, c.source.find(", compute x"));
+  o << base;
+  if (target != 1) o << ", compute x" << target << " (speed re-probed)";
+  c.source = o.str();
+  c.compute_scale = target;
+  return c;
+}
+
 Cluster this_machine(const std::string& path) {
   Cluster c;
   c.cores_per_node = std::max(1u, std::thread::hardware_concurrency());
@@ -552,27 +576,6 @@ Cluster this_machine(const std::string& path) {
   if (version >= 3 && k.contains("units")) {
     c.units = units_of(k, w);
     c.source = "calibrated(" + path + ")";
-    // The speed probe re-measured beside a run (bench calibrate --slowdown-only) scales compute
-    // by how much slower (or faster) the same pass runs now than at calibration -- only when
-    // the file asks for it ("scale_by_probe": true): on this machine the re-probe read 1.5-2x
-    // the calibration's pass in every row of a run whose GPT steps matched the unscaled lines
-    // (a bias between the probe inside `bench calibrate` and alone, not yet found).
-    const double ref = k.value("probe_pass_s", 0.0), now = k.value("probe_now_pass_s", 0.0);
-    if (ref > 0 && now > 0 && k.value("scale_by_probe", false)) {
-      const double speed = std::clamp(now / ref, 0.25, 4.0);
-      for (auto& [kind, u] : c.units) {
-        for (UnitFit* f : {&u.fwd, &u.bwd}) f->fixed_s *= speed, f->s_per_work *= speed;
-        for (auto& [key, ts] : u.timed)
-          for (auto& t : ts) t.fwd_s *= speed, t.bwd_s *= speed;
-      }
-      c.gemm_flops /= speed, c.elementwise_bps /= speed, c.gather_bps /= speed;
-      c.optimizer_ns_per_param *= speed, c.sgd_ns_per_param *= speed;
-      for (auto& [family, pts] : c.optimizer_rates)
-        for (auto& pt : pts) pt.second *= speed;
-      std::ostringstream o;
-      o << c.source << ", compute x" << speed << " (speed re-probed)";
-      c.source = o.str();
-    }
   } else {
     c.source = "calibrated v" + std::to_string(version) + "(" + path +
                ", GEMM rates only: run `dtrain bench calibrate` again for unit timings)";
@@ -590,6 +593,11 @@ Cluster this_machine(const std::string& path) {
       c.source += ", measured on a host of " + std::to_string(c.cores_per_node) + " cores (this one has " +
                   std::to_string(here) + "): priced as that host";
   }
+  // The speed probe re-measured after calibration (bench calibrate --probe-only or
+  // --slowdown-only) scales compute by how much slower (or faster) it runs now.
+  const double ref = k.value("speed_probe_s", 0.0), now = k.value("speed_probe_now_s", 0.0);
+  c.speed_probe_s = ref;
+  if (ref > 0 && now > 0) c = at_compute_pace(std::move(c), now / ref);
   return c;
 }
 

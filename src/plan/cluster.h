@@ -15,9 +15,9 @@
 // - this_machine(path) describes the machine it runs on: cores from the OS, links from the
 //   calibration the collectives use (coll/cost_model.h), compute rates from the "compute"
 //   section of the same calibration file when `dtrain bench calibrate` wrote one, else the
-//   defaults below (source says which; a run's prediction says "calibrated": false). A speed
-//   probe re-measured beside a run ("probe_now_pass_s") scales compute by now / at calibration
-//   only where the file sets "scale_by_probe": true (off by default: biased here). The file's
+//   defaults below (source says which; a run's prediction says "calibrated": false). The speed
+//   probe re-measured after calibration ("speed_probe_now_s", bench calibrate --probe-only)
+//   scales compute by now / at calibration ("speed_probe_s"), scale_compute. The file's
 //   "version": 3 carries the unit timings ("compute"."units"); a version 2 file (GEMM rates
 //   only) is read without them and `source` says to calibrate again; a version above 3 is
 //   InvalidArgument (written by a newer dtrain).
@@ -173,6 +173,9 @@ struct Cluster {
   // Tensor-parallel blocks timed in place, by shape and degree (empty: none calibrated).
   std::vector<TpBlockFigure> tp_blocks;
   std::string source = "default";
+  // The calibration's speed probe (plan/calibrate_compute.h speed_probe; 0: none) and the
+  // pace at_compute_pace has put every compute figure at (1: as calibrated).
+  double speed_probe_s = 0, compute_scale = 1;
 
   // The last-level cache one rank's optimizer state competes for (this_machine reads it from
   // sysfs; a cluster file may set "llc_mb").
@@ -230,6 +233,11 @@ double optimizer_step_bytes(const std::string& family);
 // ...]}, parameters increasing, ns > 0.
 std::map<std::string, std::vector<std::pair<double, double>>> optimizer_rates_from_json(const nlohmann::json& j,
                                                                                        const std::string& where);
+// c with every compute figure (unit lines and timings, tensor-parallel blocks, GEMM,
+// element-wise, gather and optimizer rates) at `pace` times the calibration's time, whatever
+// pace c was at before (compute_scale); pace is clamped to [0.25, 4] (a probe beyond that
+// measured something else), and source says so. Links are left alone.
+Cluster at_compute_pace(Cluster c, double pace);
 // calibration_path: the calibration file (Settings::calibration_path() at the entry point).
 Cluster this_machine(const std::string& calibration_path);
 // c with the 2-rank intra-node tables of the verdict "close" or "far" (a 2-rank job's

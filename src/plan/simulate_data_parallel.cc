@@ -75,6 +75,13 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     fwd += gather;
   }
   double P = m.params(), bytes = P * kF;
+  // A synchronous ps server's sum, bytes per element and push: the push read from where the
+  // worker wrote it, the running sum read and written. The sum (the server's slice) stays in
+  // cache while it takes at most half the last-level cache (Cluster::optimizer_s's rule), and
+  // then only the push's 4 bytes come from beyond it: at 4 and 8 ranks on the 2-vCPU Xeon the
+  // server's update took 0.34 and 0.62 ms a step (its trace, 2026-11-29), where 12 bytes a
+  // push priced 0.89 and 1.89 ms.
+  const double sum_bytes = bytes / std::max(1, l.servers) <= c.llc_bytes / 2 ? 4.0 : 12.0;
   // The optimizer's state: ddp's ZeRO 1-2 (fused into its all-reduce, parallel/zero.h)
   // keeps the rank's 1/N slice of it; a parameter server's workers run no optimizer (the
   // servers' slices are counted with their buffers below). Measured with --optimizer
@@ -292,11 +299,11 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
       const CostParams word = c.link_at(false, 1, true);
       p.comm_s = (2 * word.alpha_s + 2 * (bytes + per_server) / c.elementwise_bps) * comm_slow;
     }
-    // Workers run no optimizer. A synchronous server sums W pushes (12 bytes touched per
-    // element) and steps its slice while they wait, alone on the node; an asynchronous one
-    // (the default) applies each push as its own step and copies a reply snapshot (8 bytes
+    // Workers run no optimizer. A synchronous server sums W pushes and steps its slice while
+    // they wait, alone on the node (sum_bytes per element and push, below); an asynchronous
+    // one (the default) applies each push as its own step and copies a reply snapshot (8 bytes
     // touched per element), one push at a time under its lock: W of them per step.
-    p.optimizer_s = l.ps_sync ? (P * c.sgd_ns_per_param * 1e-9 + workers * P * 12 / c.elementwise_bps) / l.servers
+    p.optimizer_s = l.ps_sync ? (P * c.sgd_ns_per_param * 1e-9 + workers * P * sum_bytes / c.elementwise_bps) / l.servers
                               : workers * (P * c.sgd_ns_per_param * 1e-9 + P * 8 / c.elementwise_bps) / l.servers;
     p.dp_bytes = 2 * bytes;
   } else if (s == "localsgd") {
@@ -404,7 +411,7 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
       const double own = p.compute_s / slow;
       const double server = l.ps_sync ? P * c.sgd_ns_per_param * 1e-9
                                       : workers * (P * c.sgd_ns_per_param * 1e-9 + bytes * per_byte / 2);
-      if (l.ps_sync) node_stream_b += workers * P * 12;
+      if (l.ps_sync) node_stream_b += workers * P * sum_bytes;
       // A worker's copies: its push and pull through the rings, or its pull out of the
       // window (read and written).
       node_cpu = workers * (own + (ps_window ? 0.0 : 2 * bytes * per_byte)) + server;

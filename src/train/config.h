@@ -43,6 +43,9 @@ struct TrainConfig {
   std::string json;
   bool normalize = false;
   bool quiet = false;
+  // Time the speed probe right before the run and price the prediction's compute at that pace
+  // (cli/plan_predict.h).
+  bool probe_speed = false;
   bool help = false;
 
   // Distributed runs.

@@ -161,6 +161,40 @@ TEST_F(TrainMp, ReportPrintsThePredictionBesideTheMeasurement) {
   EXPECT_EQ(q.output.find("prediction: "), std::string::npos) << q.output;
 }
 
+// --probe-speed: the launcher times the speed probe before starting the ranks, and the
+// prediction prices compute at that pace over the calibration's own probe. A calibration
+// whose probe read 1000 s a pass makes any machine "4x faster now" (the clamp): compute is
+// priced at a quarter, the step at the calibration's pace is kept beside it, and the file's
+// own re-probe (speed_probe_now_s) is replaced, not compounded.
+TEST_F(TrainMp, ProbeSpeedPricesThePredictionAtThePaceBesideTheRun) {
+  {
+    std::ofstream cal(file("cal.json"));
+    cal << R"({"version": 3, "shm": {"alpha_us": 2, "beta_gbps": 3, "gamma_gbps": 4},
+               "tcp": {"alpha_us": 10, "beta_gbps": 1, "gamma_gbps": 4},
+               "compute": {"gemm_gflops": 20, "elementwise_gbps": 5, "optimizer_ns_per_param": 3,
+                           "speed_probe_s": 1000, "speed_probe_now_s": 2000}})";
+  }
+  const std::string json = file("r.json");
+  Result r = run("-n 2 " + data() + "--epochs 1 --batch 32 --quiet --probe-speed --json " + json,
+                 "DTRAIN_CALIBRATION=" + file("cal.json"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto p = load(json)["prediction"];
+  ASSERT_TRUE(p.contains("speed_probe_ms")) << p.dump();
+  EXPECT_GT(p["speed_probe_ms"].get<double>(), 0);
+  EXPECT_LT(p["speed_probe_ms"].get<double>(), 1000);  // one warm pass, not a process start
+  EXPECT_DOUBLE_EQ(p["compute_scale"].get<double>(), 0.25);
+  ASSERT_TRUE(p.contains("step_ms_at_calibration_pace")) << p.dump();
+  EXPECT_LT(p["step_ms"].get<double>(), p["step_ms_at_calibration_pace"].get<double>()) << p.dump();
+  // Without the flag the file's re-probe (2000 against 1000: 2x slower) prices it.
+  Result plain = run("-n 2 " + data() + "--epochs 1 --batch 32 --quiet --json " + json,
+                     "DTRAIN_CALIBRATION=" + file("cal.json"));
+  ASSERT_EQ(plain.code, 0) << plain.output;
+  auto q = load(json)["prediction"];
+  EXPECT_DOUBLE_EQ(q["compute_scale"].get<double>(), 2.0) << q.dump();
+  EXPECT_FALSE(q.contains("speed_probe_ms")) << q.dump();
+  EXPECT_NE(q["cluster"].get<std::string>().find("speed re-probed"), std::string::npos) << q.dump();
+}
+
 TEST_F(TrainMp, DeterministicDdpGivesTheSameModelForAnyRankCount) {
   const std::string common = data() + "--epochs 2 --batch 48 --deterministic --optimizer adam --seed 2 ";
   Result one = run("--strategy ddp -n 1 " + common + "--json " + file("one.json"));

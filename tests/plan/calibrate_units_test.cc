@@ -224,16 +224,14 @@ TEST(CalibrateUnits, CollectivesAreTimedUpToTheCores) {
 }
 
 TEST(CalibrateUnits, SpeedProbeScalesCompute) {
-  // A probe re-measured beside a run at 1.5x the calibration's pass scales compute by 1.5.
+  // A probe re-measured after calibration at 1.5x the calibration's pass scales compute by 1.5.
   nlohmann::json j = calibration(3, true);
-  j["compute"]["probe_pass_s"] = 2e-3;
-  j["compute"]["probe_now_pass_s"] = 3e-3;
-  j["compute"]["scale_by_probe"] = false;  // recorded, not applied, unless the file asks
+  j["compute"]["speed_probe_s"] = 2e-3;
+  j["compute"]["speed_probe_now_s"] = 3e-3;
+  // The forked-process pass of older files is recorded, never applied (it counted start-up).
+  j["compute"]["probe_pass_s"] = 1e-3;
+  j["compute"]["probe_now_pass_s"] = 9e-3;
   std::string f = write_tmp(j);
-  EXPECT_NEAR(this_machine(f).units["mlp_layer"].fwd.fixed_s, 1e-6, 1e-15);
-  std::remove(f.c_str());
-  j["compute"]["scale_by_probe"] = true;
-  f = write_tmp(j);
   Cluster c = this_machine(f);
   EXPECT_NEAR(c.units["mlp_layer"].fwd.fixed_s, 1.5e-6, 1e-15);
   EXPECT_NEAR(c.units["mlp_layer"].bwd.s_per_work, 3e-12, 1e-21);
@@ -242,10 +240,30 @@ TEST(CalibrateUnits, SpeedProbeScalesCompute) {
   EXPECT_NE(c.source.find("re-probed"), std::string::npos) << c.source;
   std::remove(f.c_str());
   // Without a re-probe (or without the reference) nothing changes.
-  j["compute"].erase("probe_now_pass_s");
+  j["compute"].erase("speed_probe_now_s");
   f = write_tmp(j);
   EXPECT_NEAR(this_machine(f).units["mlp_layer"].fwd.fixed_s, 1e-6, 1e-15);
+  EXPECT_EQ(this_machine(f).source.find("re-probed"), std::string::npos);
   std::remove(f.c_str());
+  // A probe 10x off measured something else: held at 4x.
+  Cluster base;
+  base.gemm_flops = 8e9;
+  EXPECT_NEAR(at_compute_pace(base, 10).gemm_flops, 2e9, 1);
+  EXPECT_NEAR(at_compute_pace(base, 0.5).gemm_flops, 16e9, 1);
+  // A pace replaces the one before (a run's probe after the file's re-probe), back to 1 too.
+  Cluster twice = at_compute_pace(at_compute_pace(base, 2), 0.5);
+  EXPECT_NEAR(twice.gemm_flops, 16e9, 1);
+  EXPECT_DOUBLE_EQ(twice.compute_scale, 0.5);
+  EXPECT_NEAR(at_compute_pace(twice, 1).gemm_flops, 8e9, 1);
+  EXPECT_EQ(at_compute_pace(twice, 1).source, base.source);
+}
+
+// The speed probe runs in this process and reports one pass (a few ms here), not the
+// seconds of a process's start-up.
+TEST(CalibrateUnits, SpeedProbeTimesOnePass) {
+  const double s = speed_probe(0.05);
+  EXPECT_GT(s, 0);
+  EXPECT_LT(s, 1.0);
 }
 
 TEST(CalibrateUnits, SimulatorUsesTheCalibratedLines) {
