@@ -14,10 +14,11 @@
 # the measured steps' spread as (max - min) / median %). The measured step is the run's steady
 # step (plan/plan_measure.h steady_step_s: the GPT's median round after the first, the MLP's
 # epoch rate); the GPT's mean including the first step's warm-up is in each JSON beside it.
-# Every run times the speed probe before and after itself (`dtrain train --probe-speed`) and is
-# priced at that pace against the calibration's own probe (PROBE_SPEED=0: at the calibration's
-# pace); $OUT/runs-pace.tsv keeps each run against the calibration's pace too (round, name,
-# ranks, predicted ms at the calibration's pace, measured ms, the run's compute scale).
+# PROBE_SPEED=1: every run times the speed probe right before itself (`dtrain train
+# --probe-speed`) and is priced at that pace against the calibration's own probe (off by
+# default: on the 2-vCPU VM it made the table worse, docs/PLANNER.md "The speed probe");
+# $OUT/runs-pace.tsv keeps each run against the calibration's pace too (round, name, ranks,
+# predicted ms at the calibration's pace, measured ms, the run's compute scale).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}

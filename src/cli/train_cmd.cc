@@ -28,7 +28,7 @@
 namespace dtrain::cli {
 namespace {
 
-// How long each of --probe-speed's two probes runs (a pass is ~4 ms here: ~75 passes).
+// How long --probe-speed's probe runs (a pass is 4-7 ms here: 40-75 passes).
 constexpr double kRunProbeSeconds = 0.3;
 
 // The stream rank 0 draws progress on: the terminal the user started `dtrain train -n N`
