@@ -16,7 +16,7 @@
 # epoch rate); the GPT's mean including the first step's warm-up is in each JSON beside it.
 # PROBE_SPEED=1: every run times the speed probe right before itself (`dtrain train
 # --probe-speed`) and is priced at that pace against the calibration's own probe (off by
-# default: on the 2-vCPU VM it made the table worse, docs/PLANNER.md "The speed probe");
+# default: on the 2-vCPU VM it made the table worse, docs/PLANNER.md "The speed probe"), and
 # $OUT/runs-pace.tsv keeps each run against the calibration's pace too (round, name, ranks,
 # predicted ms at the calibration's pace, measured ms, the run's compute scale).
 set -euo pipefail
@@ -60,10 +60,12 @@ run() {  # name ranks args...
     printf "%-34s %3s  FAILED (see %s)\n" "$name" "$n" "$OUT/$name-n$n-r$round.log"
     return
   fi
-  # The same run against the prediction at the calibration's own pace (no probe scaling).
-  jq -r --arg name "$name" --arg n "$n" --arg r "$round" '.prediction as $p |
-    [$r, $name, $n, ($p.step_ms_at_calibration_pace // $p.step_ms // 0), ($p.measured_step_ms // 0),
-     ($p.compute_scale // 1)] | @tsv' "$j" >>"$OUT/runs-pace.tsv"
+  # Probed: the same run against the prediction at the calibration's own pace too.
+  if [ ${#probe[@]} -gt 0 ]; then
+    jq -r --arg name "$name" --arg n "$n" --arg r "$round" '.prediction as $p |
+      [$r, $name, $n, ($p.step_ms_at_calibration_pace // $p.step_ms // 0), ($p.measured_step_ms // 0),
+       ($p.compute_scale // 1)] | @tsv' "$j" >>"$OUT/runs-pace.tsv"
+  fi
   jq -r --arg name "$name" --arg n "$n" --arg r "$round" '
     .prediction as $p |
     [$r, $name, $n, ($p.step_ms // 0), ($p.measured_step_ms // 0), ($p.memory_mb // 0),

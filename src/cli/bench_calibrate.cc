@@ -86,9 +86,10 @@ void replace_calibration_file(const std::string& path, const nlohmann::json& j) 
   }
 }
 
-// An existing calibration file with a compute section (what the re-probes refresh).
-nlohmann::json read_compute_section(const std::string& path) {
+// An existing calibration file with a compute section, which `flag` (a re-probe) refreshes.
+nlohmann::json read_compute_section(const std::string& path, const char* flag) {
   std::ifstream in(path);
+  DT_CHECK(in.good(), IoError, flag << " updates an existing calibration file; " << path << " cannot be read");
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   DT_CHECK(j.is_object() && j.contains("compute") && j["compute"].is_object(), InvalidArgument,
            path << " has no compute section: run `dtrain bench calibrate` first");
@@ -531,13 +532,8 @@ int bench_calibrate(const Args& args) {
   f.finish();
   DT_CHECK(!(probe_only && slowdown_only), InvalidArgument,
            "--probe-only and --slowdown-only are two ways to refresh a file; pass one (--slowdown-only includes the probe)");
-  if (probe_only || slowdown_only) {
-    std::ifstream in(out);
-    DT_CHECK(in.good(), IoError, (probe_only ? "--probe-only" : "--slowdown-only")
-                                     << " updates an existing calibration file; " << out << " cannot be read");
-  }
   if (probe_only) {
-    nlohmann::json j = read_compute_section(out);
+    nlohmann::json j = read_compute_section(out, "--probe-only");
     const double now = plan::speed_probe(0.5);
     j["compute"]["speed_probe_now_s"] = now;
     replace_calibration_file(out, j);
@@ -551,7 +547,7 @@ int bench_calibrate(const Args& args) {
     return 0;
   }
   if (slowdown_only) {
-    nlohmann::json j = read_compute_section(out);
+    nlohmann::json j = read_compute_section(out, "--slowdown-only");
     const int cores = host_cores();
     double pass_s = 0;
     auto curve = plan::measure_slowdown(cores, &pass_s);
