@@ -225,6 +225,9 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
     std::printf("cross-core hand-off: %.3f ns/B rewriting lines a peer read, %.3f ns/B reading lines it wrote%s\n",
                 r.handoff.write_after_read_s_per_byte * 1e9, r.handoff.read_after_write_s_per_byte * 1e9,
                 r.handoff.measured ? "" : " (not measured: one CPU)");
+    std::printf("gossip mix (two ranks at once):");
+    for (const auto& [bytes, bps] : r.mix_by_size) std::printf(" %.0f KiB %.1f GB/s,", bytes / 1024, bps / 1e9);
+    std::printf("%s\n", r.mix_by_size.empty() ? " not measured (one CPU)" : "");
     for (const auto& [kind, u] : r.units)
       std::printf("unit %-14s forward %.1f us + %.3f ns/kwork, backward %.1f us + %.3f ns/kwork\n", kind.c_str(),
                   u.fwd.fixed_s * 1e6, u.fwd.s_per_work * 1e12, u.bwd.fixed_s * 1e6, u.bwd.s_per_work * 1e12);

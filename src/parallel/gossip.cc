@@ -158,14 +158,17 @@ void Gossip::average(const float* x, const std::vector<const float*>& theirs, fl
   for (; k < neighbors_.size() && neighbors_[k] < comm_.rank(); ++k) members.push_back(theirs[k]);
   members.push_back(x);
   for (; k < neighbors_.size(); ++k) members.push_back(theirs[k]);
+  gossip_average(members, w, out, n, grad_.data());  // grad_ is free scratch here
+}
+
+void gossip_average(const std::vector<const float*>& members, float w, float* out, size_t n, float* acc) {
   // Member by member over cache-sized blocks with the SIMD kernels (tensor/kernels.h): the
   // sum per element keeps the rank order m0 + m1 + ..., then one multiply by W. A loop over
   // the members per element compiled to scalar code and took 39-43% of an 8-rank step's CPU
-  // (perf). When out is x (a member), each block is read in full before its results are
+  // (perf). When out is a member, each block is read in full before its results are
   // written back.
   const Kernels& kern = kernels();
   constexpr size_t kBlock = 4096;
-  float* acc = grad_.data();  // grad_ is free scratch here
   for (size_t off = 0; off < n; off += kBlock) {
     const auto len = static_cast<int64_t>(std::min(kBlock, n - off));
     kern.add(members[0] + off, members[1] + off, acc, len);

@@ -48,6 +48,13 @@
 
 namespace dtrain {
 
+// The mix itself: out[i] = (members[0][i] + members[1][i] + ...) * w for i < n, the sum in
+// the members' order (rank order: reproducible), member by member over 4096-element blocks
+// with the SIMD kernels, through `acc` (4096 floats of scratch). out may be a member. At
+// least two members. What Gossip steps with, and what `dtrain bench calibrate` times
+// (plan/calibrate_mix.h), so the planner prices this very loop.
+void gossip_average(const std::vector<const float*>& members, float w, float* out, size_t n, float* acc);
+
 // The sorted, de-duplicated neighbours of `rank` (never itself). Throws InvalidArgument for
 // an unknown topology.
 std::vector<int> gossip_neighbors(const std::string& topology, int rank, int world);

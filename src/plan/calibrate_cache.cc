@@ -12,12 +12,7 @@
 #include "base/clock.h"
 
 namespace dtrain::plan {
-namespace {
 
-// Pins the calling thread to the lowest CPU other than `skip` that it may run on; -1 when
-// there is none. (The calibration may run inside a rank the launcher bound to one core: the
-// kernel lets a thread widen that within the process's cgroup, as measure_slowdown's forked
-// processes do.)
 int pin_to_a_cpu(int skip) {
   const long cpus = std::min<long>(::sysconf(_SC_NPROCESSORS_CONF), CPU_SETSIZE);
   for (long c = 0; c < cpus; ++c) {
@@ -29,6 +24,8 @@ int pin_to_a_cpu(int skip) {
   }
   return -1;
 }
+
+namespace {
 
 // A gradient accumulating (every line read and written) and a forward pass reading weights.
 void rewrite(std::vector<float>& v) {

@@ -33,4 +33,9 @@ struct CacheHandoff {
 
 CacheHandoff measure_handoff(int64_t bytes = int64_t{1} << 20, int rounds = 101);
 
+// Pins the calling thread to the lowest CPU other than `skip` (-1: none) that it may run on
+// and returns it; -1 when there is none. (The calibration may run inside a rank the launcher
+// bound to one core: the kernel lets a thread widen that within the process's cgroup.)
+int pin_to_a_cpu(int skip);
+
 }  // namespace dtrain::plan

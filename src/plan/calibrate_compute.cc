@@ -331,6 +331,7 @@ ComputeRates measure_compute(double seconds, const std::vector<std::string>& ext
   r.slowdown = measure_slowdown(r.cores, &r.probe_pass_s);
   r.oversub_penalty = std::max(1.0, r.slowdown.back().second / (r.slowdown.back().first / r.cores));
   r.handoff = measure_handoff();
+  r.mix_by_size = measure_mix(mix_calibration_sizes(), 4 * per);
   return r;
 }
 
@@ -360,7 +361,14 @@ nlohmann::json compute_json(const ComputeRates& r) {
           {"probe_pass_s", r.probe_pass_s},
           {"speed_probe_s", r.speed_probe_s},
           {"handoff", handoff_json(r.handoff)},
+          {"mix_gbps_by_size", mix_json(r.mix_by_size)},
           {"units", units_json(r.unit_points, r.units)}};
+}
+
+nlohmann::json mix_json(const std::vector<std::pair<double, double>>& by_size) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [bytes, bps] : by_size) out.push_back({bytes, bps / 1e9});
+  return out;
 }
 
 nlohmann::json handoff_json(const CacheHandoff& h) {

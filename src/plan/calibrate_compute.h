@@ -24,7 +24,8 @@
 //     oversubscription: 1, 2, 4, ... up to cores, and 2 x cores forked PROCESSES each running
 //     a fixed number of GPT-block passes; slowdown = wall time / one process's (the curve the
 //     simulator interpolates), and penalty = slowdown at 2 x cores / 2 (>= 1: worse than fair
-//     sharing).
+//     sharing);
+//     gossip's mix at 256 KiB-16 MiB models, two threads on two CPUs (calibrate_mix.h).
 //   Each measurement runs about `seconds` (the median repetition: the typical cost a run pays).
 // - compute_json / apply_compute move the figures to and from the "compute" section of the
 //   calibration file (versioned: cluster.h kCalibrationVersion) that this_machine() reads.
@@ -39,6 +40,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plan/calibrate_cache.h"
+#include "plan/calibrate_mix.h"
 #include "plan/calibrate_units.h"
 
 namespace dtrain::plan {
@@ -64,6 +66,9 @@ struct ComputeRates {
   // mean of the two: the pace the unit lines were taken at ("speed_probe_s").
   double speed_probe_s = 0;
   CacheHandoff handoff;     // cross-core hand-off per byte (plan/calibrate_cache.h)
+  // Gossip's mix timed as two ranks run it (plan/calibrate_mix.h): (model bytes, bytes/s in
+  // the simulator's measure), "mix_gbps_by_size"; empty on one CPU.
+  std::vector<std::pair<double, double>> mix_by_size;
   std::vector<UnitPoint> unit_points;
   std::map<std::string, UnitCost> units;
 };
@@ -107,6 +112,8 @@ std::string slowdown_warning(const std::vector<std::pair<double, double>>& curve
 // The compute section's "handoff" object ({} when not measured): bytes and both rates in ns
 // per byte; Cluster::handoff_* read it back.
 nlohmann::json handoff_json(const CacheHandoff& h);
+// The compute section's "mix_gbps_by_size": [[model bytes, GB/s], ...] ([] when not measured).
+nlohmann::json mix_json(const std::vector<std::pair<double, double>>& by_size);
 // Wall seconds for `procs` forked processes each running `passes` forward+backward passes of
 // `p` concurrently (throws Error when a process cannot be started or fails).
 double run_processes(const UnitPoint& p, int procs, int passes);

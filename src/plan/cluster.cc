@@ -48,6 +48,23 @@ double Cluster::optimizer_ns(const std::string& family, double params) const {
   return sgd_ns_per_param;
 }
 
+double Cluster::mix_bps(double model_bytes) const {
+  if (mix_points.empty()) return elementwise_bps;
+  return 1.0 / beta_at(mix_points, model_bytes, 1.0 / elementwise_bps);
+}
+
+std::vector<std::pair<double, double>> mix_points_from_json(const nlohmann::json& j, const std::string& where) {
+  DT_CHECK(j.is_array(), InvalidArgument, where << " must be [[model bytes, GB/s], ...]");
+  std::vector<std::pair<double, double>> out;
+  for (const auto& r : j) {
+    DT_CHECK(r.is_array() && r.size() == 2 && r[0].is_number() && r[1].is_number() && r[0].get<double>() > 0 &&
+                 r[1].get<double>() > 0 && (out.empty() || r[0].get<double>() > out.back().first),
+             InvalidArgument, where << ": each point is [model bytes > 0, GB/s > 0], bytes increasing");
+    out.push_back({r[0].get<double>(), 1.0 / (r[1].get<double>() * 1e9)});
+  }
+  return out;
+}
+
 std::string optimizer_family(const std::string& name, bool gpt) {
   if (name.empty()) return gpt ? "adamw" : "sgd";
   if (name == "sgd") return "sgd";
@@ -355,6 +372,7 @@ Cluster cluster_from_json(const nlohmann::json& j, const std::string& where) {
   c.intra = link(j, "intra", where);
   c.inter = j.contains("inter") ? link(j, "inter", where) : c.intra;
   if (j.contains("optimizer_rates")) c.optimizer_rates = optimizer_rates_from_json(j["optimizer_rates"], where + ".optimizer_rates");
+  if (j.contains("mix_gbps_by_size")) c.mix_points = mix_points_from_json(j["mix_gbps_by_size"], where + ".mix_gbps_by_size");
   if (j.contains("units")) c.units = units_of(j, where);
   if (j.contains("tp_blocks")) c.tp_blocks = tp_blocks_from_json(j["tp_blocks"], where + ".tp_blocks");
   if (j.contains("intra_by_size")) c.intra_sizes = link_sizes_from_json(j["intra_by_size"], where + ".intra_by_size");
@@ -384,6 +402,11 @@ nlohmann::json cluster_to_json(const Cluster& c) {
           {"inter", link_json(c.inter)}};
   if (c.elementwise_node_bps > 0) j["elementwise_node_gbps"] = c.elementwise_node_bps / 1e9;
   if (!c.optimizer_rates.empty()) j["optimizer_rates"] = c.optimizer_rates;
+  if (!c.mix_points.empty()) {
+    nlohmann::json mix = nlohmann::json::array();
+    for (const auto& [bytes, s_per_byte] : c.mix_points) mix.push_back({bytes, 1.0 / s_per_byte / 1e9});
+    j["mix_gbps_by_size"] = mix;
+  }
   if (c.mlp_step_random_rows) j["mlp_step_random_rows"] = true;
   if (!c.units.empty()) {
     j["units"] = units_json({}, c.units);  // with the timed points the fits carry
@@ -511,6 +534,7 @@ Cluster at_compute_pace(Cluster c, double pace) {
   c.optimizer_ns_per_param *= speed, c.sgd_ns_per_param *= speed;
   for (auto& [family, pts] : c.optimizer_rates)
     for (auto& pt : pts) pt.second *= speed;
+  for (auto& pt : c.mix_points) pt.second *= speed;
   std::ostringstream o;
   const std::string base = c.source.substr(0, c.source.find(", compute x"));
   o << base;
@@ -556,6 +580,7 @@ Cluster this_machine(const std::string& path) {
   c.optimizer_ns_per_param = need(k, "optimizer_ns_per_param", w, "ns");
   if (k.contains("sgd_ns_per_param")) c.sgd_ns_per_param = need(k, "sgd_ns_per_param", w, "ns");
   if (k.contains("optimizer_rates")) c.optimizer_rates = optimizer_rates_from_json(k["optimizer_rates"], w + ".optimizer_rates");
+  if (k.contains("mix_gbps_by_size")) c.mix_points = mix_points_from_json(k["mix_gbps_by_size"], w + ".mix_gbps_by_size");
   if (k.contains("oversub_penalty")) c.oversub_penalty = need(k, "oversub_penalty", w, ">= 1");
   if (k.contains("memory_gb")) c.memory_gb = need(k, "memory_gb", w, "GB");
   if (k.contains("slowdown")) {

@@ -8,7 +8,8 @@
 //   Optional: "optimizer_rates" (each optimizer family's step by size, optimizer_ns),
 //   "gather_gbps" (random dataset rows gathered into a minibatch), "mlp_step_random_rows"
 //   (a boolean: the MLP step line already carries that gather) and "elementwise_node_gbps"
-//   (memory-bound bytes/s of the whole host, every core streaming), all written by calibrate.
+//   (memory-bound bytes/s of the whole host, every core streaming) and "mix_gbps_by_size"
+//   (gossip's mix as two ranks run it, by model size), all written by calibrate.
 //   Links: intra (inside a node) and inter (between nodes) alpha-beta-gamma (coll/cost_model.h).
 // - load_cluster(path) reads a JSON cluster file (docs/clusters/*.json); a missing or
 //   malformed field is an InvalidArgument naming the file, the field and what it should be.
@@ -160,6 +161,15 @@ struct Cluster {
   // interpolates them (and extrapolates the last one's slowdown per rank) instead of the
   // penalty formula.
   std::vector<std::pair<double, double>> slowdown;
+  // Gossip's mix through the window, timed by the calibration as two ranks run it
+  // (plan/calibrate_mix.h; "mix_gbps_by_size", a cluster file may carry it too): (model
+  // bytes, seconds per byte of the mix's traffic) points, sizes increasing. Empty: priced at
+  // elementwise_bps, as before the calibration timed it.
+  std::vector<std::pair<double, double>> mix_points;
+  // Bytes/s of gossip's mix for a model of `model_bytes` (its traffic counted as the
+  // simulator counts it: deg + 3 models through the window): the measured points
+  // interpolated in log(size), flat beyond the ends; elementwise_bps without points.
+  double mix_bps(double model_bytes) const;
   // Cross-core cache hand-off, seconds per byte (plan/calibrate_cache.h; compute "handoff"):
   // rewriting lines a peer core just read, reading lines a peer core just wrote. < 0: not
   // measured (the simulator then prices a hand-off at the 2-rank exchange's rate per byte).
@@ -233,8 +243,11 @@ double optimizer_step_bytes(const std::string& family);
 // ...]}, parameters increasing, ns > 0.
 std::map<std::string, std::vector<std::pair<double, double>>> optimizer_rates_from_json(const nlohmann::json& j,
                                                                                        const std::string& where);
+// The "mix_gbps_by_size" array of a calibration or cluster file ([[model bytes, GB/s], ...],
+// bytes increasing, both > 0) as Cluster::mix_points; InvalidArgument naming `where` else.
+std::vector<std::pair<double, double>> mix_points_from_json(const nlohmann::json& j, const std::string& where);
 // c with every compute figure (unit lines and timings, tensor-parallel blocks, GEMM,
-// element-wise, gather and optimizer rates) at `pace` times the calibration's time, whatever
+// element-wise, gather, optimizer and gossip mix rates) at `pace` times the calibration's time, whatever
 // pace c was at before (compute_scale); pace is clamped to [0.25, 4] (a probe beyond that
 // measured something else), and source says so. Links are left alone.
 Cluster at_compute_pace(Cluster c, double pace);

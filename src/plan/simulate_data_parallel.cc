@@ -364,9 +364,14 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     // lines first). Priced as the deg + 1 models read, the window's mix took 2.4x its
     // prediction at 2 ranks on the EPYC VM (252 us a step, traced) and 2-2.8x at 4 ranks on a
     // 16-core Xeon (240-280 us).
+    // The rate: the calibration's timing of this very mix, two ranks at once on a model of
+    // this size (Cluster::mix_bps, plan/calibrate_mix.h), where the file has it; else the
+    // element-wise rate over 16 MiB arrays, which a model of a few MB, whose slots stay in
+    // the caches, beats by ~2x (the 2-vCPU Xeon: 12.2 GB/s element-wise, the mix of the
+    // validation's 0.94 MB model 22-27 GB/s).
     const CostParams lk = c.link_at(false, gossip_window ? 1 : bytes, true);
     const double move = gossip_window ? degree * lk.alpha_s : degree * (lk.alpha_s + bytes * lk.beta_s_per_byte);
-    p.comm_s = (move + mix_models * bytes / c.elementwise_bps) * comm_slow;
+    p.comm_s = (move + mix_models * bytes / c.mix_bps(bytes)) * comm_slow;
     p.dp_bytes = degree * bytes;
   }
   // More ranks than cores (gossip, ps): the cores run every rank's work in turn, so a step
@@ -387,7 +392,7 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   if ((s == "gossip" || s == "ps") && workers > 1 && node_n > c.cores_per_node) {
     const double per_byte = c.link_at(false, bytes * node_n, true).beta_s_per_byte;
     const double penalty = c.compute_slowdown(node_n) * c.cores_per_node / node_n;
-    double node_cpu = 0, node_stream_b = 0;
+    double node_cpu = 0, node_stream_b = 0, node_mix_s = 0;
     if (s == "gossip") {
       // Since every receive is posted before its message can come (gossip.cc), a model
       // crosses at the exchange's own rate, not at the rate of the node's working set
@@ -401,12 +406,27 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
       // deg + 3 read +14 / +1% and +37 / +33%, deg + 1 -9 / -23% and +6 / -0.4%. (With more
       // ranks than cores every slot of the node stays in the shared cache, which the node's
       // streaming rate, measured through memory, does not see; not traced.)
+      // With the mix timed by the calibration (Cluster::mix_points) the node's mixes take
+      // their whole traffic (mix_models, as above) at that rate on every core at once: the
+      // two-thread timing on `cores` cores, but not beyond the node's streaming rate scaled
+      // by what the caches gave two threads over one core's stream. On the 2-vCPU Xeon the
+      // 4- and 8-rank steps measured gossip's cost beyond localsgd's at 0.37-0.57 and
+      // 0.69-1.0 ms (five validations), which the reads-only rule priced at 0.86-0.99 and
+      // 1.64-1.85 ms from the streaming rate; the whole traffic at the timed mix's 23 GB/s a
+      // core is 0.41 and 0.82 ms.
       // Through the window a rank copies nothing (it trains in its slot).
       const double msg_byte = c.link_at(false, bytes, true).beta_s_per_byte;
       const double own = (p.compute_s + p.optimizer_s) / slow;
       const double copying = gossip_window ? 0.0 : degree * bytes * msg_byte;
       node_cpu = n * (own + copying);
-      node_stream_b = n * (degree + 1) * bytes;
+      if (c.mix_points.empty()) {
+        node_stream_b = n * (degree + 1) * bytes;
+      } else {
+        const double mix = c.mix_bps(bytes);
+        const double node_mix_bps = std::min(c.cores_per_node * mix,
+                                             std::max(2 * mix, c.node_stream_bps() * mix / c.elementwise_bps));
+        node_mix_s = n * mix_models * bytes / node_mix_bps;
+      }
     } else {
       const double own = p.compute_s / slow;
       const double server = l.ps_sync ? P * c.sgd_ns_per_param * 1e-9
@@ -419,7 +439,7 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     }
     const double share = static_cast<double>(node_n) / n;  // of the job's work on this node
     const double floor = node_cpu * share / c.cores_per_node * std::max(1.0, penalty) +
-                         node_stream_b * share / c.node_stream_bps();
+                         node_stream_b * share / c.node_stream_bps() + node_mix_s * share;
     const double step = p.compute_s + p.comm_s + p.optimizer_s;
     if (floor > step) p.comm_s += floor - step;  // the copies, exposed
   }

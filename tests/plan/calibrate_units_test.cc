@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "plan/calibrate_compute.h"
+#include "plan/calibrate_mix.h"
 #include "plan/cluster.h"
 #include "plan/sim_costs.h"
 #include "plan/simulator.h"
@@ -537,6 +538,48 @@ TEST(CalibrateUnits, CrossCoreHandoffIsTimedAndReadBack) {
   std::ofstream(f) << j.dump();
   EXPECT_LT(this_machine(f).handoff_write_s_per_byte, 0.0);
   j["compute"]["handoff"] = {{"write_after_read_ns_per_byte", -1}, {"read_after_write_ns_per_byte", 0.1}};
+  std::ofstream(f) << j.dump();
+  EXPECT_THROW(this_machine(f), InvalidArgument);
+}
+
+// Gossip's mix, timed as two ranks run it (plan/calibrate_mix.h): a point per size, in the
+// simulator's measure (4 model-sizes of traffic per mix); the calibration file carries it and
+// the cluster reads it back, interpolated by size; a file without it prices at the
+// element-wise rate; bad points are refused.
+TEST(CalibrateUnits, GossipMixIsTimedAndReadBack) {
+  if (std::thread::hardware_concurrency() < 2) {
+    EXPECT_TRUE(measure_mix({int64_t{64} << 10}, 0.01).empty());
+    GTEST_SKIP() << "one CPU: the mix is timed on two";
+  }
+  const auto pts = measure_mix({int64_t{64} << 10, int64_t{1} << 20}, 0.05);
+  ASSERT_EQ(pts.size(), 2u);
+  EXPECT_EQ(pts[0].first, 64.0 * 1024);
+  EXPECT_EQ(pts[1].first, 1024.0 * 1024);
+  for (const auto& [bytes, bps] : pts) {
+    EXPECT_GT(bps, 1e8) << bytes;   // above 0.1 GB/s: a mix of 1 MiB in under 40 ms
+    EXPECT_LT(bps, 1e13) << bytes;  // and not a mix that did nothing
+  }
+  nlohmann::json j = {{"version", 3},
+                      {"compute",
+                       {{"gemm_gflops", 20}, {"elementwise_gbps", 5}, {"optimizer_ns_per_param", 3},
+                        {"mix_gbps_by_size", mix_json({{1 << 20, 20e9}, {16 << 20, 10e9}})}}}};
+  std::string f = write_tmp(j);
+  const Cluster c = this_machine(f);
+  EXPECT_NEAR(c.mix_bps(1 << 20), 20e9, 1e3);
+  EXPECT_NEAR(c.mix_bps(16 << 20), 10e9, 1e3);
+  EXPECT_NEAR(c.mix_bps(64 << 10), 20e9, 1e3);   // flat beyond the ends
+  EXPECT_NEAR(c.mix_bps(256 << 20), 10e9, 1e3);
+  EXPECT_NEAR(1 / c.mix_bps(4 << 20), (1 / 20e9 + 1 / 10e9) / 2, 1e-15);  // halfway in log(size)
+  // A pace of 2 (the machine at half speed) halves it; a cluster file carries it through.
+  EXPECT_NEAR(at_compute_pace(c, 2).mix_bps(1 << 20), 10e9, 1e3);
+  EXPECT_NEAR(cluster_from_json(cluster_to_json(c), "round trip").mix_bps(4 << 20), c.mix_bps(4 << 20), 1e3);
+  j["compute"].erase("mix_gbps_by_size");
+  std::ofstream(f) << j.dump();
+  EXPECT_NEAR(this_machine(f).mix_bps(1 << 20), 5e9, 1e3);
+  j["compute"]["mix_gbps_by_size"] = {{1 << 20, 20}, {1 << 19, 10}};  // sizes must increase
+  std::ofstream(f) << j.dump();
+  EXPECT_THROW(this_machine(f), InvalidArgument);
+  j["compute"]["mix_gbps_by_size"] = {{1 << 20, 0}};
   std::ofstream(f) << j.dump();
   EXPECT_THROW(this_machine(f), InvalidArgument);
 }

@@ -173,6 +173,45 @@ TEST(Simulator, GossipMixCountsItsWritesAndTheirAllocation) {
   Cluster hosts = ideal(8);
   hosts.nodes = 2, hosts.ranks_per_node = 2;
   EXPECT_NEAR(comm(hosts, 4, 1e9) - comm(hosts, 4, 2e9), (2 + 2) * bytes / 2e9, 1e-12);
+  // Where the calibration timed the mix (Cluster::mix_points) that rate prices it, by the
+  // model's size, and the element-wise rate no longer matters.
+  Cluster timed = ideal(8);
+  timed.mix_points = {{bytes / 2, 1 / 4e9}, {bytes * 2, 1 / (4e9 / 3)}};  // 2 GB/s at the model's size
+  EXPECT_NEAR(timed.mix_bps(bytes), 2e9, 1);
+  EXPECT_NEAR(comm(timed, 2, 1e9), comm(timed, 2, 7e9), 1e-12);
+  EXPECT_NEAR(comm(timed, 2, 1e9) - comm(one, 2, 2e9), 0, 1e-12);
+  EXPECT_NEAR(comm(timed, 4, 1e9) - comm(one, 4, 2e9), 0, 1e-12);
+}
+
+// Ranks beyond the cores with the mix timed: the node's mixes take their whole traffic (deg +
+// 3 models each through the window) at the timed rate on every core, capped by the node's
+// streaming rate scaled by what the timed mix gained over one core's stream.
+TEST(Simulator, OversubscribedGossipMixesAtTheTimedRateOnEveryCore) {
+  ModelSpec mlp = ModelSpec::parse("mlp:784-256-128-10");
+  Cluster c = ideal(2);
+  c.gemm_flops = 1e14;  // compute and steps next to nothing: the mixes set the step
+  c.sgd_ns_per_param = 0;
+  c.elementwise_bps = 1e12;  // the activations' element-wise work next to nothing too
+  c.elementwise_node_bps = 1.2e12;
+  c.oversub_penalty = 1;  // a rank's own mix, stretched by time-sharing alone, is the node's share
+  c.intra.alpha_s = 1e-9;  // and the neighbours' words next to nothing
+  const double model_b = static_cast<double>(mlp.params()) * 4;
+  c.mix_points = {{model_b, 1 / 20e9}};
+  for (int n : {4, 8}) {
+    const double step = simulate(mlp, {.strategy = "gossip", .dp = n}, c, 64).step_s;
+    const double mixes = n * (2 + 3) * model_b / (2 * 20e9);  // min(2 x 20, max(2 x 20, 1200 x 20 / 1000))
+    EXPECT_GE(step, mixes) << n;
+    EXPECT_LT(step, mixes * 1.05) << n;
+  }
+  // Sixteen cores streaming 2.4x one core's element-wise rate: the mixes at 2.4x the timed
+  // rate, not 16x.
+  Cluster wide = c;
+  wide.cores_per_node = 16;
+  wide.elementwise_node_bps = 2.4e12;
+  const double step = simulate(mlp, {.strategy = "gossip", .dp = 32}, wide, 64).step_s;
+  const double mixes = 32 * (2 + 3) * model_b / (2.4 * 20e9);
+  EXPECT_GE(step, mixes);
+  EXPECT_LT(step, mixes * 1.05);
 }
 
 // With a core per rank on one host and no slots, the all-reduce reads its peers' buffers in
