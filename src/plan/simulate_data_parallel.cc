@@ -125,8 +125,10 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   const int degree = workers <= 2 ? 1 : 2;  // the ring
   // gossip on one host exchanges through a shared-memory window (gossip.h), not messages.
   const bool gossip_window = s == "gossip" && workers > 1 && c.ranks_on_node(workers) >= workers;
-  // Models of memory traffic in gossip's mix (below).
+  // Models of memory traffic in gossip's mix (below), and its rate (Cluster::mix_bps) at
+  // the node's slots: 2 per rank, against the calibration's 4 of one model size.
   const double mix_models = degree + (gossip_window ? 3.0 : 2.0);
+  const double mix_bps = c.mix_bps(bytes * std::max(2, node_n) / 2);
   // So does a synchronous parameter server (param_server.h), its servers with the workers.
   const bool ps_window = s == "ps" && l.ps_sync && c.ranks_on_node(n) >= n;
   double copies = 0;
@@ -369,9 +371,12 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     // element-wise rate over 16 MiB arrays, which a model of a few MB, whose slots stay in
     // the caches, beats by ~2x (the 2-vCPU Xeon: 12.2 GB/s element-wise, the mix of the
     // validation's 0.94 MB model 22-27 GB/s).
+    // The rate is looked up where the node's slots match the calibration's in all: it timed
+    // two ranks' four slots of a model, and n ranks on the node hold 2n (8 ranks on 2 cores:
+    // 15 MB of slots for the 0.94 MB model, past the two cores' 2 MiB L2 each).
     const CostParams lk = c.link_at(false, gossip_window ? 1 : bytes, true);
     const double move = gossip_window ? degree * lk.alpha_s : degree * (lk.alpha_s + bytes * lk.beta_s_per_byte);
-    p.comm_s = (move + mix_models * bytes / c.mix_bps(bytes)) * comm_slow;
+    p.comm_s = (move + mix_models * bytes / mix_bps) * comm_slow;
     p.dp_bytes = degree * bytes;
   }
   // More ranks than cores (gossip, ps): the cores run every rank's work in turn, so a step
@@ -422,7 +427,7 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
       if (c.mix_points.empty()) {
         node_stream_b = n * (degree + 1) * bytes;
       } else {
-        const double mix = c.mix_bps(bytes);
+        const double mix = mix_bps;
         const double node_mix_bps = std::min(c.cores_per_node * mix,
                                              std::max(2 * mix, c.node_stream_bps() * mix / c.elementwise_bps));
         node_mix_s = n * mix_models * bytes / node_mix_bps;

@@ -173,14 +173,16 @@ TEST(Simulator, GossipMixCountsItsWritesAndTheirAllocation) {
   Cluster hosts = ideal(8);
   hosts.nodes = 2, hosts.ranks_per_node = 2;
   EXPECT_NEAR(comm(hosts, 4, 1e9) - comm(hosts, 4, 2e9), (2 + 2) * bytes / 2e9, 1e-12);
-  // Where the calibration timed the mix (Cluster::mix_points) that rate prices it, by the
-  // model's size, and the element-wise rate no longer matters.
+  // Where the calibration timed the mix (Cluster::mix_points) that rate prices it, and the
+  // element-wise rate no longer matters. It is looked up where the node's slots (2 per rank)
+  // add up to the calibration's four of one size: at 2 ranks the model's size, at 4 twice it.
   Cluster timed = ideal(8);
-  timed.mix_points = {{bytes / 2, 1 / 4e9}, {bytes * 2, 1 / (4e9 / 3)}};  // 2 GB/s at the model's size
+  timed.mix_points = {{bytes / 2, 1 / 4e9}, {bytes * 2, 1 / (4e9 / 3)}};
   EXPECT_NEAR(timed.mix_bps(bytes), 2e9, 1);
+  EXPECT_NEAR(timed.mix_bps(2 * bytes), 4e9 / 3, 1);
   EXPECT_NEAR(comm(timed, 2, 1e9), comm(timed, 2, 7e9), 1e-12);
   EXPECT_NEAR(comm(timed, 2, 1e9) - comm(one, 2, 2e9), 0, 1e-12);
-  EXPECT_NEAR(comm(timed, 4, 1e9) - comm(one, 4, 2e9), 0, 1e-12);
+  EXPECT_NEAR(comm(timed, 4, 1e9) - comm(one, 4, 4e9 / 3), 0, 1e-12);
 }
 
 // Ranks beyond the cores with the mix timed: the node's mixes take their whole traffic (deg +
@@ -196,7 +198,7 @@ TEST(Simulator, OversubscribedGossipMixesAtTheTimedRateOnEveryCore) {
   c.oversub_penalty = 1;  // a rank's own mix, stretched by time-sharing alone, is the node's share
   c.intra.alpha_s = 1e-9;  // and the neighbours' words next to nothing
   const double model_b = static_cast<double>(mlp.params()) * 4;
-  c.mix_points = {{model_b, 1 / 20e9}};
+  c.mix_points = {{model_b, 1 / 20e9}};  // one point: flat, whatever the node's slots
   for (int n : {4, 8}) {
     const double step = simulate(mlp, {.strategy = "gossip", .dp = n}, c, 64).step_s;
     const double mixes = n * (2 + 3) * model_b / (2 * 20e9);  // min(2 x 20, max(2 x 20, 1200 x 20 / 1000))
