@@ -123,28 +123,68 @@ void Gossip::move_model(bool into_slot) {
   else copy_memory(model.data(), slot.data(), model.size_bytes());
 }
 
-void Gossip::mix_window() {
-  std::span<float> x = working();  // this exchange's slot: the step was taken in it
-  const size_t bytes = x.size() * sizeof(float);
-  const size_t slot = static_cast<size_t>(exchanges_ % 2) * bytes;
+void Gossip::exchange_words(const char* what) {
+  const size_t bytes = model_.params().size() * sizeof(float);
   const double t0 = now_seconds();
-  // The words: each neighbour's says its model of this exchange is in its slot. Posted,
-  // then sent (the transport orders a peer's words by tag, one per exchange).
+  // Posted, then sent (the transport orders a peer's words by tag, one after another).
   std::vector<Request> reqs;
   for (size_t k = 0; k < neighbors_.size(); ++k) reqs.push_back(comm_.irecv(neighbors_[k], &word_in_[k], 1, kGossipTag));
   for (int peer : neighbors_) reqs.push_back(comm_.isend(peer, &kReadyWord, 1, kGossipTag));
   for (Request& r : reqs) r.wait();
   const double t1 = now_seconds();
   if (inst_) {
-    inst_->comm(0, "gossip exchange", t0, t1, static_cast<int64_t>(bytes * neighbors_.size()),
+    inst_->comm(0, what, t0, t1, static_cast<int64_t>(bytes * neighbors_.size()),
                 "\"peers\":" + std::to_string(neighbors_.size()) + ",\"bytes\":" + std::to_string(bytes) +
                     ",\"through\":\"window\"");
-    inst_->wait("wait:gossip exchange", t0, t1);
+    inst_->wait(std::string("wait:") + what, t0, t1);
   }
-  std::vector<const float*> theirs;
-  for (int peer : neighbors_) theirs.push_back(reinterpret_cast<const float*>(window_->of(peer) + slot));
-  // Into the other slot: the next exchange's, where the next step is taken.
-  average(x.data(), theirs, reinterpret_cast<float*>(window_->mine() + (bytes - slot)));
+}
+
+void Gossip::mix_window() {
+  std::span<float> x = working();  // this exchange's slot: the step was taken in it
+  const size_t n = x.size(), bytes = n * sizeof(float);
+  const size_t slot = static_cast<size_t>(exchanges_ % 2) * bytes;
+  // The words: each neighbour's says its model of this exchange is in its slot.
+  exchange_words("gossip exchange");
+  const int p = comm_.size(), me = comm_.rank();
+  if (neighbors_.size() + 1 == static_cast<size_t>(p)) {
+    // A complete graph (every graph at 2 ranks): every rank mixes the same members with the
+    // same weight, so each computes 1/p of the elements and writes them into every rank's
+    // next slot, and a second word says its part is in place. Same sums in the same order,
+    // the same bits; a rank reads bytes (not p x bytes) and the next step fetches the other
+    // ranks' parts from their caches. A copy of the loop on the two vCPUs of the 2-vCPU Xeon
+    // (0.94 MB model, threads in lock-step): 175-185 us a mix whole, 76-82 us shared, the
+    // step after it 10-18 us longer. Writing into the others' next slots is safe: nobody
+    // reads a next slot before this exchange's second words (the mix reads this exchange's
+    // slots), and its owner steps in it only after them.
+    std::vector<const float*> members(static_cast<size_t>(p));
+    std::vector<float*> outs(static_cast<size_t>(p));
+    for (int q = 0; q < p; ++q) {
+      members[q] = reinterpret_cast<const float*>(window_->of(q) + slot);
+      outs[q] = reinterpret_cast<float*>(window_->of(q) + (bytes - slot));
+    }
+    // Parts of whole cache lines (16 floats), the last rank's taking the rest.
+    const size_t part = n / static_cast<size_t>(p) / 16 * 16;
+    const size_t lo = part * static_cast<size_t>(me), hi = me == p - 1 ? n : lo + part;
+    {
+      Instrument::Scope s(inst_, "mix", SpanKind::kCompute);
+      constexpr size_t kPiece = 8192;  // 32 KiB: mixed into this rank's slot, copied from cache
+      std::vector<const float*> at(static_cast<size_t>(p));
+      for (size_t off = lo; off < hi; off += kPiece) {
+        const size_t len = std::min(kPiece, hi - off);
+        for (int q = 0; q < p; ++q) at[q] = members[q] + off;
+        gossip_average(at, 1.0f / static_cast<float>(p), outs[me] + off, len, grad_.data());
+        for (int q = 0; q < p; ++q)
+          if (q != me) copy_memory(outs[q] + off, outs[me] + off, len * sizeof(float));
+      }
+    }
+    exchange_words("gossip parts");
+  } else {
+    std::vector<const float*> theirs;
+    for (int peer : neighbors_) theirs.push_back(reinterpret_cast<const float*>(window_->of(peer) + slot));
+    // Into the other slot: the next exchange's, where the next step is taken.
+    average(x.data(), theirs, reinterpret_cast<float*>(window_->mine() + (bytes - slot)));
+  }
   ++exchanges_;
 }
 

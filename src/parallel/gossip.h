@@ -28,6 +28,8 @@
 // neighbour's word of a later exchange, which a neighbour sends only once it has finished
 // mixing the exchange that read that slot, so no slot is rewritten while it is read. The
 // model (model.params()) is copied into the slot when an epoch starts and back when it ends.
+// On a complete graph (every graph at 2 ranks) the ranks mix the same members, so each
+// computes 1/p of the mix into every rank's next slot and a second word closes it (mix_window).
 // The same members in the same order make the same sums: the two paths give bit-identical
 // models. Messages copy every model into the peer's ring and out again (4 copies a step at
 // degree 2, a third of the CPU at 8 ranks on 2 cores); the window copies none.
@@ -82,6 +84,7 @@ class Gossip : public ModelStrategy {
   std::vector<Request> post_inboxes(int set);  // one irecv per neighbour into inbox set `set`
   void mix(std::vector<Request> inboxes);  // sends x, waits for the inboxes, averages
   void mix_window();                       // says x is in its slot, waits for the neighbours', averages
+  void exchange_words(const char* what);     // a word to and from every neighbour (the window's)
   // out <- the mean of x and the neighbours' models (given in neighbors_ order), summed in
   // rank order; out may be x.
   void average(const float* x, const std::vector<const float*>& theirs, float* out);

@@ -128,6 +128,12 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // Models of memory traffic in gossip's mix (below), and its rate (Cluster::mix_bps) at
   // the node's slots: 2 per rank, against the calibration's 4 of one model size.
   const double mix_models = degree + (gossip_window ? 3.0 : 2.0);
+  // Through the window on a complete graph (the ring at 2 and 3 ranks) each rank computes
+  // 1/workers of the one mix every rank would make, into every rank's next slot, and a second
+  // word closes it (gossip.cc mix_window): a rank's share of the traffic, one word more. Traced
+  // at 2 ranks on the 2-vCPU Xeon: the mix 203 -> 102 us a step, the second word 3 us.
+  const bool mix_shared = gossip_window && degree + 1 == workers;
+  const double mix_share = mix_shared ? 1.0 / workers : 1.0;
   const double mix_bps = c.mix_bps(bytes * std::max(2, node_n) / 2);
   // So does a synchronous parameter server (param_server.h), its servers with the workers.
   const bool ps_window = s == "ps" && l.ps_sync && c.ranks_on_node(n) >= n;
@@ -375,8 +381,9 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     // two ranks' four slots of a model, and n ranks on the node hold 2n (8 ranks on 2 cores:
     // 15 MB of slots for the 0.94 MB model, past the two cores' 2 MiB L2 each).
     const CostParams lk = c.link_at(false, gossip_window ? 1 : bytes, true);
-    const double move = gossip_window ? degree * lk.alpha_s : degree * (lk.alpha_s + bytes * lk.beta_s_per_byte);
-    p.comm_s = (move + mix_models * bytes / mix_bps) * comm_slow;
+    const double move = gossip_window ? (mix_shared ? 2 : 1) * degree * lk.alpha_s
+                                      : degree * (lk.alpha_s + bytes * lk.beta_s_per_byte);
+    p.comm_s = (move + mix_share * mix_models * bytes / mix_bps) * comm_slow;
     p.dp_bytes = degree * bytes;
   }
   // More ranks than cores (gossip, ps): the cores run every rank's work in turn, so a step
@@ -425,12 +432,12 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
       const double copying = gossip_window ? 0.0 : degree * bytes * msg_byte;
       node_cpu = n * (own + copying);
       if (c.mix_points.empty()) {
-        node_stream_b = n * (degree + 1) * bytes;
+        node_stream_b = mix_share * n * (degree + 1) * bytes;
       } else {
         const double mix = mix_bps;
         const double node_mix_bps = std::min(c.cores_per_node * mix,
                                              std::max(2 * mix, c.node_stream_bps() * mix / c.elementwise_bps));
-        node_mix_s = n * mix_models * bytes / node_mix_bps;
+        node_mix_s = mix_share * n * mix_models * bytes / node_mix_bps;
       }
     } else {
       const double own = p.compute_s / slow;

@@ -160,6 +160,7 @@ TEST(Simulator, OnlyRanksComputingAtOnceShareTheCores) {
 
 // gossip's mix in bytes read and written: deg + 1 models read and one written, which through
 // the window (the other slot) is first allocated: deg + 3 models; in place (across hosts) deg + 2.
+// On a complete graph through the window (the ring at 2 ranks) each rank makes 1/workers of it.
 TEST(Simulator, GossipMixCountsItsWritesAndTheirAllocation) {
   ModelSpec mlp = ModelSpec::parse("mlp:784-256-10");
   const double bytes = mlp.params() * 4;
@@ -169,10 +170,18 @@ TEST(Simulator, GossipMixCountsItsWritesAndTheirAllocation) {
   };
   const Cluster one = ideal(8);
   EXPECT_NEAR(comm(one, 4, 1e9) - comm(one, 4, 2e9), (2 + 3) * bytes / 2e9, 1e-12);
-  EXPECT_NEAR(comm(one, 2, 1e9) - comm(one, 2, 2e9), (1 + 3) * bytes / 2e9, 1e-12);
+  EXPECT_NEAR(comm(one, 2, 1e9) - comm(one, 2, 2e9), (1 + 3) * bytes / 2e9 / 2, 1e-12);
   Cluster hosts = ideal(8);
   hosts.nodes = 2, hosts.ranks_per_node = 2;
   EXPECT_NEAR(comm(hosts, 4, 1e9) - comm(hosts, 4, 2e9), (2 + 2) * bytes / 2e9, 1e-12);
+  Cluster pair = ideal(8);  // 2 ranks across 2 hosts: messages, the whole mix on each
+  pair.nodes = 2, pair.ranks_per_node = 1;
+  EXPECT_NEAR(comm(pair, 2, 1e9) - comm(pair, 2, 2e9), (1 + 2) * bytes / 2e9, 1e-12);
+  // The shared mix's second word: one more word's alpha a neighbour.
+  Cluster slow_words = one;
+  slow_words.intra.alpha_s += 1e-3;
+  EXPECT_NEAR(comm(slow_words, 2, 1e9) - comm(one, 2, 1e9), 2 * 1e-3, 1e-9);
+  EXPECT_NEAR(comm(slow_words, 4, 1e9) - comm(one, 4, 1e9), 2 * 1e-3, 1e-9);  // ring at 4: one word each
   // Where the calibration timed the mix (Cluster::mix_points) that rate prices it, and the
   // element-wise rate no longer matters. It is looked up where the node's slots (2 per rank)
   // add up to the calibration's four of one size: at 2 ranks the model's size, at 4 twice it.
