@@ -123,7 +123,7 @@ void Gossip::move_model(bool into_slot) {
   else copy_memory(model.data(), slot.data(), model.size_bytes());
 }
 
-void Gossip::exchange_words(const char* what) {
+void Gossip::exchange_words(const char* what, int64_t recorded_bytes) {
   const size_t bytes = model_.params().size() * sizeof(float);
   const double t0 = now_seconds();
   // Posted, then sent (the transport orders a peer's words by tag, one after another).
@@ -133,7 +133,7 @@ void Gossip::exchange_words(const char* what) {
   for (Request& r : reqs) r.wait();
   const double t1 = now_seconds();
   if (inst_) {
-    inst_->comm(0, what, t0, t1, static_cast<int64_t>(bytes * neighbors_.size()),
+    inst_->comm(0, what, t0, t1, recorded_bytes,
                 "\"peers\":" + std::to_string(neighbors_.size()) + ",\"bytes\":" + std::to_string(bytes) +
                     ",\"through\":\"window\"");
     inst_->wait(std::string("wait:") + what, t0, t1);
@@ -145,7 +145,7 @@ void Gossip::mix_window() {
   const size_t n = x.size(), bytes = n * sizeof(float);
   const size_t slot = static_cast<size_t>(exchanges_ % 2) * bytes;
   // The words: each neighbour's says its model of this exchange is in its slot.
-  exchange_words("gossip exchange");
+  exchange_words("gossip exchange", static_cast<int64_t>(bytes * neighbors_.size()));
   const int p = comm_.size(), me = comm_.rank();
   if (neighbors_.size() + 1 == static_cast<size_t>(p)) {
     // A complete graph (every graph at 2 ranks): every rank mixes the same members with the
@@ -178,7 +178,7 @@ void Gossip::mix_window() {
           if (q != me) copy_memory(outs[q] + off, outs[me] + off, len * sizeof(float));
       }
     }
-    exchange_words("gossip parts");
+    exchange_words("gossip parts", 0);  // the models were counted as the exchange's
   } else {
     std::vector<const float*> theirs;
     for (int peer : neighbors_) theirs.push_back(reinterpret_cast<const float*>(window_->of(peer) + slot));

@@ -84,7 +84,8 @@ class Gossip : public ModelStrategy {
   std::vector<Request> post_inboxes(int set);  // one irecv per neighbour into inbox set `set`
   void mix(std::vector<Request> inboxes);  // sends x, waits for the inboxes, averages
   void mix_window();                       // says x is in its slot, waits for the neighbours', averages
-  void exchange_words(const char* what);     // a word to and from every neighbour (the window's)
+  // A word to and from every neighbour (the window's), traced as `what` moving recorded_bytes.
+  void exchange_words(const char* what, int64_t recorded_bytes);
   // out <- the mean of x and the neighbours' models (given in neighbors_ order), summed in
   // rank order; out may be x.
   void average(const float* x, const std::vector<const float*>& theirs, float* out);
