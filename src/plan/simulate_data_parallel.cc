@@ -125,8 +125,10 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   const int degree = workers <= 2 ? 1 : 2;  // the ring
   // gossip on one host exchanges through a shared-memory window (gossip.h), not messages.
   const bool gossip_window = s == "gossip" && workers > 1 && c.ranks_on_node(workers) >= workers;
-  // Models of memory traffic in gossip's mix (below), and its rate (Cluster::mix_bps) at
-  // the node's slots: 2 per rank, against the calibration's 4 of one model size.
+  // Models of memory traffic in gossip's mix (below), and its rate (Cluster::mix_bps),
+  // looked up where the node's slots match the calibration's in all: it timed two ranks' four
+  // slots of a model, and n ranks on the node hold 2n (8 ranks on 2 cores: 15 MB of slots for
+  // the 0.94 MB model, past the two cores' 2 MiB L2 each).
   const double mix_models = degree + (gossip_window ? 3.0 : 2.0);
   // Through the window on a complete graph (the ring at 2 and 3 ranks) each rank computes
   // 1/workers of the one mix every rank would make, into every rank's next slot, and a second
@@ -377,9 +379,6 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     // element-wise rate over 16 MiB arrays, which a model of a few MB, whose slots stay in
     // the caches, beats by ~2x (the 2-vCPU Xeon: 12.2 GB/s element-wise, the mix of the
     // validation's 0.94 MB model 22-27 GB/s).
-    // The rate is looked up where the node's slots match the calibration's in all: it timed
-    // two ranks' four slots of a model, and n ranks on the node hold 2n (8 ranks on 2 cores:
-    // 15 MB of slots for the 0.94 MB model, past the two cores' 2 MiB L2 each).
     const CostParams lk = c.link_at(false, gossip_window ? 1 : bytes, true);
     const double move = gossip_window ? (mix_shared ? 2 : 1) * degree * lk.alpha_s
                                       : degree * (lk.alpha_s + bytes * lk.beta_s_per_byte);
@@ -434,9 +433,8 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
       if (c.mix_points.empty()) {
         node_stream_b = mix_share * n * (degree + 1) * bytes;
       } else {
-        const double mix = mix_bps;
-        const double node_mix_bps = std::min(c.cores_per_node * mix,
-                                             std::max(2 * mix, c.node_stream_bps() * mix / c.elementwise_bps));
+        const double node_mix_bps = std::min(c.cores_per_node * mix_bps,
+                                             std::max(2 * mix_bps, c.node_stream_bps() * mix_bps / c.elementwise_bps));
         node_mix_s = mix_share * n * mix_models * bytes / node_mix_bps;
       }
     } else {
