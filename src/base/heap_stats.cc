@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "base/huge_pages.h"
+
 namespace dtrain {
 namespace {
 
@@ -37,6 +39,7 @@ void* alloc(std::size_t n, std::size_t align, bool nothrow) {
     throw std::bad_alloc();
   }
   count_in(p);
+  if (n >= kHugePageBytes && huge_pages_wanted()) advise_huge_pages(p, n);
   return p;
 }
 

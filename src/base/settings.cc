@@ -91,6 +91,10 @@ const std::vector<SettingInfo> kTable = {
      "debug|info|warn|error"},
     {"DTRAIN_ISA", T::kChoice, "the widest this CPU runs", "cap on the instruction set of the compute kernels and the collectives' sums",
      "process", "generic|avx2|avx512"},
+    {"DTRAIN_HUGE_PAGES", T::kFlag, "1",
+     "ask for transparent huge pages for every allocation of 2 MiB or more (base/huge_pages.h; 0: leave them to the "
+     "kernel's default)",
+     "process"},
     {"DTRAIN_BIND", T::kFlag, "1", "dtrain run binds each local rank to its own share of the CPUs when they fit",
      "launcher"},
     {"DTRAIN_PROGRESS_FD", T::kInteger, "unset",

@@ -11,9 +11,9 @@
 //   HOME and XDG_DATA_HOME, from which per-user paths derive) once; from_map() builds one
 //   for tests. Settings::process() is this process's snapshot, taken on first use.
 // - Who reads: only the entry points — the world (comm/world.cc, Communicator::from_env), the
-//   launcher and the commands in src/cli, and the two process-wide switches with no owner
+//   launcher and the commands in src/cli, and the three process-wide switches with no owner
 //   object (DTRAIN_LOG in base/log.cc, DTRAIN_ISA in tensor/cpu_features.cc and
-//   coll/reduce_kernels.cc) — consult a
+//   coll/reduce_kernels.cc, DTRAIN_HUGE_PAGES in base/huge_pages.cc, for the allocator) — consult a
 //   Settings; they copy the values into option structs (TransportOptions, CollConfig, ...)
 //   that the layers below take. Nothing else calls getenv (scripts/check_layers.py checks).
 // - Typed getters return the variable's value when it is set and non-empty, else the table's

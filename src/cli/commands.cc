@@ -8,6 +8,7 @@
 #include <map>
 
 #include "base/error.h"
+#include "base/huge_pages.h"
 #include "cli/blas_core.h"
 #include "tensor/blas.h"
 
@@ -54,6 +55,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    huge_pages_wanted();  // read before the first large allocation, so a bad value is an error here
     return it->second.fn(Args(argv + 2, argv + argc));
   } catch (const InvalidArgument& e) {
     std::fprintf(stderr, "dtrain %s: error: %s\n", cmd.c_str(), e.what());

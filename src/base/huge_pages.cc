@@ -1,0 +1,35 @@
+#include "base/huge_pages.h"
+
+#include <cstdint>
+
+#include "base/settings.h"
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+namespace dtrain {
+
+size_t advise_huge_pages(void* p, size_t n) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t first = (begin + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  const uintptr_t last = (begin + n) / kHugePageBytes * kHugePageBytes;
+  if (p == nullptr || last <= first) return 0;
+  if (::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE) != 0) return 0;
+  return last - first;
+#else
+  (void)p;
+  (void)n;
+  return 0;
+#endif
+}
+
+bool huge_pages_wanted() {
+  // Read on the first large allocation. Settings::process() allocates only small strings and
+  // maps, so it cannot come back here.
+  static const bool wanted = Settings::process().flag("DTRAIN_HUGE_PAGES");
+  return wanted;
+}
+
+}  // namespace dtrain

@@ -1,0 +1,110 @@
+// Huge-page advice: the whole 2 MiB pages inside a block, and only those, are advised, and the
+// allocator advises every large allocation (read back from the kernel's own record of each
+// mapping, /proc/self/smaps).
+#include "base/huge_pages.h"
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/heap_stats.h"
+
+namespace dtrain {
+namespace {
+
+// "always [madvise] never" and the like: the mode in brackets, or "" where THP is absent.
+std::string thp_mode() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  if (!std::getline(f, line)) return "";
+  const auto a = line.find('['), b = line.find(']');
+  return a == std::string::npos || b == std::string::npos ? "" : line.substr(a + 1, b - a - 1);
+}
+
+// Whether the mapping that holds `addr` is advised (VmFlags "hg"), from /proc/self/smaps.
+bool advised(const void* addr) {
+  std::ifstream f("/proc/self/smaps");
+  const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+  std::string line;
+  bool inside = false;
+  while (std::getline(f, line)) {
+    uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = lo <= a && a < hi;
+      continue;
+    }
+    if (inside && line.rfind("VmFlags:", 0) == 0) return (line + " ").find(" hg ") != std::string::npos;
+  }
+  return false;
+}
+
+// Skips where the kernel has no transparent huge pages or refuses every advice.
+#define SKIP_WITHOUT_THP()                                                                      \
+  do {                                                                                          \
+    const std::string mode = thp_mode();                                                        \
+    if (mode.empty() || mode == "never")                                                        \
+      GTEST_SKIP() << "transparent huge pages are " << (mode.empty() ? "absent" : "set to never") \
+                   << " on this kernel (/sys/kernel/mm/transparent_hugepage/enabled)";          \
+  } while (0)
+
+struct Mapping {
+  explicit Mapping(size_t n) : bytes(n) {
+    p = static_cast<char*>(::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  }
+  ~Mapping() {
+    if (p != MAP_FAILED) ::munmap(p, bytes);
+  }
+  size_t bytes;
+  char* p;
+};
+
+TEST(HugePages, OnlyTheWholePagesInsideABlockAreAdvised) {
+  SKIP_WITHOUT_THP();
+  Mapping m(5 * kHugePageBytes);
+  ASSERT_NE(m.p, MAP_FAILED);
+  // A block that starts 4 KiB past a 2 MiB boundary, inside the mapping, 3 pages long:
+  // it holds exactly two whole pages.
+  char* first = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(m.p) + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
+  char* block = first + 4096;
+  EXPECT_EQ(advise_huge_pages(block, 3 * kHugePageBytes), 2 * kHugePageBytes);
+  EXPECT_FALSE(advised(block)) << "the part before the first whole page was advised";
+  EXPECT_TRUE(advised(first + kHugePageBytes));
+  EXPECT_TRUE(advised(first + 3 * kHugePageBytes - 1));
+  EXPECT_FALSE(advised(first + 3 * kHugePageBytes)) << "the part after the last whole page was advised";
+}
+
+TEST(HugePages, BlocksWithoutAWholePageAreLeftAlone) {
+  Mapping m(3 * kHugePageBytes);
+  ASSERT_NE(m.p, MAP_FAILED);
+  char* first = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(m.p) + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
+  EXPECT_EQ(advise_huge_pages(first + 1, kHugePageBytes), 0u);  // straddles a boundary, holds no whole page
+  EXPECT_EQ(advise_huge_pages(first, kHugePageBytes - 1), 0u);
+  EXPECT_EQ(advise_huge_pages(nullptr, 4 * kHugePageBytes), 0u);
+  EXPECT_FALSE(advised(first));
+}
+
+TEST(HugePages, LargeAllocationsAreAdvisedAndCountTheSameBytes) {
+  SKIP_WITHOUT_THP();
+  ASSERT_TRUE(huge_pages_wanted()) << "the tests run with DTRAIN_HUGE_PAGES unset (default on)";
+  const size_t n = 8 * kHugePageBytes;
+  const int64_t before = heap_stats().live;
+  auto big = std::make_unique<std::vector<char>>(n);
+  const int64_t counted = heap_stats().live - before;
+  EXPECT_GE(counted, static_cast<int64_t>(n));
+  EXPECT_LT(counted, static_cast<int64_t>(n + (64 << 10))) << "the advice must not round the block up";
+  const uintptr_t a = reinterpret_cast<uintptr_t>(big->data());
+  const char* whole = reinterpret_cast<const char*>((a + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
+  EXPECT_TRUE(advised(whole));
+  EXPECT_TRUE(advised(big->data() + n - kHugePageBytes - 1));
+}
+
+}  // namespace
+}  // namespace dtrain
