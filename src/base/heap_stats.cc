@@ -7,27 +7,28 @@
 #include <cstdlib>
 #include <new>
 
-#include "base/huge_pages.h"
+#include "base/large_blocks.h"
 
 namespace dtrain {
 namespace {
 
 std::atomic<int64_t> g_live{0}, g_peak{0};
 
-void count_in(void* p) {
-  const int64_t n = static_cast<int64_t>(::malloc_usable_size(p));
+void count_bytes(int64_t n) {
   const int64_t now = g_live.fetch_add(n, std::memory_order_relaxed) + n;
   int64_t peak = g_peak.load(std::memory_order_relaxed);
   while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
   }
 }
 
-void count_out(void* p) {
-  if (p) g_live.fetch_sub(static_cast<int64_t>(::malloc_usable_size(p)), std::memory_order_relaxed);
-}
-
+// Blocks of 2 MiB or more come from base/large_blocks.h where it takes them (on 2 MiB
+// boundaries, in huge pages, kept for reuse), the rest from malloc.
 void* alloc(std::size_t n, std::size_t align, bool nothrow) {
   if (n == 0) n = 1;
+  if (void* big = large_block_allocate(n, align)) {
+    count_bytes(static_cast<int64_t>((n + 4095) / 4096 * 4096));
+    return big;
+  }
   void* p = nullptr;
   if (align <= alignof(std::max_align_t)) {
     p = std::malloc(n);
@@ -38,13 +39,17 @@ void* alloc(std::size_t n, std::size_t align, bool nothrow) {
     if (nothrow) return nullptr;
     throw std::bad_alloc();
   }
-  count_in(p);
-  if (n >= kHugePageBytes && huge_pages_wanted()) advise_huge_pages(p, n);
+  count_bytes(static_cast<int64_t>(::malloc_usable_size(p)));
   return p;
 }
 
 void release(void* p) {
-  count_out(p);
+  if (!p) return;
+  if (const size_t big = large_block_release(p)) {
+    g_live.fetch_sub(static_cast<int64_t>(big), std::memory_order_relaxed);
+    return;
+  }
+  g_live.fetch_sub(static_cast<int64_t>(::malloc_usable_size(p)), std::memory_order_relaxed);
   std::free(p);
 }
 
@@ -52,12 +57,7 @@ void release(void* p) {
 
 HeapStats heap_stats() { return {g_live.load(std::memory_order_relaxed), g_peak.load(std::memory_order_relaxed)}; }
 
-CountedAsHeap::CountedAsHeap(int64_t bytes) : bytes_(bytes) {
-  const int64_t now = g_live.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-  int64_t peak = g_peak.load(std::memory_order_relaxed);
-  while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
-  }
-}
+CountedAsHeap::CountedAsHeap(int64_t bytes) : bytes_(bytes) { count_bytes(bytes); }
 
 CountedAsHeap::~CountedAsHeap() { g_live.fetch_sub(bytes_, std::memory_order_relaxed); }
 

@@ -8,8 +8,9 @@
 //   Bytes outside the whole pages keep small pages, so the block's memory is never rounded
 //   up: the resident set stays within the block, and base/heap_stats.h counts the same bytes.
 // - huge_pages_wanted() is DTRAIN_HUGE_PAGES (default on), read once per process.
-// - base/heap_stats.cc advises every allocation of at least kHugePageBytes through operator
-//   new (tensors, gradients, optimizer state, collective buffers) when it is wanted.
+// - base/large_blocks.h maps every allocation of at least kHugePageBytes through operator new
+//   (tensors, gradients, optimizer state, collective buffers) on 2 MiB boundaries and advises
+//   it when huge pages are wanted.
 //
 // Why: the kernel pins every page of the range process_vm_readv / process_vm_writev copy (the
 // shared-memory collectives, coll/shm_direct.cc), one page-table walk and reference count per

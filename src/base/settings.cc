@@ -92,8 +92,8 @@ const std::vector<SettingInfo> kTable = {
     {"DTRAIN_ISA", T::kChoice, "the widest this CPU runs", "cap on the instruction set of the compute kernels and the collectives' sums",
      "process", "generic|avx2|avx512"},
     {"DTRAIN_HUGE_PAGES", T::kFlag, "1",
-     "ask for transparent huge pages for every allocation of 2 MiB or more (base/huge_pages.h; 0: leave them to the "
-     "kernel's default)",
+     "allocations of 2 MiB or more are mapped on 2 MiB boundaries in transparent huge pages and kept for reuse when "
+     "freed (base/large_blocks.h; 0: malloc's, with the kernel's default pages)",
      "process"},
     {"DTRAIN_BIND", T::kFlag, "1", "dtrain run binds each local rank to its own share of the CPUs when they fit",
      "launcher"},

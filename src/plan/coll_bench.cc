@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/aligned.h"
 #include "base/clock.h"
 #include "base/env.h"
 #include "base/settings.h"
@@ -316,7 +317,8 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
     for (Algorithm requested : algorithms_for(op, cfg.algos, shm)) {
       for (size_t bytes : cfg.sizes) {
         Point pt = shape(op, bytes, es, p);
-        std::vector<char> in(pt.in_elems * es), out(pt.out_elems * es);
+        // On cache lines, as tensors and gradients are (base/aligned.h).
+        AlignedVector<char> in(pt.in_elems * es), out(pt.out_elems * es);
         for (size_t i = 0; i < pt.in_elems; ++i) put(cfg.dtype, in.data(), i, value(c.rank(), i, cfg.redop));
         Algorithm used = requested;
         for (int w = 0; w < cfg.warmup; ++w) used = run_once(c, pt, requested, cfg, in.data(), out.data(), ctx.get());

@@ -1,0 +1,142 @@
+#include "base/large_blocks.h"
+
+#include <cstdint>
+#include <mutex>
+#include <new>
+
+#include "base/huge_pages.h"
+
+#if defined(__linux__)
+#include <dlfcn.h>
+#include <sys/mman.h>
+#endif
+
+namespace dtrain {
+namespace {
+
+constexpr bool kSanitized = !kLargeBlocksInThisBuild;
+
+constexpr size_t kSmallPage = 4096;
+
+struct Block {
+  uintptr_t addr = 0;
+  size_t bytes = 0;  // the mapping's length, a multiple of kSmallPage
+};
+
+// The live blocks (unordered) and the kept ones (oldest first). Fixed arrays: this runs inside
+// operator new, so it may not allocate.
+struct Registry {
+  std::mutex mu;
+  Block live[kMaxLiveBlocks];
+  int live_count = 0;
+  Block kept[kMaxCachedBlocks];
+  int kept_count = 0;
+  size_t kept_bytes = 0;
+};
+
+// Never destroyed: blocks may be freed by other objects' destructors at exit.
+Registry& registry() {
+  alignas(Registry) static unsigned char storage[sizeof(Registry)];
+  static Registry* r = new (storage) Registry();
+  return *r;
+}
+
+#if defined(__linux__)
+// Maps `bytes` on a 2 MiB boundary: a mapping 2 MiB longer, less its head and tail.
+void* map_block(size_t bytes) {
+  const size_t over = bytes + kHugePageBytes;
+  void* m = ::mmap(nullptr, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return nullptr;
+  const uintptr_t base = reinterpret_cast<uintptr_t>(m);
+  const uintptr_t start = (base + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  if (start > base) ::munmap(m, start - base);
+  const uintptr_t end = start + bytes;
+  if (base + over > end) ::munmap(reinterpret_cast<void*>(end), base + over - end);
+  advise_huge_pages(reinterpret_cast<void*>(start), bytes);
+  return reinterpret_cast<void*>(start);
+}
+void unmap_block(const Block& b) { ::munmap(reinterpret_cast<void*>(b.addr), b.bytes); }
+#else
+void* map_block(size_t) { return nullptr; }
+void unmap_block(const Block&) {}
+#endif
+
+void drop_kept(Registry& r, int i) {
+  r.kept_bytes -= r.kept[i].bytes;
+  for (int j = i + 1; j < r.kept_count; ++j) r.kept[j - 1] = r.kept[j];
+  --r.kept_count;
+}
+
+// Whether the operator new this file's module defines (base/heap_stats.cc) is the one the
+// whole process calls. In a program (dtrain, the tests) it is. In a Python extension module,
+// loaded with its symbols kept local, the process's is another library's: memory this file
+// maps could then be freed by that library's operator delete, which hands it to free(). So
+// large blocks are taken only where the answer is yes, and nowhere else.
+bool serves_the_process() {
+#if defined(__linux__)
+  Dl_info global{}, here{};
+  void* process_new = ::dlsym(RTLD_DEFAULT, "_Znwm");
+  return process_new && ::dladdr(process_new, &global) &&
+         ::dladdr(reinterpret_cast<void*>(&large_block_allocate), &here) && global.dli_fbase == here.dli_fbase;
+#else
+  return false;
+#endif
+}
+
+bool taken_here() {
+  static const bool yes = !kSanitized && huge_pages_wanted() && serves_the_process();
+  return yes;
+}
+
+}  // namespace
+
+void* large_block_allocate(size_t n, size_t align) {
+  if (n < kHugePageBytes || align > kHugePageBytes || !taken_here()) return nullptr;
+  const size_t bytes = (n + kSmallPage - 1) / kSmallPage * kSmallPage;
+  Registry& r = registry();
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (r.live_count == kMaxLiveBlocks) return nullptr;
+    for (int i = r.kept_count - 1; i >= 0; --i) {  // the most recently freed of this length
+      if (r.kept[i].bytes != bytes) continue;
+      const Block b = r.kept[i];
+      drop_kept(r, i);
+      r.live[r.live_count++] = b;
+      return reinterpret_cast<void*>(b.addr);
+    }
+  }
+  void* p = map_block(bytes);
+  if (!p) return nullptr;
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (r.live_count == kMaxLiveBlocks) {  // filled while this one was mapped
+    unmap_block(Block{reinterpret_cast<uintptr_t>(p), bytes});
+    return nullptr;
+  }
+  r.live[r.live_count++] = Block{reinterpret_cast<uintptr_t>(p), bytes};
+  return p;
+}
+
+size_t large_block_release(void* p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  if (kSanitized || a == 0 || a % kHugePageBytes != 0) return 0;
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  int i = 0;
+  while (i < r.live_count && r.live[i].addr != a) ++i;
+  if (i == r.live_count) return 0;
+  const Block b = r.live[i];
+  r.live[i] = r.live[--r.live_count];
+  if (b.bytes > kMaxKeptBlockBytes) {
+    unmap_block(b);
+    return b.bytes;
+  }
+  while (r.kept_count == kMaxCachedBlocks || r.kept_bytes + b.bytes > kMaxCachedBytes) {
+    unmap_block(r.kept[0]);
+    drop_kept(r, 0);
+  }
+  r.kept[r.kept_count++] = b;
+  r.kept_bytes += b.bytes;
+  return b.bytes;
+}
+
+}  // namespace dtrain

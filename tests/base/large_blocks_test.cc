@@ -1,0 +1,95 @@
+// The allocator's large blocks: on 2 MiB boundaries, advised, counted as their length, kept and
+// handed back to a request of the same length, bounded, and never confused with malloc's.
+#include "base/large_blocks.h"
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "base/heap_stats.h"
+#include "base/huge_pages.h"
+
+namespace dtrain {
+namespace {
+
+#define SKIP_WITHOUT_LARGE_BLOCKS()                                                                 \
+  do {                                                                                              \
+    if (!kLargeBlocksInThisBuild) GTEST_SKIP() << "a sanitizer build: large blocks come from malloc"; \
+  } while (0)
+
+bool mapped(const void* p) {
+  return ::msync(const_cast<void*>(p), 4096, MS_ASYNC) == 0 || errno != ENOMEM;
+}
+
+TEST(LargeBlocks, SmallRequestsAndWideAlignmentsAreLeftToMalloc) {
+  EXPECT_EQ(large_block_allocate(kHugePageBytes - 1, 64), nullptr);
+  EXPECT_EQ(large_block_allocate(4 * kHugePageBytes, 2 * kHugePageBytes), nullptr);
+  void* m = std::malloc(4 * kHugePageBytes);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(large_block_release(m), 0u);  // malloc's: not taken, still malloc's to free
+  std::free(m);
+  EXPECT_EQ(large_block_release(nullptr), 0u);
+}
+
+TEST(LargeBlocks, BlocksStartOnHugePageBoundariesAndAreCountedAsTheirLength) {
+  SKIP_WITHOUT_LARGE_BLOCKS();
+  const size_t n = 3 * kHugePageBytes + 100;
+  const int64_t before = heap_stats().live;
+  char* p = static_cast<char*>(::operator new(n));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % kHugePageBytes, 0u);
+  const int64_t counted = heap_stats().live - before;  // gtest's own small allocations aside
+  EXPECT_NEAR(static_cast<double>(counted), static_cast<double>(3 * kHugePageBytes + 4096), 16 << 10);
+  std::memset(p, 7, n);  // every byte of it is writable
+  EXPECT_EQ(p[n - 1], 7);
+  const int64_t held = heap_stats().live;
+  ::operator delete(p);
+  EXPECT_EQ(held - heap_stats().live, static_cast<int64_t>(3 * kHugePageBytes + 4096));
+}
+
+TEST(LargeBlocks, AFreedBlockIsHandedBackToTheSameLengthOnly) {
+  SKIP_WITHOUT_LARGE_BLOCKS();
+  const size_t n = 2 * kHugePageBytes;
+  void* a = large_block_allocate(n, 64);
+  ASSERT_NE(a, nullptr);
+  static_cast<char*>(a)[0] = 42;
+  EXPECT_EQ(large_block_release(a), n);
+  EXPECT_TRUE(mapped(a)) << "a freed block of this size is kept";
+  void* other = large_block_allocate(n + 4096, 64);  // another length: a new block
+  ASSERT_NE(other, nullptr);
+  EXPECT_NE(other, a);
+  void* again = large_block_allocate(n - 100, 64);  // the same length once rounded to 4 KiB
+  EXPECT_EQ(again, a);
+  EXPECT_EQ(static_cast<char*>(again)[0], 42) << "handed back as it was, not mapped afresh";
+  EXPECT_EQ(large_block_release(again), n);
+  EXPECT_EQ(large_block_release(again), 0u) << "a block is released once";
+  EXPECT_EQ(large_block_release(other), n + 4096);
+}
+
+TEST(LargeBlocks, KeptBlocksAreBoundedOldestUnmappedFirst) {
+  SKIP_WITHOUT_LARGE_BLOCKS();
+  const size_t n = kHugePageBytes + 4096 * 3;  // a length no other test uses
+  std::vector<void*> blocks;
+  for (int i = 0; i < kMaxCachedBlocks + 2; ++i) {
+    blocks.push_back(large_block_allocate(n, 64));
+    ASSERT_NE(blocks.back(), nullptr);
+  }
+  for (void* b : blocks) EXPECT_EQ(large_block_release(b), n);
+  EXPECT_FALSE(mapped(blocks[0])) << "the oldest freed was unmapped once more than the bound were kept";
+  EXPECT_FALSE(mapped(blocks[1]));
+  EXPECT_TRUE(mapped(blocks.back()));
+  // A block longer than the bound on one kept block is unmapped as soon as it is freed.
+  void* huge = large_block_allocate(kMaxKeptBlockBytes + kHugePageBytes, 64);
+  ASSERT_NE(huge, nullptr);
+  EXPECT_EQ(large_block_release(huge), kMaxKeptBlockBytes + kHugePageBytes);
+  EXPECT_FALSE(mapped(huge));
+  // Take the kept ones back so later tests start from a known cache.
+  for (int i = 0; i < kMaxCachedBlocks; ++i) EXPECT_EQ(large_block_release(large_block_allocate(n, 64)), n);
+}
+
+}  // namespace
+}  // namespace dtrain
