@@ -1,6 +1,6 @@
 // Huge-page advice: the whole 2 MiB pages inside a block, and only those, are advised, and the
-// allocator's large blocks (base/large_blocks.h) are advised (read back from the kernel's own record of each
-// mapping, /proc/self/smaps).
+// allocator's large blocks (base/large_blocks.h) are advised (read back from the kernel's own
+// record of each mapping, /proc/self/smaps).
 #include "base/huge_pages.h"
 
 #include <gtest/gtest.h>

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "base/heap_stats.h"
@@ -89,6 +90,31 @@ TEST(LargeBlocks, KeptBlocksAreBoundedOldestUnmappedFirst) {
   EXPECT_FALSE(mapped(huge));
   // Take the kept ones back so later tests start from a known cache.
   for (int i = 0; i < kMaxCachedBlocks; ++i) EXPECT_EQ(large_block_release(large_block_allocate(n, 64)), n);
+}
+
+// Threads allocating and freeing blocks of a few lengths at once: each block is its own (the
+// pattern one thread writes is what it reads back) and every byte counted is given back.
+TEST(LargeBlocks, ThreadsAtOnceGetBlocksOfTheirOwn) {
+  SKIP_WITHOUT_LARGE_BLOCKS();
+  const int64_t before = heap_stats().live;
+  std::vector<std::thread> threads;
+  std::vector<int> wrong(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([t, &wrong] {
+      for (int i = 0; i < 40; ++i) {
+        const size_t n = kHugePageBytes + static_cast<size_t>((t + i) % 3) * 4096;
+        unsigned char* p = static_cast<unsigned char*>(::operator new(n));
+        const unsigned char mark = static_cast<unsigned char>(16 * t + i % 16);
+        std::memset(p, mark, n);
+        std::this_thread::yield();
+        for (size_t k = 0; k < n; k += 4096) wrong[t] += p[k] != mark;
+        ::operator delete(p);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(wrong[t], 0) << "thread " << t << " found another's bytes in its block";
+  EXPECT_NEAR(static_cast<double>(heap_stats().live - before), 0.0, 16 << 10);
 }
 
 }  // namespace
