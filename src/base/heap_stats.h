@@ -5,9 +5,9 @@
 //   each allocation goes to malloc / aligned_alloc and its usable size is added to a live
 //   counter, and subtracted again on delete. Allocations of 2 MiB or more go to
 //   base/large_blocks.h instead where it takes them (mapped on 2 MiB boundaries in transparent
-//   huge pages, kept for reuse when freed), counted as their length (n rounded up to 4 KiB). Memory obtained otherwise (malloc called
-//   directly, mmap: OpenBLAS's buffers, shared-memory transport segments, thread stacks) is
-//   not counted: these are the runtime, not the model. tensor/ allocates its storage through
+//   huge pages, kept for reuse when freed), counted as their length (n rounded up to 4 KiB).
+//   Memory obtained otherwise (malloc called directly, mmap: OpenBLAS's buffers, shared-memory
+//   transport segments, thread stacks) is not counted: these are the runtime, not the model. tensor/ allocates its storage through
 //   the aligned operator new, so tensors, std::vectors and every other container are counted.
 // - heap_stats() returns {live, peak} bytes; heap_reset_peak() sets peak = live (to measure
 //   the high-water mark of one phase: reset, run it, read peak).

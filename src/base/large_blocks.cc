@@ -8,6 +8,7 @@
 
 #if defined(__linux__)
 #include <dlfcn.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #endif
 
@@ -34,11 +35,21 @@ struct Registry {
   size_t kept_bytes = 0;
 };
 
+Registry* make_registry();
+
 // Never destroyed: blocks may be freed by other objects' destructors at exit.
 Registry& registry() {
-  alignas(Registry) static unsigned char storage[sizeof(Registry)];
-  static Registry* r = new (storage) Registry();
+  static Registry* r = make_registry();
   return *r;
+}
+
+// A fork while another thread holds the mutex would leave the child's copy locked forever:
+// the fork waits for it, as glibc's malloc does for its own locks.
+Registry* make_registry() {
+  alignas(Registry) static unsigned char storage[sizeof(Registry)];
+  Registry* r = new (storage) Registry();
+  ::pthread_atfork([] { registry().mu.lock(); }, [] { registry().mu.unlock(); }, [] { registry().mu.unlock(); });
+  return r;
 }
 
 #if defined(__linux__)
@@ -83,8 +94,17 @@ bool serves_the_process() {
 #endif
 }
 
+// A malformed DTRAIN_HUGE_PAGES is an error where the dtrain command starts (cli/commands.cc
+// reads it first); inside operator new it leaves large blocks off rather than throw from an
+// allocation that may not.
 bool taken_here() {
-  static const bool yes = !kSanitized && huge_pages_wanted() && serves_the_process();
+  static const bool yes = [] {
+    try {
+      return !kSanitized && huge_pages_wanted() && serves_the_process();
+    } catch (...) {
+      return false;
+    }
+  }();
   return yes;
 }
 

@@ -7,7 +7,8 @@
 //   alignment above 2 MiB, DTRAIN_HUGE_PAGES=0, a sanitizer build (ASan and TSan keep
 //   watching every block through malloc), a module whose operator new is not the process's
 //   (a Python extension: another library's operator delete could free the block), the kernel
-//   refusing the mapping, or kMaxLiveBlocks blocks already live. The caller then allocates from malloc as before.
+//   refusing the mapping, or kMaxLiveBlocks blocks already live. The caller then allocates
+//   from malloc as before.
 // - The block's length is n rounded up to 4 KiB. Its whole 2 MiB pages are advised to take
 //   transparent huge pages (base/huge_pages.h); its tail keeps small pages, so the resident set
 //   stays within the block.
@@ -31,7 +32,8 @@
 // them here keeps every one on 2 MiB boundaries and huge; keeping freed ones spares a
 // transient block (a collective's buffer, a step's temporary) the faults and the zeroing of
 // its pages each time, which glibc's heap had spared it.
-// Thread-safety: both are safe from any thread (one mutex; nothing here allocates).
+// Thread-safety: both are safe from any thread (one mutex, held across fork() like malloc's;
+// nothing here allocates).
 #pragma once
 
 #include <cstddef>

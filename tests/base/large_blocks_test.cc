@@ -4,11 +4,14 @@
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -115,6 +118,34 @@ TEST(LargeBlocks, ThreadsAtOnceGetBlocksOfTheirOwn) {
   for (auto& th : threads) th.join();
   for (int t = 0; t < 4; ++t) EXPECT_EQ(wrong[t], 0) << "thread " << t << " found another's bytes in its block";
   EXPECT_NEAR(static_cast<double>(heap_stats().live - before), 0.0, 16 << 10);
+}
+
+// fork() while another thread allocates and frees large blocks: every child can still take
+// and give back a block (a child that found the registry's lock held forever would be ended
+// by its alarm and fail the check).
+TEST(LargeBlocks, AForkWhileAnotherThreadAllocatesLeavesTheChildABlock) {
+  SKIP_WITHOUT_LARGE_BLOCKS();
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {
+    for (int i = 0; i < 200000 && !stop.load(); ++i) large_block_release(large_block_allocate(kHugePageBytes, 64));
+  });
+  int failed = 0;
+  for (int k = 0; k < 20; ++k) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::alarm(20);
+      void* b = large_block_allocate(2 * kHugePageBytes, 64);
+      const bool ok = b != nullptr && large_block_release(b) == 2 * kHugePageBytes;
+      ::_exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  stop = true;
+  churn.join();
+  EXPECT_EQ(failed, 0) << "children that could not take a large block after fork()";
 }
 
 }  // namespace
