@@ -1,6 +1,7 @@
 #include "base/huge_pages.h"
 
 #include <cstdint>
+#include <fstream>
 
 #include "base/settings.h"
 
@@ -30,6 +31,14 @@ bool huge_pages_wanted() {
   // maps, so it cannot come back here.
   static const bool wanted = Settings::process().flag("DTRAIN_HUGE_PAGES");
   return wanted;
+}
+
+std::string transparent_huge_pages_mode() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  if (!std::getline(f, line)) return "absent";
+  const auto a = line.find('['), b = line.find(']');
+  return a == std::string::npos || b == std::string::npos || b < a ? "absent" : line.substr(a + 1, b - a - 1);
 }
 
 }  // namespace dtrain

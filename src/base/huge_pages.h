@@ -8,6 +8,8 @@
 //   Bytes outside the whole pages keep small pages, so the block's memory is never rounded
 //   up: the resident set stays within the block, and base/heap_stats.h counts the same bytes.
 // - huge_pages_wanted() is DTRAIN_HUGE_PAGES (default on), read once per process.
+// - transparent_huge_pages_mode() is the kernel's setting, the bracketed word of
+//   /sys/kernel/mm/transparent_hugepage/enabled ("always", "madvise", "never"), or "absent".
 // - base/large_blocks.h maps every allocation of at least kHugePageBytes through operator new
 //   (tensors, gradients, optimizer state, collective buffers) on 2 MiB boundaries and advises
 //   it when huge pages are wanted.
@@ -22,6 +24,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 namespace dtrain {
 
@@ -29,5 +32,6 @@ inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 
 size_t advise_huge_pages(void* p, size_t n);
 bool huge_pages_wanted();
+std::string transparent_huge_pages_mode();
 
 }  // namespace dtrain

@@ -136,6 +136,21 @@ void* large_block_allocate(size_t n, size_t align) {
   return p;
 }
 
+bool large_blocks_taken() { return taken_here(); }
+
+std::string large_blocks_description() {
+  if (!large_blocks_taken()) {
+    const char* why = kSanitized               ? "a sanitizer build"
+                      : !huge_pages_wanted()   ? "DTRAIN_HUGE_PAGES=0"
+                                               : "this module's operator new is not the process's";
+    return std::string("buffers of 2 MiB or more: malloc's (") + why + ")";
+  }
+  const std::string mode = transparent_huge_pages_mode();
+  const bool huge = mode == "always" || mode == "madvise";
+  return "buffers of 2 MiB or more: dtrain's large blocks on 2 MiB boundaries, " +
+         std::string(huge ? "in transparent huge pages" : "in small pages") + " (the kernel's THP: " + mode + ")";
+}
+
 size_t large_block_release(void* p) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
   if (kSanitized || a == 0 || a % kHugePageBytes != 0) return 0;

@@ -37,6 +37,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 namespace dtrain {
 
@@ -60,5 +61,9 @@ inline constexpr size_t kMaxKeptBlockBytes = size_t{32} << 20;
 
 void* large_block_allocate(size_t n, size_t align);
 size_t large_block_release(void* p);
+// Whether this process takes large blocks (every condition above but the request's own), and
+// a line saying where blocks of 2 MiB or more live and why, for benchmarks' headers.
+bool large_blocks_taken();
+std::string large_blocks_description();
 
 }  // namespace dtrain

@@ -13,6 +13,7 @@
 
 #include "base/aligned.h"
 #include "base/clock.h"
+#include "base/large_blocks.h"
 #include "base/env.h"
 #include "base/settings.h"
 #include "base/error.h"
@@ -307,6 +308,7 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
                                       " MiB (the last-level cache), the reduce-scatter at every size, broadcast up to 256 KiB")
                                          .c_str());
     }
+    std::printf("# %s\n", large_blocks_description().c_str());
     std::printf("# time = max over ranks of the mean per call; GB/s = 1e9 bytes/s; pred = the calibration's own\n"
                 "# measurement of this shape where it has one (src cal), else the cost model's formula (src model)\n");
     std::printf("%12s %12s %9s %6s %5s %18s %11s %8s %8s %7s %10s %7s %5s\n", "size(B)", "count", "type", "redop",

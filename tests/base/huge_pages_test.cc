@@ -19,15 +19,6 @@
 namespace dtrain {
 namespace {
 
-// "always [madvise] never" and the like: the mode in brackets, or "" where THP is absent.
-std::string thp_mode() {
-  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string line;
-  if (!std::getline(f, line)) return "";
-  const auto a = line.find('['), b = line.find(']');
-  return a == std::string::npos || b == std::string::npos ? "" : line.substr(a + 1, b - a - 1);
-}
-
 // Whether the mapping that holds `addr` is advised (VmFlags "hg"), from /proc/self/smaps.
 bool advised(const void* addr) {
   std::ifstream f("/proc/self/smaps");
@@ -50,9 +41,9 @@ bool advised(const void* addr) {
 // Skips where the kernel has no transparent huge pages or refuses every advice.
 #define SKIP_WITHOUT_THP()                                                                      \
   do {                                                                                          \
-    const std::string mode = thp_mode();                                                        \
-    if (mode.empty() || mode == "never")                                                        \
-      GTEST_SKIP() << "transparent huge pages are " << (mode.empty() ? "absent" : "set to never") \
+    const std::string mode = transparent_huge_pages_mode();                                     \
+    if (mode == "absent" || mode == "never")                                                    \
+      GTEST_SKIP() << "transparent huge pages are " << mode                                     \
                    << " on this kernel (/sys/kernel/mm/transparent_hugepage/enabled)";          \
   } while (0)
 
@@ -106,6 +97,18 @@ TEST(HugePages, LargeAllocationsAreAdvisedAndCountTheSameBytes) {
   const char* whole = reinterpret_cast<const char*>((a + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
   EXPECT_TRUE(advised(whole));
   EXPECT_TRUE(advised(big->data() + n - kHugePageBytes - 1));
+}
+
+TEST(HugePages, TheBenchmarksLineSaysWhereLargeBuffersLive) {
+  const std::string line = large_blocks_description();
+  if (!kLargeBlocksInThisBuild) {
+    EXPECT_NE(line.find("malloc's (a sanitizer build)"), std::string::npos) << line;
+    return;
+  }
+  const std::string mode = transparent_huge_pages_mode();
+  EXPECT_NE(line.find("(the kernel's THP: " + mode + ")"), std::string::npos) << line;
+  const bool huge = mode == "always" || mode == "madvise";
+  EXPECT_EQ(line.find("in transparent huge pages") != std::string::npos, huge) << line;
 }
 
 }  // namespace
