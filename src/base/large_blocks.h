@@ -33,7 +33,9 @@
 // transient block (a collective's buffer, a step's temporary) the faults and the zeroing of
 // its pages each time, which glibc's heap had spared it.
 // Thread-safety: both are safe from any thread (one mutex, held across fork() like malloc's;
-// nothing here allocates).
+// nothing here allocates). The first call initialises function-local statics (the registry,
+// the setting); a fork() in another thread during that first call can leave the child
+// waiting on an initialisation none of its threads will finish.
 #pragma once
 
 #include <cstddef>

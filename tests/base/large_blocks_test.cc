@@ -125,6 +125,11 @@ TEST(LargeBlocks, ThreadsAtOnceGetBlocksOfTheirOwn) {
 // by its alarm and fail the check).
 TEST(LargeBlocks, AForkWhileAnotherThreadAllocatesLeavesTheChildABlock) {
   SKIP_WITHOUT_LARGE_BLOCKS();
+  // The first large block initialises the registry and reads the setting (static locals); a
+  // fork() racing that first use could leave the child waiting on an initialisation no thread
+  // of it will finish, so it happens here before the other thread starts (as a program's own
+  // first large allocation normally precedes any fork that matters).
+  ASSERT_EQ(large_block_release(large_block_allocate(kHugePageBytes, 64)), kHugePageBytes);
   std::atomic<bool> stop{false};
   std::thread churn([&] {
     for (int i = 0; i < 200000 && !stop.load(); ++i) large_block_release(large_block_allocate(kHugePageBytes, 64));
