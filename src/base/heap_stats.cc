@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "base/huge_pages.h"
 #include "base/large_blocks.h"
 
 namespace dtrain {
@@ -25,9 +26,11 @@ void count_bytes(int64_t n) {
 // boundaries, in huge pages, kept for reuse), the rest from malloc.
 void* alloc(std::size_t n, std::size_t align, bool nothrow) {
   if (n == 0) n = 1;
-  if (void* big = large_block_allocate(n, align)) {
-    count_bytes(static_cast<int64_t>((n + 4095) / 4096 * 4096));
-    return big;
+  if (n >= kHugePageBytes) {
+    if (void* big = large_block_allocate(n, align)) {
+      count_bytes(static_cast<int64_t>(large_block_length(n)));
+      return big;
+    }
   }
   void* p = nullptr;
   if (align <= alignof(std::max_align_t)) {

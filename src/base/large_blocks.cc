@@ -15,13 +15,9 @@
 namespace dtrain {
 namespace {
 
-constexpr bool kSanitized = !kLargeBlocksInThisBuild;
-
-constexpr size_t kSmallPage = 4096;
-
 struct Block {
   uintptr_t addr = 0;
-  size_t bytes = 0;  // the mapping's length, a multiple of kSmallPage
+  size_t bytes = 0;  // the mapping's length, large_block_length of the request
 };
 
 // The live blocks (unordered) and the kept ones (oldest first). Fixed arrays: this runs inside
@@ -100,7 +96,7 @@ bool serves_the_process() {
 bool taken_here() {
   static const bool yes = [] {
     try {
-      return !kSanitized && huge_pages_wanted() && serves_the_process();
+      return kLargeBlocksInThisBuild && huge_pages_wanted() && serves_the_process();
     } catch (...) {
       return false;
     }
@@ -112,7 +108,7 @@ bool taken_here() {
 
 void* large_block_allocate(size_t n, size_t align) {
   if (n < kHugePageBytes || align > kHugePageBytes || !taken_here()) return nullptr;
-  const size_t bytes = (n + kSmallPage - 1) / kSmallPage * kSmallPage;
+  const size_t bytes = large_block_length(n);
   Registry& r = registry();
   {
     std::lock_guard<std::mutex> lock(r.mu);
@@ -140,7 +136,7 @@ bool large_blocks_taken() { return taken_here(); }
 
 std::string large_blocks_description() {
   if (!large_blocks_taken()) {
-    const char* why = kSanitized               ? "a sanitizer build"
+    const char* why = !kLargeBlocksInThisBuild   ? "a sanitizer build"
                       : !huge_pages_wanted()   ? "DTRAIN_HUGE_PAGES=0"
                                                : "this module's operator new is not the process's";
     return std::string("buffers of 2 MiB or more: malloc's (") + why + ")";
@@ -153,7 +149,7 @@ std::string large_blocks_description() {
 
 size_t large_block_release(void* p) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  if (kSanitized || a == 0 || a % kHugePageBytes != 0) return 0;
+  if (!kLargeBlocksInThisBuild || a == 0 || a % kHugePageBytes != 0) return 0;
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   int i = 0;

@@ -61,6 +61,9 @@ inline constexpr int kMaxCachedBlocks = 16;
 inline constexpr size_t kMaxCachedBytes = size_t{64} << 20;
 inline constexpr size_t kMaxKeptBlockBytes = size_t{32} << 20;
 
+// A large block's length: n rounded up to 4 KiB (what heap_stats counts for it).
+inline size_t large_block_length(size_t n) { return (n + 4095) / 4096 * 4096; }
+
 void* large_block_allocate(size_t n, size_t align);
 size_t large_block_release(void* p);
 // Whether this process takes large blocks (every condition above but the request's own), and

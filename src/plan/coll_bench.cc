@@ -13,10 +13,10 @@
 
 #include "base/aligned.h"
 #include "base/clock.h"
-#include "base/large_blocks.h"
 #include "base/env.h"
-#include "base/settings.h"
 #include "base/error.h"
+#include "base/large_blocks.h"
+#include "base/settings.h"
 #include "coll/call.h"
 #include "coll/collectives.h"
 #include "coll/cost_model.h"
