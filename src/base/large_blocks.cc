@@ -1,5 +1,6 @@
 #include "base/large_blocks.h"
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <new>
@@ -31,22 +32,39 @@ struct Registry {
   size_t kept_bytes = 0;
 };
 
-Registry* make_registry();
+// Constant-initialised (no first-use guard a fork could catch half done), and never destroyed:
+// blocks may be freed by other objects' destructors at exit.
+union RegistryStorage {
+  Registry r;
+  constexpr RegistryStorage() : r() {}
+  ~RegistryStorage() {}
+};
+constinit RegistryStorage g_registry;
+Registry& registry() { return g_registry.r; }
 
-// Never destroyed: blocks may be freed by other objects' destructors at exit.
-Registry& registry() {
-  static Registry* r = make_registry();
-  return *r;
-}
+// Whether this process takes large blocks (taken_here()): kUndecided, kDeciding (a thread is
+// reading the settings for the first decision), kYes or kNo.
+enum Taken : int { kUndecided, kDeciding, kYes, kNo };
+constinit std::atomic<int> g_taken{kUndecided};
 
 // A fork while another thread holds the mutex would leave the child's copy locked forever:
-// the fork waits for it, as glibc's malloc does for its own locks.
-Registry* make_registry() {
-  alignas(Registry) static unsigned char storage[sizeof(Registry)];
-  Registry* r = new (storage) Registry();
-  ::pthread_atfork([] { registry().mu.lock(); }, [] { registry().mu.unlock(); }, [] { registry().mu.unlock(); });
-  return r;
+// the fork waits for it, as glibc's malloc does for its own locks. A fork while another thread
+// is making the first decision (it reads the settings, whose first use initialises a
+// function-local static that thread may be inside) leaves the child with large blocks off, so
+// the child never waits on an initialisation none of its threads will finish; a child forked
+// before any decision makes its own. Registered while the module loads.
+bool register_fork_handlers() {
+#if defined(__linux__)
+  ::pthread_atfork([] { registry().mu.lock(); }, [] { registry().mu.unlock(); },
+                   [] {
+                     registry().mu.unlock();
+                     int deciding = kDeciding;
+                     g_taken.compare_exchange_strong(deciding, kNo);
+                   });
+#endif
+  return true;
 }
+[[maybe_unused]] const bool g_fork_handlers = register_fork_handlers();
 
 #if defined(__linux__)
 // Maps `bytes` on a 2 MiB boundary: a mapping 2 MiB longer, less its head and tail.
@@ -93,15 +111,24 @@ bool serves_the_process() {
 // A malformed DTRAIN_HUGE_PAGES is an error where the dtrain command starts (cli/commands.cc
 // reads it first); inside operator new it leaves large blocks off rather than throw from an
 // allocation that may not.
+bool decide_taken() {
+  try {
+    return kLargeBlocksInThisBuild && huge_pages_wanted() && serves_the_process();
+  } catch (...) {
+    return false;
+  }
+}
+
+// Threads racing the first call each decide (alike); the first to finish stores the answer.
 bool taken_here() {
-  static const bool yes = [] {
-    try {
-      return kLargeBlocksInThisBuild && huge_pages_wanted() && serves_the_process();
-    } catch (...) {
-      return false;
-    }
-  }();
-  return yes;
+  const int t = g_taken.load(std::memory_order_acquire);
+  if (t == kYes || t == kNo) return t == kYes;
+  int undecided = kUndecided;
+  g_taken.compare_exchange_strong(undecided, kDeciding, std::memory_order_acq_rel);
+  const bool yes = decide_taken();
+  int deciding = kDeciding;
+  g_taken.compare_exchange_strong(deciding, yes ? kYes : kNo, std::memory_order_acq_rel);
+  return g_taken.load(std::memory_order_acquire) == kYes;
 }
 
 }  // namespace

@@ -33,9 +33,10 @@
 // transient block (a collective's buffer, a step's temporary) the faults and the zeroing of
 // its pages each time, which glibc's heap had spared it.
 // Thread-safety: both are safe from any thread (one mutex, held across fork() like malloc's;
-// nothing here allocates). The first call initialises function-local statics (the registry,
-// the setting); a fork() in another thread during that first call can leave the child
-// waiting on an initialisation none of its threads will finish.
+// nothing here allocates). The registry is constant-initialised, so no first use can be caught
+// half done by a fork(). The process decides once whether it takes large blocks (reading the
+// setting); a child forked while another thread was making that decision has them off, since
+// the settings' own first-use initialisation may be what that thread was inside.
 #pragma once
 
 #include <cstddef>

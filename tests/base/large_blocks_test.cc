@@ -153,5 +153,40 @@ TEST(LargeBlocks, AForkWhileAnotherThreadAllocatesLeavesTheChildABlock) {
   EXPECT_EQ(failed, 0) << "children that could not take a large block after fork()";
 }
 
+// fork() while another thread makes the process's first decision (it reads the settings, the
+// first use of a function-local static): no child waits forever. A child forked mid-decision
+// has large blocks off (its request returns nullptr, and malloc takes it); one forked before
+// the decision makes its own, one forked after inherits it, and both take and give back a
+// block. Run alone (ctest runs each test in a process of its own), nothing here has decided
+// before the thread's first request.
+TEST(LargeBlocks, AForkDuringTheFirstDecisionNeverLeavesTheChildWaiting) {
+  SKIP_WITHOUT_LARGE_BLOCKS();
+  std::atomic<bool> stop{false};
+  std::thread first([&] {
+    for (int i = 0; i < 200000 && !stop.load(); ++i) large_block_release(large_block_allocate(kHugePageBytes, 64));
+  });
+  // Exit codes: 0 took and gave back a block, 2 large blocks off in this child, 1 wrong length.
+  auto child_takes_a_block = [] {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::alarm(20);
+      void* b = large_block_allocate(2 * kHugePageBytes, 64);
+      ::_exit(b == nullptr ? 2 : large_block_release(b) == 2 * kHugePageBytes ? 0 : 1);
+    }
+    int status = 0;
+    if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;  // -1: ended by its alarm
+    return WEXITSTATUS(status);
+  };
+  int waited_or_wrong = 0;
+  for (int k = 0; k < 20; ++k) {
+    const int rc = child_takes_a_block();
+    waited_or_wrong += rc != 0 && rc != 2;
+  }
+  stop = true;
+  first.join();
+  EXPECT_EQ(waited_or_wrong, 0) << "children that waited until their alarm or gave back a wrong length";
+  EXPECT_EQ(child_takes_a_block(), 0) << "a child forked after the decision takes and gives back a block";
+}
+
 }  // namespace
 }  // namespace dtrain
