@@ -58,6 +58,17 @@ step() { echo "== $1 $(uptime)" | tee -a "$OUT/log.txt"; shift; "$@" >> "$OUT/lo
 # step_to FILE NAME CMD...: like step, the command's stdout into FILE (stderr to the log).
 step_to() { local f=$1; shift; echo "== $1 $(uptime)" | tee -a "$OUT/log.txt"; shift; "$@" > "$OUT/$f" 2>> "$OUT/log.txt"; }
 
+# pair_rate A B OUT: two `dtrain train --json` runs that ran at once -> OUT with their examples
+# per second together: both runs' examples over the slower run's training time.
+pair_rate() {
+  /usr/bin/python3 - "$@" <<'EOF' 2>>"$OUT/log.txt" || true
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+n = sum(j["train_examples"] * j["epochs"] for j in (a, b))
+json.dump({"examples_per_second": n / max(a["train_seconds"], b["train_seconds"])}, open(sys.argv[3], "w"))
+EOF
+}
+
 SIZES="8,64K,256K,1M,4M,16M,64M,256M"
 MPI_SIZES="8,65536,262144,1048576,4194304,16777216,67108864,268435456"
 # ROUNDS interleaved rounds (dtrain then OpenMPI at 2, 4, 8 ranks, then again): the table
@@ -91,6 +102,13 @@ if has train; then
     for n in 1 2 4; do
       step "ddp $n rank(s), MLP 784-1024x3-10, global batch 256, round $r" $B train --strategy ddp -n $n $M --json "$OUT/train-ddp-n$n-r$r.json"
     done
+    # The ceiling of 2-rank ddp, as the job itself runs it: the same training in two independent
+    # processes at batch 128 at once (one rank each, no communication at all), right after the
+    # ddp runs; its rate is both processes' examples over the slower one's training time (a
+    # synchronous job ends with its slower rank).
+    step "ceiling: the same job in 2 independent processes at batch 128, round $r" bash -c \
+      "$B train --strategy ddp -n 1 ${M/--batch 256/--batch 128} --json '$OUT/pair-ddp-a-r$r.json' & $B train --strategy ddp -n 1 ${M/--batch 256/--batch 128} --json '$OUT/pair-ddp-b-r$r.json'; wait"
+    pair_rate "$OUT/pair-ddp-a-r$r.json" "$OUT/pair-ddp-b-r$r.json" "$OUT/train-ceiling-ddp-r$r.json"
     step_to torch-single-r$r.csv "pytorch single process, round $r" /usr/bin/python3 "$PEERS/py/ddp_mlp.py" single 1 60 10
     step_to torch-ddp2-r$r.csv "pytorch ddp 2 ranks, round $r" /usr/bin/python3 "$PEERS/py/ddp_mlp.py" ddp 2 60 10
     # The ceiling of 2-rank scaling on this machine: one process training the same MLP step at
@@ -115,6 +133,10 @@ if has main; then
   main_defaults
   for r in $(seq 1 "$TRAIN_ROUNDS"); do
     step "main job: dtrain train ${main_args[*]} --baseline, round $r" $B train "${main_args[@]}" --baseline --quiet --json "$OUT/main-r$r.json"
+    # The same job in two independent processes at batch 128 at once (no communication).
+    step "main job ceiling: the same job in 2 independent processes at batch 128, round $r" bash -c \
+      "$B train --strategy ddp -n 1 --batch 128 --optimizer momentum --lr 0.1 --quiet --json '$OUT/pair-main-a-r$r.json' & $B train --strategy ddp -n 1 --batch 128 --optimizer momentum --lr 0.1 --quiet --json '$OUT/pair-main-b-r$r.json'; wait"
+    pair_rate "$OUT/pair-main-a-r$r.json" "$OUT/pair-main-b-r$r.json" "$OUT/train-ceiling-main-r$r.json"
     # Its no-communication ceiling: the same step (compute_bench MainJobStep) in one process at
     # batch 256, then in two independent processes at 128 at once.
     CB=build/bin/compute_bench
