@@ -18,7 +18,7 @@
 // shared-memory collectives, coll/shm_direct.cc), one page-table walk and reference count per
 // page: 4,096 of them for 16 MiB in 4 KiB pages, 8 in 2 MiB ones. Kernels that stream a few MB
 // (GEMM operands, optimizer steps) also miss the TLB less. Measured on the 2-vCPU Xeon VM
-// (docs/PERFORMANCE.md, "Where it stands", 2026-11-29): the 2-rank 16 MiB all-reduce 3.63 ->
+// (docs/history/sittings.md, "The sitting of 2026-11-29 20:03"): the 2-rank 16 MiB all-reduce 3.63 ->
 // 2.37 ms.
 // Thread-safety: both are safe from any thread.
 #pragma once
