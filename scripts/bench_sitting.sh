@@ -58,10 +58,14 @@ step() { echo "== $1 $(uptime)" | tee -a "$OUT/log.txt"; shift; "$@" >> "$OUT/lo
 # step_to FILE NAME CMD...: like step, the command's stdout into FILE (stderr to the log).
 step_to() { local f=$1; shift; echo "== $1 $(uptime)" | tee -a "$OUT/log.txt"; shift; "$@" > "$OUT/$f" 2>> "$OUT/log.txt"; }
 
-# pair_rate A B OUT: two `dtrain train --json` runs that ran at once -> OUT with their examples
-# per second together: both runs' examples over the slower run's training time.
-pair_rate() {
-  /usr/bin/python3 - "$@" <<'EOF' 2>>"$OUT/log.txt" || true
+# train_pair NAME STEM TRAIN_ARGS...: the same `dtrain train TRAIN_ARGS` in two independent
+# processes at once, then OUT/train-STEM.json with their examples per second together: both
+# runs' examples over the slower run's training time (a synchronous job ends with its slower
+# rank).
+train_pair() {
+  local name=$1 stem=$2; shift 2
+  step "$name" bash -c '"$@" --json "$0-a.json" & "$@" --json "$0-b.json"; wait' "$OUT/pair-$stem" $B train "$@"
+  /usr/bin/python3 - "$OUT/pair-$stem-a.json" "$OUT/pair-$stem-b.json" "$OUT/train-$stem.json" <<'EOF' 2>>"$OUT/log.txt" || true
 import json, sys
 a, b = (json.load(open(f)) for f in sys.argv[1:3])
 n = sum(j["train_examples"] * j["epochs"] for j in (a, b))
@@ -104,11 +108,9 @@ if has train; then
     done
     # The ceiling of 2-rank ddp, as the job itself runs it: the same training in two independent
     # processes at batch 128 at once (one rank each, no communication at all), right after the
-    # ddp runs; its rate is both processes' examples over the slower one's training time (a
-    # synchronous job ends with its slower rank).
-    step "ceiling: the same job in 2 independent processes at batch 128, round $r" bash -c \
-      "$B train --strategy ddp -n 1 ${M/--batch 256/--batch 128} --json '$OUT/pair-ddp-a-r$r.json' & $B train --strategy ddp -n 1 ${M/--batch 256/--batch 128} --json '$OUT/pair-ddp-b-r$r.json'; wait"
-    pair_rate "$OUT/pair-ddp-a-r$r.json" "$OUT/pair-ddp-b-r$r.json" "$OUT/train-ceiling-ddp-r$r.json"
+    # ddp runs.
+    train_pair "ceiling: the same job in 2 independent processes at batch 128, round $r" ceiling-ddp-r$r \
+      --strategy ddp -n 1 ${M/--batch 256/--batch 128}
     step_to torch-single-r$r.csv "pytorch single process, round $r" /usr/bin/python3 "$PEERS/py/ddp_mlp.py" single 1 60 10
     step_to torch-ddp2-r$r.csv "pytorch ddp 2 ranks, round $r" /usr/bin/python3 "$PEERS/py/ddp_mlp.py" ddp 2 60 10
     # The ceiling of 2-rank scaling on this machine: one process training the same MLP step at
@@ -134,9 +136,8 @@ if has main; then
   for r in $(seq 1 "$TRAIN_ROUNDS"); do
     step "main job: dtrain train ${main_args[*]} --baseline, round $r" $B train "${main_args[@]}" --baseline --quiet --json "$OUT/main-r$r.json"
     # The same job in two independent processes at batch 128 at once (no communication).
-    step "main job ceiling: the same job in 2 independent processes at batch 128, round $r" bash -c \
-      "$B train --strategy ddp -n 1 --batch 128 --optimizer momentum --lr 0.1 --quiet --json '$OUT/pair-main-a-r$r.json' & $B train --strategy ddp -n 1 --batch 128 --optimizer momentum --lr 0.1 --quiet --json '$OUT/pair-main-b-r$r.json'; wait"
-    pair_rate "$OUT/pair-main-a-r$r.json" "$OUT/pair-main-b-r$r.json" "$OUT/train-ceiling-main-r$r.json"
+    train_pair "main job ceiling: the same job in 2 independent processes at batch 128, round $r" ceiling-main-r$r \
+      --strategy ddp -n 1 --batch 128 --optimizer momentum --lr 0.1 --quiet
     # Its no-communication ceiling: the same step (compute_bench MainJobStep) in one process at
     # batch 256, then in two independent processes at 128 at once.
     CB=build/bin/compute_bench

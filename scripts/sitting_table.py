@@ -12,7 +12,7 @@ Reads what the sitting left in OUT_DIR:
                        with the other side's). Sittings before the rounds left coll-n{n}.json and
                        mpi-n{n}.csv: read as one round.
   train-*.json         dtrain train --json summaries (examples_per_second); train-ceiling-*.json
-                       the sitting's pairs of independent runs (bench_sitting.sh pair_rate)
+                       the sitting's pairs of independent runs (bench_sitting.sh train_pair)
   torch-*.csv          ../shared/peers/py/ddp_mlp.py rows: TRAIN,...,<samples_per_s>
   ceiling-*.txt        compute_bench MlpTrainStep output (CPU time per step, bench_cpu_rate)
   fwdbwd-*.txt         compute_bench MlpFwdBwd output (the same)
@@ -200,7 +200,8 @@ def bench_cpu_rate(name):
 
 # 1. ddp at the ceiling, and against PyTorch DDP. The ceiling is the same training job in two
 # independent processes at batch 128 at once, one rank each, no communication at all
-# (train-ceiling-ddp: both runs' examples over the slower one's training time), measured in
+# (train-ceiling-ddp, bench_sitting.sh train_pair: both runs' examples over the slower one's
+# training time), measured in
 # each round right after the ddp runs. Sittings before 2026-11-30 had only the constructed
 # ceiling below it (the 1-rank run scaled by compute_bench's CPU-time rates of 2 processes at
 # 128 against 1 at 256): three figures from different programs and minutes, which read

@@ -7,8 +7,9 @@
 //   base/large_blocks.h instead where it takes them (mapped on 2 MiB boundaries in transparent
 //   huge pages, kept for reuse when freed), counted as their length (n rounded up to 4 KiB).
 //   Memory obtained otherwise (malloc called directly, mmap: OpenBLAS's buffers, shared-memory
-//   transport segments, thread stacks) is not counted: these are the runtime, not the model. tensor/ allocates its storage through
-//   the aligned operator new, so tensors, std::vectors and every other container are counted.
+//   transport segments, thread stacks) is not counted: these are the runtime, not the model.
+//   tensor/ allocates its storage through the aligned operator new, so tensors, std::vectors
+//   and every other container are counted.
 // - heap_stats() returns {live, peak} bytes; heap_reset_peak() sets peak = live (to measure
 //   the high-water mark of one phase: reset, run it, read peak).
 // - The counters are the one mutable process-wide state besides the allocator itself
