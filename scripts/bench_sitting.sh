@@ -103,16 +103,21 @@ M="--model mlp:784-1024-1024-1024-10 --epochs 1 --optimizer momentum --lr 0.05 -
 TRAIN_ROUNDS=${TRAIN_ROUNDS:-3}
 if has train; then
   for r in $(seq 1 "$TRAIN_ROUNDS"); do
-    for n in 1 2 4; do
-      step "ddp $n rank(s), MLP 784-1024x3-10, global batch 256, round $r" $B train --strategy ddp -n $n $M --json "$OUT/train-ddp-n$n-r$r.json"
-    done
-    # The ceiling of 2-rank ddp, as the job itself runs it: the same training in two independent
-    # processes at batch 128 at once (one rank each, no communication at all), right after the
-    # ddp runs.
-    train_pair "ceiling: the same job in 2 independent processes at batch 128, round $r" ceiling-ddp-r$r \
-      --strategy ddp -n 1 ${M/--batch 256/--batch 128}
+    step "ddp 1 rank, MLP 784-1024x3-10, global batch 256, round $r" $B train --strategy ddp -n 1 $M --json "$OUT/train-ddp-n1-r$r.json"
+    # 2-rank ddp and the two peers its targets compare it with, in mirrored order (ABCCBA):
+    # ddp, its ceiling (the same training in two independent processes at batch 128 at once,
+    # one rank each, no communication at all), PyTorch DDP, then the same three backwards.
+    # Each target's ratio is taken round by round, ddp's two runs against the peer's two, so
+    # a drift of the VM's speed within the round weighs on both sides alike; the table takes
+    # the median of the rounds' ratios. (2026-11-30: with ddp and its ceiling a minute apart,
+    # three rounds read 0.82-1.26x; adjacent and mirrored, eight rounds read 0.88-1.02x.)
+    ddp2() { step "ddp 2 ranks, MLP 784-1024x3-10, global batch 256, round $r$1" $B train --strategy ddp -n 2 $M --json "$OUT/train-ddp-n2$1-r$r.json"; }
+    pair2() { train_pair "ceiling: the same job in 2 independent processes at batch 128, round $r$1" ceiling-ddp$1-r$r \
+      --strategy ddp -n 1 ${M/--batch 256/--batch 128}; }
+    torch2() { step_to torch-ddp2$1-r$r.csv "pytorch ddp 2 ranks, round $r$1" /usr/bin/python3 "$PEERS/py/ddp_mlp.py" ddp 2 60 10; }
+    ddp2 ""; pair2 ""; torch2 ""; torch2 b; pair2 b; ddp2 b
+    step "ddp 4 ranks, MLP 784-1024x3-10, global batch 256, round $r" $B train --strategy ddp -n 4 $M --json "$OUT/train-ddp-n4-r$r.json"
     step_to torch-single-r$r.csv "pytorch single process, round $r" /usr/bin/python3 "$PEERS/py/ddp_mlp.py" single 1 60 10
-    step_to torch-ddp2-r$r.csv "pytorch ddp 2 ranks, round $r" /usr/bin/python3 "$PEERS/py/ddp_mlp.py" ddp 2 60 10
     # The ceiling of 2-rank scaling on this machine: one process training the same MLP step at
     # batch 256, then two independent processes at batch 128 at once (no communication at all).
     CB=build/bin/compute_bench

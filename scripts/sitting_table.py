@@ -126,12 +126,14 @@ def fmt(x, unit):
     return f"{x:,.0f} {unit}".strip()
 
 
-def compare(case, ours, peer, unit, target, need, lower_is_better=False, peer_name="OpenMPI"):
-    """Ratio = how many times better dtrain is (time: peer/ours; throughput: ours/peer)."""
+def compare(case, ours, peer, unit, target, need, lower_is_better=False, peer_name="OpenMPI", ratio=None):
+    """Ratio = how many times better dtrain is (time: peer/ours; throughput: ours/peer), unless
+    given (paired rounds: the median of the rounds' own ratios)."""
     if ours is None or peer is None or ours <= 0 or peer <= 0:
         add(case, fmt(ours, unit), fmt(peer, unit), "", target, "not measured")
         return
-    ratio = peer / ours if lower_is_better else ours / peer
+    if ratio is None:
+        ratio = peer / ours if lower_is_better else ours / peer
     add(case, fmt(ours, unit), f"{fmt(peer, unit)} ({peer_name})", f"{ratio:.2f}x", target,
         "reference" if need <= 0 else ("yes" if ratio >= need else "**no**"))
 
@@ -190,6 +192,30 @@ def examples(name):
     return over_rounds(examples_once, name)
 
 
+def round_means(read, name):
+    """{round: the mean of the round's runs of NAME.EXT}: NAME-rN.EXT and, where the sitting ran
+    the row twice in mirrored order (bench_sitting.sh, since 2026-11-30), NAMEb-rN.EXT."""
+    stem, ext = name.rsplit(".", 1)
+    out = {}
+    for f in rounds(stem, ext):
+        m = re.search(r"-r(\d+)\.", f)
+        r = int(m.group(1)) if m else 0
+        got = [v for v in (read(f), read(re.sub(r"-r(\d+)\.", r"b-r\1.", f)) if m else None) if v is not None]
+        if got:
+            out[r] = sum(got) / len(got)
+    return out
+
+
+def paired(ours, peer):
+    """(our median, the peer's median, the median of the rounds' ratios ours/peer) over the
+    rounds both have; Nones when they share none."""
+    common = sorted(set(ours) & set(peer))
+    if not common:
+        return None, None, None
+    return (statistics.median(ours[r] for r in common), statistics.median(peer[r] for r in common),
+            statistics.median(ours[r] / peer[r] for r in common))
+
+
 def torch_rate(name):
     return over_rounds(torch_rate_once, name)
 
@@ -206,16 +232,22 @@ def bench_cpu_rate(name):
 # ceiling below it (the 1-rank run scaled by compute_bench's CPU-time rates of 2 processes at
 # 128 against 1 at 256): three figures from different programs and minutes, which read
 # 0.64-1.02x across sittings; it stays as a reference row.
-ddp1, ddp2, ddp4 = examples("train-ddp-n1.json"), examples("train-ddp-n2.json"), examples("train-ddp-n4.json")
-compare("ddp 2 ranks vs the same job in 2 independent processes at batch 128 (examples/s)", ddp2,
-        examples("train-ceiling-ddp.json"), "ex/s", ">= 0.95x ceiling", 0.95,
-        peer_name="ceiling: 2 x dtrain train -n 1 --batch 128 at once")
+# Since 2026-11-30 each round runs 2-rank ddp, its ceiling and PyTorch DDP in mirrored order
+# (ABCCBA), and these two targets' ratios are the median of the rounds' own ratios (paired).
+ddp1, ddp4 = examples("train-ddp-n1.json"), examples("train-ddp-n4.json")
+ddp2_rounds = round_means(examples_once, "train-ddp-n2.json")
+ddp2 = statistics.median(ddp2_rounds.values()) if ddp2_rounds else None
+ours, peer, ratio = paired(ddp2_rounds, round_means(examples_once, "train-ceiling-ddp.json"))
+compare("ddp 2 ranks vs the same job in 2 independent processes at batch 128 (examples/s; ratio: median of the rounds')",
+        ours, peer, "ex/s", ">= 0.95x ceiling", 0.95, peer_name="ceiling: 2 x dtrain train -n 1 --batch 128 at once",
+        ratio=ratio)
 one, two = bench_cpu_rate("ceiling-1x256.txt"), bench_cpu_rate("ceiling-2x128.txt")
 ceiling = ddp1 * two / one if (ddp1 and one and two) else None
 compare("ddp 2 ranks vs the constructed ceiling (examples/s)", ddp2, ceiling, "ex/s", "(reference)", 0,
         peer_name="dtrain 1 rank x compute_bench 2 procs@128 / 1 proc@256")
-compare("ddp 2 ranks vs PyTorch DDP 2 ranks (examples/s)", ddp2, torch_rate("torch-ddp2.csv"), "ex/s", ">= 1.75x",
-        1.75, peer_name="PyTorch DDP gloo")
+ours, peer, ratio = paired(ddp2_rounds, round_means(torch_rate_once, "torch-ddp2.csv"))
+compare("ddp 2 ranks vs PyTorch DDP 2 ranks (examples/s; ratio: median of the rounds')", ours, peer, "ex/s",
+        ">= 1.75x", 1.75, peer_name="PyTorch DDP gloo", ratio=ratio)
 # 4. More ranks than cores.
 compare("ddp 4 ranks on 2 cores vs 2 ranks (examples/s)", ddp4, ddp2, "ex/s", ">= 0.9x", 0.9, peer_name="dtrain 2 ranks")
 # What halving each rank's rows costs the forward and backward alone, at the same global batch
