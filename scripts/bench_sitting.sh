@@ -101,6 +101,12 @@ M="--model mlp:784-1024-1024-1024-10 --epochs 1 --optimizer momentum --lr 0.05 -
 # before: the same 2-rank ddp job read 4,849-7,566 examples/s minutes apart, the main job's
 # ratio 1.49x in one sitting and 1.57-1.79x in three runs two hours later.
 TRAIN_ROUNDS=${TRAIN_ROUNDS:-3}
+# ddp2 / pair2 / torch2 SUFFIX: round $r's 2-rank ddp, its ceiling, PyTorch DDP; SUFFIX "" for
+# the first of the round's two runs, b for the second (files NAME-rN and NAMEb-rN).
+ddp2() { step "ddp 2 ranks, MLP 784-1024x3-10, global batch 256, round $r$1" $B train --strategy ddp -n 2 $M --json "$OUT/train-ddp-n2$1-r$r.json"; }
+pair2() { train_pair "ceiling: the same job in 2 independent processes at batch 128, round $r$1" ceiling-ddp$1-r$r \
+  --strategy ddp -n 1 ${M/--batch 256/--batch 128}; }
+torch2() { step_to torch-ddp2$1-r$r.csv "pytorch ddp 2 ranks, round $r$1" /usr/bin/python3 "$PEERS/py/ddp_mlp.py" ddp 2 60 10; }
 if has train; then
   for r in $(seq 1 "$TRAIN_ROUNDS"); do
     step "ddp 1 rank, MLP 784-1024x3-10, global batch 256, round $r" $B train --strategy ddp -n 1 $M --json "$OUT/train-ddp-n1-r$r.json"
@@ -111,10 +117,6 @@ if has train; then
     # a drift of the VM's speed within the round weighs on both sides alike; the table takes
     # the median of the rounds' ratios. (2026-11-30: with ddp and its ceiling a minute apart,
     # three rounds read 0.82-1.26x; adjacent and mirrored, eight rounds read 0.88-1.02x.)
-    ddp2() { step "ddp 2 ranks, MLP 784-1024x3-10, global batch 256, round $r$1" $B train --strategy ddp -n 2 $M --json "$OUT/train-ddp-n2$1-r$r.json"; }
-    pair2() { train_pair "ceiling: the same job in 2 independent processes at batch 128, round $r$1" ceiling-ddp$1-r$r \
-      --strategy ddp -n 1 ${M/--batch 256/--batch 128}; }
-    torch2() { step_to torch-ddp2$1-r$r.csv "pytorch ddp 2 ranks, round $r$1" /usr/bin/python3 "$PEERS/py/ddp_mlp.py" ddp 2 60 10; }
     ddp2 ""; pair2 ""; torch2 ""; torch2 b; pair2 b; ddp2 b
     step "ddp 4 ranks, MLP 784-1024x3-10, global batch 256, round $r" $B train --strategy ddp -n 4 $M --json "$OUT/train-ddp-n4-r$r.json"
     step_to torch-single-r$r.csv "pytorch single process, round $r" /usr/bin/python3 "$PEERS/py/ddp_mlp.py" single 1 60 10

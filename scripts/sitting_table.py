@@ -14,6 +14,8 @@ Reads what the sitting left in OUT_DIR:
   train-*.json         dtrain train --json summaries (examples_per_second); train-ceiling-*.json
                        the sitting's pairs of independent runs (bench_sitting.sh train_pair)
   torch-*.csv          ../shared/peers/py/ddp_mlp.py rows: TRAIN,...,<samples_per_s>
+                       2-rank ddp, its ceiling and PyTorch DDP run twice a round since
+                       2026-11-30, in mirrored order: NAME-rN and NAMEb-rN (round_means, paired)
   ceiling-*.txt        compute_bench MlpTrainStep output (CPU time per step, bench_cpu_rate)
   fwdbwd-*.txt         compute_bench MlpFwdBwd output (the same)
                        These four, and the main job's, one file a round (NAME-rN.EXT) since
