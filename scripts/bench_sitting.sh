@@ -115,8 +115,8 @@ if has train; then
     # one rank each, no communication at all), PyTorch DDP, then the same three backwards.
     # Each target's ratio is taken round by round, ddp's two runs against the peer's two, so
     # a drift of the VM's speed within the round weighs on both sides alike; the table takes
-    # the median of the rounds' ratios. (2026-11-30: with ddp and its ceiling a minute apart,
-    # three rounds read 0.82-1.26x; adjacent and mirrored, eight rounds read 0.88-1.02x.)
+    # the median of the rounds' ratios. (2026-11-30: one run of each a round read 0.82-1.26x
+    # round by round; two a round in mirrored order, eight rounds read 0.88-1.02x.)
     ddp2 ""; pair2 ""; torch2 ""; torch2 b; pair2 b; ddp2 b
     step "ddp 4 ranks, MLP 784-1024x3-10, global batch 256, round $r" $B train --strategy ddp -n 4 $M --json "$OUT/train-ddp-n4-r$r.json"
     step_to torch-single-r$r.csv "pytorch single process, round $r" /usr/bin/python3 "$PEERS/py/ddp_mlp.py" single 1 60 10
