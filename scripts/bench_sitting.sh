@@ -97,7 +97,8 @@ fi
 
 M="--model mlp:784-1024-1024-1024-10 --epochs 1 --optimizer momentum --lr 0.05 --seed 1 --quiet --batch 256"
 # TRAIN_ROUNDS interleaved rounds of the training rows and of the main job, each file with its
-# round (-rN); the table takes each quantity's median over the rounds. One run decided a row
+# round (-rN); the table takes each quantity's median over the rounds (the 2-rank ddp targets:
+# the median of the rounds' paired ratios, below). One run decided a row
 # before: the same 2-rank ddp job read 4,849-7,566 examples/s minutes apart, the main job's
 # ratio 1.49x in one sitting and 1.57-1.79x in three runs two hours later.
 TRAIN_ROUNDS=${TRAIN_ROUNDS:-3}

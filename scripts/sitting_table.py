@@ -201,10 +201,10 @@ def round_means(read, name):
     out = {}
     for f in rounds(stem, ext):
         m = re.search(r"-r(\d+)\.", f)
-        r = int(m.group(1)) if m else 0
-        got = [v for v in (read(f), read(re.sub(r"-r(\d+)\.", r"b-r\1.", f)) if m else None) if v is not None]
+        runs = [f, f"{stem}b-r{m.group(1)}.{ext}"] if m else [f]
+        got = [v for v in map(read, runs) if v is not None]
         if got:
-            out[r] = sum(got) / len(got)
+            out[int(m.group(1)) if m else 0] = sum(got) / len(got)
     return out
 
 
@@ -229,13 +229,12 @@ def bench_cpu_rate(name):
 # 1. ddp at the ceiling, and against PyTorch DDP. The ceiling is the same training job in two
 # independent processes at batch 128 at once, one rank each, no communication at all
 # (train-ceiling-ddp, bench_sitting.sh train_pair: both runs' examples over the slower one's
-# training time), measured in
-# each round right after the ddp runs. Sittings before 2026-11-30 had only the constructed
-# ceiling below it (the 1-rank run scaled by compute_bench's CPU-time rates of 2 processes at
-# 128 against 1 at 256): three figures from different programs and minutes, which read
-# 0.64-1.02x across sittings; it stays as a reference row.
-# Since 2026-11-30 each round runs 2-rank ddp, its ceiling and PyTorch DDP in mirrored order
-# (ABCCBA), and these two targets' ratios are the median of the rounds' own ratios (paired).
+# training time). Since 2026-11-30 each round runs 2-rank ddp, its ceiling and PyTorch DDP
+# twice in mirrored order (ABCCBA), and these two targets' ratios are the median of the
+# rounds' own ratios (paired). Sittings before the one of 2026-11-29 23:18 had only the
+# constructed ceiling below it (the 1-rank run scaled by compute_bench's CPU-time rates of 2
+# processes at 128 against 1 at 256): three figures from different programs and minutes,
+# which read 0.64-1.02x across sittings; it stays as a reference row.
 ddp1, ddp4 = examples("train-ddp-n1.json"), examples("train-ddp-n4.json")
 ddp2_rounds = round_means(examples_once, "train-ddp-n2.json")
 ddp2 = statistics.median(ddp2_rounds.values()) if ddp2_rounds else None
