@@ -75,6 +75,11 @@ const std::vector<SettingInfo> kTable = {
      "two ranks with a core each, DTRAIN_SHM_CORES=probe: re-probe the distance about this often, counted in "
      "collectives past 16K (~10-40 us a probe; 0: only when the communicator starts)",
      "world (CollConfig)"},
+    {"DTRAIN_SHM_TIMED_PATHS", T::kFlag, "1",
+     "two ranks with a core each, DTRAIN_SHM_CORES=probe, re-probed: time the shared-memory slots and the "
+     "cross-memory reads as calls go, and let each op and size class take the faster at each re-probe (0: the "
+     "distance's fixed rule)",
+     "world (CollConfig)"},
     {"DTRAIN_CALIBRATION", T::kPath, "~/.cache/dtrain/calibration.json",
      "cost-model calibration file (written by dtrain bench calibrate)", "world (CollConfig), plan, bench"},
     {"DTRAIN_ALGO", T::kString, "auto (cost model)", "algorithm for every collective that has it", "world (CollConfig)"},

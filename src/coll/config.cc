@@ -27,6 +27,7 @@ CollConfig coll_config_from(const Settings& s) {
   DT_CHECK(reprobe >= 0, InvalidArgument,
            "DTRAIN_SHM_REPROBE_MS=" << reprobe << ": must be 0 (probe once) or a positive number of milliseconds");
   c.shm_reprobe_ms = static_cast<int64_t>(reprobe);
+  c.shm_timed_paths = s.flag("DTRAIN_SHM_TIMED_PATHS");
   c.calibration_path = s.calibration_path();
   if (s.has("DTRAIN_HOST_ID")) c.host_id = s.text("DTRAIN_HOST_ID");
   const bool global = s.has("DTRAIN_ALGO");

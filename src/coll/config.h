@@ -7,7 +7,7 @@
 //   identity of the hierarchical all-reduce. A default-constructed one is an unset environment.
 // - coll_config_from(settings) fills one from a settings snapshot (DTRAIN_SEGMENT_BYTES,
 //   DTRAIN_COLL_CHECK, DTRAIN_SHM_CONTEXT, DTRAIN_SHM_YIELD_US, DTRAIN_SHM_SLOT_BYTES, DTRAIN_SHM_SLOTS_BYTES,
-//   DTRAIN_SHM_CORES, DTRAIN_CALIBRATION,
+//   DTRAIN_SHM_CORES, DTRAIN_SHM_REPROBE_MS, DTRAIN_SHM_TIMED_PATHS, DTRAIN_CALIBRATION,
 //   DTRAIN_ALGO, DTRAIN_<OP>_ALGO, DTRAIN_HOST_ID); Communicator::from_env passes it in, and
 //   split() hands the parent's to its children. A malformed value is an InvalidArgument naming
 //   the variable.
@@ -58,6 +58,7 @@ struct CollConfig {
   size_t shm_slots_bytes = kDefaultShmSlotsBytes;  // DTRAIN_SHM_SLOTS_BYTES
   CoreDistance shm_cores = CoreDistance::kProbe;    // DTRAIN_SHM_CORES
   int64_t shm_reprobe_ms = 100;                     // DTRAIN_SHM_REPROBE_MS (0: probe once)
+  bool shm_timed_paths = true;                      // DTRAIN_SHM_TIMED_PATHS (coll/path_tuner.h)
   std::string calibration_path;  // "" = the built-in cost parameters
   std::string host_id;           // "" = the host name
   std::array<ForcedAlgorithm, static_cast<size_t>(CollOp::kBarrier) + 1> forced{};

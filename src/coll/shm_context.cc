@@ -53,6 +53,7 @@ struct ShmContext::Header {
   alignas(64) std::atomic<uint64_t> probe{0};
   uint64_t slots_from = 0;
   uint64_t probe_every = 0;
+  uint64_t path_mask = 0;  // PathTuner::decide's choice for the calls until the next probe
 };
 
 namespace {
@@ -199,6 +200,7 @@ ShmContext::ShmContext(Communicator& comm, size_t slot_bytes)
     if (stated == CoreDistance::kProbe) {
       distance_from_ = "probe";
       reprobe_ns_ = comm.coll_config().shm_reprobe_ms * 1000000;
+      timed_paths_ = reprobe_ns_ > 0 && comm.coll_config().shm_timed_paths;  // decided at re-probes only
       probe_peers(Deadline::after(comm.timeout()), true);
     } else {
       distance_from_ = "DTRAIN_SHM_CORES";
@@ -268,17 +270,25 @@ void ShmContext::probe_peers(const Deadline& deadline, bool first) {
     // time they took (at most 8x either way per probe), 0 when re-probing is off.
     const int64_t now = now_ns();
     uint64_t every = 0;
+    // The rate comes from the interval just ended, whatever its budget was; the budget moves
+    // at most 8x either way from the last regular one (an exploring interval is shorter).
     if (reprobe_ns_ > 0) {
       every = kFirstProbeBytes;
       if (!first && probe_every_ > 0) {
         const double scale = static_cast<double>(reprobe_ns_) / static_cast<double>(std::max<int64_t>(1, now - last_probe_ns_));
-        every = static_cast<uint64_t>(std::clamp(static_cast<double>(probe_every_) * std::clamp(scale, 0.125, 8.0),
+        const double regular = static_cast<double>(regular_every_);
+        every = static_cast<uint64_t>(std::clamp(std::clamp(static_cast<double>(probe_every_) * scale, regular / 8, regular * 8),
                                                  static_cast<double>(kProbeCallFloorBytes),
                                                  static_cast<double>(kMaxProbeBytes)));
       }
+      regular_every_ = every;
     }
     last_probe_ns_ = now;
     header(rank_)->slots_from = round_trip_ns_ < kCloseRoundTripNs ? kSlotsAllreduceCloseMinBytes : kSlotsAllreduceFarMinBytes;
+    uint64_t explore_bytes = 0;
+    header(rank_)->path_mask = timed_paths_ ? tuner_.decide(round_trip_ns_ >= kCloseRoundTripNs, &explore_bytes) : 0;
+    // While a path is being tried, the next probe comes as soon as it can have been timed.
+    if (explore_bytes > 0) every = std::clamp<uint64_t>(explore_bytes, kProbeCallFloorBytes, every);
     header(rank_)->probe_every = every;
     mine.store(last + 1, std::memory_order_release);
   } else {
@@ -293,9 +303,33 @@ void ShmContext::probe_peers(const Deadline& deadline, bool first) {
   slots_allreduce_min_ = static_cast<size_t>(header(0)->slots_from);
   cores_far_ = slots_allreduce_min_ >= kSlotsAllreduceFarMinBytes;
   probe_every_ = header(0)->probe_every;
+  path_mask_ = header(0)->path_mask;
   bytes_to_probe_ = probe_every_;
   ++probes_;
   if (!first && was_far != cores_far_) ++flips_;
+}
+
+bool ShmContext::take_slots(CollOp op, size_t bytes, bool fixed, size_t slots_limit) {
+  if (!timed_paths_) return fixed;
+  const int e = PathTuner::entry(op, bytes);
+  if (e < 0) return fixed;
+  const bool slots = PathTuner::decided(path_mask_, e) ? PathTuner::takes_slots(path_mask_, e) && bytes <= slots_limit : fixed;
+  (slots ? slots_calls_ : reads_calls_) += 1;
+  if (rank_ == 0) {
+    timed_entry_ = e;
+    timed_slots_ = slots;
+    timed_far_ = cores_far_;
+    timed_bytes_ = bytes;
+    timed_start_ns_ = now_ns();
+  }
+  return slots;
+}
+
+// The call timed since take_slots has completed on rank 0; a call of other bytes is another
+// call (one whose timing was never ended: it threw, or fell back to another algorithm).
+void ShmContext::end_timing(size_t bytes) {
+  if (bytes == timed_bytes_) tuner_.record(timed_far_, timed_entry_, timed_slots_, now_ns() - timed_start_ns_, bytes);
+  timed_entry_ = -1;
 }
 
 void ShmContext::count_call(size_t bytes, double timeout_s) {

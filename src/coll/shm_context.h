@@ -45,6 +45,7 @@
 #include "coll/call.h"
 #include "coll/communicator.h"
 #include "coll/config.h"
+#include "coll/path_tuner.h"
 #include "coll/types.h"
 
 namespace dtrain {
@@ -184,8 +185,21 @@ class ShmContext {
   // which waits for the peer up to timeout_s. Inline: on every collective's way out, and
   // nothing to do for most of them.
   void after_call(size_t bytes, double timeout_s) {
+    if (timed_entry_ >= 0) end_timing(bytes);
     if (bytes_to_probe_ != 0 && bytes > kSmallAllreduceFarBytes) count_call(bytes, timeout_s);
   }
+  // Whether a shm_direct call of op and `bytes` takes the slots (true) or the cross-memory
+  // reads: where two ranks with a core each re-probe their distance, the timed choice
+  // (coll/path_tuner.h) where it has decided this call's op and size class, else `fixed`
+  // (shm_direct_takes_slots); never the slots past `slots_limit` (CollConfig::shm_slots_bytes).
+  // Counts the call's path, and on rank 0 starts timing it (after_call ends that).
+  bool take_slots(CollOp op, size_t bytes, bool fixed, size_t slots_limit);
+  // Calls take_slots counted on each path since construction (0 where nothing is timed);
+  // the same on both ranks.
+  int64_t slots_calls() const { return slots_calls_; }
+  int64_t reads_calls() const { return reads_calls_; }
+  // The timed choice in force until the next probe (PathTuner's mask; 0: none decided).
+  uint64_t path_choice() const { return path_mask_; }
   // Probes run (the construction's included), verdicts that changed at a re-probe, and the
   // distance-dependent calls made under each verdict (0 where no probe runs).
   int64_t probes() const { return probes_; }
@@ -231,11 +245,23 @@ class ShmContext {
   size_t slots_allgather_max_ = std::numeric_limits<size_t>::max();
   const char* distance_from_ = "";
   // Re-probing (probe_peers, after_call): the last value this rank stored on its probe line,
-  // the bytes left before the next probe (0: none due), the budget rank 0 published, rank 0's
-  // clock at the last probe, and the counts reported above.
-  uint64_t probe_count_ = 0, bytes_to_probe_ = 0, probe_every_ = 0;
+  // the bytes left before the next probe (0: none due), the budget rank 0 published and its
+  // last regular one (a budget while a path is tried is shorter), rank 0's clock at the last
+  // probe, and the counts reported above.
+  uint64_t probe_count_ = 0, bytes_to_probe_ = 0, probe_every_ = 0, regular_every_ = kFirstProbeBytes;
   int64_t reprobe_ns_ = 0, last_probe_ns_ = 0;
   int64_t probes_ = 0, flips_ = 0, close_calls_ = 0, far_calls_ = 0;
+  // The timed path choice (take_slots): rank 0's timings, the mask in force, the call being
+  // timed (its entry, -1 for none; path; verdict; start; bytes) and the counts.
+  bool timed_paths_ = false;
+  PathTuner tuner_;
+  uint64_t path_mask_ = 0;
+  int timed_entry_ = -1;
+  bool timed_slots_ = false, timed_far_ = false;
+  int64_t timed_start_ns_ = 0;
+  size_t timed_bytes_ = 0;
+  int64_t slots_calls_ = 0, reads_calls_ = 0;
+  void end_timing(size_t bytes);
   void probe_peers(const Deadline& deadline, bool first);
   void count_call(size_t bytes, double timeout_s);
 };

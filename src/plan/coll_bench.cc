@@ -300,7 +300,10 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
         std::snprintf(how, sizeof how, "stated by %s", own->core_distance_from());
       const bool reprobed = own->round_trip_ns() > 0 && c.coll_config().shm_reprobe_ms > 0;
       std::printf("# the two ranks' cores%s: %s (%s): the all-reduce takes the shared-memory slots %s\n",
-                  reprobed ? " at the start (probed again as calls go; each row's path is its calls' majority)" : "", how,
+                  reprobed ? " at the start (probed again as calls go, and each row's calls time both paths: its path is "
+                             "its calls' majority)"
+                           : "",
+                  how,
                   own->cores_far() ? "far apart" : "close",
                   own->cores_far() ? "never, nor do the all-gather, reduce-scatter and broadcast"
                                    : (std::to_string(own->slots_allreduce_min_bytes() >> 10) + " KiB up; the all-gather up to " +
@@ -333,6 +336,7 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
         int64_t iters = std::clamp<int64_t>(static_cast<int64_t>(cfg.seconds / std::max(trial, 1e-7)), 1, cfg.max_iters);
         c.barrier();
         const int64_t close0 = verdict ? verdict->close_calls() : 0, far0 = verdict ? verdict->far_calls() : 0;
+        const int64_t slots0 = verdict ? verdict->slots_calls() : 0, reads0 = verdict ? verdict->reads_calls() : 0;
         t0 = now_seconds();
         for (int64_t i = 0; i < iters; ++i) {
           if (cfg.gap_s > 0) compute_for(cfg.gap_s);
@@ -341,6 +345,7 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
         double per_call = (now_seconds() - t0) / static_cast<double>(iters);
         // (read before the next collective, which may count itself)
         const int64_t closes = verdict ? verdict->close_calls() - close0 : 0, fars = verdict ? verdict->far_calls() - far0 : 0;
+        const int64_t slotted = verdict ? verdict->slots_calls() - slots0 : 0, read = verdict ? verdict->reads_calls() - reads0 : 0;
         allreduce(c, &per_call, 1, DType::kFloat64, ReduceOp::kMax);
         int64_t wrong = -1;
         if (cfg.check) {
@@ -355,9 +360,10 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
           const size_t call = pt.total * es;
           // Under the verdict most of the row's calls ran under, where it was re-probed.
           const bool far = closes + fars > 0 ? 2 * fars > closes + fars : eff && eff->cores_far();
-          row.path = shm_direct_one_phase(op, c, eff, call) || shm_direct_takes_slots_under(op, c, eff, call, far)
-                         ? "slots"
-                         : "reads";
+          // Where the context timed the paths (ShmContext::take_slots), the path most calls took.
+          const bool slots = shm_direct_one_phase(op, c, eff, call) ||
+                             (slotted + read > 0 ? slotted >= read : shm_direct_takes_slots_under(op, c, eff, call, far));
+          row.path = slots ? "slots" : "reads";
         }
         row.transport = kind;
         row.type = dtype_name(cfg.dtype);

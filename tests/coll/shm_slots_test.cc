@@ -206,6 +206,66 @@ TEST(ShmSlots, DistanceIsReprobedAsCallsGoAndBothRanksAgree) {
   }
 }
 
+// Two ranks that re-probe also time both paths (coll/path_tuner.h): after the first re-probe
+// every op and size class with calls tries the path the fixed rule did not take, so both
+// paths carry calls; both ranks take the same path at every call (the counts agree), and
+// every result is exact whichever path it took. DTRAIN_SHM_TIMED_PATHS=0 times nothing.
+TEST(ShmSlots, TimedPathsAreTriedAgreedAndExact) {
+  struct Seen {
+    int64_t slots, reads;
+  };
+  for (bool timed : {true, false}) {
+    std::mutex mu;
+    std::vector<Seen> seen;
+    testing::WorldOptions w;
+    w.coll.shm_cores = CoreDistance::kProbe;
+    w.coll.shm_reprobe_ms = 1;
+    w.coll.shm_timed_paths = timed;
+    constexpr int kCalls = 120;
+    testing::run_world(2, w, [&](Communicator& c) {
+      ShmContext ctx(c, 64 << 10);
+      if (ctx.oversubscribed()) GTEST_SKIP() << "one core: two ranks share it, and no distance is probed";
+      const DType t = DType::kFloat32;
+      for (int k = 0; k < kCalls; ++k) {
+        const size_t n = (k % 2 == 0 ? 70000 : 300000) + static_cast<size_t>(k);  // 274 KiB and 1.1 MiB, uneven
+        if (k % 3 == 0) {
+          allreduce_is_exact(c, ctx, t, n, "call " + std::to_string(k));
+        } else if (k % 3 == 1) {
+          ReduceScatterOptions o;
+          o.algorithm = Algorithm::kShmDirect;
+          o.shm = &ctx;
+          const auto in = testing::input(t, c.rank(), 2 * n);
+          std::vector<char> out(n * 4);
+          reduce_scatter(c, in.data(), out.data(), n, t, ReduceOp::kSum, o);
+          ASSERT_EQ(testing::compare(out, testing::expected_reduce(t, 2, n, ReduceOp::kSum, c.rank() * n), t), "")
+              << "call " << k;
+        } else {
+          BroadcastOptions o;
+          o.algorithm = Algorithm::kShmDirect;
+          o.shm = &ctx;
+          const int root = k % 2;
+          auto buf = c.rank() == root ? testing::input(t, root, n) : std::vector<char>(n * 4, 0);
+          broadcast(c, buf.data(), n, t, root, o);
+          ASSERT_EQ(testing::compare(buf, testing::input(t, root, n), t), "") << "call " << k;
+        }
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      seen.push_back({ctx.slots_calls(), ctx.reads_calls()});
+    });
+    if (seen.empty()) continue;  // skipped
+    ASSERT_EQ(seen.size(), 2u);
+    EXPECT_EQ(seen[0].slots, seen[1].slots);
+    EXPECT_EQ(seen[0].reads, seen[1].reads);
+    if (timed) {
+      EXPECT_EQ(seen[0].slots + seen[0].reads, kCalls) << "every call past the one phase is counted";
+      EXPECT_GT(seen[0].slots, 0) << "each path is tried";
+      EXPECT_GT(seen[0].reads, 0) << "each path is tried";
+    } else {
+      EXPECT_EQ(seen[0].slots + seen[0].reads, 0);
+    }
+  }
+}
+
 // With a core per rank, an all-gather whose output outgrows the host's last-level cache
 // reads the peers' buffers even where the verdict allows the slots (they copy each block
 // twice, and past the cache both copies go to memory); ranks that outnumber the cores keep

@@ -1,0 +1,82 @@
+// coll/path_tuner.h — which of the two ways a 2-rank shared-memory collective can move its
+// data (the context's slots, or cross-memory reads of the peer's buffer) each call takes,
+// chosen by timing both as the calls go.
+//
+// Why: which path is faster depends on the host, not only on the distance between the two
+// cores that ShmContext's round-trip probe measures. On the Xeon VM and an earlier EPYC VM,
+// close cores made the slots 1.3-1.9x faster from 256 KiB (coll/shm_direct.cc). On the EPYC
+// VM of 2026-11-30 (Zen 4, L3 32 MiB shared by both vCPUs) the probe read close cores
+// (0.10-0.11 us a round trip) and the reads still won at most sizes: all-reduce 4 MiB 15-16
+// against the slots' 7 GB/s busbw, broadcast 256 KiB 21 against 9, reduce-scatter 4 MiB 12.5
+// against 7.5; the slots won only the 1 MiB all-gather (12.7 against 9.5).
+//
+// How (a bandit with a stale-estimate rule, on rank 0 only):
+// - Calls are grouped into entries: op (all-reduce, all-gather, reduce-scatter, broadcast) x
+//   size class (a factor of 4 per class: up to 64 KiB, 256 KiB, ... 256 MiB, beyond), and
+//   each entry is kept apart per probe verdict (close, far), since the VM flips between
+//   them within seconds and each has its own winner.
+// - Rank 0 times every call it makes and adds it to the entry's path. At each re-probe
+//   (decide), a path's calls since its last estimate are folded into that estimate (time per
+//   byte; the new figure weighs half, and replaces an estimate kExploreEvery probes old, which
+//   may come from another of the VM's modes) once there are kMinCalls of them.
+// - The choice for the calls until the next probe, per entry of the new verdict: the path
+//   with the lower estimate; the other one instead while it has no estimate or its estimate
+//   is kExploreEvery probes old, if the entry had calls in the last kExploreEvery probe
+//   intervals (exploring a path no call uses would measure nothing). An entry with no estimate is undecided: the
+//   fixed rule (shm_direct_takes_slots) holds. While a path is tried, the next probe comes
+//   after about kMinCalls such calls, so a try costs a few calls, not a whole interval.
+// - The choice travels in one 64-bit mask that rank 0 publishes with the probe's verdict,
+//   so both ranks take the same path from the same call on (ShmContext::probe_peers).
+//
+// Contract: the choice is only a choice between two exact paths; with two ranks both reduce
+// a + b, so results are bit-identical whichever path a call takes. A machine whose winner
+// holds pays one probe interval in every kExploreEvery on the slower path.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "coll/types.h"
+
+namespace dtrain {
+
+class PathTuner {
+ public:
+  static constexpr int kOps = 4;
+  static constexpr int kSizeClasses = 8;
+  static constexpr int kEntries = kOps * kSizeClasses;  // 32: one mask's low half
+  static constexpr int64_t kMinCalls = 4;
+  static constexpr int64_t kExploreEvery = 16;
+
+  // The entry of a call of `bytes` of op, or -1 for ops it does not choose for.
+  static int entry(CollOp op, size_t bytes);
+  // Whether mask decides entry e, and then whether e takes the slots.
+  static bool decided(uint64_t mask, int e) { return (mask >> e) & 1; }
+  static bool takes_slots(uint64_t mask, int e) { return (mask >> (kEntries + e)) & 1; }
+
+  // A call of entry e took ns on path `slots` under verdict `far`.
+  void record(bool far, int e, bool slots, int64_t ns, size_t bytes);
+  // At a probe: folds the calls since the last estimates, then returns the choice for the
+  // calls until the next probe under verdict `far` (bit e: decided; bit kEntries + e: slots).
+  // *explore_bytes: where the choice tries a path, kMinCalls calls of the largest size class
+  // tried (the bytes after which the next probe can judge it), else 0.
+  uint64_t decide(bool far, uint64_t* explore_bytes);
+  // The estimate of path `slots` for entry e under verdict `far`, in ns per byte (-1: none).
+  double estimate(bool far, int e, bool slots) const { return table_[far][e].path[slots].estimate; }
+
+ private:
+  struct Path {
+    double estimate = -1;   // ns per byte
+    int64_t estimated_at = -1;  // the decide() that last folded calls into it
+    double ns = 0, bytes = 0;   // calls not folded yet
+    int64_t calls = 0;
+  };
+  struct Entry {
+    Path path[2];  // [0] reads, [1] slots
+    int64_t used_at = -1;  // the decide() count when a call last came
+  };
+  Entry table_[2][kEntries];  // [far][entry]
+  int64_t decisions_ = 0;
+};
+
+}  // namespace dtrain
