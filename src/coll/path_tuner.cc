@@ -25,10 +25,14 @@ void PathTuner::record(bool far, int e, bool slots, int64_t ns, size_t bytes) {
   if (e < 0 || e >= kEntries) return;
   Entry& en = table_[far][e];
   Path& p = en.path[slots];
+  en.used_at = decisions_;
+  if (!p.warm) {  // the first call after a switch: not what the path costs (cold pages, caches)
+    p.warm = true;
+    return;
+  }
   p.ns += static_cast<double>(std::max<int64_t>(ns, 0));
   p.bytes += static_cast<double>(bytes);
   p.calls += 1;
-  en.used_at = decisions_;
 }
 
 uint64_t PathTuner::decide(bool far, uint64_t* explore_bytes) {
@@ -58,10 +62,11 @@ uint64_t PathTuner::decide(bool far, uint64_t* explore_bytes) {
     if (used && (other.estimate < 0 || decisions_ - other.estimated_at >= kExploreEvery)) {
       choice = 1 - choice;
       const uint64_t class_bytes = uint64_t{1} << (2 * (e % kSizeClasses) + 16);  // the class's largest call
-      *explore_bytes = std::max<uint64_t>(*explore_bytes, kMinCalls * class_bytes);
+      *explore_bytes = std::max<uint64_t>(*explore_bytes, (kMinCalls + 1) * class_bytes);
     }
     mask |= uint64_t{1} << e;
     if (choice == 1) mask |= uint64_t{1} << (kEntries + e);
+    table_[far][e].path[1 - choice].warm = false;
   }
   ++decisions_;
   return mask;

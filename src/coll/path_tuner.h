@@ -15,7 +15,9 @@
 //   size class (a factor of 4 per class: up to 64 KiB, 256 KiB, ... 256 MiB, beyond), and
 //   each entry is kept apart per probe verdict (close, far), since the VM flips between
 //   them within seconds and each has its own winner.
-// - Rank 0 times every call it makes and adds it to the entry's path. At each re-probe
+// - Rank 0 times every call it makes and adds it to the entry's path, except the first call
+//   after the entry switched to that path (it pays for cold pages and caches: the first
+//   tries of the reads read up to 2x slower than the next calls). At each re-probe
 //   (decide), a path's calls since its last estimate are folded into that estimate (time per
 //   byte; the new figure weighs half, and replaces an estimate kExploreEvery probes old, which
 //   may come from another of the VM's modes) once there are kMinCalls of them.
@@ -24,7 +26,7 @@
 //   is kExploreEvery probes old, if the entry had calls in the last kExploreEvery probe
 //   intervals (exploring a path no call uses would measure nothing). An entry with no estimate is undecided: the
 //   fixed rule (shm_direct_takes_slots) holds. While a path is tried, the next probe comes
-//   after about kMinCalls such calls, so a try costs a few calls, not a whole interval.
+//   after about kMinCalls + 1 such calls, so a try costs a few calls, not a whole interval.
 // - The choice travels in one 64-bit mask that rank 0 publishes with the probe's verdict,
 //   so both ranks take the same path from the same call on (ShmContext::probe_peers).
 //
@@ -58,8 +60,8 @@ class PathTuner {
   void record(bool far, int e, bool slots, int64_t ns, size_t bytes);
   // At a probe: folds the calls since the last estimates, then returns the choice for the
   // calls until the next probe under verdict `far` (bit e: decided; bit kEntries + e: slots).
-  // *explore_bytes: where the choice tries a path, kMinCalls calls of the largest size class
-  // tried (the bytes after which the next probe can judge it), else 0.
+  // *explore_bytes: where the choice tries a path, kMinCalls + 1 calls of the largest size
+  // class tried (the bytes after which the next probe can judge it), else 0.
   uint64_t decide(bool far, uint64_t* explore_bytes);
   // The estimate of path `slots` for entry e under verdict `far`, in ns per byte (-1: none).
   double estimate(bool far, int e, bool slots) const { return table_[far][e].path[slots].estimate; }
@@ -70,6 +72,7 @@ class PathTuner {
     int64_t estimated_at = -1;  // the decide() that last folded calls into it
     double ns = 0, bytes = 0;   // calls not folded yet
     int64_t calls = 0;
+    bool warm = false;  // false until a call came since the path was last left (that call is not timed)
   };
   struct Entry {
     Path path[2];  // [0] reads, [1] slots

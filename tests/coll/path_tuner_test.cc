@@ -1,6 +1,7 @@
-// PathTuner (coll/path_tuner.h): size classes, folding only after kMinCalls calls, the
-// faster path chosen, an untimed or stale path tried while its entry has calls, verdicts
-// kept apart, and the mask both ranks read.
+// PathTuner (coll/path_tuner.h): size classes, folding only after kMinCalls calls, the first
+// call after a switch not timed, the faster path chosen, an untimed or stale path tried while
+// its entry has calls, verdicts kept apart, and the mask both ranks read. A path's first call
+// is not timed, so each new path below gets kMinCalls + 1 calls to be estimated.
 #include "coll/path_tuner.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@ namespace {
 constexpr size_t kKiB = 1024, kMiB = 1024 * 1024;
 
 // n calls of entry e on one path, each taking ns_per_byte x bytes.
+constexpr int kFirst = static_cast<int>(PathTuner::kMinCalls) + 1;  // enough calls on a path just taken
 void calls(PathTuner& t, bool far, int e, bool slots, int n, size_t bytes, double ns_per_byte) {
   for (int i = 0; i < n; ++i) t.record(far, e, slots, static_cast<int64_t>(ns_per_byte * static_cast<double>(bytes)), bytes);
 }
@@ -39,12 +41,13 @@ TEST(PathTuner, NothingTimedDecidesNothing) {
   EXPECT_EQ(t.decide(false, &explore), 0u);
   EXPECT_EQ(explore, 0u);
   const int e = PathTuner::entry(CollOp::kAllreduce, kMiB);
+  calls(t, false, e, true, 1, kMiB, 50.0);  // the first call: not timed
   calls(t, false, e, true, static_cast<int>(PathTuner::kMinCalls) - 1, kMiB, 0.2);
-  EXPECT_EQ(t.decide(false, &explore), 0u) << "fewer than kMinCalls calls are not an estimate";
+  EXPECT_EQ(t.decide(false, &explore), 0u) << "fewer than kMinCalls timed calls are not an estimate";
   EXPECT_LT(t.estimate(false, e, true), 0);
   calls(t, false, e, true, 1, kMiB, 0.2);  // the earlier calls still count
   const uint64_t mask = t.decide(false, &explore);
-  EXPECT_NEAR(t.estimate(false, e, true), 0.2, 1e-3);
+  EXPECT_NEAR(t.estimate(false, e, true), 0.2, 1e-3) << "the first call's 50 ns a byte left out";
   EXPECT_TRUE(PathTuner::decided(mask, e));
 }
 
@@ -54,13 +57,13 @@ TEST(PathTuner, TriesTheUntimedPathThenKeepsTheFaster) {
   const int e = PathTuner::entry(CollOp::kAllreduce, 4 * kMiB);
   // The fixed rule sent the calls through the slots: the reads are tried next, and the next
   // probe is due after kMinCalls calls of the class's largest size.
-  calls(t, false, e, true, 8, 4 * kMiB, 0.5);
+  calls(t, false, e, true, kFirst, 4 * kMiB, 0.5);
   uint64_t mask = t.decide(false, &explore);
   ASSERT_TRUE(PathTuner::decided(mask, e));
   EXPECT_FALSE(PathTuner::takes_slots(mask, e)) << "the reads have no estimate: tried";
-  EXPECT_EQ(explore, static_cast<uint64_t>(PathTuner::kMinCalls) * 4 * kMiB);
+  EXPECT_EQ(explore, static_cast<uint64_t>(kFirst) * 4 * kMiB);
   // The reads were faster: they stay, and nothing is being tried.
-  calls(t, false, e, false, 4, 4 * kMiB, 0.1);
+  calls(t, false, e, false, kFirst, 4 * kMiB, 0.1);
   mask = t.decide(false, &explore);
   EXPECT_TRUE(PathTuner::decided(mask, e));
   EXPECT_FALSE(PathTuner::takes_slots(mask, e));
@@ -74,14 +77,14 @@ TEST(PathTuner, SlowerPathIsTriedAgainWhenItsEstimateIsStale) {
   PathTuner t;
   uint64_t explore = 0;
   const int e = PathTuner::entry(CollOp::kBroadcast, 256 * kKiB);
-  calls(t, true, e, false, 4, 256 * kKiB, 0.1);
+  calls(t, true, e, false, kFirst, 256 * kKiB, 0.1);
   t.decide(true, &explore);  // tries the slots
-  calls(t, true, e, true, 4, 256 * kKiB, 0.3);
+  calls(t, true, e, true, kFirst, 256 * kKiB, 0.3);
   uint64_t mask = t.decide(true, &explore);  // the reads won
   ASSERT_FALSE(PathTuner::takes_slots(mask, e));
   int decisions_until_tried = 0;
   for (int i = 1; i <= 2 * PathTuner::kExploreEvery; ++i) {
-    calls(t, true, e, false, 4, 256 * kKiB, 0.1);
+    calls(t, true, e, false, kFirst, 256 * kKiB, 0.1);
     mask = t.decide(true, &explore);
     if (PathTuner::takes_slots(mask, e)) {
       decisions_until_tried = i;
@@ -93,7 +96,7 @@ TEST(PathTuner, SlowerPathIsTriedAgainWhenItsEstimateIsStale) {
       << "tried again kExploreEvery decisions after the one that timed them";
   EXPECT_GT(explore, 0u);
   // The slots have become the faster (the VM's mode changed): they are kept.
-  calls(t, true, e, true, 4, 256 * kKiB, 0.01);
+  calls(t, true, e, true, kFirst, 256 * kKiB, 0.01);
   mask = t.decide(true, &explore);
   EXPECT_TRUE(PathTuner::takes_slots(mask, e));
 }
@@ -102,7 +105,7 @@ TEST(PathTuner, AnEntryWithoutCallsIsNotTried) {
   PathTuner t;
   uint64_t explore = 0;
   const int e = PathTuner::entry(CollOp::kReduceScatter, 16 * kMiB);
-  calls(t, false, e, true, 4, 16 * kMiB, 0.2);
+  calls(t, false, e, true, kFirst, 16 * kMiB, 0.2);
   t.decide(false, &explore);  // calls came: the reads are tried ...
   EXPECT_GT(explore, 0u);
   uint64_t mask = 0;
