@@ -267,8 +267,9 @@ class ShmContext {
 };
 
 // Whether the shared-memory direct algorithm of `op` (kShmDirect) carries a call of `bytes`
-// through ctx's slots rather than cross-memory reads: the choice coll/shm_direct.cc makes (it
-// calls this), for reports (`dtrain bench collectives` prints it). ctx null: never. A
+// through ctx's slots rather than cross-memory reads by the fixed rule: the choice
+// coll/shm_direct.cc makes where the context times no paths (ShmContext::take_slots, which
+// may override it), and for reports (`dtrain bench collectives` prints it). ctx null: never. A
 // broadcast or all-reduce takes the slots when ranks outnumber the cores; with a core per
 // rank the all-reduce from slots_allreduce_min_bytes() (an all-reduce up to
 // small_allreduce_bytes() never gets here: it is one phase through the slots, decided by
