@@ -28,7 +28,7 @@ void PathTuner::record(bool far, int e, bool slots, int64_t ns, size_t bytes) {
   en.used_at = decisions_;
   if (!p.warm) {  // the first call after a switch: not what the path costs (cold pages, caches)
     p.warm = true;
-    return;
+    if (bytes < kWarmBelowBytes) return;
   }
   p.ns += static_cast<double>(std::max<int64_t>(ns, 0));
   p.bytes += static_cast<double>(bytes);
@@ -40,7 +40,7 @@ uint64_t PathTuner::decide(bool far, uint64_t* explore_bytes) {
   for (auto& verdict : table_)
     for (Entry& en : verdict)
       for (Path& p : en.path) {
-        if (p.calls < kMinCalls || p.bytes <= 0) continue;
+        if (p.calls == 0 || (p.calls < kMinCalls && p.bytes < kMinBytes)) continue;
         const double now = p.ns / p.bytes;
         const bool stale = p.estimate < 0 || decisions_ - p.estimated_at >= kExploreEvery;
         p.estimate = stale ? now : 0.5 * p.estimate + 0.5 * now;
@@ -50,7 +50,7 @@ uint64_t PathTuner::decide(bool far, uint64_t* explore_bytes) {
       }
   uint64_t mask = 0;
   for (int e = 0; e < kEntries; ++e) {
-    const Entry& en = table_[far][e];
+    Entry& en = table_[far][e];
     const Path& reads = en.path[0];
     const Path& slots = en.path[1];
     if (reads.estimate < 0 && slots.estimate < 0) continue;  // undecided: the fixed rule
@@ -59,14 +59,18 @@ uint64_t PathTuner::decide(bool far, uint64_t* explore_bytes) {
     // Calls of other entries come between (a bucket of each size per step; probes may be
     // due after every call): an entry counts as in use for kExploreEvery decisions.
     const bool used = en.used_at >= 0 && decisions_ - en.used_at < kExploreEvery;
-    if (used && (other.estimate < 0 || decisions_ - other.estimated_at >= kExploreEvery)) {
-      choice = 1 - choice;
+    if (used && (other.estimate < 0 || decisions_ - other.estimated_at >= kExploreEvery)) choice = 1 - choice;
+    // A path tried, or taken over from the other, is on trial: the next probe comes after
+    // enough of its calls to be folded (a choice made on a few calls may be wrong, and would
+    // otherwise last a whole interval).
+    if (used && choice != en.current) {
       const uint64_t class_bytes = uint64_t{1} << (2 * (e % kSizeClasses) + 16);  // the class's largest call
-      *explore_bytes = std::max<uint64_t>(*explore_bytes, (kMinCalls + 1) * class_bytes);
+      *explore_bytes = std::max(*explore_bytes, std::min((kMinCalls + 1) * class_bytes, kMinBytes + class_bytes));
     }
+    en.current = choice;
     mask |= uint64_t{1} << e;
     if (choice == 1) mask |= uint64_t{1} << (kEntries + e);
-    table_[far][e].path[1 - choice].warm = false;
+    en.path[1 - choice].warm = false;
   }
   ++decisions_;
   return mask;

@@ -16,17 +16,20 @@
 //   each entry is kept apart per probe verdict (close, far), since the VM flips between
 //   them within seconds and each has its own winner.
 // - Rank 0 times every call it makes and adds it to the entry's path, except the first call
-//   after the entry switched to that path (it pays for cold pages and caches: the first
-//   tries of the reads read up to 2x slower than the next calls). At each re-probe
+//   below 16 MiB after the entry switched to that path (it pays for cold pages and caches:
+//   the first tries of the reads read up to 2x slower than the next calls). At each re-probe
 //   (decide), a path's calls since its last estimate are folded into that estimate (time per
 //   byte; the new figure weighs half, and replaces an estimate kExploreEvery probes old, which
-//   may come from another of the VM's modes) once there are kMinCalls of them.
+//   may come from another of the VM's modes) once there are kMinCalls of them or kMinBytes.
 // - The choice for the calls until the next probe, per entry of the new verdict: the path
 //   with the lower estimate; the other one instead while it has no estimate or its estimate
 //   is kExploreEvery probes old, if the entry had calls in the last kExploreEvery probe
 //   intervals (exploring a path no call uses would measure nothing). An entry with no estimate is undecided: the
-//   fixed rule (shm_direct_takes_slots) holds. While a path is tried, the next probe comes
-//   after about kMinCalls + 1 such calls, so a try costs a few calls, not a whole interval.
+//   fixed rule (shm_direct_takes_slots) holds. A path tried, or taken over from the other,
+//   is on trial: the next probe comes after about kMinCalls + 1 such calls (at most kMinBytes),
+//   so a try, or a switch made on a few noisy calls, costs a few calls, not a whole interval
+//   (100 ms: in a sitting's 0.2 s benchmark rows, such switches had run whole rows on the
+//   slower path).
 // - The choice travels in one 64-bit mask that rank 0 publishes with the probe's verdict,
 //   so both ranks take the same path from the same call on (ShmContext::probe_peers).
 //
@@ -48,6 +51,8 @@ class PathTuner {
   static constexpr int kSizeClasses = 8;
   static constexpr int kEntries = kOps * kSizeClasses;  // 32: one mask's low half
   static constexpr int64_t kMinCalls = 4;
+  static constexpr uint64_t kMinBytes = uint64_t{64} << 20;       // ... or fewer calls of this many bytes
+  static constexpr uint64_t kWarmBelowBytes = uint64_t{16} << 20;  // a first call this large is timed
   static constexpr int64_t kExploreEvery = 16;
 
   // The entry of a call of `bytes` of op, or -1 for ops it does not choose for.
@@ -60,8 +65,9 @@ class PathTuner {
   void record(bool far, int e, bool slots, int64_t ns, size_t bytes);
   // At a probe: folds the calls since the last estimates, then returns the choice for the
   // calls until the next probe under verdict `far` (bit e: decided; bit kEntries + e: slots).
-  // *explore_bytes: where the choice tries a path, kMinCalls + 1 calls of the largest size
-  // class tried (the bytes after which the next probe can judge it), else 0.
+  // *explore_bytes: where an entry in use changes its path (tries one, or takes the other
+  // over), the bytes after which the next probe can judge the new one (kMinCalls + 1 calls of
+  // the class's largest size, at most kMinBytes and one call more), else 0.
   uint64_t decide(bool far, uint64_t* explore_bytes);
   // The estimate of path `slots` for entry e under verdict `far`, in ns per byte (-1: none).
   double estimate(bool far, int e, bool slots) const { return table_[far][e].path[slots].estimate; }
@@ -77,6 +83,7 @@ class PathTuner {
   struct Entry {
     Path path[2];  // [0] reads, [1] slots
     int64_t used_at = -1;  // the decide() count when a call last came
+    int current = -1;      // the path the last decide() gave (-1: none, the fixed rule)
   };
   Entry table_[2][kEntries];  // [far][entry]
   int64_t decisions_ = 0;

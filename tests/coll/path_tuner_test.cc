@@ -73,6 +73,39 @@ TEST(PathTuner, TriesTheUntimedPathThenKeepsTheFaster) {
   EXPECT_EQ(t.decide(true, &explore), 0u);
 }
 
+TEST(PathTuner, TakingOverTheOtherPathPutsItOnTrial) {
+  PathTuner t;
+  uint64_t explore = 0;
+  const int e = PathTuner::entry(CollOp::kAllgather, 4 * kMiB);
+  calls(t, false, e, true, kFirst, 4 * kMiB, 0.5);
+  t.decide(false, &explore);  // tries the reads
+  calls(t, false, e, false, kFirst, 4 * kMiB, 0.1);
+  uint64_t mask = t.decide(false, &explore);  // the reads, as tried: no new trial
+  ASSERT_FALSE(PathTuner::takes_slots(mask, e));
+  EXPECT_EQ(explore, 0u);
+  // The reads slow down (0.5 x 0.1 + 0.5 x 2.0 = 1.05 > 0.5): the slots take over, on trial.
+  calls(t, false, e, false, 4, 4 * kMiB, 2.0);
+  mask = t.decide(false, &explore);
+  EXPECT_TRUE(PathTuner::takes_slots(mask, e));
+  EXPECT_EQ(explore, static_cast<uint64_t>(kFirst) * 4 * kMiB);
+  calls(t, false, e, true, kFirst, 4 * kMiB, 0.5);
+  mask = t.decide(false, &explore);  // confirmed: no trial
+  EXPECT_TRUE(PathTuner::takes_slots(mask, e));
+  EXPECT_EQ(explore, 0u);
+}
+
+TEST(PathTuner, LargeCallsAreTimedFromTheFirstAndFoldedByBytes) {
+  PathTuner t;
+  uint64_t explore = 0;
+  const size_t big = 256 * kMiB;
+  const int e = PathTuner::entry(CollOp::kAllreduce, big);
+  calls(t, true, e, false, 1, big, 0.3);  // one call of 256 MiB: past kMinBytes, and timed
+  uint64_t mask = t.decide(true, &explore);
+  EXPECT_NEAR(t.estimate(true, e, false), 0.3, 1e-3);
+  EXPECT_TRUE(PathTuner::takes_slots(mask, e)) << "the slots are tried";
+  EXPECT_EQ(explore, PathTuner::kMinBytes + big) << "a try of one such call, not five";
+}
+
 TEST(PathTuner, SlowerPathIsTriedAgainWhenItsEstimateIsStale) {
   PathTuner t;
   uint64_t explore = 0;
