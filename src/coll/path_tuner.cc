@@ -26,6 +26,8 @@ void PathTuner::record(bool far, int e, bool slots, int64_t ns, size_t bytes) {
   Entry& en = table_[far][e];
   Path& p = en.path[slots];
   en.used_at = decisions_;
+  en.calls_since_try += 1;
+  en.bytes_since_try += static_cast<double>(bytes);
   if (!p.warm) {  // the first call after a switch: not what the path costs (cold pages, caches)
     p.warm = true;
     if (bytes < kWarmBelowBytes) return;
@@ -59,11 +61,30 @@ uint64_t PathTuner::decide(bool far, uint64_t* explore_bytes) {
     // Calls of other entries come between (a bucket of each size per step; probes may be
     // due after every call): an entry counts as in use for kExploreEvery decisions.
     const bool used = en.used_at >= 0 && decisions_ - en.used_at < kExploreEvery;
-    if (used && (other.estimate < 0 || decisions_ - other.estimated_at >= kExploreEvery)) choice = 1 - choice;
-    // A path tried, or taken over from the other, is on trial: the next probe comes after
-    // enough of its calls to be folded (a choice made on a few calls may be wrong, and would
-    // otherwise last a whole interval).
-    if (used && choice != en.current) {
+    // A try lasts until the tried path has been timed (folded at this decision), or until
+    // the entry's calls stop.
+    if (en.trying >= 0 && (en.path[en.trying].estimated_at == decisions_ || !used)) en.trying = -1;
+    // A new try costs a few calls on what may be the slower path: at most one in
+    // kExploreEvery of the entry's calls (by count, or by bytes for calls of many MiB, where a
+    // sitting's 0.2 s row of 256 MiB calls holds only a few of them).
+    const bool paid = en.calls_since_try >= kExploreEvery * kMinCalls ||
+                      en.bytes_since_try >= static_cast<double>(kExploreEvery * kMinBytes);
+    bool trial = en.trying >= 0;
+    if (en.trying >= 0) {
+      choice = en.trying;
+    } else if (used && paid && (other.estimate < 0 || decisions_ - other.estimated_at >= kExploreEvery)) {
+      choice = 1 - choice;
+      en.trying = choice;
+      en.calls_since_try = 0;
+      en.bytes_since_try = 0;
+      trial = true;
+    } else if (used && en.current >= 0 && choice != en.current) {
+      trial = true;  // taken over from the other path on a few calls: on trial too
+    }
+    // A path on trial: the next probe comes after enough of its calls to be folded (a choice
+    // made on a few calls may be wrong, and would otherwise last a whole interval). (A first
+    // choice without a try is the path the fixed rule took: the one timed.)
+    if (trial) {
       const uint64_t class_bytes = uint64_t{1} << (2 * (e % kSizeClasses) + 16);  // the class's largest call
       *explore_bytes = std::max(*explore_bytes, std::min((kMinCalls + 1) * class_bytes, kMinBytes + class_bytes));
     }

@@ -24,7 +24,9 @@
 // - The choice for the calls until the next probe, per entry of the new verdict: the path
 //   with the lower estimate; the other one instead while it has no estimate or its estimate
 //   is kExploreEvery probes old, if the entry had calls in the last kExploreEvery probe
-//   intervals (exploring a path no call uses would measure nothing). An entry with no estimate is undecided: the
+//   intervals (exploring a path no call uses would measure nothing) and kExploreEvery tries'
+//   worth of calls since its last try (kExploreEvery x kMinCalls calls or x kMinBytes), so
+//   trying costs at most about one call in kExploreEvery. An entry with no estimate is undecided: the
 //   fixed rule (shm_direct_takes_slots) holds. A path tried, or taken over from the other,
 //   is on trial: the next probe comes after about kMinCalls + 1 such calls (at most kMinBytes),
 //   so a try, or a switch made on a few noisy calls, costs a few calls, not a whole interval
@@ -84,6 +86,9 @@ class PathTuner {
     Path path[2];  // [0] reads, [1] slots
     int64_t used_at = -1;  // the decide() count when a call last came
     int current = -1;      // the path the last decide() gave (-1: none, the fixed rule)
+    int trying = -1;       // the path being tried until it is timed (-1: none)
+    int64_t calls_since_try = 0;  // calls (and their bytes) since the last try of a path
+    double bytes_since_try = 0;
   };
   Entry table_[2][kEntries];  // [far][entry]
   int64_t decisions_ = 0;

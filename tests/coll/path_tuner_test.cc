@@ -15,6 +15,8 @@ constexpr size_t kKiB = 1024, kMiB = 1024 * 1024;
 
 // n calls of entry e on one path, each taking ns_per_byte x bytes.
 constexpr int kFirst = static_cast<int>(PathTuner::kMinCalls) + 1;  // enough calls on a path just taken
+// Enough calls of a few MiB on one path for the other to be tried.
+constexpr int kPaid = static_cast<int>(PathTuner::kExploreEvery * PathTuner::kMinCalls);
 void calls(PathTuner& t, bool far, int e, bool slots, int n, size_t bytes, double ns_per_byte) {
   for (int i = 0; i < n; ++i) t.record(far, e, slots, static_cast<int64_t>(ns_per_byte * static_cast<double>(bytes)), bytes);
 }
@@ -57,8 +59,12 @@ TEST(PathTuner, TriesTheUntimedPathThenKeepsTheFaster) {
   const int e = PathTuner::entry(CollOp::kAllreduce, 4 * kMiB);
   // The fixed rule sent the calls through the slots: the reads are tried next, and the next
   // probe is due after kMinCalls calls of the class's largest size.
-  calls(t, false, e, true, kFirst, 4 * kMiB, 0.5);
+  calls(t, false, e, true, kPaid - 1, 4 * kMiB, 0.5);
   uint64_t mask = t.decide(false, &explore);
+  EXPECT_TRUE(PathTuner::takes_slots(mask, e)) << "a try waits for kExploreEvery tries' worth of calls";
+  EXPECT_EQ(explore, 0u) << "the first choice is the path the fixed rule took: no trial";
+  calls(t, false, e, true, 1, 4 * kMiB, 0.5);
+  mask = t.decide(false, &explore);
   ASSERT_TRUE(PathTuner::decided(mask, e));
   EXPECT_FALSE(PathTuner::takes_slots(mask, e)) << "the reads have no estimate: tried";
   EXPECT_EQ(explore, static_cast<uint64_t>(kFirst) * 4 * kMiB);
@@ -77,7 +83,7 @@ TEST(PathTuner, TakingOverTheOtherPathPutsItOnTrial) {
   PathTuner t;
   uint64_t explore = 0;
   const int e = PathTuner::entry(CollOp::kAllgather, 4 * kMiB);
-  calls(t, false, e, true, kFirst, 4 * kMiB, 0.5);
+  calls(t, false, e, true, kPaid, 4 * kMiB, 0.5);
   t.decide(false, &explore);  // tries the reads
   calls(t, false, e, false, kFirst, 4 * kMiB, 0.1);
   uint64_t mask = t.decide(false, &explore);  // the reads, as tried: no new trial
@@ -102,7 +108,10 @@ TEST(PathTuner, LargeCallsAreTimedFromTheFirstAndFoldedByBytes) {
   calls(t, true, e, false, 1, big, 0.3);  // one call of 256 MiB: past kMinBytes, and timed
   uint64_t mask = t.decide(true, &explore);
   EXPECT_NEAR(t.estimate(true, e, false), 0.3, 1e-3);
-  EXPECT_TRUE(PathTuner::takes_slots(mask, e)) << "the slots are tried";
+  EXPECT_FALSE(PathTuner::takes_slots(mask, e)) << "one call is not kExploreEvery tries' worth (16 x 64 MiB)";
+  calls(t, true, e, false, 3, big, 0.3);
+  mask = t.decide(true, &explore);
+  EXPECT_TRUE(PathTuner::takes_slots(mask, e)) << "the slots are tried after 1 GiB of calls";
   EXPECT_EQ(explore, PathTuner::kMinBytes + big) << "a try of one such call, not five";
 }
 
@@ -110,7 +119,7 @@ TEST(PathTuner, SlowerPathIsTriedAgainWhenItsEstimateIsStale) {
   PathTuner t;
   uint64_t explore = 0;
   const int e = PathTuner::entry(CollOp::kBroadcast, 256 * kKiB);
-  calls(t, true, e, false, kFirst, 256 * kKiB, 0.1);
+  calls(t, true, e, false, kPaid, 256 * kKiB, 0.1);
   t.decide(true, &explore);  // tries the slots
   calls(t, true, e, true, kFirst, 256 * kKiB, 0.3);
   uint64_t mask = t.decide(true, &explore);  // the reads won
@@ -138,7 +147,7 @@ TEST(PathTuner, AnEntryWithoutCallsIsNotTried) {
   PathTuner t;
   uint64_t explore = 0;
   const int e = PathTuner::entry(CollOp::kReduceScatter, 16 * kMiB);
-  calls(t, false, e, true, kFirst, 16 * kMiB, 0.2);
+  calls(t, false, e, true, kPaid, 16 * kMiB, 0.2);
   t.decide(false, &explore);  // calls came: the reads are tried ...
   EXPECT_GT(explore, 0u);
   uint64_t mask = 0;

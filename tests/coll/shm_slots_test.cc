@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "coll/collectives.h"
+#include "coll/path_tuner.h"
 #include "coll/shm_context.h"
 #include "coll_test_util.h"
 #include "support/world.h"
@@ -206,10 +207,11 @@ TEST(ShmSlots, DistanceIsReprobedAsCallsGoAndBothRanksAgree) {
   }
 }
 
-// Two ranks that re-probe also time both paths (coll/path_tuner.h): after the first re-probe
-// every op and size class with calls tries the path the fixed rule did not take, so both
-// paths carry calls; both ranks take the same path at every call (the counts agree), and
-// every result is exact whichever path it took. DTRAIN_SHM_TIMED_PATHS=0 times nothing.
+// Two ranks that re-probe also time both paths (coll/path_tuner.h): once an op and size
+// class has had kExploreEvery tries' worth of calls it tries the path the fixed rule did not
+// take, so both paths carry calls; both ranks take the same path at every call (the counts
+// agree), and every result is exact whichever path it took. DTRAIN_SHM_TIMED_PATHS=0 times
+// nothing.
 TEST(ShmSlots, TimedPathsAreTriedAgreedAndExact) {
   struct Seen {
     int64_t slots, reads;
@@ -221,29 +223,28 @@ TEST(ShmSlots, TimedPathsAreTriedAgreedAndExact) {
     w.coll.shm_cores = CoreDistance::kProbe;
     w.coll.shm_reprobe_ms = 1;
     w.coll.shm_timed_paths = timed;
-    constexpr int kCalls = 120;
+    constexpr int kCalls = 2 * (PathTuner::kExploreEvery * PathTuner::kMinCalls + 40);
     testing::run_world(2, w, [&](Communicator& c) {
       ShmContext ctx(c, 64 << 10);
       if (ctx.oversubscribed()) GTEST_SKIP() << "one core: two ranks share it, and no distance is probed";
       const DType t = DType::kFloat32;
+      const auto all_reduced = testing::expected_reduce(t, 2, 300000, ReduceOp::kSum);
       for (int k = 0; k < kCalls; ++k) {
-        const size_t n = (k % 2 == 0 ? 70000 : 300000) + static_cast<size_t>(k);  // 274 KiB and 1.1 MiB, uneven
-        if (k % 3 == 0) {
-          allreduce_is_exact(c, ctx, t, n, "call " + std::to_string(k));
-        } else if (k % 3 == 1) {
-          ReduceScatterOptions o;
+        if (k % 2 == 0) {  // 1.2 MB, uneven
+          const size_t n = 300000;
+          AllreduceOptions o;
           o.algorithm = Algorithm::kShmDirect;
           o.shm = &ctx;
-          const auto in = testing::input(t, c.rank(), 2 * n);
-          std::vector<char> out(n * 4);
-          reduce_scatter(c, in.data(), out.data(), n, t, ReduceOp::kSum, o);
-          ASSERT_EQ(testing::compare(out, testing::expected_reduce(t, 2, n, ReduceOp::kSum, c.rank() * n), t), "")
-              << "call " << k;
-        } else {
+          const auto in = testing::input(t, c.rank(), n);
+          std::vector<char> out(in.size());
+          allreduce(c, in.data(), out.data(), n, t, ReduceOp::kSum, o);
+          ASSERT_EQ(testing::compare(out, all_reduced, t), "") << "call " << k;
+        } else {  // 280 KB, past the one phase and the slots' 256 KiB threshold
+          const size_t n = 70000;
           BroadcastOptions o;
           o.algorithm = Algorithm::kShmDirect;
           o.shm = &ctx;
-          const int root = k % 2;
+          const int root = (k / 2) % 2;
           auto buf = c.rank() == root ? testing::input(t, root, n) : std::vector<char>(n * 4, 0);
           broadcast(c, buf.data(), n, t, root, o);
           ASSERT_EQ(testing::compare(buf, testing::input(t, root, n), t), "") << "call " << k;
