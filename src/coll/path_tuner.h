@@ -22,22 +22,23 @@
 //   byte; the new figure weighs half, and replaces an estimate kExploreEvery probes old, which
 //   may come from another of the VM's modes) once there are kMinCalls of them or kMinBytes.
 // - The choice for the calls until the next probe, per entry of the new verdict: the path
-//   with the lower estimate; the other one instead while it has no estimate or its estimate
-//   is kExploreEvery probes old, if the entry had calls in the last kExploreEvery probe
-//   intervals (exploring a path no call uses would measure nothing) and kExploreEvery tries'
-//   worth of calls since its last try (kExploreEvery x kMinCalls calls or x kMinBytes), so
-//   trying costs at most about one call in kExploreEvery. An entry with no estimate is undecided: the
-//   fixed rule (shm_direct_takes_slots) holds. A path tried, or taken over from the other,
-//   is on trial: the next probe comes after about kMinCalls + 1 such calls (at most kMinBytes),
-//   so a try, or a switch made on a few noisy calls, costs a few calls, not a whole interval
-//   (100 ms: in a sitting's 0.2 s benchmark rows, such switches had run whole rows on the
-//   slower path).
+//   with the lower estimate. An entry with no estimate is undecided: the fixed rule
+//   (shm_direct_takes_slots) holds.
+// - The entry tries the other path while that has no estimate or a kExploreEvery-probe-old
+//   one, if the entry had calls in the last kExploreEvery probe intervals (trying a path no
+//   call uses would time nothing), and only after kExploreEvery tries' worth of calls on its
+//   choice (kExploreEvery x kMinCalls calls, or x kMinBytes), so trying costs at most about
+//   one call in kExploreEvery. A try lasts until the tried path has been timed.
+// - A path tried, or taken over from the other, is on trial: the next probe comes after
+//   about kMinCalls + 1 such calls (at most kMinBytes and one call), so a try, or a switch
+//   made on a few noisy calls, costs a few calls rather than a whole interval (100 ms: in a
+//   sitting's 0.2 s benchmark rows such switches had run whole rows on the slower path).
 // - The choice travels in one 64-bit mask that rank 0 publishes with the probe's verdict,
 //   so both ranks take the same path from the same call on (ShmContext::probe_peers).
 //
 // Contract: the choice is only a choice between two exact paths; with two ranks both reduce
 // a + b, so results are bit-identical whichever path a call takes. A machine whose winner
-// holds pays one probe interval in every kExploreEvery on the slower path.
+// holds pays a try's few calls on the slower path in every kExploreEvery tries' worth.
 #pragma once
 
 #include <cstddef>
