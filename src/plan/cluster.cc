@@ -270,9 +270,21 @@ Cluster with_core_distance(Cluster c, bool far, bool* used) {
   if (it == c.intra_sizes.two_rank_by_cores.end()) return c;
   const LinkSizes::TwoRank& r = it->second;  // not touched by the assignments below
   LinkSizes& t = c.intra_sizes;
+  // Within the sizes the verdict's table spans, its points alone; outside them the mixed
+  // table's. A verdict can cover only some sizes: the calibration files each row under the
+  // verdict most of its calls ran under, and the VM flips within a pass. (On the EPYC VM,
+  // 2026-11-30, "close" held only the 16 and 32 MiB reduce-scatter, and a 1 MiB reduce-scatter
+  // was priced at the 16 MiB row's 1.6 ms, 21x its 76 us.)
   for (auto [dst, src] : {std::pair{&t.allreduce_by_ranks, &r.allreduce}, std::pair{&t.reducescatter_by_ranks, &r.reducescatter},
-                          std::pair{&t.allgather_by_ranks, &r.allgather}, std::pair{&t.broadcast_by_ranks, &r.broadcast}})
-    if (!src->empty()) (*dst)[2] = *src;
+                          std::pair{&t.allgather_by_ranks, &r.allgather}, std::pair{&t.broadcast_by_ranks, &r.broadcast}}) {
+    if (src->empty()) continue;
+    std::vector<std::pair<double, double>> merged = *src;
+    if (const auto mixed = dst->find(2); mixed != dst->end())
+      for (const auto& point : mixed->second)
+        if (point.first < src->front().first || point.first > src->back().first) merged.push_back(point);
+    std::sort(merged.begin(), merged.end());
+    (*dst)[2] = std::move(merged);
+  }
   if (r.allreduce_slots_from > 0) t.allreduce_slots_from_by_ranks[2] = r.allreduce_slots_from;
   else t.allreduce_slots_from_by_ranks.erase(2);
   if (used) *used = true;

@@ -255,8 +255,9 @@ Cluster at_compute_pace(Cluster c, double pace);
 Cluster this_machine(const std::string& calibration_path);
 // c with the 2-rank intra-node tables of the verdict "close" or "far" (a 2-rank job's
 // ShmContext::cores_far()) in place of the mixed ones, where the calibration measured that
-// verdict (LinkSizes::two_rank_by_cores); c unchanged otherwise. *used (optional) says whether
-// it replaced them.
+// verdict (LinkSizes::two_rank_by_cores), over the sizes the verdict's table spans (the mixed
+// points beyond them stay); c unchanged otherwise. *used (optional) says whether it replaced
+// them.
 Cluster with_core_distance(Cluster c, bool far, bool* used = nullptr);
 
 }  // namespace dtrain::plan

@@ -431,6 +431,18 @@ TEST(Simulator, TwoRankRunPricesThePathItsProbeChose) {
   const double ddp_close = simulate(m, {.strategy = "ddp", .dp = 2}, close, 64).comm_s;
   const double ddp_far = simulate(m, {.strategy = "ddp", .dp = 2}, far, 64).comm_s;
   EXPECT_GT(ddp_far, ddp_close);
+  // A verdict that covered only some sizes (its rows' calls ran mostly under the other):
+  // its points within its span, the mixed ones beyond.
+  LinkSizes::TwoRank partial;
+  partial.reducescatter = {{16e6, 1.6e-3}, {32e6, 3.2e-3}};
+  Cluster p = c;
+  p.intra_sizes.reducescatter_by_ranks[2] = {{1e6, 7e-5}, {4e6, 2.5e-4}, {16e6, 1.4e-3}, {64e6, 9e-3}};
+  p.intra_sizes.two_rank_by_cores = {{"close", partial}};
+  const Cluster part = with_core_distance(p, false, &used);
+  EXPECT_TRUE(used);
+  const auto& rs = part.intra_sizes.reducescatter_by_ranks.at(2);
+  const std::vector<std::pair<double, double>> want = {{1e6, 7e-5}, {4e6, 2.5e-4}, {16e6, 1.6e-3}, {32e6, 3.2e-3}, {64e6, 9e-3}};
+  EXPECT_EQ(rs, want);
   // A verdict the calibration never saw: unchanged.
   c.intra_sizes.two_rank_by_cores.erase("far");
   EXPECT_NEAR(with_core_distance(c, true, &used).measured_allreduce_s(2, 1e6), 2e-4, 1e-12);
