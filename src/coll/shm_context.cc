@@ -309,11 +309,13 @@ void ShmContext::probe_peers(const Deadline& deadline, bool first) {
   if (!first && was_far != cores_far_) ++flips_;
 }
 
-bool ShmContext::take_slots(CollOp op, size_t bytes, bool fixed, size_t slots_limit) {
-  if (!timed_paths_) return fixed;
-  const int e = PathTuner::entry(op, bytes);
+bool ShmContext::take_slots(CollOp op, size_t bytes) {
+  const bool fixed = shm_direct_takes_slots(op, comm_, this, bytes);
+  const int e = timed_paths_ ? PathTuner::entry(op, bytes) : -1;
   if (e < 0) return fixed;
-  const bool slots = PathTuner::decided(path_mask_, e) ? PathTuner::takes_slots(path_mask_, e) && bytes <= slots_limit : fixed;
+  const bool slots = PathTuner::decided(path_mask_, e)
+                         ? PathTuner::takes_slots(path_mask_, e) && bytes <= comm_.coll_config().shm_slots_bytes
+                         : fixed;
   (slots ? slots_calls_ : reads_calls_) += 1;
   if (rank_ == 0) {
     timed_entry_ = e;

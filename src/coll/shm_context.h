@@ -188,18 +188,16 @@ class ShmContext {
     if (timed_entry_ >= 0) end_timing(bytes);
     if (bytes_to_probe_ != 0 && bytes > kSmallAllreduceFarBytes) count_call(bytes, timeout_s);
   }
-  // Whether a shm_direct call of op and `bytes` takes the slots (true) or the cross-memory
-  // reads: where two ranks with a core each re-probe their distance, the timed choice
-  // (coll/path_tuner.h) where it has decided this call's op and size class, else `fixed`
-  // (shm_direct_takes_slots); never the slots past `slots_limit` (CollConfig::shm_slots_bytes).
+  // Whether a shm_direct call of op and `bytes` on this context takes the slots (true) or the
+  // cross-memory reads: where two ranks with a core each re-probe their distance, the timed
+  // choice (coll/path_tuner.h) where it has decided this call's op and size class, else the
+  // fixed rule (shm_direct_takes_slots); never the slots past CollConfig::shm_slots_bytes.
   // Counts the call's path, and on rank 0 starts timing it (after_call ends that).
-  bool take_slots(CollOp op, size_t bytes, bool fixed, size_t slots_limit);
+  bool take_slots(CollOp op, size_t bytes);
   // Calls take_slots counted on each path since construction (0 where nothing is timed);
   // the same on both ranks.
   int64_t slots_calls() const { return slots_calls_; }
   int64_t reads_calls() const { return reads_calls_; }
-  // The timed choice in force until the next probe (PathTuner's mask; 0: none decided).
-  uint64_t path_choice() const { return path_mask_; }
   // Probes run (the construction's included), verdicts that changed at a re-probe, and the
   // distance-dependent calls made under each verdict (0 where no probe runs).
   int64_t probes() const { return probes_; }

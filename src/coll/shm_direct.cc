@@ -290,14 +290,6 @@ bool shm_direct_takes_slots_under(CollOp op, const Communicator& comm, const Shm
   }
 }
 
-namespace {
-// The path a call takes: the fixed rule above, or the context's timed choice (take_slots).
-bool takes_slots(CollOp op, Call& c, ShmContext* ctx, size_t bytes) {
-  const bool fixed = shm_direct_takes_slots(op, c.comm(), ctx, bytes);
-  return ctx ? ctx->take_slots(op, bytes, fixed, c.comm().coll_config().shm_slots_bytes) : fixed;
-}
-}  // namespace
-
 }  // namespace dtrain
 
 namespace dtrain::algo {
@@ -321,7 +313,7 @@ void allreduce_shm_direct(Call& c, const char* send, char* buf, size_t n, ShmCon
   // a core per rank they take the calls from kSlotsAllreduceCloseMinBytes where the context's
   // probe found the two cores close, and never (kSlotsAllreduceFarMinBytes) where it found
   // them far apart.
-  if (takes_slots(CollOp::kAllreduce, c, ctx, n * es)) return allreduce_slots(c, send, buf, n, *ctx);
+  if (ctx && ctx->take_slots(CollOp::kAllreduce, n * es)) return allreduce_slots(c, send, buf, n, *ctx);
   Phases phases(c, ctx);
   std::vector<Peer> peers;
   if (!phases.share(send, peers, buf)) {
@@ -351,7 +343,7 @@ bool allreduce_apply_shm_direct(Call& c, const char* send, char* recv, const Blo
                                 ShmContext* ctx) {
   const int me = c.rank();
   const size_t bytes = b.total() * c.elem();
-  if (takes_slots(CollOp::kAllreduce, c, ctx, bytes)) {
+  if (ctx && ctx->take_slots(CollOp::kAllreduce, bytes)) {
     allreduce_apply_slots(c, send, recv, b, apply, *ctx);
     return true;
   }
@@ -373,7 +365,7 @@ void allgather_shm_direct(Call& c, char* buf, const char* mine, const Blocks& b,
   const size_t es = c.elem();
   char* my_block = buf + b.off[me] * es;
   if (p == 1 || b.total() == 0) return copy_bytes_if_apart(my_block, mine, b.len(me) * es);
-  if (takes_slots(CollOp::kAllgather, c, ctx, b.total() * es)) return allgather_slots(c, buf, mine, b, *ctx);
+  if (ctx && ctx->take_slots(CollOp::kAllgather, b.total() * es)) return allgather_slots(c, buf, mine, b, *ctx);
   Phases phases(c, ctx);
   std::vector<Peer> peers;
   if (!phases.share(mine, peers)) {
@@ -418,7 +410,7 @@ void broadcast_shm_direct(Call& c, char* buf, size_t n, int root, ShmContext* ct
   // probe) not even that: there the reads took 4.7-4.9 us at 64 KiB and 8.4-8.7 us at 256 KiB
   // against the slots' 12.4-13.6 and 26.5-26.9.
   const size_t bytes = n * c.elem();
-  if (takes_slots(CollOp::kBroadcast, c, ctx, bytes)) return broadcast_slots(c, buf, n, root, *ctx);
+  if (ctx && ctx->take_slots(CollOp::kBroadcast, bytes)) return broadcast_slots(c, buf, n, root, *ctx);
   Phases phases(c, ctx);
   std::vector<Peer> peers;
   if (!phases.share(buf, peers)) return broadcast_binomial(c, buf, n, root, kPhase);
@@ -445,7 +437,7 @@ void broadcast_shm_direct(Call& c, char* buf, size_t n, int root, ShmContext* ct
 bool reduce_scatter_shm_direct(Call& c, const char* send, char* out, const Blocks& b, ShmContext* ctx) {
   const int me = c.rank();
   if (b.total() == 0) return true;
-  if (takes_slots(CollOp::kReduceScatter, c, ctx, b.total() * c.elem())) {
+  if (ctx && ctx->take_slots(CollOp::kReduceScatter, b.total() * c.elem())) {
     reduce_scatter_slots(c, send, out, b, *ctx);
     return true;
   }
