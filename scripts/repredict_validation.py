@@ -39,10 +39,15 @@ def main():
             continue
         run = json.load(open(runs[0]))
         layout = run["prediction"]["layout"]
-        key = (run["model"], n, layout.split()[0], run["batch"])
+        # A 2-rank run records its context's probe verdict; price the row with the verdict
+        # most of its runs had (dtrain plan train --cores), as each run's own prediction did.
+        verdicts = [json.load(open(x)).get("shm_cores", "") for x in runs]
+        cores = max(set(verdicts), key=verdicts.count) if verdicts else ""
+        key = (run["model"], n, layout.split()[0], run["batch"], cores)
         if key not in plans:
             r = subprocess.run([binary, "plan", "train", "--model", key[0], "--ranks", n, "--strategy", key[2],
-                                "--batch", str(key[3]), "--json", "--top", "1000000"],
+                                "--batch", str(key[3]), "--json", "--top", "1000000"] +
+                               (["--cores", cores] if cores in ("close", "far") else []),
                                capture_output=True, text=True, env=env, check=True)
             plans[key] = {x["layout"]: (x["step_ms"], x["memory_mb"]) for x in json.loads(r.stdout)["layouts"]}
         got = plans[key].get(layout) if key[2] not in ("ps", "fedavg") else None

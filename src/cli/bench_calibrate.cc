@@ -196,6 +196,27 @@ constexpr int kGapUs = 600;
 // x1.40 and x2.04 at 8 ranks with two.
 constexpr int kGapPasses = 3;
 
+// The hand-off as a line, with each verdict's rounds where the probe saw both or one.
+void print_handoff(const plan::CacheHandoff& h) {
+  std::printf("cross-core hand-off: %.3f ns/B rewriting lines a peer read, %.3f ns/B reading lines it wrote%s",
+              h.write_after_read_s_per_byte * 1e9, h.read_after_write_s_per_byte * 1e9,
+              h.measured ? "" : " (not measured: one CPU)");
+  for (const auto& [verdict, r] : h.by_cores)
+    std::printf("; %d rounds %s: %.3f and %.3f", r.rounds, verdict.c_str(), r.write_after_read_s_per_byte * 1e9,
+                r.read_after_write_s_per_byte * 1e9);
+  std::printf("\n");
+}
+
+// A fresh hand-off measurement over the file's old one, keeping the old one's verdicts that
+// the fresh one did not see (the VM stays in one placement for minutes at a time).
+nlohmann::json merged_handoff(const nlohmann::json& old, const plan::CacheHandoff& h) {
+  nlohmann::json j = plan::handoff_json(h);
+  if (!h.measured || !old.is_object() || !old.contains("by_cores")) return j;
+  for (const auto& [verdict, v] : old["by_cores"].items())
+    if (!j.contains("by_cores") || !j["by_cores"].contains(verdict)) j["by_cores"][verdict] = v;
+  return j;
+}
+
 void write_calibration(const std::string& path, const std::vector<std::pair<std::string, Calibrated>>& measured,
                        double compute_seconds, const std::vector<std::string>& models, bool by_ranks_threads) {
   CostParams shm = default_cost_params("shm"), tcp = default_cost_params("tcp");
@@ -222,12 +243,15 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
                 r.adamw_ns_per_param, r.sgd_ns_per_param, r.oversub_penalty, r.cores);
     if (const std::string w = plan::slowdown_warning(r.slowdown, r.cores); !w.empty())
       std::fprintf(stderr, "dtrain bench calibrate: warning: %s\n", w.c_str());
-    std::printf("cross-core hand-off: %.3f ns/B rewriting lines a peer read, %.3f ns/B reading lines it wrote%s\n",
-                r.handoff.write_after_read_s_per_byte * 1e9, r.handoff.read_after_write_s_per_byte * 1e9,
-                r.handoff.measured ? "" : " (not measured: one CPU)");
+    print_handoff(r.handoff);
     std::printf("gossip mix (two ranks at once):");
-    for (const auto& [bytes, bps] : r.mix_by_size) std::printf(" %.0f KiB %.1f GB/s,", bytes / 1024, bps / 1e9);
-    std::printf("%s\n", r.mix_by_size.empty() ? " not measured (one CPU)" : "");
+    for (const auto& [bytes, bps] : r.mix.all) std::printf(" %.0f KiB %.1f GB/s,", bytes / 1024, bps / 1e9);
+    std::printf("%s\n", r.mix.all.empty() ? " not measured (one CPU)" : "");
+    for (const auto& [verdict, points] : r.mix.by_cores) {
+      std::printf("  rounds whose cores probed %s:", verdict.c_str());
+      for (const auto& [bytes, bps] : points) std::printf(" %.0f KiB %.1f GB/s,", bytes / 1024, bps / 1e9);
+      std::printf("\n");
+    }
     for (const auto& [kind, u] : r.units)
       std::printf("unit %-14s forward %.1f us + %.3f ns/kwork, backward %.1f us + %.3f ns/kwork\n", kind.c_str(),
                   u.fwd.fixed_s * 1e6, u.fwd.s_per_work * 1e12, u.bwd.fixed_s * 1e6, u.bwd.s_per_work * 1e12);
@@ -561,14 +585,13 @@ int bench_calibrate(const Args& args) {
     if (const std::string w = plan::slowdown_warning(curve, cores); !w.empty())
       std::fprintf(stderr, "dtrain bench calibrate: warning: %s\n", w.c_str());
     const plan::CacheHandoff h = plan::measure_handoff();
-    j["compute"]["handoff"] = plan::handoff_json(h);
+    j["compute"]["handoff"] = merged_handoff(j["compute"].value("handoff", nlohmann::json::object()), h);
     replace_calibration_file(out, j);
     std::printf("slowdown:");
     for (const auto& [k, v] : curve) std::printf(" %g ranks %.2fx", k, v);
-    std::printf("; block pass %.1f us (at calibration %.1f us); cross-core hand-off %.3f ns/B rewriting a peer's "
-                "reads, %.3f reading its writes -> %s\n",
-                pass_s * 1e6, j["compute"].value("probe_pass_s", 0.0) * 1e6, h.write_after_read_s_per_byte * 1e9,
-                h.read_after_write_s_per_byte * 1e9, out.c_str());
+    std::printf("; block pass %.1f us (at calibration %.1f us) -> %s\n", pass_s * 1e6,
+                j["compute"].value("probe_pass_s", 0.0) * 1e6, out.c_str());
+    print_handoff(h);
     return 0;
   }
   std::vector<std::string> extra;

@@ -115,6 +115,8 @@ int plan_train_cmd(const Args& args) {
   std::string data = f.get_string("data", "", "--data for the measured runs (the GPT: text:FILE)");
   int64_t steps = f.get_int("steps", 20, 1, 1000000, "GPT steps per measured run");
   bool json = f.get_bool("json", "print JSON instead of a table");
+  std::string cores = f.get_string("cores", "", "close or far: price 2-rank shared-memory paths and cross-core cache rates as a "
+                                                "2-rank job whose probe found its cores so (default: the calibration's mixed figures)");
   if (f.help_requested()) {
     std::printf("%s", f.help_text("--model gpt:layers=4,heads=4,width=128,context=64 --ranks 8 [--measure 3 --data text:input.txt]").c_str());
     return 0;
@@ -123,6 +125,16 @@ int plan_train_cmd(const Args& args) {
   plan::ModelSpec m = plan::ModelSpec::parse(model);
   if (batch == 0) batch = m.gpt ? 12 * ranks : 64;
   plan::Cluster c = cluster_flag(cluster);
+  DT_CHECK(cores.empty() || cores == "close" || cores == "far", InvalidArgument,
+           "--cores takes close or far (a 2-rank job's probe verdict, as dtrain train --json records it in shm_cores), got '"
+               << cores << "'");
+  if (!cores.empty()) {
+    bool used = false;
+    c = plan::with_core_distance(std::move(c), cores == "far", &used);
+    if (!used)
+      std::fprintf(stderr, "dtrain plan train: note: the machine model has no %s figures; --cores %s changes nothing\n",
+                   cores.c_str(), cores.c_str());
+  }
   plan::PlanOptions o;
   o.strategy = strategy;
   o.memory_gb = memory;

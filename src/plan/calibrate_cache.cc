@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -10,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "coll/config.h"
 
 namespace dtrain::plan {
 
@@ -48,23 +51,55 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+constexpr int kPingTrips = 32;
+
 }  // namespace
+
+double ping_pong(std::atomic<uint64_t>& line, uint64_t& count, int me, int trips) {
+  constexpr int kBatch = 8;
+  std::vector<double> per_trip;
+  for (int b = 0; b < trips / kBatch; ++b) {
+    const double t0 = me == 0 ? now_seconds() : 0;
+    for (int i = 0; i < kBatch; ++i, count += 2) {
+      if (me == 0) {
+        line.store(count + 1, std::memory_order_release);
+        while (line.load(std::memory_order_acquire) != count + 2) {
+        }
+      } else {
+        while (line.load(std::memory_order_acquire) != count + 1) {
+        }
+        line.store(count + 2, std::memory_order_release);
+      }
+    }
+    if (me == 0) per_trip.push_back((now_seconds() - t0) / kBatch * 1e9);
+  }
+  return per_trip.empty() ? 0 : median(per_trip);
+}
+
+const char* core_distance(double round_trip_ns) { return round_trip_ns < kCloseRoundTripNs ? "close" : "far"; }
 
 // The two threads hand the buffer back and forth through `turn`: the timer (on one CPU)
 // passes it to the peer with an odd value, the peer hands it back with the next even one.
 // Between hand-offs only one thread touches the buffer, so each timed pass sees exactly the
 // cache state the step before left: its own lines, or lines the peer just read or wrote.
-CacheHandoff measure_handoff(int64_t bytes, int rounds) {
+// Each round asks three things of the peer in turn: the round trip (both spin on `line`),
+// a read of every line, a rewrite of every line.
+CacheHandoff measure_handoff(int64_t bytes, int rounds, double spread_s) {
   CacheHandoff out;
   out.bytes = bytes;
   std::vector<float> buf(static_cast<size_t>(std::max<int64_t>(bytes, 64) / 64 * 16), 1.0f);
   std::atomic<int> turn{0}, timer_cpu{-2};
   std::atomic<bool> peer_ok{true};
   std::atomic<float> sink{0};
-  std::vector<double> war, raw;  // write after the peer's read, read after the peer's write
+  alignas(64) std::atomic<uint64_t> line{0};
+  struct Round {
+    double war, raw, round_trip_ns;
+  };
+  std::vector<Round> kept;
   auto wait_for = [&](int t) {
     while (turn.load(std::memory_order_acquire) != t) std::this_thread::yield();
   };
+  const double pause = rounds > 0 ? std::max(0.0, spread_s) / rounds : 0;
   std::thread timer([&] {
     const int cpu = pin_to_a_cpu(-1);
     timer_cpu.store(cpu, std::memory_order_release);
@@ -72,7 +107,11 @@ CacheHandoff measure_handoff(int64_t bytes, int rounds) {
     wait_for(1000);  // the peer is pinned (or gave up)
     if (!peer_ok.load()) return;
     int t = 1000;
+    uint64_t count = 0;
     for (int r = 0; r < rounds + 1; ++r) {  // round 0 warms both caches and is not kept
+      turn.store(++t, std::memory_order_release);  // the round trip
+      const double rt = ping_pong(line, count, 0, kPingTrips);
+      wait_for(++t);
       rewrite(buf);
       double t0 = now_seconds();
       rewrite(buf);
@@ -90,7 +129,8 @@ CacheHandoff measure_handoff(int64_t bytes, int rounds) {
       t0 = now_seconds();
       sink.store(read_all(buf), std::memory_order_relaxed);
       const double after_write = now_seconds() - t0;
-      if (r > 0) war.push_back(after_read - own_w), raw.push_back(after_write - own_r);
+      if (r > 0) kept.push_back({after_read - own_w, after_write - own_r, rt});
+      if (pause > 0) std::this_thread::sleep_for(std::chrono::duration<double>(pause));
     }
     turn.store(-1, std::memory_order_release);
   });
@@ -100,6 +140,7 @@ CacheHandoff measure_handoff(int64_t bytes, int rounds) {
     if (first < 0) return;
     if (pin_to_a_cpu(first) < 0) peer_ok.store(false);
     int t = 1000;
+    uint64_t count = 0;
     turn.store(t, std::memory_order_release);
     if (!peer_ok.load()) return;
     for (;;) {
@@ -107,17 +148,34 @@ CacheHandoff measure_handoff(int64_t bytes, int rounds) {
       while ((now_turn = turn.load(std::memory_order_acquire)) == t) std::this_thread::yield();
       if (now_turn < 0) return;
       t = now_turn;
-      if ((t - 1000) % 4 == 1) sink.store(read_all(buf), std::memory_order_relaxed);
-      else rewrite(buf);
+      switch ((t - 1001) / 2 % 3) {
+        case 0: ping_pong(line, count, 1, kPingTrips); break;
+        case 1: sink.store(read_all(buf), std::memory_order_relaxed); break;
+        default: rewrite(buf);
+      }
       turn.store(++t, std::memory_order_release);
     }
   });
   timer.join();
   peer.join();
-  if (war.empty()) return out;
+  if (kept.empty()) return out;
   out.measured = true;
-  out.write_after_read_s_per_byte = std::max(0.0, median(war)) / static_cast<double>(bytes);
-  out.read_after_write_s_per_byte = std::max(0.0, median(raw)) / static_cast<double>(bytes);
+  const double b = static_cast<double>(bytes);
+  auto rates = [&](const char* verdict) {
+    std::vector<double> war, raw;
+    for (const Round& r : kept)
+      if (!verdict || core_distance(r.round_trip_ns) == std::string(verdict)) war.push_back(r.war), raw.push_back(r.raw);
+    HandoffRates h;
+    h.rounds = static_cast<int>(war.size());
+    if (h.rounds > 0)
+      h.write_after_read_s_per_byte = std::max(0.0, median(war)) / b, h.read_after_write_s_per_byte = std::max(0.0, median(raw)) / b;
+    return h;
+  };
+  const HandoffRates all = rates(nullptr);
+  out.write_after_read_s_per_byte = all.write_after_read_s_per_byte;
+  out.read_after_write_s_per_byte = all.read_after_write_s_per_byte;
+  for (const char* v : {"close", "far"})
+    if (const HandoffRates h = rates(v); h.rounds > 0) out.by_cores[v] = h;
   return out;
 }
 

@@ -331,7 +331,7 @@ ComputeRates measure_compute(double seconds, const std::vector<std::string>& ext
   r.slowdown = measure_slowdown(r.cores, &r.probe_pass_s);
   r.oversub_penalty = std::max(1.0, r.slowdown.back().second / (r.slowdown.back().first / r.cores));
   r.handoff = measure_handoff();
-  r.mix_by_size = measure_mix(mix_calibration_sizes(), 4 * per);
+  r.mix = measure_mix(mix_calibration_sizes(), 4 * per);
   return r;
 }
 
@@ -361,7 +361,8 @@ nlohmann::json compute_json(const ComputeRates& r) {
           {"probe_pass_s", r.probe_pass_s},
           {"speed_probe_s", r.speed_probe_s},
           {"handoff", handoff_json(r.handoff)},
-          {"mix_gbps_by_size", mix_json(r.mix_by_size)},
+          {"mix_gbps_by_size", mix_json(r.mix.all)},
+          {"mix_gbps_by_cores", mix_by_cores_json(r.mix.by_cores)},
           {"units", units_json(r.unit_points, r.units)}};
 }
 
@@ -371,11 +372,22 @@ nlohmann::json mix_json(const std::vector<std::pair<double, double>>& by_size) {
   return out;
 }
 
+nlohmann::json mix_by_cores_json(const std::map<std::string, std::vector<std::pair<double, double>>>& by_cores) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [verdict, points] : by_cores) out[verdict] = mix_json(points);
+  return out;
+}
+
 nlohmann::json handoff_json(const CacheHandoff& h) {
   if (!h.measured) return nlohmann::json::object();
-  return {{"bytes", h.bytes},
-          {"write_after_read_ns_per_byte", h.write_after_read_s_per_byte * 1e9},
-          {"read_after_write_ns_per_byte", h.read_after_write_s_per_byte * 1e9}};
+  nlohmann::json j = {{"bytes", h.bytes},
+                      {"write_after_read_ns_per_byte", h.write_after_read_s_per_byte * 1e9},
+                      {"read_after_write_ns_per_byte", h.read_after_write_s_per_byte * 1e9}};
+  for (const auto& [verdict, r] : h.by_cores)
+    j["by_cores"][verdict] = {{"write_after_read_ns_per_byte", r.write_after_read_s_per_byte * 1e9},
+                              {"read_after_write_ns_per_byte", r.read_after_write_s_per_byte * 1e9},
+                              {"rounds", r.rounds}};
+  return j;
 }
 
 }  // namespace dtrain::plan

@@ -67,8 +67,9 @@ struct ComputeRates {
   double speed_probe_s = 0;
   CacheHandoff handoff;     // cross-core hand-off per byte (plan/calibrate_cache.h)
   // Gossip's mix timed as two ranks run it (plan/calibrate_mix.h): (model bytes, bytes/s in
-  // the simulator's measure), "mix_gbps_by_size"; empty on one CPU.
-  std::vector<std::pair<double, double>> mix_by_size;
+  // the simulator's measure), "mix_gbps_by_size", and by the cores' distance,
+  // "mix_gbps_by_cores"; empty on one CPU.
+  MixRates mix;
   std::vector<UnitPoint> unit_points;
   std::map<std::string, UnitCost> units;
 };
@@ -110,10 +111,13 @@ std::vector<int> slowdown_process_counts(int cores);
 constexpr double kBusySlowdown = 1.3;
 std::string slowdown_warning(const std::vector<std::pair<double, double>>& curve, int cores);
 // The compute section's "handoff" object ({} when not measured): bytes and both rates in ns
-// per byte; Cluster::handoff_* read it back.
+// per byte, and under "by_cores" the same from the rounds of each verdict seen ({"close":
+// {..., "rounds": n}}); Cluster::handoff_* read it back.
 nlohmann::json handoff_json(const CacheHandoff& h);
 // The compute section's "mix_gbps_by_size": [[model bytes, GB/s], ...] ([] when not measured).
 nlohmann::json mix_json(const std::vector<std::pair<double, double>>& by_size);
+// Its "mix_gbps_by_cores": {"close": [[model bytes, GB/s], ...], "far": ...}, the verdicts seen.
+nlohmann::json mix_by_cores_json(const std::map<std::string, std::vector<std::pair<double, double>>>& by_cores);
 // Wall seconds for `procs` forked processes each running `passes` forward+backward passes of
 // `p` concurrently (throws Error when a process cannot be started or fails).
 double run_processes(const UnitPoint& p, int procs, int passes);

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <iterator>
+#include <map>
+#include <string>
 #include <thread>
 
 #include "base/clock.h"
@@ -15,6 +18,7 @@ namespace dtrain::plan {
 namespace {
 
 constexpr int kWarmRounds = 2, kMinRounds = 9, kMaxRounds = 401;
+constexpr int kPingTrips = 24;
 
 // Two slots of `floats` each for one thread, in shared anonymous memory (the window's kind of
 // pages); unmapped on destruction.
@@ -33,14 +37,22 @@ struct Slots {
   float* slot(int k) const { return base + static_cast<size_t>(k) * floats; }
 };
 
-// Seconds of one mix of a model of `bytes` (median over both threads' rounds); 0 when two
-// CPUs cannot be had.
-double time_mix(int64_t bytes, double seconds) {
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+// Seconds of one mix of a model of `bytes` (median over both threads' rounds), over every
+// round and by the verdict of the round trip timed just before it (key "" for all); empty
+// when two CPUs cannot be had.
+std::map<std::string, double> time_mix(int64_t bytes, double seconds) {
   const size_t n = static_cast<size_t>(std::max<int64_t>(bytes, 64) / 4);
   Slots slots[2] = {Slots(n), Slots(n)};
   std::atomic<int> arrived{0}, first_cpu{-2};
   std::atomic<bool> pinned_both{true}, stop{false};
-  std::vector<double> times[2];
+  alignas(64) std::atomic<uint64_t> line{0};
+  std::vector<double> times[2], round_trips;  // round_trips[r]: thread 0's, before round r's mix
   // A barrier by count: the b-th meeting (from 1) ends when both threads have arrived b times.
   auto meet = [&](int& b) {
     ++b;
@@ -55,6 +67,7 @@ double time_mix(int64_t bytes, double seconds) {
       if (first_cpu.load() < 0 || pin_to_a_cpu(first_cpu.load()) < 0) pinned_both.store(false);
     }
     int b = 0;
+    uint64_t count = 0;
     meet(b);  // both pinned (or not)
     if (!pinned_both.load() || first_cpu.load() < 0) return;
     std::vector<float> acc(4096);
@@ -62,6 +75,8 @@ double time_mix(int64_t bytes, double seconds) {
     for (int r = 0;; ++r) {
       const int cur = r % 2;
       float* x = slots[me].slot(cur);
+      const double rt = ping_pong(line, count, me, kPingTrips);
+      if (me == 0 && r >= kWarmRounds) round_trips.push_back(rt);
       for (size_t i = 0; i < n; ++i) x[i] = x[i] * 0.999f + 0.001f;  // the optimizer's step
       meet(b);
       const float* peer = slots[1 - me].slot(cur);
@@ -80,25 +95,36 @@ double time_mix(int64_t bytes, double seconds) {
   std::thread t0(body, 0), t1(body, 1);
   t0.join();
   t1.join();
-  std::vector<double> all = times[0];
-  all.insert(all.end(), times[1].begin(), times[1].end());
-  if (all.empty()) return 0;
-  std::nth_element(all.begin(), all.begin() + all.size() / 2, all.end());
-  return all[all.size() / 2];
+  std::map<std::string, std::vector<double>> by;
+  for (int me = 0; me < 2; ++me)
+    for (size_t r = 0; r < times[me].size() && r < round_trips.size(); ++r) {
+      by[""].push_back(times[me][r]);
+      by[core_distance(round_trips[r])].push_back(times[me][r]);
+    }
+  std::map<std::string, double> out;
+  for (const auto& [k, v] : by) out[k] = median_of(v);
+  return out;
 }
 
 }  // namespace
 
 std::vector<int64_t> mix_calibration_sizes() { return {int64_t{256} << 10, int64_t{1} << 20, int64_t{4} << 20, int64_t{16} << 20}; }
 
-std::vector<std::pair<double, double>> measure_mix(const std::vector<int64_t>& model_bytes, double seconds) {
-  std::vector<std::pair<double, double>> out;
+MixRates measure_mix(const std::vector<int64_t>& model_bytes, double seconds) {
+  MixRates out;
   if (std::thread::hardware_concurrency() < 2) return out;
   for (int64_t bytes : model_bytes) {
-    const double s = time_mix(bytes, seconds / static_cast<double>(std::max<size_t>(1, model_bytes.size())));
-    if (s <= 0) return {};
-    out.push_back({static_cast<double>(bytes), 4.0 * static_cast<double>(bytes) / s});
+    const auto s = time_mix(bytes, seconds / static_cast<double>(std::max<size_t>(1, model_bytes.size())));
+    if (s.empty() || s.at("") <= 0) return {};
+    const double traffic = 4.0 * static_cast<double>(bytes);
+    for (const auto& [verdict, secs] : s) {
+      auto& points = verdict.empty() ? out.all : out.by_cores[verdict];
+      points.push_back({static_cast<double>(bytes), traffic / secs});
+    }
   }
+  // A verdict that some sizes never saw is left out: one table holds every size.
+  for (auto it = out.by_cores.begin(); it != out.by_cores.end();)
+    it = it->second.size() == out.all.size() ? std::next(it) : out.by_cores.erase(it);
   return out;
 }
 

@@ -18,12 +18,18 @@
 // threads and about seconds / sizes of rounds (two warm-up rounds dropped) gives the rate in
 // the simulator's measure of a mix through the window: deg + 3 = 4 models of bytes (two
 // read, the output's lines allocated and written) per mix. Returns (model bytes, bytes/s)
-// points, sizes increasing; empty where two CPUs cannot be had.
+// points, sizes increasing; empty where two CPUs cannot be had. Before each round the two
+// threads time a cache line's round trip (plan::ping_pong), and by_cores holds the same
+// points from only the rounds ShmContext would call "close" or "far" (a verdict some size
+// never saw is left out): the neighbour's slot comes from the other core's cache, which
+// costs what the cores' distance makes it (plan/calibrate_cache.h).
 // Thread-safety: starts and joins its own threads; call from one thread with nothing else
 // running (a calibration).
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -33,6 +39,10 @@ namespace dtrain::plan {
 // core, of the host, and past them on the VMs this was built on).
 std::vector<int64_t> mix_calibration_sizes();
 
-std::vector<std::pair<double, double>> measure_mix(const std::vector<int64_t>& model_bytes, double seconds);
+struct MixRates {
+  std::vector<std::pair<double, double>> all;
+  std::map<std::string, std::vector<std::pair<double, double>>> by_cores;
+};
+MixRates measure_mix(const std::vector<int64_t>& model_bytes, double seconds);
 
 }  // namespace dtrain::plan

@@ -65,6 +65,20 @@ std::vector<std::pair<double, double>> mix_points_from_json(const nlohmann::json
   return out;
 }
 
+std::map<std::string, std::vector<std::pair<double, double>>> mix_points_by_cores_from_json(const nlohmann::json& j,
+                                                                                            const std::string& where) {
+  std::map<std::string, std::vector<std::pair<double, double>>> out;
+  if (!j.contains("mix_gbps_by_cores")) return out;
+  const auto& by = j["mix_gbps_by_cores"];
+  DT_CHECK(by.is_object(), InvalidArgument, where << ".mix_gbps_by_cores must be {\"close\": [[model bytes, GB/s], ...], \"far\": ...}");
+  for (const auto& [verdict, points] : by.items()) {
+    DT_CHECK(verdict == "close" || verdict == "far", InvalidArgument,
+             where << ".mix_gbps_by_cores: the verdicts are \"close\" and \"far\", got \"" << verdict << "\"");
+    out[verdict] = mix_points_from_json(points, where + ".mix_gbps_by_cores." + verdict);
+  }
+  return out;
+}
+
 std::string optimizer_family(const std::string& name, bool gpt) {
   if (name.empty()) return gpt ? "adamw" : "sgd";
   if (name == "sgd") return "sgd";
@@ -266,7 +280,17 @@ nlohmann::json link_sizes_json(const LinkSizes& t) {
 
 Cluster with_core_distance(Cluster c, bool far, bool* used) {
   if (used) *used = false;
-  const auto it = c.intra_sizes.two_rank_by_cores.find(far ? "far" : "close");
+  const std::string verdict = far ? "far" : "close";
+  // The compute figures that cross cores: what the calibration's rounds of this verdict gave.
+  if (const auto h = c.handoff_by_cores.find(verdict); h != c.handoff_by_cores.end()) {
+    c.handoff_write_s_per_byte = h->second.first, c.handoff_read_s_per_byte = h->second.second;
+    if (used) *used = true;
+  }
+  if (const auto mix = c.mix_points_by_cores.find(verdict); mix != c.mix_points_by_cores.end()) {
+    c.mix_points = mix->second;
+    if (used) *used = true;
+  }
+  const auto it = c.intra_sizes.two_rank_by_cores.find(verdict);
   if (it == c.intra_sizes.two_rank_by_cores.end()) return c;
   const LinkSizes::TwoRank& r = it->second;  // not touched by the assignments below
   LinkSizes& t = c.intra_sizes;
@@ -385,6 +409,7 @@ Cluster cluster_from_json(const nlohmann::json& j, const std::string& where) {
   c.inter = j.contains("inter") ? link(j, "inter", where) : c.intra;
   if (j.contains("optimizer_rates")) c.optimizer_rates = optimizer_rates_from_json(j["optimizer_rates"], where + ".optimizer_rates");
   if (j.contains("mix_gbps_by_size")) c.mix_points = mix_points_from_json(j["mix_gbps_by_size"], where + ".mix_gbps_by_size");
+  c.mix_points_by_cores = mix_points_by_cores_from_json(j, where);
   if (j.contains("units")) c.units = units_of(j, where);
   if (j.contains("tp_blocks")) c.tp_blocks = tp_blocks_from_json(j["tp_blocks"], where + ".tp_blocks");
   if (j.contains("intra_by_size")) c.intra_sizes = link_sizes_from_json(j["intra_by_size"], where + ".intra_by_size");
@@ -419,6 +444,8 @@ nlohmann::json cluster_to_json(const Cluster& c) {
     for (const auto& [bytes, s_per_byte] : c.mix_points) mix.push_back({bytes, 1.0 / s_per_byte / 1e9});
     j["mix_gbps_by_size"] = mix;
   }
+  for (const auto& [verdict, pts] : c.mix_points_by_cores)
+    for (const auto& [bytes, s_per_byte] : pts) j["mix_gbps_by_cores"][verdict].push_back({bytes, 1.0 / s_per_byte / 1e9});
   if (c.mlp_step_random_rows) j["mlp_step_random_rows"] = true;
   if (!c.units.empty()) {
     j["units"] = units_json({}, c.units);  // with the timed points the fits carry
@@ -547,6 +574,8 @@ Cluster at_compute_pace(Cluster c, double pace) {
   for (auto& [family, pts] : c.optimizer_rates)
     for (auto& pt : pts) pt.second *= speed;
   for (auto& pt : c.mix_points) pt.second *= speed;
+  for (auto& [verdict, pts] : c.mix_points_by_cores)
+    for (auto& pt : pts) pt.second *= speed;
   std::ostringstream o;
   const std::string base = c.source.substr(0, c.source.find(", compute x"));
   o << base;
@@ -593,6 +622,7 @@ Cluster this_machine(const std::string& path) {
   if (k.contains("sgd_ns_per_param")) c.sgd_ns_per_param = need(k, "sgd_ns_per_param", w, "ns");
   if (k.contains("optimizer_rates")) c.optimizer_rates = optimizer_rates_from_json(k["optimizer_rates"], w + ".optimizer_rates");
   if (k.contains("mix_gbps_by_size")) c.mix_points = mix_points_from_json(k["mix_gbps_by_size"], w + ".mix_gbps_by_size");
+  c.mix_points_by_cores = mix_points_by_cores_from_json(k, w);
   if (k.contains("oversub_penalty")) c.oversub_penalty = need(k, "oversub_penalty", w, ">= 1");
   if (k.contains("memory_gb")) c.memory_gb = need(k, "memory_gb", w, "GB");
   if (k.contains("slowdown")) {
@@ -608,6 +638,16 @@ Cluster this_machine(const std::string& path) {
     const auto& h = k["handoff"];
     c.handoff_write_s_per_byte = need(h, "write_after_read_ns_per_byte", w + ".handoff", "ns per byte") * 1e-9;
     c.handoff_read_s_per_byte = need(h, "read_after_write_ns_per_byte", w + ".handoff", "ns per byte") * 1e-9;
+    if (h.contains("by_cores")) {
+      DT_CHECK(h["by_cores"].is_object(), InvalidArgument, w << ".handoff.by_cores must be {\"close\": {...}, \"far\": {...}}");
+      for (const auto& [verdict, v] : h["by_cores"].items()) {
+        const std::string at = w + ".handoff.by_cores." + verdict;
+        DT_CHECK((verdict == "close" || verdict == "far") && v.is_object(), InvalidArgument,
+                 at << ": the verdicts are \"close\" and \"far\", each an object of rates");
+        c.handoff_by_cores[verdict] = {need(v, "write_after_read_ns_per_byte", at, "ns per byte") * 1e-9,
+                                       need(v, "read_after_write_ns_per_byte", at, "ns per byte") * 1e-9};
+      }
+    }
   }
   if (k.contains("tp_blocks")) c.tp_blocks = tp_blocks_from_json(k["tp_blocks"], w + ".tp_blocks");
   if (version >= 3 && k.contains("units")) {

@@ -174,6 +174,12 @@ struct Cluster {
   // rewriting lines a peer core just read, reading lines a peer core just wrote. < 0: not
   // measured (the simulator then prices a hand-off at the 2-rank exchange's rate per byte).
   double handoff_write_s_per_byte = -1, handoff_read_s_per_byte = -1;
+  // Both again by the cores' distance ("mix_gbps_by_cores"; the handoff's "by_cores"): from
+  // the calibration's rounds whose cache-line round trip ShmContext would call "close" or
+  // "far". On the 2-vCPU EPYC VM the hand-off cost 0.02 ns/B close and 0.35-0.45 far. A
+  // 2-rank run that knows its verdict is priced with its own (with_core_distance).
+  std::map<std::string, std::vector<std::pair<double, double>>> mix_points_by_cores;
+  std::map<std::string, std::pair<double, double>> handoff_by_cores;  // (write, read) s/B
   double memory_gb = 8;
   CostParams intra, inter;
   LinkSizes intra_sizes, inter_sizes;  // empty: cost every size from intra/inter's beta
@@ -246,6 +252,10 @@ std::map<std::string, std::vector<std::pair<double, double>>> optimizer_rates_fr
 // The "mix_gbps_by_size" array of a calibration or cluster file ([[model bytes, GB/s], ...],
 // bytes increasing, both > 0) as Cluster::mix_points; InvalidArgument naming `where` else.
 std::vector<std::pair<double, double>> mix_points_from_json(const nlohmann::json& j, const std::string& where);
+// The optional "mix_gbps_by_cores" object of the same file section `j` ({"close": [...],
+// "far": [...]}, each as mix_gbps_by_size) as Cluster::mix_points_by_cores; empty if absent.
+std::map<std::string, std::vector<std::pair<double, double>>> mix_points_by_cores_from_json(const nlohmann::json& j,
+                                                                                            const std::string& where);
 // c with every compute figure (unit lines and timings, tensor-parallel blocks, GEMM,
 // element-wise, gather, optimizer and gossip mix rates) at `pace` times the calibration's time, whatever
 // pace c was at before (compute_scale); pace is clamped to [0.25, 4] (a probe beyond that
@@ -256,8 +266,9 @@ Cluster this_machine(const std::string& calibration_path);
 // c with the 2-rank intra-node tables of the verdict "close" or "far" (a 2-rank job's
 // ShmContext::cores_far()) in place of the mixed ones, where the calibration measured that
 // verdict (LinkSizes::two_rank_by_cores), over the sizes the verdict's table spans (the mixed
-// points beyond them stay); c unchanged otherwise. *used (optional) says whether it replaced
-// them.
+// points beyond them stay), and the verdict's cache hand-off and gossip mix rates in place of
+// the mixed ones where it has them; c unchanged otherwise. *used (optional) says whether it
+// replaced anything.
 Cluster with_core_distance(Cluster c, bool far, bool* used = nullptr);
 
 }  // namespace dtrain::plan

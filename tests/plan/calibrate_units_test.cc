@@ -517,9 +517,18 @@ TEST(CalibrateUnits, ACurveMeasuredOnBusyCoresIsWarnedAbout) {
 }
 
 TEST(CalibrateUnits, CrossCoreHandoffIsTimedAndReadBack) {
-  const CacheHandoff h = measure_handoff(int64_t{256} << 10, 11);
+  const CacheHandoff h = measure_handoff(int64_t{256} << 10, 11, 0);
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: no second core to hand lines to";
   ASSERT_TRUE(h.measured);
+  // Every round is filed under the verdict its round trip gave, and only verdicts seen appear.
+  int filed = 0;
+  for (const auto& [verdict, r] : h.by_cores) {
+    EXPECT_TRUE(verdict == "close" || verdict == "far") << verdict;
+    EXPECT_GT(r.rounds, 0) << verdict;
+    EXPECT_GE(r.write_after_read_s_per_byte, 0.0);
+    filed += r.rounds;
+  }
+  EXPECT_EQ(filed, 11);
   EXPECT_EQ(h.bytes, int64_t{256} << 10);
   EXPECT_GE(h.write_after_read_s_per_byte, 0.0);
   EXPECT_GE(h.read_after_write_s_per_byte, 0.0);
@@ -530,10 +539,22 @@ TEST(CalibrateUnits, CrossCoreHandoffIsTimedAndReadBack) {
   nlohmann::json j = {{"version", 3},
                       {"compute",
                        {{"gemm_gflops", 20}, {"elementwise_gbps", 5}, {"optimizer_ns_per_param", 3},
-                        {"handoff", handoff_json({true, 2e-10, 4e-10, 1 << 20})}}}};
+                        {"handoff", handoff_json({true, 2e-10, 4e-10, 1 << 20, {{"far", {4e-10, 1e-11, 5}}}})}}}};
   std::string f = write_tmp(j);
   EXPECT_NEAR(this_machine(f).handoff_write_s_per_byte, 2e-10, 1e-18);
   EXPECT_NEAR(this_machine(f).handoff_read_s_per_byte, 4e-10, 1e-18);
+  // A run whose cores probed far takes the far rounds' rates; one that probed close keeps
+  // the mixed ones, since the calibration saw no close round.
+  bool used = false;
+  const Cluster far = with_core_distance(this_machine(f), true, &used);
+  EXPECT_TRUE(used);
+  EXPECT_NEAR(far.handoff_write_s_per_byte, 4e-10, 1e-18);
+  EXPECT_NEAR(far.handoff_read_s_per_byte, 1e-11, 1e-18);
+  EXPECT_NEAR(with_core_distance(this_machine(f), false, &used).handoff_write_s_per_byte, 2e-10, 1e-18);
+  EXPECT_FALSE(used);
+  j["compute"]["handoff"]["by_cores"] = {{"near", {{"write_after_read_ns_per_byte", 1}, {"read_after_write_ns_per_byte", 1}}}};
+  std::ofstream(f) << j.dump();
+  EXPECT_THROW(this_machine(f), InvalidArgument);
   j["compute"].erase("handoff");
   std::ofstream(f) << j.dump();
   EXPECT_LT(this_machine(f).handoff_write_s_per_byte, 0.0);
@@ -548,11 +569,17 @@ TEST(CalibrateUnits, CrossCoreHandoffIsTimedAndReadBack) {
 // element-wise rate; bad points are refused.
 TEST(CalibrateUnits, GossipMixIsTimedAndReadBack) {
   if (std::thread::hardware_concurrency() < 2) {
-    EXPECT_TRUE(measure_mix({int64_t{64} << 10}, 0.01).empty());
+    EXPECT_TRUE(measure_mix({int64_t{64} << 10}, 0.01).all.empty());
     GTEST_SKIP() << "one CPU: the mix is timed on two";
   }
-  const auto pts = measure_mix({int64_t{64} << 10, int64_t{1} << 20}, 0.05);
+  const MixRates rates = measure_mix({int64_t{64} << 10, int64_t{1} << 20}, 0.05);
+  const auto& pts = rates.all;
   ASSERT_EQ(pts.size(), 2u);
+  for (const auto& [verdict, by] : rates.by_cores) {  // only verdicts that every size saw
+    EXPECT_TRUE(verdict == "close" || verdict == "far") << verdict;
+    ASSERT_EQ(by.size(), 2u) << verdict;
+    EXPECT_EQ(by[1].first, pts[1].first);
+  }
   EXPECT_EQ(pts[0].first, 64.0 * 1024);
   EXPECT_EQ(pts[1].first, 1024.0 * 1024);
   for (const auto& [bytes, bps] : pts) {
@@ -573,6 +600,19 @@ TEST(CalibrateUnits, GossipMixIsTimedAndReadBack) {
   // A pace of 2 (the machine at half speed) halves it; a cluster file carries it through.
   EXPECT_NEAR(at_compute_pace(c, 2).mix_bps(1 << 20), 10e9, 1e3);
   EXPECT_NEAR(cluster_from_json(cluster_to_json(c), "round trip").mix_bps(4 << 20), c.mix_bps(4 << 20), 1e3);
+  // By the cores' distance: a run that probed close takes the close rounds' points, scaled by
+  // the pace like the rest, and a cluster file carries them through.
+  j["compute"]["mix_gbps_by_cores"] = mix_by_cores_json({{"close", {{1 << 20, 40e9}}}});
+  std::ofstream(f) << j.dump();
+  const Cluster by = this_machine(f);
+  EXPECT_NEAR(with_core_distance(by, false).mix_bps(4 << 20), 40e9, 1e3);
+  EXPECT_NEAR(with_core_distance(by, true).mix_bps(1 << 20), 20e9, 1e3);  // no far rounds: the mixed points
+  EXPECT_NEAR(with_core_distance(at_compute_pace(by, 2), false).mix_bps(1 << 20), 20e9, 1e3);
+  EXPECT_NEAR(with_core_distance(cluster_from_json(cluster_to_json(by), "round trip"), false).mix_bps(1 << 20), 40e9, 1e3);
+  j["compute"]["mix_gbps_by_cores"] = {{"close", {{1 << 20, 0}}}};
+  std::ofstream(f) << j.dump();
+  EXPECT_THROW(this_machine(f), InvalidArgument);
+  j["compute"].erase("mix_gbps_by_cores");
   j["compute"].erase("mix_gbps_by_size");
   std::ofstream(f) << j.dump();
   EXPECT_NEAR(this_machine(f).mix_bps(1 << 20), 5e9, 1e3);
