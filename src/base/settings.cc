@@ -108,6 +108,10 @@ const std::vector<SettingInfo> kTable = {
     {"DTRAIN_SPEED_PROBE_S", T::kString, "unset",
      "internal: the seconds of the speed probe dtrain train --probe-speed's launcher timed before starting the ranks",
      "train"},
+    {"DTRAIN_CORES_PROBE_NS", T::kString, "unset",
+     "internal: the cache-line round trip between two cores, ns, that dtrain train's launcher timed before "
+     "starting the ranks",
+     "train"},
     {"DTRAIN_RESTART", T::kInteger, "0",
      "internal: which restart of the job this is (set by the launcher under --max-restarts)", "world, launcher"},
     {"DTRAIN_HEARTBEAT_FD", T::kInteger, "unset",

@@ -121,16 +121,19 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
     // The step on a machine model: a 2-rank run whose context probed close or far prices that
     // path (the calibration's tables of the same verdict, plan::with_core_distance), and a
     // run re-probed during itself (coll/shm_context.h after_call) prices the minority
-    // verdict's share of the calls from its own tables.
+    // verdict's share of the calls from its own tables. A run without that verdict (more
+    // ranks than cores, tcp) but with the launcher's probe of the cores (--probe-speed:
+    // "cores_probed") is priced with that verdict's figures.
     bool by_verdict = false;
     const double far_share = measured.value("shm_far_share", -1.0);
+    const std::string verdict =
+        measured.contains("shm_cores") ? measured["shm_cores"].get<std::string>() : measured.value("cores_probed", std::string());
     auto predict = [&](const plan::Cluster& machine, plan::Cluster* used) {
       plan::Cluster c = machine;
-      if (measured.contains("shm_cores"))
-        c = plan::with_core_distance(machine, measured["shm_cores"] == "far", &by_verdict);
+      if (!verdict.empty()) c = plan::with_core_distance(machine, verdict == "far", &by_verdict);
       plan::Prediction p = plan::simulate(m, l, c, f.batch);
       if (by_verdict && far_share > 0 && far_share < 1) {
-        const bool far = measured["shm_cores"] == "far";
+        const bool far = verdict == "far";
         const plan::Cluster other = plan::with_core_distance(machine, !far);
         p = plan::blend_times(p, plan::simulate(m, l, other, f.batch), far ? 1 - far_share : far_share);
       }
@@ -152,7 +155,7 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
          {"compute_ms", p.compute_s * 1e3}, {"comm_ms", p.comm_s * 1e3}, {"bubble_ms", p.bubble_s * 1e3},
          {"optimizer_ms", p.optimizer_s * 1e3}, {"memory_mb", p.memory_b() / 1e6},
          {"activations_mb", p.activations_b / 1e6}};
-    if (by_verdict) j["two_rank_tables"] = measured["shm_cores"];
+    if (by_verdict) j["cores"] = verdict;  // priced with the figures of this verdict
     if (probe_s > 0) j["speed_probe_ms"] = probe_s * 1e3;
     if (machine.compute_scale != 1) j["compute_scale"] = machine.compute_scale;
     if (as_calibrated_ms >= 0) j["step_ms_at_calibration_pace"] = as_calibrated_ms;

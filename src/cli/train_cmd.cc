@@ -30,6 +30,8 @@ namespace {
 
 // How long --probe-speed's probe runs (a pass is 4-7 ms here: 40-75 passes).
 constexpr double kRunProbeSeconds = 0.3;
+// The cores' round trip beside it: 5 ms of batches (a far round trip is ~0.4 us).
+constexpr double kCoresProbeSeconds = 0.005;
 
 // The stream rank 0 draws progress on: the terminal the user started `dtrain train -n N`
 // from (passed down as DTRAIN_PROGRESS_FD, since the launcher pipes the ranks' stdout and
@@ -84,14 +86,26 @@ RunResult run_rank(const TrainConfig& f, bool print) {
   // --probe-speed: the pace the machine computes at right before the run. The launcher times
   // it before starting the ranks (DTRAIN_SPEED_PROBE_S), when nothing else of the job runs; a
   // rank 0 started otherwise (-n 1, mpirun, srun) times it itself before training.
-  double probe_s = 0;
+  // So is the cores' distance (a cache line's round trip between two pinned threads), which
+  // the launcher always times: on a VM whose vCPUs move it decides what crossing cores costs,
+  // and the prediction takes the calibration's figures of the same verdict.
+  double probe_s = 0, round_trip_ns = 0;
+  if (print && w.rank == 0) {
+    const auto cores = env_get("DTRAIN_CORES_PROBE_NS");
+    round_trip_ns = cores ? std::atof(cores->c_str()) : 0;
+  }
   if (f.probe_speed && print && w.rank == 0) {
     const auto passed = env_get("DTRAIN_SPEED_PROBE_S");
     probe_s = passed ? std::atof(passed->c_str()) : 0;
     if (!(probe_s > 0)) probe_s = plan::speed_probe(kRunProbeSeconds);
+    if (!(round_trip_ns > 0)) round_trip_ns = plan::probe_core_round_trip_ns(kCoresProbeSeconds);
   }
   RunResult r = run_training(f, nullptr, ro);
   if (r.rank != 0 || !print) return r;
+  if (round_trip_ns > 0) {
+    r.json["cores_round_trip_ns"] = round_trip_ns;
+    r.json["cores_probed"] = plan::core_distance(round_trip_ns);
+  }
   const bool whole_job = find_strategy(f.strategy).run != nullptr;
   if (!whole_job) print_summary(stdout, f, r.job, r.report, r.splits, find_strategy(f.strategy).distributed);
   if (!f.checkpoint.empty() && f.is_gpt()) std::printf("checkpoint: %s (model for dtrain generate: %s)\n", f.checkpoint.c_str(), (f.checkpoint + "/model.gpt").c_str());
@@ -154,14 +168,19 @@ int launch_job(const TrainConfig& f, const Args& args) {
     temp_json = true;
     again.insert(again.end(), {"--json", json});
   }
+  char probe[32];
   if (f.probe_speed) {
-    char probe[32];
     std::snprintf(probe, sizeof probe, "%.9g", plan::speed_probe(kRunProbeSeconds));
     ::setenv("DTRAIN_SPEED_PROBE_S", probe, 1);
   }
+  // The cores' distance, always (5 ms, before any rank runs): the run records it and its
+  // prediction takes the calibration's figures of that verdict.
+  std::snprintf(probe, sizeof probe, "%.9g", plan::probe_core_round_trip_ns(kCoresProbeSeconds));
+  ::setenv("DTRAIN_CORES_PROBE_NS", probe, 1);
   const int rc = launch::relaunch_self(lo, again);
   ::unsetenv("DTRAIN_PROGRESS_FD");
   ::unsetenv("DTRAIN_SPEED_PROBE_S");
+  ::unsetenv("DTRAIN_CORES_PROBE_NS");
   if (rc != 0 || !f.baseline) {
     if (temp_json) std::remove(json.c_str());
     return rc;

@@ -78,6 +78,36 @@ double ping_pong(std::atomic<uint64_t>& line, uint64_t& count, int me, int trips
 
 const char* core_distance(double round_trip_ns) { return round_trip_ns < kCloseRoundTripNs ? "close" : "far"; }
 
+double probe_core_round_trip_ns(double seconds) {
+  alignas(64) std::atomic<uint64_t> line{0};
+  std::atomic<int> first_cpu{-2}, rounds{-1};  // rounds: -1 until thread 0 decides (0: none)
+  std::vector<double> trips;
+  std::thread a([&] {
+    const int cpu = pin_to_a_cpu(-1);
+    first_cpu.store(cpu, std::memory_order_release);
+    if (cpu < 0) return;
+    while (rounds.load(std::memory_order_acquire) == -1) std::this_thread::yield();
+    uint64_t count = 0;
+    for (int r = 0; r < rounds.load(); ++r) trips.push_back(ping_pong(line, count, 0, kPingTrips));
+  });
+  std::thread b([&] {
+    while (first_cpu.load(std::memory_order_acquire) == -2) std::this_thread::yield();
+    const int first = first_cpu.load();
+    // Both sides must agree on the number of rounds before spinning: fixed by time here,
+    // from the first round's cost (a far round trip is ~0.4 us: 32 of them ~13 us).
+    if (first < 0 || pin_to_a_cpu(first) < 0) {
+      rounds.store(0, std::memory_order_release);
+      return;
+    }
+    rounds.store(std::clamp(static_cast<int>(seconds / 20e-6), 1, 100000), std::memory_order_release);
+    uint64_t count = 0;
+    for (int r = 0; r < rounds.load(); ++r) ping_pong(line, count, 1, kPingTrips);
+  });
+  a.join();
+  b.join();
+  return trips.empty() ? 0 : median(trips);
+}
+
 // The two threads hand the buffer back and forth through `turn`: the timer (on one CPU)
 // passes it to the peer with an odd value, the peer hands it back with the next even one.
 // Between hand-offs only one thread touches the buffer, so each timed pass sees exactly the

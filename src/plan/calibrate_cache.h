@@ -68,4 +68,10 @@ double ping_pong(std::atomic<uint64_t>& line, uint64_t& count, int me, int trips
 // "close" or "far": ShmContext's verdict for a round trip of `round_trip_ns`.
 const char* core_distance(double round_trip_ns);
 
+// The cores' distance right now: two threads pinned to the first two CPUs this process may
+// use time a cache line's round trip (ping_pong) for about `seconds`; the median over
+// batches, in ns. 0 where two CPUs cannot be had. `dtrain train --probe-speed` records it
+// beside a run, so that a run of any rank count is priced with the figures of its verdict.
+double probe_core_round_trip_ns(double seconds);
+
 }  // namespace dtrain::plan

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/train_run.h"
+#include "coll/config.h"
 #include "data/rng.h"
 
 namespace {
@@ -125,9 +126,39 @@ TEST_F(TrainMp, TwoRankRunRecordsItsPathAndItsPredictionPricesIt) {
     }
     EXPECT_EQ(j["shm_cores"], cores);
     // The calibration timed only the far verdict's tables: a close run keeps the mixed ones.
-    EXPECT_EQ(j["prediction"].value("two_rank_tables", std::string("mixed")), std::string(cores) == "far" ? "far" : "mixed")
+    EXPECT_EQ(j["prediction"].value("cores", std::string("mixed")), std::string(cores) == "far" ? "far" : "mixed")
         << j["prediction"].dump();
   }
+}
+
+// The launcher times the cores' round trip before starting the ranks; a run without a 2-rank
+// verdict of its own (here 4 ranks) records it and is priced with the calibration's figures of
+// that verdict.
+TEST_F(TrainMp, ProbedRunRecordsItsCoresAndIsPricedByThem) {
+  {
+    std::ofstream cal(file("cal.json"));
+    cal << R"({"version": 3, "shm": {"alpha_us": 2, "beta_gbps": 3, "gamma_gbps": 4},
+               "tcp": {"alpha_us": 10, "beta_gbps": 1, "gamma_gbps": 4},
+               "links_by_size": {"intra": {"p": 2, "allreduce": [[1024, 1e-5], [1048576, 1e-3]],
+                 "two_rank_by_cores": {"far": {"allreduce": [[1024, 2e-5], [1048576, 2e-3]]},
+                                       "close": {"allreduce": [[1024, 1e-5], [1048576, 5e-4]]}}}}})";
+  }
+  const std::string json = file("probed.json");
+  Result r = run("-n 4 " + data() + "--epochs 1 --batch 32 --quiet --json " + json,
+                 "DTRAIN_CALIBRATION=" + file("cal.json"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto j = load(json);
+  EXPECT_FALSE(j.contains("shm_cores")) << j.dump();  // 4 ranks: no 2-rank verdict
+  if (std::thread::hardware_concurrency() < 2) {
+    EXPECT_FALSE(j.contains("cores_probed")) << j.dump();  // no second CPU to time it against
+    return;
+  }
+  ASSERT_TRUE(j.contains("cores_probed")) << j.dump();
+  EXPECT_GT(j["cores_round_trip_ns"].get<double>(), 0.0);
+  const std::string v = j["cores_probed"];
+  EXPECT_TRUE(v == "close" || v == "far") << v;
+  EXPECT_EQ(v, j["cores_round_trip_ns"].get<double>() < dtrain::kCloseRoundTripNs ? "close" : "far");
+  EXPECT_EQ(j["prediction"].value("cores", std::string("none")), v) << j["prediction"].dump();
 }
 
 // Every run's report carries the planner's prediction beside the measurement (not only the
