@@ -329,6 +329,13 @@ struct PassTimes {
   bool took_slots() const { return 2 * slots >= static_cast<int>(seconds.size()); }
 };
 
+// The cores' verdict now, from this process ("" where two CPUs cannot be had): what the
+// calibration brackets each job of more than 2 ranks with.
+std::string cores_now() {
+  const double rt = plan::probe_core_round_trip_ns(0.005);
+  return rt > 0 ? plan::core_distance(rt) : "";
+}
+
 int add_collectives_by_ranks(const std::string& path, double timeout) {
   std::ifstream in(path);
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
@@ -336,7 +343,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
            "bench calibrate: " << path << " has no intra-host link figures to add the collectives by rank count to");
   nlohmann::json by_ranks = nlohmann::json::object(), rs = nlohmann::json::object(), ag = nlohmann::json::object(),
                  bc = nlohmann::json::object(), gap = nlohmann::json::object(), slots_from = nlohmann::json::object(),
-                 two_rank = nlohmann::json::object();
+                 two_rank = nlohmann::json::object(), by_cores_by_ranks = nlohmann::json::object();
   for (int p : plan::calibrated_rank_counts(host_cores())) {
     // Each row is the median of kByRanksPasses jobs. It was the fastest of two (on a shared VM
     // a pass is sometimes disturbed, a row 20-70% slower than the same row a minute later),
@@ -349,18 +356,21 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
     // ("close": its all-gather took the slots; "far": the reads), for LinkSizes::two_rank_by_cores.
     // Passes go on (up to kTwoRankMaxPasses) until both verdicts were seen: on the EPYC VM
     // they alternate within seconds; a machine whose verdict holds pays kTwoRankMaxPasses.
-    const bool by_cores = p == 2 && host_cores() >= 2;
+    // More ranks: the pass goes under the verdict the cores' round trip gave from this process
+    // right before and right after it, where both agree (LinkSizes::by_cores_by_ranks).
+    const bool job_verdict = p == 2 && host_cores() >= 2;
     std::map<std::string, std::map<std::pair<std::string, double>, PassTimes>> by_verdict;
-    for (int pass = 0; pass < kByRanksPasses || (by_cores && by_verdict.size() < 2 && pass < kTwoRankMaxPasses); ++pass) {
+    for (int pass = 0; pass < kByRanksPasses || (job_verdict && by_verdict.size() < 2 && pass < kTwoRankMaxPasses); ++pass) {
       nlohmann::json got;
+      const std::string before = p > 2 ? cores_now() : "";
       const int rc = collectives_job(path + ".ranks", p, timeout,
                                      {"--op", "allreduce,reducescatter,allgather,broadcast", "--sizes", kByRanksSizes,
                                       "--seconds", std::to_string(kByRanksSeconds)},
                                      &got);
       if (rc != 0) return rc;
-      std::string verdict;
+      std::string verdict = p > 2 && cores_now() == before ? before : "";
       for (const auto& row : got)
-        if (row["op"] == "allgather" && row.contains("path"))
+        if (job_verdict && row["op"] == "allgather" && row.contains("path"))
           verdict = row["path"] == "slots" ? "close" : row["path"] == "reads" ? "far" : "";
       for (const auto& row : got) {
         const auto k = std::make_pair(row["op"].get<std::string>(), row["size_bytes"].get<double>());
@@ -370,8 +380,8 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
         // A job re-probes the distance as it goes (ShmContext::after_call): a row whose calls
         // were counted goes to the verdict most of them ran under, the others to the pass's.
         const double far_share = row.value("far_share", -1.0);
-        const std::string v = far_share < 0 ? verdict : far_share > 0.5 ? "far" : "close";
-        if (by_cores && !v.empty()) by_verdict[v][k].add(t, took_slots);
+        const std::string v = !job_verdict || far_share < 0 ? verdict : far_share > 0.5 ? "far" : "close";
+        if (!v.empty()) by_verdict[v][k].add(t, took_slots);
       }
     }
     const std::string key = std::to_string(p);
@@ -381,18 +391,6 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
         if (k.first == "allreduce") slots[k.second] = t.took_slots();
       return slots;
     };
-    for (const auto& [verdict, rows] : by_verdict) {
-      nlohmann::json tables = nlohmann::json::object();
-      for (const auto& [k, t] : rows) {
-        if (!tables.contains(k.first)) tables[k.first] = nlohmann::json::array();
-        tables[k.first].push_back({k.second, t.median()});
-      }
-      tables["allreduce_slots_from"] = plan::slots_from_sizes(slots_of(rows));
-      two_rank[verdict] = tables;
-      std::printf("shm, 2 ranks (processes), the probe's verdict %s: all-reduce 1 MiB %.1f us, all-gather 1 MiB %.1f us\n",
-                  verdict.c_str(), rows.count({"allreduce", 1048576.0}) ? rows.at({"allreduce", 1048576.0}).median() * 1e6 : 0.0,
-                  rows.count({"allgather", 1048576.0}) ? rows.at({"allgather", 1048576.0}).median() * 1e6 : 0.0);
-    }
     // Where the all-reduce goes through the context's slots from some size on (with a core
     // per rank: only where the context's probe found the cores close), the planner's memory
     // counts one model-sized buffer less (plan/cluster.h allreduce_slots_from_by_ranks).
@@ -401,24 +399,52 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
     // outnumber the cores, the 1 MiB all-reduce with kGapUs of CPU burnt by every rank before
     // each call (`bench collectives --gap-us`), less the gaps as the cores serialise them,
     // over the same call back to back. The lowest of kGapPasses (a disturbed pass is slower).
+    // Each pass is bracketed by the cores' verdict as the tables' passes are, and divided by
+    // the back-to-back call of the same verdict where there is one: on the EPYC VM a gap pass
+    // with the cores far apart (2.1 ms a call) over the close back-to-back call (0.24 ms) read
+    // x3.93 where either verdict alone reads x1.0-1.3 (2026-11-30).
     const int cores = host_cores();
     const auto b2b = passes.find({"allreduce", 1048576.0});
+    std::map<std::string, double> gap_by_verdict;
     if (p > cores && b2b != passes.end()) {
       double factor = -1;
       for (int pass = 0; pass < kGapPasses; ++pass) {
         nlohmann::json got;
+        const std::string before = cores_now();
         const int rc = collectives_job(path + ".gap", p, timeout,
                                        {"--op", "allreduce", "--sizes", "1M", "--seconds", "0.3", "--gap-us",
                                         std::to_string(kGapUs)},
                                        &got);
         if (rc != 0) return rc;
+        const std::string verdict = cores_now() == before ? before : "";
+        double base = b2b->second.median();
+        bool matched = false;
+        if (const auto rows = by_verdict.find(verdict); !verdict.empty() && rows != by_verdict.end())
+          if (const auto same = rows->second.find({"allreduce", 1048576.0}); same != rows->second.end())
+            base = same->second.median(), matched = true;
         const double gaps = kGapUs * 1e-6 * static_cast<double>(p) / cores;
-        const double f = std::max(1.0, (got[0]["time_us"].get<double>() * 1e-6 - gaps) / b2b->second.median());
+        const double f = std::max(1.0, (got[0]["time_us"].get<double>() * 1e-6 - gaps) / base);
         factor = factor < 0 ? f : std::min(factor, f);
+        if (matched) gap_by_verdict[verdict] = gap_by_verdict.count(verdict) ? std::min(gap_by_verdict[verdict], f) : f;
       }
       gap[key] = factor;
-      std::printf("shm allreduce, %d ranks (processes), 1 MiB with %d us of compute before each call: x%.2f\n", p,
+      std::printf("shm allreduce, %d ranks (processes), 1 MiB with %d us of compute before each call: x%.2f", p,
                   kGapUs, factor);
+      for (const auto& [v, f] : gap_by_verdict) std::printf("; cores %s x%.2f", v.c_str(), f);
+      std::printf("\n");
+    }
+    for (const auto& [verdict, rows] : by_verdict) {
+      nlohmann::json tables = nlohmann::json::object();
+      for (const auto& [k, t] : rows) {
+        if (!tables.contains(k.first)) tables[k.first] = nlohmann::json::array();
+        tables[k.first].push_back({k.second, t.median()});
+      }
+      tables["allreduce_slots_from"] = plan::slots_from_sizes(slots_of(rows));
+      if (gap_by_verdict.count(verdict)) tables["gap_factor"] = gap_by_verdict[verdict];
+      (p == 2 ? two_rank : by_cores_by_ranks[key])[verdict] = tables;
+      std::printf("shm, %d ranks (processes), the cores %s: all-reduce 1 MiB %.1f us, all-gather 1 MiB %.1f us\n", p,
+                  verdict.c_str(), rows.count({"allreduce", 1048576.0}) ? rows.at({"allreduce", 1048576.0}).median() * 1e6 : 0.0,
+                  rows.count({"allgather", 1048576.0}) ? rows.at({"allgather", 1048576.0}).median() * 1e6 : 0.0);
     }
     for (const auto& [k, pt] : passes) {  // (op, bytes) order: bytes increase within an op
       const std::string& op = k.first;
@@ -436,6 +462,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
   j["links_by_size"]["intra"]["gap_factor_by_ranks"] = gap;
   j["links_by_size"]["intra"]["allreduce_slots_from_by_ranks"] = slots_from;
   j["links_by_size"]["intra"]["two_rank_by_cores"] = two_rank;
+  j["links_by_size"]["intra"]["by_cores_by_ranks"] = by_cores_by_ranks;
   j["links_by_size"]["intra"]["allreduce_by_ranks_with"] = "processes";
   replace_calibration_file(path, j);
   std::printf("added the 2-, 4- and 8-rank all-reduce, reduce-scatter, all-gather and broadcast (processes) to %s\n",

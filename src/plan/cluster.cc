@@ -234,26 +234,54 @@ LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where
       t.allreduce_slots_from_by_ranks[p] = v.get<double>();
     }
   }
-  if (j.contains("two_rank_by_cores")) {
-    const auto& g = j["two_rank_by_cores"];
-    DT_CHECK(g.is_object(), InvalidArgument, where << ".two_rank_by_cores must be {\"close\"|\"far\": {...}}");
+  // {"close": {tables}, "far": {tables}} under `at`.
+  auto by_verdict = [&](const nlohmann::json& g, const std::string& at) {
+    std::map<std::string, LinkSizes::VerdictTables> out;
+    DT_CHECK(g.is_object(), InvalidArgument, at << " must be {\"close\"|\"far\": {...}}");
     for (const auto& [k, v] : g.items()) {
-      const std::string at = where + ".two_rank_by_cores." + k;
+      const std::string here = at + "." + k;
       DT_CHECK((k == "close" || k == "far") && v.is_object(), InvalidArgument,
-               at << ": the verdict must be close or far, with an object of tables");
-      LinkSizes::TwoRank r;
+               here << ": the verdict must be close or far, with an object of tables");
+      LinkSizes::VerdictTables r;
       for (auto [key, dst] : {std::pair<const char*, std::vector<std::pair<double, double>>*>{"allreduce", &r.allreduce},
                               {"reducescatter", &r.reducescatter},
                               {"allgather", &r.allgather},
                               {"broadcast", &r.broadcast}})
-        *dst = points(v, key, at);
+        *dst = points(v, key, here);
       r.allreduce_slots_from = v.value("allreduce_slots_from", 0.0);
-      DT_CHECK(r.allreduce_slots_from >= 0, InvalidArgument, at << ".allreduce_slots_from must be bytes >= 0");
-      t.two_rank_by_cores[k] = r;
+      DT_CHECK(r.allreduce_slots_from >= 0, InvalidArgument, here << ".allreduce_slots_from must be bytes >= 0");
+      r.gap_factor = v.value("gap_factor", 0.0);
+      DT_CHECK(r.gap_factor == 0 || r.gap_factor >= 1, InvalidArgument, here << ".gap_factor must be >= 1 (or absent)");
+      out[k] = r;
+    }
+    return out;
+  };
+  if (j.contains("two_rank_by_cores")) t.two_rank_by_cores = by_verdict(j["two_rank_by_cores"], where + ".two_rank_by_cores");
+  if (j.contains("by_cores_by_ranks")) {
+    const auto& g = j["by_cores_by_ranks"];
+    DT_CHECK(g.is_object(), InvalidArgument, where << ".by_cores_by_ranks must be {\"ranks\": {\"close\"|\"far\": {...}}}");
+    for (const auto& [k, v] : g.items()) {
+      const int p = std::atoi(k.c_str());
+      DT_CHECK(p >= 3, InvalidArgument, where << ".by_cores_by_ranks: '" << k << "' must be a rank count >= 3 (2 ranks: two_rank_by_cores)");
+      t.by_cores_by_ranks[p] = by_verdict(v, where + ".by_cores_by_ranks." + k);
     }
   }
   return t;
 }
+
+namespace {
+
+nlohmann::json verdict_tables_json(const LinkSizes::VerdictTables& r) {
+  nlohmann::json j = {{"allreduce", r.allreduce},
+                      {"reducescatter", r.reducescatter},
+                      {"allgather", r.allgather},
+                      {"broadcast", r.broadcast},
+                      {"allreduce_slots_from", r.allreduce_slots_from}};
+  if (r.gap_factor > 0) j["gap_factor"] = r.gap_factor;
+  return j;
+}
+
+}  // namespace
 
 double slots_from_sizes(const std::map<double, bool>& took_slots) {
   double from = 0;
@@ -269,12 +297,9 @@ nlohmann::json link_sizes_json(const LinkSizes& t) {
   for (const auto& [p, v] : t.broadcast_by_ranks) j["broadcast_by_ranks"][std::to_string(p)] = v;
   for (const auto& [p, f] : t.gap_factor_by_ranks) j["gap_factor_by_ranks"][std::to_string(p)] = f;
   for (const auto& [p, b] : t.allreduce_slots_from_by_ranks) j["allreduce_slots_from_by_ranks"][std::to_string(p)] = b;
-  for (const auto& [k, r] : t.two_rank_by_cores)
-    j["two_rank_by_cores"][k] = {{"allreduce", r.allreduce},
-                                 {"reducescatter", r.reducescatter},
-                                 {"allgather", r.allgather},
-                                 {"broadcast", r.broadcast},
-                                 {"allreduce_slots_from", r.allreduce_slots_from}};
+  for (const auto& [k, r] : t.two_rank_by_cores) j["two_rank_by_cores"][k] = verdict_tables_json(r);
+  for (const auto& [p, by] : t.by_cores_by_ranks)
+    for (const auto& [k, r] : by) j["by_cores_by_ranks"][std::to_string(p)][k] = verdict_tables_json(r);
   return j;
 }
 
@@ -290,28 +315,34 @@ Cluster with_core_distance(Cluster c, bool far, bool* used) {
     c.mix_points = mix->second;
     if (used) *used = true;
   }
-  const auto it = c.intra_sizes.two_rank_by_cores.find(verdict);
-  if (it == c.intra_sizes.two_rank_by_cores.end()) return c;
-  const LinkSizes::TwoRank& r = it->second;  // not touched by the assignments below
   LinkSizes& t = c.intra_sizes;
-  // Within the sizes the verdict's table spans, its points alone; outside them the mixed
-  // table's. A verdict can cover only some sizes: the calibration files each row under the
-  // verdict most of its calls ran under, and the VM flips within a pass. (On the EPYC VM,
-  // 2026-11-30, "close" held only the 16 and 32 MiB reduce-scatter, and a 1 MiB reduce-scatter
-  // was priced at the 16 MiB row's 1.6 ms, 21x its 76 us.)
-  for (auto [dst, src] : {std::pair{&t.allreduce_by_ranks, &r.allreduce}, std::pair{&t.reducescatter_by_ranks, &r.reducescatter},
-                          std::pair{&t.allgather_by_ranks, &r.allgather}, std::pair{&t.broadcast_by_ranks, &r.broadcast}}) {
-    if (src->empty()) continue;
-    std::vector<std::pair<double, double>> merged = *src;
-    if (const auto mixed = dst->find(2); mixed != dst->end())
-      for (const auto& point : mixed->second)
-        if (point.first < src->front().first || point.first > src->back().first) merged.push_back(point);
-    std::sort(merged.begin(), merged.end());
-    (*dst)[2] = std::move(merged);
+  std::map<int, LinkSizes::VerdictTables> tables;  // copies: the assignments below touch t
+  if (const auto it = t.two_rank_by_cores.find(verdict); it != t.two_rank_by_cores.end()) tables[2] = it->second;
+  for (const auto& [p, by] : t.by_cores_by_ranks)
+    if (const auto it = by.find(verdict); it != by.end()) tables[p] = it->second;
+  for (const auto& [p, r] : tables) {
+    // Within the sizes the verdict's table spans, its points alone; outside them the mixed
+    // table's. A verdict can cover only some sizes: the calibration files each row under the
+    // verdict most of its calls ran under, and the VM flips within a pass. (On the EPYC VM,
+    // 2026-11-30, "close" held only the 16 and 32 MiB reduce-scatter, and a 1 MiB
+    // reduce-scatter was priced at the 16 MiB row's 1.6 ms, 21x its 76 us.)
+    for (auto [dst, src] : {std::pair{&t.allreduce_by_ranks, &r.allreduce}, std::pair{&t.reducescatter_by_ranks, &r.reducescatter},
+                            std::pair{&t.allgather_by_ranks, &r.allgather}, std::pair{&t.broadcast_by_ranks, &r.broadcast}}) {
+      if (src->empty()) continue;
+      std::vector<std::pair<double, double>> merged = *src;
+      if (const auto mixed = dst->find(p); mixed != dst->end())
+        for (const auto& point : mixed->second)
+          if (point.first < src->front().first || point.first > src->back().first) merged.push_back(point);
+      std::sort(merged.begin(), merged.end());
+      (*dst)[p] = std::move(merged);
+    }
+    // With a core per rank (2 ranks here) the verdict decides whether the all-reduce takes the
+    // slots at all; with more ranks than cores it always does from the mixed figure's size.
+    if (r.allreduce_slots_from > 0) t.allreduce_slots_from_by_ranks[p] = r.allreduce_slots_from;
+    else if (p == 2) t.allreduce_slots_from_by_ranks.erase(2);
+    if (r.gap_factor > 0) t.gap_factor_by_ranks[p] = r.gap_factor;
+    if (used) *used = true;
   }
-  if (r.allreduce_slots_from > 0) t.allreduce_slots_from_by_ranks[2] = r.allreduce_slots_from;
-  else t.allreduce_slots_from_by_ranks.erase(2);
-  if (used) *used = true;
   return c;
 }
 
@@ -455,7 +486,7 @@ nlohmann::json cluster_to_json(const Cluster& c) {
   const LinkSizes& in = c.intra_sizes;
   if (!in.allreduce.empty() || !in.exchange.empty() || !in.allreduce_by_ranks.empty() || !in.reducescatter_by_ranks.empty() ||
       !in.allgather_by_ranks.empty() || !in.broadcast_by_ranks.empty() || !in.allreduce_slots_from_by_ranks.empty() ||
-      !in.two_rank_by_cores.empty())
+      !in.two_rank_by_cores.empty() || !in.by_cores_by_ranks.empty())
     j["intra_by_size"] = link_sizes_json(in);
   if (!c.inter_sizes.allreduce.empty() || !c.inter_sizes.exchange.empty()) j["inter_by_size"] = link_sizes_json(c.inter_sizes);
   return j;

@@ -82,11 +82,18 @@ struct LinkSizes {
   // bytes, 0 = none). On a VM whose two vCPUs move, consecutive jobs probe close (the slots,
   // fast) or far apart (cross-memory reads), and the tables above mix the two; a run that
   // knows its verdict prices its own path (with_core_distance).
-  struct TwoRank {
+  struct VerdictTables {
     std::vector<std::pair<double, double>> allreduce, reducescatter, allgather, broadcast;
     double allreduce_slots_from = 0;
+    double gap_factor = 0;  // 0: none measured under this verdict
   };
-  std::map<std::string, TwoRank> two_rank_by_cores;
+  std::map<std::string, VerdictTables> two_rank_by_cores;
+  // The same for more ranks than the 2 ("by_cores_by_ranks": {"4": {"close": {...}, "far":
+  // {...}}}), each also with its "gap_factor". The calibration times the cores' round trip
+  // from its own process right before and after each job, and files a pass under a verdict
+  // only where both agree. On the 2-vCPU EPYC VM 4 ranks' 1 MiB all-reduce took 230-300 us
+  // back to back with the cores close and 840-880 far (2026-11-30).
+  std::map<int, std::map<std::string, VerdictTables>> by_cores_by_ranks;
 };
 LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where);
 // allreduce_slots_from_by_ranks' entry from one rank count's measured all-reduces (bytes ->

@@ -410,7 +410,7 @@ TEST(Simulator, TwoRankRunPricesThePathItsProbeChose) {
   Cluster c = ideal(8);
   c.intra_sizes.allreduce_by_ranks[2] = {{1e3, 2e-4}, {1e9, 2e-4}};  // mixed: 200 us at every size
   c.intra_sizes.allreduce_by_ranks[4] = {{1e3, 3e-4}, {1e9, 3e-4}};
-  LinkSizes::TwoRank slots, reads;
+  LinkSizes::VerdictTables slots, reads;
   slots.allreduce = {{1e3, 1e-4}, {1e9, 1e-4}};
   slots.allgather = {{1e3, 5e-5}, {1e9, 5e-5}};
   slots.allreduce_slots_from = 256 << 10;
@@ -433,7 +433,7 @@ TEST(Simulator, TwoRankRunPricesThePathItsProbeChose) {
   EXPECT_GT(ddp_far, ddp_close);
   // A verdict that covered only some sizes (its rows' calls ran mostly under the other):
   // its points within its span, the mixed ones beyond.
-  LinkSizes::TwoRank partial;
+  LinkSizes::VerdictTables partial;
   partial.reducescatter = {{16e6, 1.6e-3}, {32e6, 3.2e-3}};
   Cluster p = c;
   p.intra_sizes.reducescatter_by_ranks[2] = {{1e6, 7e-5}, {4e6, 2.5e-4}, {16e6, 1.4e-3}, {64e6, 9e-3}};
@@ -455,6 +455,48 @@ TEST(Simulator, TwoRankRunPricesThePathItsProbeChose) {
   EXPECT_EQ(back.two_rank_by_cores.at("close").allgather.size(), 2u);
   j["two_rank_by_cores"]["near"] = j["two_rank_by_cores"]["close"];
   EXPECT_THROW(link_sizes_from_json(j, "t"), InvalidArgument);
+}
+
+// More ranks than cores: a run whose cores probed close or far (the launcher's probe) takes
+// the calibration's tables and gap factor of that verdict for its rank count, where the
+// calibration filed passes under it (by_cores_by_ranks); the 2-rank tables stay as they were.
+TEST(Simulator, OversubscribedRunPricesItsCoresVerdict) {
+  ModelSpec m = ModelSpec::parse("mlp:784-256-128-10");
+  Cluster c = ideal(2);
+  c.intra_sizes.allreduce_by_ranks[2] = {{1e3, 2e-4}, {1e9, 2e-4}};
+  c.intra_sizes.allreduce_by_ranks[4] = {{1e3, 5e-4}, {1e9, 5e-4}};  // mixed: 500 us
+  c.intra_sizes.gap_factor_by_ranks[4] = 3.9;                         // a far gap pass over a close call
+  LinkSizes::VerdictTables close, far;
+  close.allreduce = {{1e6, 2.5e-4}};
+  close.gap_factor = 1.2;
+  far.allreduce = {{1e6, 8.5e-4}};
+  c.intra_sizes.by_cores_by_ranks[4] = {{"close", close}, {"far", far}};
+  bool used = false;
+  const Cluster near = with_core_distance(c, false, &used);
+  EXPECT_TRUE(used);
+  EXPECT_NEAR(near.measured_allreduce_s(4, 1e6), 2.5e-4, 1e-12);
+  EXPECT_NEAR(near.measured_allreduce_s(4, 1e9), 5e-4, 1e-12);  // the mixed point beyond its span
+  EXPECT_DOUBLE_EQ(near.intra_sizes.gap_factor_by_ranks.at(4), 1.2);
+  EXPECT_NEAR(near.measured_allreduce_s(2, 1e6), 2e-4, 1e-12);
+  const Cluster apart = with_core_distance(c, true, &used);
+  EXPECT_TRUE(used);
+  EXPECT_NEAR(apart.measured_allreduce_s(4, 1e6), 8.5e-4, 1e-12);
+  EXPECT_DOUBLE_EQ(apart.intra_sizes.gap_factor_by_ranks.at(4), 3.9);  // none timed far: the mixed one
+  const Layout l{.strategy = "ddp", .dp = 4};
+  EXPECT_LT(simulate(m, l, near, 64).step_s, simulate(m, l, c, 64).step_s);
+  EXPECT_GT(simulate(m, l, apart, 64).step_s, simulate(m, l, near, 64).step_s);
+  // Through the file and back; a rank count below 3 or a gap factor below 1 is refused.
+  nlohmann::json j = link_sizes_json(c.intra_sizes);
+  const LinkSizes back = link_sizes_from_json(j, "t");
+  ASSERT_EQ(back.by_cores_by_ranks.count(4), 1u);
+  EXPECT_DOUBLE_EQ(back.by_cores_by_ranks.at(4).at("close").gap_factor, 1.2);
+  EXPECT_EQ(back.by_cores_by_ranks.at(4).at("far").allreduce, far.allreduce);
+  nlohmann::json bad = j;
+  bad["by_cores_by_ranks"]["2"] = bad["by_cores_by_ranks"]["4"];
+  EXPECT_THROW(link_sizes_from_json(bad, "t"), InvalidArgument);
+  bad = j;
+  bad["by_cores_by_ranks"]["4"]["close"]["gap_factor"] = 0.5;
+  EXPECT_THROW(link_sizes_from_json(bad, "t"), InvalidArgument);
 }
 
 TEST(Simulator, CalibratedGapFactorPricesCollectivesBetweenComputeSteps) {
