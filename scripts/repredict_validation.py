@@ -11,7 +11,7 @@ Rows the layout string does not pin down keep their recorded prediction and are 
 ps (--sync, --servers) and fedavg (its rounds and clients), and any layout the plan does not
 enumerate.
 
-Usage: scripts/repredict_validation.py OUT [--build build] [--calibration FILE]
+Usage: scripts/repredict_validation.py OUT [--build build] [--calibration FILE] [--mixed]
 """
 import argparse
 import glob
@@ -26,6 +26,7 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--build", default="build")
     ap.add_argument("--calibration")
+    ap.add_argument("--mixed", action="store_true", help="ignore the runs' core verdicts")
     a = ap.parse_args()
     env = dict(os.environ, DTRAIN_CALIBRATION=a.calibration or os.path.join(a.out, "calibration.json"))
     binary = os.path.join(a.build, "bin", "dtrain")
@@ -39,9 +40,11 @@ def main():
             continue
         run = json.load(open(runs[0]))
         layout = run["prediction"]["layout"]
-        # A 2-rank run records its context's probe verdict; price the row with the verdict
-        # most of its runs had (dtrain plan train --cores), as each run's own prediction did.
-        verdicts = [json.load(open(x)).get("shm_cores", "") for x in runs]
+        # A 2-rank run records its context's probe verdict, any run the launcher's probe of the
+        # cores; price the row with the verdict most of its runs had (dtrain plan train
+        # --cores), as each run's own prediction did. --mixed: the calibration's mixed figures.
+        verdicts = ["" if a.mixed else (lambda r: r.get("shm_cores") or r.get("cores_probed", ""))(json.load(open(x)))
+                    for x in runs]
         cores = max(set(verdicts), key=verdicts.count) if verdicts else ""
         key = (run["model"], n, layout.split()[0], run["batch"], cores)
         if key not in plans:

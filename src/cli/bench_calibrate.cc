@@ -187,8 +187,8 @@ Calibrated calibrate(Communicator& c, double seconds) {
 constexpr const char* kByRanksSizes = "16K,64K,256K,512K,1M,2M,4M,8M,16M,32M,64M,128M,256M";
 constexpr double kByRanksSeconds = 0.25;
 constexpr int kByRanksPasses = 3;
-// Up to this many 2-rank passes, to see both verdicts of the context's probe (below).
-constexpr int kTwoRankMaxPasses = 5;
+// Up to this many passes, to see both verdicts of the cores' distance (below).
+constexpr int kVerdictMaxPasses = 5;
 // The compute each rank burns before every call when the gap factor is measured: about an
 // MLP step's per-rank compute at 4-8 ranks (training's calls are that far apart).
 constexpr int kGapUs = 600;
@@ -354,13 +354,15 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
     std::map<std::pair<std::string, double>, PassTimes> passes;  // (op, bytes) -> its timings
     // Two ranks with a core each: the same rows again by the verdict each pass's probe gave
     // ("close": its all-gather took the slots; "far": the reads), for LinkSizes::two_rank_by_cores.
-    // Passes go on (up to kTwoRankMaxPasses) until both verdicts were seen: on the EPYC VM
-    // they alternate within seconds; a machine whose verdict holds pays kTwoRankMaxPasses.
     // More ranks: the pass goes under the verdict the cores' round trip gave from this process
     // right before and right after it, where both agree (LinkSizes::by_cores_by_ranks).
+    // Passes go on (up to kVerdictMaxPasses) until both verdicts were seen: on the EPYC VM
+    // they alternate within seconds to minutes; a machine whose verdict holds pays
+    // kVerdictMaxPasses. (A validation there, 2026-11-30 07:10, had all three 8-rank passes
+    // far and every 8-rank run close: ddp predicted +87%.)
     const bool job_verdict = p == 2 && host_cores() >= 2;
     std::map<std::string, std::map<std::pair<std::string, double>, PassTimes>> by_verdict;
-    for (int pass = 0; pass < kByRanksPasses || (job_verdict && by_verdict.size() < 2 && pass < kTwoRankMaxPasses); ++pass) {
+    for (int pass = 0; pass < kByRanksPasses || (host_cores() >= 2 && by_verdict.size() < 2 && pass < kVerdictMaxPasses); ++pass) {
       nlohmann::json got;
       const std::string before = p > 2 ? cores_now() : "";
       const int rc = collectives_job(path + ".ranks", p, timeout,
