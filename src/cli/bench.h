@@ -13,6 +13,7 @@ int bench_p2p(const Args& args);          // latency and bandwidth per transport
 int bench_collectives(const Args& args);  // every collective x algorithm (bench_collectives.cc)
 int bench_calibrate(const Args& args);    // alpha-beta-gamma calibration (bench_calibrate.cc)
 int bench_tp_blocks(const Args& args);    // tensor-parallel blocks across the ranks (bench_tp_blocks.cc)
+int bench_cores(const Args& args);        // the cores' distance, sampled (bench_cores.cc)
 
 // `bench calibrate`'s tensor-parallel rows, timed in several rounds: one row per (spec, tp,
 // ranks, items), in the order first seen, its fwd_s and bwd_s the median of its rounds (the

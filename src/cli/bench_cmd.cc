@@ -13,6 +13,7 @@ int bench_main(const Args& args) {
       {"collectives", {bench_collectives, "collectives with nccl-tests columns (--op, --algo, --sizes)"}},
       {"calibrate", {bench_calibrate, "measure alpha, beta, gamma for the cost model"}},
       {"tp-blocks", {bench_tp_blocks, "tensor-parallel GPT blocks timed across the ranks (-n = degree)"}},
+      {"cores", {bench_cores, "how far apart two cores are now (a cache line's round trip), sampled over a while"}},
   };
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::fprintf(stderr, "usage: dtrain bench <name> [options]\n\nbenchmarks:\n");
@@ -21,7 +22,7 @@ int bench_main(const Args& args) {
   }
   auto it = table.find(args[0]);
   DT_CHECK(it != table.end(), InvalidArgument,
-           "unknown benchmark '" << args[0] << "' (use p2p, collectives, calibrate or tp-blocks)");
+           "unknown benchmark '" << args[0] << "' (use p2p, collectives, calibrate, tp-blocks or cores)");
   return it->second.first(Args(args.begin() + 1, args.end()));
 }
 

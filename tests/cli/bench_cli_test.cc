@@ -11,8 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <thread>
+
 #include "base/error.h"
 #include "cli/bench.h"
+#include "coll/config.h"
 #include "plan/coll_bench.h"
 #include "cli/commands.h"
 
@@ -219,6 +222,30 @@ TEST(BenchCalibrate, TensorParallelRowsAreTheMedianOfTheirRounds) {
   ASSERT_EQ(two.size(), 1u);
   EXPECT_DOUBLE_EQ(two[0]["fwd_s"].get<double>(), 2e-3);
   EXPECT_TRUE(median_tp_rows(nlohmann::json::array()).empty());
+}
+
+// dtrain bench cores: each sample is a round trip in ns and the verdict the shared-memory
+// context would give it; the summary's counts add up; bad flags are usage errors.
+TEST(BenchCoresCli, SamplesTheRoundTripAndItsVerdict) {
+  const std::string json = temp_path("cores.json");
+  ASSERT_EQ(bench_cores({"--seconds", "0.05", "--every-ms", "10", "--json", json}), 0);
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: nothing to measure (and no file)";
+  const auto j = read_json(json);
+  ASSERT_GE(j["samples"].size(), 2u);
+  int far = 0;
+  for (const auto& s : j["samples"]) {
+    const double ns = s["ns"].get<double>();
+    EXPECT_GT(ns, 0.0);
+    EXPECT_LT(ns, 1e6) << "a round trip of a millisecond is not a cache line's";
+    EXPECT_EQ(s["verdict"], ns < kCloseRoundTripNs ? "close" : "far");
+    far += s["verdict"] == "far" ? 1 : 0;
+  }
+  EXPECT_EQ(j["far"].get<int>(), far);
+  EXPECT_EQ(j["close"].get<int>() + far, static_cast<int>(j["samples"].size()));
+  EXPECT_TRUE(j["verdict"] == "close" || j["verdict"] == "far");
+  std::remove(json.c_str());
+  EXPECT_THROW(bench_cores({"--every-ms", "0"}), InvalidArgument);
+  EXPECT_THROW(bench_cores({"--bogus"}), InvalidArgument);
 }
 
 }  // namespace
