@@ -40,6 +40,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <set>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -344,6 +345,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
   nlohmann::json by_ranks = nlohmann::json::object(), rs = nlohmann::json::object(), ag = nlohmann::json::object(),
                  bc = nlohmann::json::object(), gap = nlohmann::json::object(), slots_from = nlohmann::json::object(),
                  two_rank = nlohmann::json::object(), by_cores_by_ranks = nlohmann::json::object();
+  std::set<std::string> seen;  // the verdicts any pass so far was filed under
   for (int p : plan::calibrated_rank_counts(host_cores())) {
     // Each row is the median of kByRanksPasses jobs. It was the fastest of two (on a shared VM
     // a pass is sometimes disturbed, a row 20-70% slower than the same row a minute later),
@@ -357,12 +359,17 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
     // More ranks: the pass goes under the verdict the cores' round trip gave from this process
     // right before and right after it, where both agree (LinkSizes::by_cores_by_ranks).
     // Passes go on (up to kVerdictMaxPasses) until both verdicts were seen: on the EPYC VM
-    // they alternate within seconds to minutes; a machine whose verdict holds pays
-    // kVerdictMaxPasses. (A validation there, 2026-11-30 07:10, had all three 8-rank passes
-    // far and every 8-rank run close: ddp predicted +87%.)
+    // they alternate within seconds to minutes (a validation there, 2026-11-30 07:10, had all
+    // three 8-rank passes far and every 8-rank run close: ddp predicted +87%). The 2-rank
+    // passes always look for both; more ranks only where some pass already saw both, so a
+    // machine whose cores never move pays kByRanksPasses there.
     const bool job_verdict = p == 2 && host_cores() >= 2;
     std::map<std::string, std::map<std::pair<std::string, double>, PassTimes>> by_verdict;
-    for (int pass = 0; pass < kByRanksPasses || (host_cores() >= 2 && by_verdict.size() < 2 && pass < kVerdictMaxPasses); ++pass) {
+    auto more = [&](int pass) {
+      return pass < kByRanksPasses || (host_cores() >= 2 && (job_verdict || seen.size() == 2) && by_verdict.size() < 2 &&
+                                       pass < kVerdictMaxPasses);
+    };
+    for (int pass = 0; more(pass); ++pass) {
       nlohmann::json got;
       const std::string before = p > 2 ? cores_now() : "";
       const int rc = collectives_job(path + ".ranks", p, timeout,
@@ -383,7 +390,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
         // were counted goes to the verdict most of them ran under, the others to the pass's.
         const double far_share = row.value("far_share", -1.0);
         const std::string v = !job_verdict || far_share < 0 ? verdict : far_share > 0.5 ? "far" : "close";
-        if (!v.empty()) by_verdict[v][k].add(t, took_slots);
+        if (!v.empty()) by_verdict[v][k].add(t, took_slots), seen.insert(v);
       }
     }
     const std::string key = std::to_string(p);
