@@ -54,9 +54,13 @@ if [[ ! -x $PEERS/bin/mpi_coll ]]; then
     { echo "bench_sitting: preparing the peers failed, see $OUT/peers-install.log" >&2; exit 2; }
 fi
 has() { [[ " $PARTS " == *" $1 "* ]]; }
-step() { echo "== $1 $(uptime)" | tee -a "$OUT/log.txt"; shift; "$@" >> "$OUT/log.txt" 2>&1; }
+# The cores' distance right before a step (`dtrain bench cores`, one 2 ms sample): on a VM whose
+# vCPUs move between cores that share a cache and cores that do not, a step's figures depend
+# on it (docs/PERFORMANCE.md, the 4-rank slow mode), so every step's line in the log says it.
+cores() { $B bench cores --seconds 0 2>/dev/null | sed -n 's/^cores: a cache line.s round trip \([0-9]*\) ns.*: \(close\|far\);.*/\2 (\1 ns)/p'; }
+step() { echo "== $1 $(uptime) | cores $(cores)" | tee -a "$OUT/log.txt"; shift; "$@" >> "$OUT/log.txt" 2>&1; }
 # step_to FILE NAME CMD...: like step, the command's stdout into FILE (stderr to the log).
-step_to() { local f=$1; shift; echo "== $1 $(uptime)" | tee -a "$OUT/log.txt"; shift; "$@" > "$OUT/$f" 2>> "$OUT/log.txt"; }
+step_to() { local f=$1; shift; echo "== $1 $(uptime) | cores $(cores)" | tee -a "$OUT/log.txt"; shift; "$@" > "$OUT/$f" 2>> "$OUT/log.txt"; }
 
 # train_pair NAME STEM TRAIN_ARGS...: the same `dtrain train TRAIN_ARGS` in two independent
 # processes at once, then OUT/train-STEM.json with their examples per second together: both
@@ -183,4 +187,5 @@ if has hogwild; then
 fi
 echo "== done $(uptime)" | tee -a "$OUT/log.txt"
 /usr/bin/python3 scripts/sitting_table.py "$OUT"
+echo "the cores before each step (close: a shared cache; far: not): $(grep -o '| cores [a-z]*' "$OUT/log.txt" | sort | uniq -c | awk '{printf "%s %s, ", $1, $4}')see $OUT/log.txt"
 echo "results in $OUT"
