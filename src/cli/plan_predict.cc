@@ -209,6 +209,7 @@ std::string prediction_line(const nlohmann::json& p) {
   out += buf;
   const std::string source = p.value("cluster", std::string());
   out += "; machine model " + source;
+  if (p.contains("cores")) out += ", priced for cores " + p["cores"].get<std::string>() + " (as the run probed them)";
   if (!p.value("calibrated", false)) out += " (compute not measured here: `dtrain bench calibrate` measures it)";
   return out;
 }

@@ -19,7 +19,8 @@
 //   {"error": why} instead: a prediction never fails a run.
 // - prediction_line(prediction) is that object as one line for the run's report: predicted
 //   step and memory per rank, the measured ones and the errors, and which machine model
-//   (a calibration file, or the defaults with the command that calibrates); "" for an
+//   (a calibration file, or the defaults with the command that calibrates) and, where the
+//   calibration had figures for the cores' verdict the run probed, that verdict; "" for an
 //   {"error": ...} object (a strategy the simulator does not cover says nothing).
 // Thread-safety: call from the main thread.
 #pragma once

@@ -144,8 +144,7 @@ TEST_F(TrainMp, ProbedRunRecordsItsCoresAndIsPricedByThem) {
                                        "close": {"allreduce": [[1024, 1e-5], [1048576, 5e-4]]}}}}})";
   }
   const std::string json = file("probed.json");
-  Result r = run("-n 4 " + data() + "--epochs 1 --batch 32 --quiet --json " + json,
-                 "DTRAIN_CALIBRATION=" + file("cal.json"));
+  Result r = run("-n 4 " + data() + "--epochs 1 --batch 32 --json " + json, "DTRAIN_CALIBRATION=" + file("cal.json"));
   ASSERT_EQ(r.code, 0) << r.output;
   auto j = load(json);
   EXPECT_FALSE(j.contains("shm_cores")) << j.dump();  // 4 ranks: no 2-rank verdict
@@ -159,6 +158,8 @@ TEST_F(TrainMp, ProbedRunRecordsItsCoresAndIsPricedByThem) {
   EXPECT_TRUE(v == "close" || v == "far") << v;
   EXPECT_EQ(v, j["cores_round_trip_ns"].get<double>() < dtrain::kCloseRoundTripNs ? "close" : "far");
   EXPECT_EQ(j["prediction"].value("cores", std::string("none")), v) << j["prediction"].dump();
+  // The report's prediction line says which verdict priced it.
+  EXPECT_NE(r.output.find("priced for cores " + v), std::string::npos) << r.output;
 }
 
 // Every run's report carries the planner's prediction beside the measurement (not only the
