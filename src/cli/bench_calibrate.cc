@@ -188,6 +188,8 @@ Calibrated calibrate(Communicator& c, double seconds) {
 constexpr const char* kByRanksSizes = "16K,64K,256K,512K,1M,2M,4M,8M,16M,32M,64M,128M,256M";
 constexpr double kByRanksSeconds = 0.25;
 constexpr int kByRanksPasses = 3;
+// ddp's all-reduce in its window (`bench collectives --window`): the sizes of its buckets.
+constexpr const char* kWindowSizes = "16K,64K,256K,1M,4M,16M,64M";
 // Up to this many passes, to see both verdicts of the cores' distance (below).
 constexpr int kVerdictMaxPasses = 5;
 // The compute each rank burns before every call when the gap factor is measured: about an
@@ -344,7 +346,8 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
            "bench calibrate: " << path << " has no intra-host link figures to add the collectives by rank count to");
   nlohmann::json by_ranks = nlohmann::json::object(), rs = nlohmann::json::object(), ag = nlohmann::json::object(),
                  bc = nlohmann::json::object(), gap = nlohmann::json::object(), slots_from = nlohmann::json::object(),
-                 two_rank = nlohmann::json::object(), by_cores_by_ranks = nlohmann::json::object();
+                 two_rank = nlohmann::json::object(), by_cores_by_ranks = nlohmann::json::object(),
+                 window = nlohmann::json::object();
   std::set<std::string> seen;  // the verdicts any pass so far was filed under
   for (int p : plan::calibrated_rank_counts(host_cores())) {
     // Each row is the median of kByRanksPasses jobs. It was the fastest of two (on a shared VM
@@ -442,6 +445,24 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
       for (const auto& [v, f] : gap_by_verdict) std::printf("; cores %s x%.2f", v.c_str(), f);
       std::printf("\n");
     }
+    // ddp's all-reduce as it runs on one host (LinkSizes::allreduce_window_by_ranks): the
+    // gradient in a shared-memory window, reduced in place where it lies; the median of
+    // kByRanksPasses jobs.
+    std::map<double, PassTimes> window_rows;
+    for (int pass = 0; pass < kByRanksPasses; ++pass) {
+      nlohmann::json got;
+      const int rc = collectives_job(path + ".window", p, timeout,
+                                     {"--op", "allreduce", "--window", "--sizes", kWindowSizes, "--seconds",
+                                      std::to_string(kByRanksSeconds)},
+                                     &got);
+      if (rc != 0) return rc;
+      for (const auto& row : got) window_rows[row["size_bytes"].get<double>()].add(row["time_us"].get<double>() * 1e-6, false);
+    }
+    for (const auto& [b, t] : window_rows) {
+      window[key].push_back({b, t.median()});
+      if (b == 1048576.0)
+        std::printf("shm allreduce in ddp's window, %d ranks (processes), 1 MiB: %.1f us\n", p, t.median() * 1e6);
+    }
     for (const auto& [verdict, rows] : by_verdict) {
       nlohmann::json tables = nlohmann::json::object();
       for (const auto& [k, t] : rows) {
@@ -472,6 +493,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
   j["links_by_size"]["intra"]["allreduce_slots_from_by_ranks"] = slots_from;
   j["links_by_size"]["intra"]["two_rank_by_cores"] = two_rank;
   j["links_by_size"]["intra"]["by_cores_by_ranks"] = by_cores_by_ranks;
+  j["links_by_size"]["intra"]["allreduce_window_by_ranks"] = window;
   j["links_by_size"]["intra"]["allreduce_by_ranks_with"] = "processes";
   replace_calibration_file(path, j);
   std::printf("added the 2-, 4- and 8-rank all-reduce, reduce-scatter, all-gather and broadcast (processes) to %s\n",

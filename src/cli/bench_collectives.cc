@@ -61,6 +61,8 @@ int bench_collectives(const Args& args) {
   double gap_us = f.get_double("gap-us", 0, 0, 1e6,
                                "CPU microseconds each rank computes before every timed call, as training does between "
                                "collectives (time then includes it; no prediction)");
+  bool window = f.get_bool("window", "the all-reduce as ddp runs it on one host: the buffer in a shared-memory window, "
+                                     "reduced in place where it lies (float32, shm)");
   if (f.help_requested()) {
     std::printf("%s", f.help_text("-n N [--op allreduce,...] [--algo ring|tree|...|auto|all] [--transport shm|tcp] "
                                   "[--type float32] [--sizes 8:256M] [--check] [--json FILE]")
@@ -86,6 +88,12 @@ int bench_collectives(const Args& args) {
   cfg.deterministic = deterministic;
   cfg.shm_context = shm_context;
   cfg.gap_s = gap_us * 1e-6;
+  cfg.window = window;
+  DT_CHECK(!window || (cfg.dtype == DType::kFloat32 && cfg.redop == ReduceOp::kSum && transport == "shm" && !in_place &&
+                       !deterministic && !threads),
+           InvalidArgument,
+           "--window times ddp's in-place all-reduce: it needs --type float32, --redop sum, --transport shm, processes "
+           "(not --threads) and neither --inplace nor --deterministic");
   cfg.segment_bytes = static_cast<size_t>(std::max<int64_t>(0, parse_size(segment_text, "--segment")));
   std::vector<TransportKind> kinds;
   for (const auto& k : split_list(transport)) {

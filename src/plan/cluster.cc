@@ -159,6 +159,10 @@ double Cluster::measured_allreduce_s(int p, double bytes) const {
   return interpolate_points(*t, bytes);
 }
 
+double Cluster::measured_allreduce_window_s(int p, double bytes) const {
+  return measured_in(intra_sizes.allreduce_window_by_ranks, p, bytes);
+}
+
 double Cluster::measured_reducescatter_s(int p, double bytes) const {
   return measured_in(intra_sizes.reducescatter_by_ranks, p, bytes);
 }
@@ -205,7 +209,8 @@ LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where
                               "allreduce_by_ranks", &t.allreduce_by_ranks},
                           {"reducescatter_by_ranks", &t.reducescatter_by_ranks},
                           {"allgather_by_ranks", &t.allgather_by_ranks},
-                          {"broadcast_by_ranks", &t.broadcast_by_ranks}}) {
+                          {"broadcast_by_ranks", &t.broadcast_by_ranks},
+                          {"allreduce_window_by_ranks", &t.allreduce_window_by_ranks}}) {
     if (!j.contains(key)) continue;
     DT_CHECK(j[key].is_object(), InvalidArgument, where << "." << key << " must be {\"ranks\": [[bytes, s]]}");
     for (const auto& [k, v] : j[key].items()) {
@@ -292,6 +297,7 @@ double slots_from_sizes(const std::map<double, bool>& took_slots) {
 nlohmann::json link_sizes_json(const LinkSizes& t) {
   nlohmann::json j = {{"p", t.p}, {"allreduce", t.allreduce}, {"exchange", t.exchange}};
   for (const auto& [p, v] : t.allreduce_by_ranks) j["allreduce_by_ranks"][std::to_string(p)] = v;
+  for (const auto& [p, v] : t.allreduce_window_by_ranks) j["allreduce_window_by_ranks"][std::to_string(p)] = v;
   for (const auto& [p, v] : t.reducescatter_by_ranks) j["reducescatter_by_ranks"][std::to_string(p)] = v;
   for (const auto& [p, v] : t.allgather_by_ranks) j["allgather_by_ranks"][std::to_string(p)] = v;
   for (const auto& [p, v] : t.broadcast_by_ranks) j["broadcast_by_ranks"][std::to_string(p)] = v;
@@ -486,7 +492,7 @@ nlohmann::json cluster_to_json(const Cluster& c) {
   const LinkSizes& in = c.intra_sizes;
   if (!in.allreduce.empty() || !in.exchange.empty() || !in.allreduce_by_ranks.empty() || !in.reducescatter_by_ranks.empty() ||
       !in.allgather_by_ranks.empty() || !in.broadcast_by_ranks.empty() || !in.allreduce_slots_from_by_ranks.empty() ||
-      !in.two_rank_by_cores.empty() || !in.by_cores_by_ranks.empty())
+      !in.two_rank_by_cores.empty() || !in.by_cores_by_ranks.empty() || !in.allreduce_window_by_ranks.empty())
     j["intra_by_size"] = link_sizes_json(in);
   if (!c.inter_sizes.allreduce.empty() || !c.inter_sizes.exchange.empty()) j["inter_by_size"] = link_sizes_json(c.inter_sizes);
   return j;

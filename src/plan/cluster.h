@@ -66,6 +66,13 @@ struct LinkSizes {
   // Broadcast from rank 0 (bytes = the buffer, seconds) by rank count: what `dtrain bench
   // collectives` predicts a calibrated broadcast from.
   std::map<int, std::vector<std::pair<double, double>>> broadcast_by_ranks;
+  // The all-reduce as ddp runs it on one host (bytes, seconds) by rank count
+  // ("allreduce_window_by_ranks"; `bench collectives --window`): the gradient in a
+  // shared-memory window, each owner reducing its block from every rank's buffer where it lies.
+  // On the 2-vCPU EPYC VM it took 118 against 253 us at 1 MiB on 4 ranks, 226 against 422 on 8
+  // (2026-11-30), and ddp's step at 8 ranks ran 1.00-1.13 ms against 1.21-1.28 with
+  // --no-window.
+  std::map<int, std::vector<std::pair<double, double>>> allreduce_window_by_ranks;
   // By rank count: what a collective costs when every rank computes between calls, as in
   // training, over what it costs back to back (the tables above), >= 1 ("gap_factor_by_ranks":
   // {"8": 1.3}). Ranks that outnumber the cores arrive at a call in their time slices' order.
@@ -235,6 +242,7 @@ struct Cluster {
   double measured_reducescatter_s(int p, double bytes) const;
   double measured_allgather_s(int p, double bytes) const;
   double measured_broadcast_s(int p, double bytes) const;
+  double measured_allreduce_window_s(int p, double bytes) const;  // allreduce_window_by_ranks
   // The link's alpha-beta-gamma for a transfer of `bytes` (see LinkSizes above).
   CostParams link_at(bool inter_node, double bytes, bool p2p) const;
 };

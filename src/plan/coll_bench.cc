@@ -99,7 +99,7 @@ Point shape(CollOp op, size_t bytes, size_t es, int p) {
 }
 
 Algorithm run_once(Communicator& c, const Point& pt, Algorithm a, const CollBenchConfig& cfg, char* in, char* out,
-                   ShmContext* ctx) {
+                   ShmContext* ctx, const ShmWindow* window = nullptr) {
   CollOptions o;
   o.shm = ctx;
   o.algorithm = a;
@@ -107,7 +107,17 @@ Algorithm run_once(Communicator& c, const Point& pt, Algorithm a, const CollBenc
   o.deterministic = cfg.deterministic;
   DType t = cfg.dtype;
   switch (pt.op) {
-    case CollOp::kAllreduce: return allreduce(c, in, cfg.in_place ? in : out, pt.total, t, cfg.redop, AllreduceOptions{o});
+    case CollOp::kAllreduce:
+      if (window) {
+        // ddp's bucket on one host: in place in the window, each owner reducing its block
+        // from every rank's buffer where it lies (parallel/data_parallel.cc), nothing applied.
+        std::vector<size_t> counts;
+        for (int q = 0; q < c.size(); ++q)
+          counts.push_back(pt.total / c.size() + (static_cast<size_t>(q) < pt.total % c.size()));
+        float* f = reinterpret_cast<float*>(in);
+        return allreduce_apply(c, f, f, counts, [](size_t, float*, size_t) { return false; }, AllreduceOptions{o}, window);
+      }
+      return allreduce(c, in, cfg.in_place ? in : out, pt.total, t, cfg.redop, AllreduceOptions{o});
     case CollOp::kBroadcast: return broadcast(c, in, pt.total, t, cfg.root, BroadcastOptions{o});
     case CollOp::kReduce: return reduce(c, in, out, pt.total, t, cfg.redop, cfg.root, ReduceOptions{o});
     case CollOp::kAllgather: return allgather(c, in, out, pt.per_rank, t, AllgatherOptions{o});
@@ -122,13 +132,13 @@ Algorithm run_once(Communicator& c, const Point& pt, Algorithm a, const CollBenc
 
 // Fills inputs, runs once, counts wrong elements on this rank.
 int64_t check_once(Communicator& c, const Point& pt, Algorithm a, const CollBenchConfig& cfg, char* in, char* out,
-                   ShmContext* ctx) {
+                   ShmContext* ctx, const ShmWindow* window) {
   const int p = c.size(), me = c.rank();
   const DType t = cfg.dtype;
   const ReduceOp op = cfg.redop;
   for (size_t i = 0; i < pt.in_elems; ++i) put(t, in, i, value(me, i, op));
-  run_once(c, pt, a, cfg, in, out, ctx);
-  const char* res = cfg.in_place && pt.op == CollOp::kAllreduce ? in : out;
+  run_once(c, pt, a, cfg, in, out, ctx, window);
+  const char* res = (cfg.in_place || window) && pt.op == CollOp::kAllreduce ? in : out;
   int64_t wrong = 0;
   auto expect = [&](const void* buf, size_t i, double want) { wrong += !close_enough(get(t, buf, i), want, t); };
   const size_t per = pt.per_rank;
@@ -323,14 +333,18 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
       for (size_t bytes : cfg.sizes) {
         Point pt = shape(op, bytes, es, p);
         // On cache lines, as tensors and gradients are (base/aligned.h).
-        AlignedVector<char> in(pt.in_elems * es), out(pt.out_elems * es);
-        for (size_t i = 0; i < pt.in_elems; ++i) put(cfg.dtype, in.data(), i, value(c.rank(), i, cfg.redop));
+        AlignedVector<char> in_heap(pt.in_elems * es), out(pt.out_elems * es);
+        // --window: the all-reduce's buffer in a shared-memory window, as ddp's gradient.
+        std::unique_ptr<ShmWindow> window;
+        if (cfg.window && op == CollOp::kAllreduce) window = std::make_unique<ShmWindow>(c, pt.in_elems * es);
+        char* const in = window ? window->mine() : in_heap.data();
+        for (size_t i = 0; i < pt.in_elems; ++i) put(cfg.dtype, in, i, value(c.rank(), i, cfg.redop));
         Algorithm used = requested;
-        for (int w = 0; w < cfg.warmup; ++w) used = run_once(c, pt, requested, cfg, in.data(), out.data(), ctx.get());
+        for (int w = 0; w < cfg.warmup; ++w) used = run_once(c, pt, requested, cfg, in, out.data(), ctx.get(), window.get());
         // Trial: the slowest rank's time of one call decides the iteration count everywhere.
         double t0 = now_seconds();
         if (cfg.gap_s > 0) compute_for(cfg.gap_s);
-        run_once(c, pt, requested, cfg, in.data(), out.data(), ctx.get());
+        run_once(c, pt, requested, cfg, in, out.data(), ctx.get(), window.get());
         double trial = now_seconds() - t0;
         allreduce(c, &trial, 1, DType::kFloat64, ReduceOp::kMax);
         int64_t iters = std::clamp<int64_t>(static_cast<int64_t>(cfg.seconds / std::max(trial, 1e-7)), 1, cfg.max_iters);
@@ -340,7 +354,7 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
         t0 = now_seconds();
         for (int64_t i = 0; i < iters; ++i) {
           if (cfg.gap_s > 0) compute_for(cfg.gap_s);
-          run_once(c, pt, requested, cfg, in.data(), out.data(), ctx.get());
+          run_once(c, pt, requested, cfg, in, out.data(), ctx.get(), window.get());
         }
         double per_call = (now_seconds() - t0) / static_cast<double>(iters);
         // (read before the next collective, which may count itself)
@@ -349,12 +363,12 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
         allreduce(c, &per_call, 1, DType::kFloat64, ReduceOp::kMax);
         int64_t wrong = -1;
         if (cfg.check) {
-          wrong = check_once(c, pt, requested, cfg, in.data(), out.data(), ctx.get());
+          wrong = check_once(c, pt, requested, cfg, in, out.data(), ctx.get(), window.get());
           allreduce(c, &wrong, 1, DType::kInt64, ReduceOp::kSum);
         }
         CollBenchRow row;
         row.op = coll_op_name(op);
-        row.algo = algorithm_name(used);
+        row.algo = window ? std::string("window/") + algorithm_name(used) : std::string(algorithm_name(used));
         if (used == Algorithm::kShmDirect) {
           const ShmContext* eff = ctx ? ctx.get() : c.shm_context();
           const size_t call = pt.total * es;

@@ -54,6 +54,11 @@ struct CollBenchConfig {
   // CPU seconds each rank computes before every timed call (as between a training step's
   // collectives); the row's time includes it, and its prediction is 0 (none).
   double gap_s = 0;
+  // The all-reduce as ddp runs it on one host (parallel/data_parallel.cc): the buffer in a
+  // shared-memory window (coll/shm_context.h ShmWindow), reduced in place by allreduce_apply
+  // reading every rank's buffer where it lies; the row's algo is "window/<algorithm>". float32,
+  // every rank on one host.
+  bool window = false;
 };
 
 struct CollBenchRow {

@@ -42,6 +42,13 @@ double allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks) {
                                   c.link_at(true, bytes / per_node, false)) * beyond(c, node_ranks, 2);
 }
 
+double window_allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks) {
+  if (g.size <= 1 || bytes <= 0) return 0;
+  const double t = g.stride == 1 ? c.measured_allreduce_window_s(g.size, bytes) : -1;
+  if (t < 0) return allreduce_s(c, g, bytes, node_ranks);
+  return t * gap_factor(c, g.size) * beyond(c, node_ranks, g.size);
+}
+
 // Reduce-scatter and all-gather of `bytes` (the whole buffer) in group g: measured at this
 // many ranks on one node when the calibration has them (reducescatter_by_ranks,
 // allgather_by_ranks), slowed as allreduce_s slows its figures; else the ring formula on the

@@ -270,7 +270,10 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
       int b = buckets.on_ready(units[k]);
       if (b < 0) continue;
       double len = static_cast<double>(buckets.buckets()[b].len) * kF;
-      const double cost = allreduce_s(c, all, len, node_n) + (l.zero > 0 ? step_s / workers * len / bytes : 0);
+      // On one host the bucket is reduced in place in the gradient's window (ddp_window),
+      // timed as such where the calibration has it (sim_costs.h window_allreduce_s).
+      const double ar = ddp_window ? window_allreduce_s(c, all, len, node_n) : allreduce_s(c, all, len, node_n);
+      const double cost = ar + (l.zero > 0 ? step_s / workers * len / bytes : 0);
       if (overlap) comm_end = std::max(comm_end, t) + cost;
       else after.push_back(cost);
     }
