@@ -224,6 +224,22 @@ TEST(BenchCalibrate, TensorParallelRowsAreTheMedianOfTheirRounds) {
   EXPECT_TRUE(median_tp_rows(nlohmann::json::array()).empty());
 }
 
+// --window times ddp's in-place all-reduce in a shared-memory window: processes on shm, float32
+// sums only; anything else is a usage error naming what it needs.
+TEST(BenchCollectivesCli, WindowNeedsWhatDdpRuns) {
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"--window", "--threads", "-n", "2"},
+                                              std::vector<std::string>{"--window", "--type", "float64"},
+                                              std::vector<std::string>{"--window", "--transport", "tcp"},
+                                              std::vector<std::string>{"--window", "--inplace"}}) {
+    try {
+      bench_collectives(bad);
+      ADD_FAILURE() << "accepted " << bad[1];
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("--window"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // dtrain bench cores: each sample is a round trip in ns and the verdict the shared-memory
 // context would give it; the summary's counts add up; bad flags are usage errors.
 TEST(BenchCoresCli, SamplesTheRoundTripAndItsVerdict) {

@@ -119,4 +119,24 @@ TEST(BenchP2p, BadFlagsAreClearErrors) {
 }
 
 }  // namespace
+// `dtrain bench collectives --window`: ddp's in-place all-reduce in a shared-memory window,
+// checked element by element at 3 ranks (uneven blocks) and labelled as such.
+TEST(BenchCollectivesWindow, ChecksAndLabelsTheWindowAllreduce) {
+  std::string bin = testing::env_path("DTRAIN_BIN");
+  std::string json = "/tmp/dtrain-window-" + std::to_string(::getpid()) + ".json";
+  auto r = testing::run_command(bin + " bench collectives -n 3 --transport shm --op allreduce --window --sizes 4K,1M "
+                                      "--seconds 0.01 --check --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(json);
+  ASSERT_TRUE(in.good()) << "no JSON written: " << r.output;
+  nlohmann::json rows = nlohmann::json::parse(in);
+  std::remove(json.c_str());
+  ASSERT_EQ(rows.size(), 2u) << rows.dump();
+  for (const auto& row : rows) {
+    EXPECT_EQ(row["wrong"], 0) << row;
+    EXPECT_EQ(row["algo"].get<std::string>().rfind("window/", 0), 0u) << row;
+    EXPECT_GT(row["time_us"].get<double>(), 0.0) << row;
+  }
+}
+
 }  // namespace dtrain

@@ -499,6 +499,31 @@ TEST(Simulator, OversubscribedRunPricesItsCoresVerdict) {
   EXPECT_THROW(link_sizes_from_json(bad, "t"), InvalidArgument);
 }
 
+// ddp on one host reduces its buckets in place in the gradient's window: where the calibration
+// timed that (allreduce_window_by_ranks) its buckets are priced with it, not with the plain
+// all-reduce; other strategies and rank counts it did not time keep the plain tables.
+TEST(Simulator, DdpOnOneHostPricesItsWindowAllreduce) {
+  ModelSpec m = ModelSpec::parse("mlp:784-256-128-10");
+  Cluster c = ideal(2);
+  c.intra_sizes.allreduce_by_ranks[8] = {{1e3, 4e-4}, {1e9, 4e-4}};  // plain: 400 us at every size
+  const Layout ddp{.strategy = "ddp", .dp = 8};
+  const double plain = simulate(m, ddp, c, 64).comm_s;
+  ASSERT_GT(plain, 0);
+  c.intra_sizes.allreduce_window_by_ranks[8] = {{1e3, 2e-4}, {1e9, 2e-4}};  // in the window: 200 us
+  EXPECT_NEAR(simulate(m, ddp, c, 64).comm_s, plain / 2, 1e-12);
+  const Layout local{.strategy = "localsgd", .dp = 8};
+  Cluster plain_only = c;
+  plain_only.intra_sizes.allreduce_window_by_ranks.clear();
+  EXPECT_DOUBLE_EQ(simulate(m, local, c, 64).comm_s, simulate(m, local, plain_only, 64).comm_s);
+  c.intra_sizes.allreduce_window_by_ranks.erase(8);
+  c.intra_sizes.allreduce_window_by_ranks[4] = {{1e3, 1e-5}};
+  EXPECT_NEAR(simulate(m, ddp, c, 64).comm_s, plain, 1e-12);  // not timed at 8 ranks: the plain figure
+  // Through the file and back.
+  c.intra_sizes.allreduce_window_by_ranks[8] = {{1e6, 2e-4}};
+  const LinkSizes back = link_sizes_from_json(link_sizes_json(c.intra_sizes), "t");
+  EXPECT_EQ(back.allreduce_window_by_ranks, c.intra_sizes.allreduce_window_by_ranks);
+}
+
 TEST(Simulator, CalibratedGapFactorPricesCollectivesBetweenComputeSteps) {
   ModelSpec m = ModelSpec::parse("mlp:784-256-128-10");
   Cluster c = ideal(2);
