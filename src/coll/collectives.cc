@@ -157,6 +157,13 @@ Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t cou
   return done_on_context(comm, opts, a, bytes);
 }
 
+std::vector<size_t> even_counts(size_t n, int p) {
+  const algo::Blocks b(n, p);
+  std::vector<size_t> counts(static_cast<size_t>(p));
+  for (int q = 0; q < p; ++q) counts[static_cast<size_t>(q)] = b.len(q);
+  return counts;
+}
+
 Algorithm allreduce_apply(Communicator& comm, const float* send, float* recv, const std::vector<size_t>& counts,
                           const ApplyFn& apply, const AllreduceOptions& opts_in, const ShmWindow* window,
                           bool recv_shared) {

@@ -64,6 +64,9 @@ using ApplyFn = std::function<bool(size_t offset, float* values, size_t len)>;
 Algorithm allreduce_apply(Communicator& comm, const float* send, float* recv, const std::vector<size_t>& counts,
                           const ApplyFn& apply, const AllreduceOptions& opts = {}, const ShmWindow* window = nullptr,
                           bool recv_shared = false);
+// allreduce_apply's counts for n elements owned in p blocks as the collectives split them
+// (the first n % p blocks one longer): what ddp passes for a plain all-reduce in its window.
+std::vector<size_t> even_counts(size_t n, int p);
 Algorithm broadcast(Communicator& comm, void* buf, size_t count, DType t, int root, const BroadcastOptions& opts = {});
 // recv is used on the root only (may be null elsewhere).
 Algorithm reduce(Communicator& comm, const void* send, void* recv, size_t count, DType t, ReduceOp op, int root,

@@ -146,8 +146,7 @@ void DataParallel::submit_bucket(int b) {
     // form of allreduce_apply, nothing applied).
     float* data = share_.grad().data() + r.offset;
     const auto count = static_cast<size_t>(r.len);
-    std::vector<size_t> counts;
-    for (int q = 0; q < comm_.size(); ++q) counts.push_back(count / comm_.size() + (static_cast<size_t>(q) < count % comm_.size()));
+    const std::vector<size_t> counts = even_counts(count, comm_.size());
     const ShmWindow* w = window_.get();
     Instrument* inst = inst_;
     const std::string name = "allreduce bucket " + std::to_string(b);

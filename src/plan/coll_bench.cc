@@ -98,8 +98,15 @@ Point shape(CollOp op, size_t bytes, size_t es, int p) {
   }
 }
 
+// --window: the all-reduce's buffer in a shared-memory window, as ddp's gradient, and the
+// blocks its owners reduce (made once per row, not per call).
+struct WindowBuffer {
+  std::unique_ptr<ShmWindow> window;
+  std::vector<size_t> counts;
+};
+
 Algorithm run_once(Communicator& c, const Point& pt, Algorithm a, const CollBenchConfig& cfg, char* in, char* out,
-                   ShmContext* ctx, const ShmWindow* window = nullptr) {
+                   ShmContext* ctx, const WindowBuffer* window = nullptr) {
   CollOptions o;
   o.shm = ctx;
   o.algorithm = a;
@@ -111,11 +118,9 @@ Algorithm run_once(Communicator& c, const Point& pt, Algorithm a, const CollBenc
       if (window) {
         // ddp's bucket on one host: in place in the window, each owner reducing its block
         // from every rank's buffer where it lies (parallel/data_parallel.cc), nothing applied.
-        std::vector<size_t> counts;
-        for (int q = 0; q < c.size(); ++q)
-          counts.push_back(pt.total / c.size() + (static_cast<size_t>(q) < pt.total % c.size()));
         float* f = reinterpret_cast<float*>(in);
-        return allreduce_apply(c, f, f, counts, [](size_t, float*, size_t) { return false; }, AllreduceOptions{o}, window);
+        return allreduce_apply(c, f, f, window->counts, [](size_t, float*, size_t) { return false; }, AllreduceOptions{o},
+                               window->window.get());
       }
       return allreduce(c, in, cfg.in_place ? in : out, pt.total, t, cfg.redop, AllreduceOptions{o});
     case CollOp::kBroadcast: return broadcast(c, in, pt.total, t, cfg.root, BroadcastOptions{o});
@@ -132,7 +137,7 @@ Algorithm run_once(Communicator& c, const Point& pt, Algorithm a, const CollBenc
 
 // Fills inputs, runs once, counts wrong elements on this rank.
 int64_t check_once(Communicator& c, const Point& pt, Algorithm a, const CollBenchConfig& cfg, char* in, char* out,
-                   ShmContext* ctx, const ShmWindow* window) {
+                   ShmContext* ctx, const WindowBuffer* window) {
   const int p = c.size(), me = c.rank();
   const DType t = cfg.dtype;
   const ReduceOp op = cfg.redop;
@@ -334,10 +339,10 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
         Point pt = shape(op, bytes, es, p);
         // On cache lines, as tensors and gradients are (base/aligned.h).
         AlignedVector<char> in_heap(pt.in_elems * es), out(pt.out_elems * es);
-        // --window: the all-reduce's buffer in a shared-memory window, as ddp's gradient.
-        std::unique_ptr<ShmWindow> window;
-        if (cfg.window && op == CollOp::kAllreduce) window = std::make_unique<ShmWindow>(c, pt.in_elems * es);
-        char* const in = window ? window->mine() : in_heap.data();
+        std::unique_ptr<WindowBuffer> window;
+        if (cfg.window && op == CollOp::kAllreduce)
+          window.reset(new WindowBuffer{std::make_unique<ShmWindow>(c, pt.in_elems * es), even_counts(pt.total, p)});
+        char* const in = window ? window->window->mine() : in_heap.data();
         for (size_t i = 0; i < pt.in_elems; ++i) put(cfg.dtype, in, i, value(c.rank(), i, cfg.redop));
         Algorithm used = requested;
         for (int w = 0; w < cfg.warmup; ++w) used = run_once(c, pt, requested, cfg, in, out.data(), ctx.get(), window.get());
