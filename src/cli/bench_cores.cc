@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -57,7 +58,7 @@ int bench_cores(const Args& args) {
   }
   std::vector<double> ns;
   int far = 0;
-  for (const auto& [t, v] : samples) ns.push_back(v), far += v >= kCloseRoundTripNs ? 1 : 0;
+  for (const auto& [t, v] : samples) ns.push_back(v), far += std::string(plan::core_distance(v)) == "far" ? 1 : 0;
   std::sort(ns.begin(), ns.end());
   const double median = ns[ns.size() / 2];
   std::printf("cores: a cache line's round trip %.0f ns (median of %zu samples over %.1f s, %.0f-%.0f ns): %s; "

@@ -11,6 +11,7 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "base/median.h"
 #include "parallel/gossip.h"
 #include "plan/calibrate_cache.h"
 
@@ -36,12 +37,6 @@ struct Slots {
   Slots& operator=(const Slots&) = delete;
   float* slot(int k) const { return base + static_cast<size_t>(k) * floats; }
 };
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
 
 // Seconds of one mix of a model of `bytes` (median over both threads' rounds), over every
 // round and by the verdict of the round trip timed just before it (key "" for all); empty
@@ -102,7 +97,7 @@ std::map<std::string, double> time_mix(int64_t bytes, double seconds) {
       by[core_distance(round_trips[r])].push_back(times[me][r]);
     }
   std::map<std::string, double> out;
-  for (const auto& [k, v] : by) out[k] = median_of(v);
+  for (const auto& [k, v] : by) out[k] = median(v, "calibrate mix");  // by holds no empty list
   return out;
 }
 
