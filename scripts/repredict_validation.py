@@ -21,6 +21,11 @@ import statistics
 import subprocess
 
 
+def cores_of(run):
+    """The cores' verdict a run was priced with: its 2-rank context's, else the launcher's probe."""
+    return run.get("shm_cores") or run.get("cores_probed", "")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
@@ -43,8 +48,7 @@ def main():
         # A 2-rank run records its context's probe verdict, any run the launcher's probe of the
         # cores; price the row with the verdict most of its runs had (dtrain plan train
         # --cores), as each run's own prediction did. --mixed: the calibration's mixed figures.
-        verdicts = ["" if a.mixed else (lambda r: r.get("shm_cores") or r.get("cores_probed", ""))(json.load(open(x)))
-                    for x in runs]
+        verdicts = ["" if a.mixed else cores_of(json.load(open(x))) for x in runs]
         cores = max(set(verdicts), key=verdicts.count) if verdicts else ""
         key = (run["model"], n, layout.split()[0], run["batch"], cores)
         if key not in plans:

@@ -21,6 +21,16 @@ void calls(PathTuner& t, bool far, int e, bool slots, int n, size_t bytes, doubl
   for (int i = 0; i < n; ++i) t.record(far, e, slots, static_cast<int64_t>(ns_per_byte * static_cast<double>(bytes)), bytes);
 }
 
+// A try's worth of calls on path `slots` (kPaid at `paid_ns`), the tuner's try of the other
+// path, that path timed (kFirst calls at `tried_ns`); returns the mask decided after them.
+uint64_t pay_try_and_time(PathTuner& t, bool far, int e, bool slots, size_t bytes, double paid_ns, double tried_ns,
+                          uint64_t* explore) {
+  calls(t, far, e, slots, kPaid, bytes, paid_ns);
+  t.decide(far, explore);  // tries the other path
+  calls(t, far, e, !slots, kFirst, bytes, tried_ns);
+  return t.decide(far, explore);
+}
+
 TEST(PathTuner, SizeClassesGoByFactorsOfFour) {
   EXPECT_EQ(PathTuner::entry(CollOp::kAllreduce, 1), 0);
   EXPECT_EQ(PathTuner::entry(CollOp::kAllreduce, 64 * kKiB), 0);
@@ -83,10 +93,7 @@ TEST(PathTuner, TakingOverTheOtherPathPutsItOnTrial) {
   PathTuner t;
   uint64_t explore = 0;
   const int e = PathTuner::entry(CollOp::kAllgather, 4 * kMiB);
-  calls(t, false, e, true, kPaid, 4 * kMiB, 0.5);
-  t.decide(false, &explore);  // tries the reads
-  calls(t, false, e, false, kFirst, 4 * kMiB, 0.1);
-  uint64_t mask = t.decide(false, &explore);  // the reads, as tried: no new trial
+  uint64_t mask = pay_try_and_time(t, false, e, true, 4 * kMiB, 0.5, 0.1, &explore);  // the reads, as tried: no new trial
   ASSERT_FALSE(PathTuner::takes_slots(mask, e));
   EXPECT_EQ(explore, 0u);
   // The reads slow down (0.5 x 0.1 + 0.5 x 2.0 = 1.05 > 0.5): the slots take over, on trial.
@@ -119,10 +126,7 @@ TEST(PathTuner, SlowerPathIsTriedAgainWhenItsEstimateIsStale) {
   PathTuner t;
   uint64_t explore = 0;
   const int e = PathTuner::entry(CollOp::kBroadcast, 256 * kKiB);
-  calls(t, true, e, false, kPaid, 256 * kKiB, 0.1);
-  t.decide(true, &explore);  // tries the slots
-  calls(t, true, e, true, kFirst, 256 * kKiB, 0.3);
-  uint64_t mask = t.decide(true, &explore);  // the reads won
+  uint64_t mask = pay_try_and_time(t, true, e, false, 256 * kKiB, 0.1, 0.3, &explore);  // the reads won
   ASSERT_FALSE(PathTuner::takes_slots(mask, e));
   int decisions_until_tried = 0;
   for (int i = 1; i <= 2 * PathTuner::kExploreEvery; ++i) {
