@@ -80,7 +80,7 @@ const char* core_distance(double round_trip_ns) { return round_trip_ns < kCloseR
 
 double probe_core_round_trip_ns(double seconds) {
   alignas(64) std::atomic<uint64_t> line{0};
-  std::atomic<int> first_cpu{-2}, rounds{-1};  // rounds: -1 until thread 0 decides (0: none)
+  std::atomic<int> first_cpu{-2}, rounds{-1};  // rounds: -1 until the second thread has pinned (0: it could not)
   std::vector<double> trips;
   std::thread a([&] {
     const int cpu = pin_to_a_cpu(-1);
@@ -93,8 +93,8 @@ double probe_core_round_trip_ns(double seconds) {
   std::thread b([&] {
     while (first_cpu.load(std::memory_order_acquire) == -2) std::this_thread::yield();
     const int first = first_cpu.load();
-    // Both sides must agree on the number of rounds before spinning: fixed by time here,
-    // from the first round's cost (a far round trip is ~0.4 us: 32 of them ~13 us).
+    // Both sides must agree on the number of rounds before spinning: `seconds` over ~20 us a
+    // round (a far round trip is ~0.4 us: a round's 32 of them ~13 us).
     if (first < 0 || pin_to_a_cpu(first) < 0) {
       rounds.store(0, std::memory_order_release);
       return;
