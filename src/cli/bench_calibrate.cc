@@ -32,12 +32,17 @@
 // (plan/calibrate_compute.h: GEMM GFLOP/s by shape, element-wise GB/s, optimizer ns per
 // parameter, the oversubscription penalty) into the file's "compute" section (version 2),
 // which `dtrain plan train` and this_machine() read.
+// The file records the machine (plan::machine_fingerprint) and the time. A calibration keeps,
+// from the file it replaces, the figures of the cores' placement ("close" or "far") it did not
+// see, where that file was taken on the same machine within 14 days
+// (plan/calibration_carry.h; --fresh keeps none), and prints which.
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <set>
@@ -58,6 +63,7 @@
 #include "coll/reduce_kernels.h"
 #include "plan/calibrate_compute.h"
 #include "plan/coll_bench.h"
+#include "plan/calibration_carry.h"
 #include "plan/cluster.h"
 #include "plan/simulator.h"
 
@@ -220,6 +226,38 @@ nlohmann::json merged_handoff(const nlohmann::json& old, const plan::CacheHandof
   return j;
 }
 
+// The file at `path` as JSON before a calibration replaces it; null where there is none or it
+// does not parse (nothing to carry from).
+nlohmann::json previous_calibration(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return nullptr;
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  return j.is_discarded() ? nlohmann::json() : j;
+}
+
+// The calibration's last step: the verdicts it did not see, kept from the file it replaced
+// where that one was taken on this machine (plan/calibration_carry.h), and a line that says
+// which and from when.
+void carry_other_placements(const std::string& path, const nlohmann::json& previous) {
+  if (previous.is_null()) return;
+  nlohmann::json j = previous_calibration(path);
+  if (!j.is_object()) return;
+  std::string why_none;
+  const auto carried = plan::carry_placements(previous, &j, static_cast<double>(std::time(nullptr)),
+                                              plan::kCarryMaxAgeDays, &why_none);
+  if (!why_none.empty()) {
+    std::printf("kept no placement from the file this calibration replaced: %s\n", why_none.c_str());
+    return;
+  }
+  if (carried.empty()) return;
+  replace_calibration_file(path, j);
+  std::printf("kept from the calibration this one replaced (same machine; the cores' placement it did not see, "
+              "up to %.0f days old; --fresh keeps none):\n",
+              plan::kCarryMaxAgeDays);
+  for (const plan::Carried& c : carried)
+    std::printf("  %s, measured %s\n", c.table.c_str(), plan::utc_minutes(c.measured_unix).c_str());
+}
+
 void write_calibration(const std::string& path, const std::vector<std::pair<std::string, Calibrated>>& measured,
                        double compute_seconds, const std::vector<std::string>& models, bool by_ranks_threads) {
   CostParams shm = default_cost_params("shm"), tcp = default_cost_params("tcp");
@@ -283,6 +321,7 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
     ::mkdir(path.substr(0, slash).c_str(), 0755);
   nlohmann::json j = nlohmann::json::parse(format_calibration(shm, tcp));
   j["version"] = plan::kCalibrationVersion;
+  plan::stamp_calibration(j, static_cast<double>(std::time(nullptr)));
   if (!compute.is_null()) j["compute"] = compute;
   if (!by_size.empty()) j["links_by_size"] = by_size;
   replace_calibration_file(path, j);
@@ -609,6 +648,10 @@ int bench_calibrate(const Args& args) {
                                "only re-measure the speed probe (one warm GPT-block pass, about half a second) into the "
                                "file's compute section: predictions from the file then scale every compute rate by how "
                                "much faster or slower the machine runs now than at calibration");
+  bool fresh = f.get_bool("fresh",
+                          "keep nothing of the file this calibration replaces (by default a calibration keeps the "
+                          "figures of the cores' placement it did not see from an earlier one of this machine, up to "
+                          "14 days old)");
   const double compute_seconds = no_compute ? 0 : std::max(1.0, 4 * seconds);
   if (f.help_requested()) {
     std::printf("%s", f.help_text("[-n 2] [--transport shm,tcp] [--out FILE]").c_str());
@@ -617,6 +660,8 @@ int bench_calibrate(const Args& args) {
   f.finish();
   DT_CHECK(!(probe_only && slowdown_only), InvalidArgument,
            "--probe-only and --slowdown-only are two ways to refresh a file; pass one (--slowdown-only includes the probe)");
+  DT_CHECK(!(fresh && (probe_only || slowdown_only)), InvalidArgument,
+           "--fresh starts a calibration over; --probe-only and --slowdown-only refresh part of one: pass one of them");
   if (probe_only) {
     nlohmann::json j = read_compute_section(out, "--probe-only");
     const double now = plan::speed_probe(0.5);
@@ -669,6 +714,9 @@ int bench_calibrate(const Args& args) {
     pos = comma + 1;
   }
   DT_CHECK(!out.empty(), InvalidArgument, "--out: no calibration path (set HOME or DTRAIN_CALIBRATION)");
+  // Read before anything replaces it; the ranks of a launched calibration carry nothing.
+  const nlohmann::json previous =
+      fresh || launch::inside_launched_rank() ? nlohmann::json() : previous_calibration(out);
   std::vector<std::pair<std::string, Calibrated>> measured;
   if (threads) {
     for (TransportKind kind : kinds) {
@@ -697,6 +745,7 @@ int bench_calibrate(const Args& args) {
       measured.emplace_back(transport_kind_name(kind), result);
     }
     write_calibration(out, measured, compute_seconds, extra, /*by_ranks_threads=*/true);
+    carry_other_placements(out, previous);
     return 0;
   }
   if (!launch::inside_launched_rank()) {
@@ -706,9 +755,13 @@ int bench_calibrate(const Args& args) {
     o.tag_output = false;
     const int rc = launch::relaunch_command(o, {"bench", "calibrate"}, args);
     const bool shm = std::find(kinds.begin(), kinds.end(), TransportKind::kShm) != kinds.end();
-    if (rc != 0 || compute_seconds <= 0 || !shm) return rc;
-    if (const int rc2 = add_collectives_by_ranks(out, timeout); rc2 != 0) return rc2;
-    return add_tp_blocks(out, timeout, extra);
+    if (rc != 0) return rc;
+    if (compute_seconds > 0 && shm) {
+      if (const int rc2 = add_collectives_by_ranks(out, timeout); rc2 != 0) return rc2;
+      if (const int rc3 = add_tp_blocks(out, timeout, extra); rc3 != 0) return rc3;
+    }
+    carry_other_placements(out, previous);
+    return 0;
   }
   WorldInfo info = world_from_env();
   std::shared_ptr<void> keepalive;

@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "cli/bench.h"
 #include "coll/config.h"
+#include "plan/calibration_carry.h"
 #include "plan/coll_bench.h"
 #include "cli/commands.h"
 
@@ -182,6 +183,53 @@ TEST(BenchCalibrateCli, WritesAFileThePlannerReads) {
   EXPECT_THROW(bench_calibrate({"--probe-only", "--out", path}), InvalidArgument);
   std::remove(path.c_str());
   EXPECT_THROW(bench_calibrate({"--probe-only", "--out", path}), IoError);  // no file at all
+}
+
+TEST(BenchCalibrateCli, KeepsTheOtherPlacementFromTheFileItReplaces) {
+  const std::string path = temp_path("calib-carry.json");
+  const std::vector<std::string> calibrate{"-n", "2", "--threads", "--transport", "shm", "--seconds", "0.02",
+                                           "--no-compute", "--out", path};
+  ASSERT_EQ(bench_calibrate(calibrate), 0);
+  const auto first = read_json(path);
+  ASSERT_TRUE(first.contains("machine")) << first.dump();
+  EXPECT_EQ(first["machine"], plan::machine_fingerprint());
+  // A far 4-rank table, as a calibration that saw the cores far would have filed it.
+  const nlohmann::json far = {{"allreduce", {{1 << 20, 9e-4}, {4 << 20, 3e-3}}},
+                              {"reducescatter", nlohmann::json::array()},
+                              {"allgather", nlohmann::json::array()},
+                              {"broadcast", nlohmann::json::array()},
+                              {"gap_factor", 1.5}};
+  auto with_far = [&](nlohmann::json j) {
+    j["links_by_size"]["intra"]["by_cores_by_ranks"]["4"]["far"] = far;
+    std::ofstream o(path);
+    o << j.dump(2);
+  };
+  with_far(first);
+  ASSERT_EQ(bench_calibrate(calibrate), 0);  // re-times the 2-rank links, sees no 4-rank verdict
+  auto kept = read_json(path);
+  EXPECT_EQ(kept["links_by_size"]["intra"]["by_cores_by_ranks"]["4"]["far"], far) << kept.dump();
+  ASSERT_EQ(kept["carried"].size(), 1u) << kept["carried"].dump();
+  EXPECT_EQ(kept["carried"][0]["table"], "links_by_size.intra.by_cores_by_ranks.4.far");
+  EXPECT_EQ(kept["carried"][0]["measured_unix"], first["calibrated_unix"]);
+  EXPECT_EQ(plan_main({"collective", "--op", "allreduce", "-n", "4", "--size", "1M", "--calibration", path}), 0);
+  // --fresh keeps nothing; a file of another machine gives nothing.
+  with_far(first);
+  ASSERT_EQ(bench_calibrate([&] {
+              auto a = calibrate;
+              a.push_back("--fresh");
+              return a;
+            }()),
+            0);
+  auto clean = read_json(path);
+  EXPECT_FALSE(clean["links_by_size"]["intra"].contains("by_cores_by_ranks")) << clean.dump();
+  EXPECT_FALSE(clean.contains("carried"));
+  auto other = first;
+  other["machine"]["cpus"] = first["machine"]["cpus"].get<int>() + 1;
+  with_far(other);
+  ASSERT_EQ(bench_calibrate(calibrate), 0);
+  EXPECT_FALSE(read_json(path)["links_by_size"]["intra"].contains("by_cores_by_ranks"));
+  EXPECT_THROW(bench_calibrate({"--fresh", "--slowdown-only", "--out", path}), InvalidArgument);
+  std::remove(path.c_str());
 }
 
 TEST(PlanCli, CollectiveAndUsageErrors) {

@@ -1,0 +1,112 @@
+// A calibration keeps the verdict tables it did not measure from the file it replaces, on the
+// same machine and within the age limit, dated by the calibration that measured them.
+#include "plan/calibration_carry.h"
+
+#include <gtest/gtest.h>
+
+namespace dtrain::plan {
+namespace {
+
+constexpr double kDay = 86400;
+constexpr double kNow = 1.8e9;
+
+// A calibration file's verdict-keyed parts, with `verdict` in each and one rank count.
+nlohmann::json file_with(const std::string& verdict, double value, double unix_s) {
+  nlohmann::json j;
+  j["version"] = 3;
+  stamp_calibration(j, unix_s);
+  j["compute"]["handoff"]["by_cores"][verdict] = {{"write_after_read_ns_per_byte", value}};
+  j["compute"]["mix_gbps_by_cores"][verdict] = nlohmann::json::array({nlohmann::json::array({1 << 20, value})});
+  j["links_by_size"]["intra"]["two_rank_by_cores"][verdict] = {{"allreduce", value}};
+  j["links_by_size"]["intra"]["by_cores_by_ranks"]["4"][verdict] = {{"gap_factor", value}};
+  return j;
+}
+
+TEST(CalibrationCarry, KeepsTheOtherPlacementAndNeverReplacesAFreshOne) {
+  const nlohmann::json previous = file_with("close", 1.0, kNow - kDay);
+  nlohmann::json fresh = file_with("far", 2.0, kNow);
+  fresh["links_by_size"]["intra"]["two_rank_by_cores"]["close"] = {{"allreduce", 3.0}};  // measured both
+  std::string why;
+  const auto carried = carry_placements(previous, &fresh, kNow, kCarryMaxAgeDays, &why);
+  EXPECT_EQ(why, "");
+  std::vector<std::string> names;
+  for (const auto& c : carried) {
+    names.push_back(c.table);
+    EXPECT_EQ(c.measured_unix, kNow - kDay);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"compute.handoff.by_cores.close", "compute.mix_gbps_by_cores.close",
+                                             "links_by_size.intra.by_cores_by_ranks.4.close"}));
+  EXPECT_EQ(fresh["compute"]["handoff"]["by_cores"]["close"]["write_after_read_ns_per_byte"], 1.0);
+  EXPECT_EQ(fresh["compute"]["handoff"]["by_cores"]["far"]["write_after_read_ns_per_byte"], 2.0);
+  EXPECT_EQ(fresh["links_by_size"]["intra"]["by_cores_by_ranks"]["4"]["close"]["gap_factor"], 1.0);
+  EXPECT_EQ(fresh["links_by_size"]["intra"]["two_rank_by_cores"]["close"]["allreduce"], 3.0);  // its own
+  ASSERT_EQ(fresh["carried"].size(), 3u);
+  EXPECT_EQ(fresh["carried"][0]["measured_unix"], kNow - kDay);
+  EXPECT_EQ(fresh["carried"][0]["measured_at"], utc_minutes(kNow - kDay));
+}
+
+TEST(CalibrationCarry, ARankCountTheFreshFileLacksIsCarriedWhole) {
+  nlohmann::json previous = file_with("close", 1.0, kNow - kDay);
+  previous["links_by_size"]["intra"]["by_cores_by_ranks"]["8"]["far"] = {{"gap_factor", 5.0}};
+  nlohmann::json fresh = file_with("close", 2.0, kNow);
+  std::string why;
+  const auto carried = carry_placements(previous, &fresh, kNow, kCarryMaxAgeDays, &why);
+  ASSERT_EQ(carried.size(), 1u);
+  EXPECT_EQ(carried[0].table, "links_by_size.intra.by_cores_by_ranks.8.far");
+  EXPECT_EQ(fresh["links_by_size"]["intra"]["by_cores_by_ranks"]["8"]["far"]["gap_factor"], 5.0);
+}
+
+TEST(CalibrationCarry, AgesByTheCalibrationThatMeasuredATableNotByTheLastCarry) {
+  // Day 0 measured "close"; day 10 and day 13 saw only "far" and carried it; on day 15 the
+  // close tables are 15 days old and stay behind, however recently they were carried.
+  const double day0 = kNow - 15 * kDay;
+  nlohmann::json f0 = file_with("close", 1.0, day0);
+  nlohmann::json f10 = file_with("far", 2.0, day0 + 10 * kDay);
+  std::string why;
+  EXPECT_EQ(carry_placements(f0, &f10, day0 + 10 * kDay, kCarryMaxAgeDays, &why).size(), 4u);
+  nlohmann::json f13 = file_with("far", 3.0, day0 + 13 * kDay);
+  const auto at13 = carry_placements(f10, &f13, day0 + 13 * kDay, kCarryMaxAgeDays, &why);
+  ASSERT_EQ(at13.size(), 4u);
+  for (const auto& c : at13) EXPECT_EQ(c.measured_unix, day0) << c.table;
+  nlohmann::json f15 = file_with("far", 4.0, kNow);
+  EXPECT_TRUE(carry_placements(f13, &f15, kNow, kCarryMaxAgeDays, &why).empty());
+  EXPECT_EQ(why, "");
+  EXPECT_FALSE(f15.contains("carried"));
+  EXPECT_FALSE(f15["compute"]["handoff"]["by_cores"].contains("close"));
+}
+
+TEST(CalibrationCarry, AnotherMachineOrVersionOrAnUnstampedFileCarriesNothingAndSaysWhy) {
+  nlohmann::json fresh = file_with("far", 2.0, kNow);
+  const nlohmann::json untouched = fresh;
+  std::string why;
+  nlohmann::json other = file_with("close", 1.0, kNow - kDay);
+  other["machine"]["cpus"] = 64;
+  EXPECT_TRUE(carry_placements(other, &fresh, kNow, kCarryMaxAgeDays, &why).empty());
+  EXPECT_NE(why.find("another machine"), std::string::npos) << why;
+  nlohmann::json older = file_with("close", 1.0, kNow - kDay);
+  older["version"] = 2;
+  EXPECT_TRUE(carry_placements(older, &fresh, kNow, kCarryMaxAgeDays, &why).empty());
+  EXPECT_NE(why.find("another version"), std::string::npos) << why;
+  nlohmann::json unstamped = file_with("close", 1.0, kNow - kDay);
+  unstamped.erase("machine");
+  EXPECT_TRUE(carry_placements(unstamped, &fresh, kNow, kCarryMaxAgeDays, &why).empty());
+  EXPECT_NE(why.find("records no machine"), std::string::npos) << why;
+  EXPECT_TRUE(carry_placements(nullptr, &fresh, kNow, kCarryMaxAgeDays, &why).empty());
+  EXPECT_EQ(fresh, untouched);
+}
+
+TEST(CalibrationCarry, TheFingerprintNamesThisHost) {
+  const nlohmann::json m = machine_fingerprint();
+  EXPECT_GE(m["cpus"].get<int>(), 1);
+  EXPECT_TRUE(m["cpu"].is_string());
+  EXPECT_GE(m["cache_bytes"].get<double>(), 0);
+  EXPECT_EQ(m, machine_fingerprint());  // the same twice
+  nlohmann::json j;
+  stamp_calibration(j, kNow + 0.7);
+  EXPECT_EQ(j["calibrated_unix"], kNow);
+  EXPECT_EQ(j["calibrated_at"], utc_minutes(kNow));
+  EXPECT_EQ(utc_minutes(0), "1970-01-01 00:00 UTC");
+}
+
+}  // namespace
+}  // namespace dtrain::plan
