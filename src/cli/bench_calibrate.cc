@@ -293,6 +293,16 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
       for (const auto& [bytes, bps] : points) std::printf(" %.0f KiB %.1f GB/s,", bytes / 1024, bps / 1e9);
       std::printf("\n");
     }
+    if (!r.mix.shared.empty()) {
+      std::printf("gossip mix shared (each rank half, 2 ranks):");
+      for (const auto& [bytes, bps] : r.mix.shared) std::printf(" %.0f KiB %.1f GB/s,", bytes / 1024, bps / 1e9);
+      std::printf("\n");
+    }
+    for (const auto& [verdict, points] : r.mix.shared_by_cores) {
+      std::printf("  rounds whose cores probed %s:", verdict.c_str());
+      for (const auto& [bytes, bps] : points) std::printf(" %.0f KiB %.1f GB/s,", bytes / 1024, bps / 1e9);
+      std::printf("\n");
+    }
     for (const auto& [kind, u] : r.units)
       std::printf("unit %-14s forward %.1f us + %.3f ns/kwork, backward %.1f us + %.3f ns/kwork\n", kind.c_str(),
                   u.fwd.fixed_s * 1e6, u.fwd.s_per_work * 1e12, u.bwd.fixed_s * 1e6, u.bwd.s_per_work * 1e12);
@@ -487,21 +497,38 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
     // ddp's all-reduce as it runs on one host (LinkSizes::allreduce_window_by_ranks): the
     // gradient in a shared-memory window, reduced in place where it lies; the median of
     // kByRanksPasses jobs.
+    // Filed by verdict as the tables' passes are (a 2-rank row by its own calls' verdict, a
+    // pass of more ranks by the round trip around it), into the verdict's "allreduce_window".
     std::map<double, PassTimes> window_rows;
+    std::map<std::string, std::map<double, PassTimes>> window_by_verdict;
     for (int pass = 0; pass < kByRanksPasses; ++pass) {
       nlohmann::json got;
+      const std::string before = p > 2 ? cores_now() : "";
       const int rc = collectives_job(path + ".window", p, timeout,
                                      {"--op", "allreduce", "--window", "--sizes", kWindowSizes, "--seconds",
                                       std::to_string(kByRanksSeconds)},
                                      &got);
       if (rc != 0) return rc;
-      for (const auto& row : got) window_rows[row["size_bytes"].get<double>()].add(row["time_us"].get<double>() * 1e-6, false);
+      const std::string verdict = p > 2 && cores_now() == before ? before : "";
+      for (const auto& row : got) {
+        const double b = row["size_bytes"].get<double>(), t = row["time_us"].get<double>() * 1e-6;
+        window_rows[b].add(t, false);
+        std::string v = verdict;
+        if (job_verdict) {
+          const double far_share = row.value("far_share", -1.0);
+          const std::string path_taken = row.value("path", std::string());
+          v = far_share >= 0 ? (far_share > 0.5 ? "far" : "close")
+              : path_taken == "slots" ? "close" : path_taken == "reads" ? "far" : "";
+        }
+        if (!v.empty()) window_by_verdict[v][b].add(t, false);
+      }
     }
     for (const auto& [b, t] : window_rows) {
       window[key].push_back({b, t.median()});
       if (b == 1048576.0)
         std::printf("shm allreduce in ddp's window, %d ranks (processes), 1 MiB: %.1f us\n", p, t.median() * 1e6);
     }
+    for (const auto& [verdict, rows] : window_by_verdict) by_verdict[verdict];  // a verdict only the window saw
     for (const auto& [verdict, rows] : by_verdict) {
       nlohmann::json tables = nlohmann::json::object();
       for (const auto& [k, t] : rows) {
@@ -510,10 +537,19 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
       }
       tables["allreduce_slots_from"] = plan::slots_from_sizes(slots_of(rows));
       if (gap_by_verdict.count(verdict)) tables["gap_factor"] = gap_by_verdict[verdict];
+      if (const auto w = window_by_verdict.find(verdict); w != window_by_verdict.end())
+        for (const auto& [b, t] : w->second) tables["allreduce_window"].push_back({b, t.median()});
       (p == 2 ? two_rank : by_cores_by_ranks[key])[verdict] = tables;
-      std::printf("shm, %d ranks (processes), the cores %s: all-reduce 1 MiB %.1f us, all-gather 1 MiB %.1f us\n", p,
-                  verdict.c_str(), rows.count({"allreduce", 1048576.0}) ? rows.at({"allreduce", 1048576.0}).median() * 1e6 : 0.0,
-                  rows.count({"allgather", 1048576.0}) ? rows.at({"allgather", 1048576.0}).median() * 1e6 : 0.0);
+      auto us_at = [](const auto& table, const auto& key) {
+        const auto it = table.find(key);
+        return it == table.end() ? 0.0 : it->second.median() * 1e6;
+      };
+      const auto w = window_by_verdict.find(verdict);
+      std::printf("shm, %d ranks (processes), the cores %s: all-reduce 1 MiB %.1f us, all-gather 1 MiB %.1f us, "
+                  "ddp's window all-reduce 1 MiB %.1f us (0: none under this verdict)\n",
+                  p, verdict.c_str(), us_at(rows, std::make_pair(std::string("allreduce"), 1048576.0)),
+                  us_at(rows, std::make_pair(std::string("allgather"), 1048576.0)),
+                  w == window_by_verdict.end() ? 0.0 : us_at(w->second, 1048576.0));
     }
     for (const auto& [k, pt] : passes) {  // (op, bytes) order: bytes increase within an op
       const std::string& op = k.first;

@@ -363,6 +363,8 @@ nlohmann::json compute_json(const ComputeRates& r) {
           {"handoff", handoff_json(r.handoff)},
           {"mix_gbps_by_size", mix_json(r.mix.all)},
           {"mix_gbps_by_cores", mix_by_cores_json(r.mix.by_cores)},
+          {"mix_shared_gbps_by_size", mix_json(r.mix.shared)},
+          {"mix_shared_gbps_by_cores", mix_by_cores_json(r.mix.shared_by_cores)},
           {"units", units_json(r.unit_points, r.units)}};
 }
 

@@ -40,8 +40,10 @@ struct Slots {
 
 // Seconds of one mix of a model of `bytes` (median over both threads' rounds), over every
 // round and by the verdict of the round trip timed just before it (key "" for all); empty
-// when two CPUs cannot be had.
-std::map<std::string, double> time_mix(int64_t bytes, double seconds) {
+// when two CPUs cannot be had. shared: the complete graph's mix (gossip.cc mix_window at 2
+// ranks): each thread averages its half of the elements, in 32 KiB pieces, into its own
+// next slot and copies the piece into the other's.
+std::map<std::string, double> time_mix(int64_t bytes, double seconds, bool shared) {
   const size_t n = static_cast<size_t>(std::max<int64_t>(bytes, 64) / 4);
   Slots slots[2] = {Slots(n), Slots(n)};
   std::atomic<int> arrived{0}, first_cpu{-2};
@@ -78,7 +80,21 @@ std::map<std::string, double> time_mix(int64_t bytes, double seconds) {
       const std::vector<const float*> members = me == 0 ? std::vector<const float*>{x, peer}
                                                          : std::vector<const float*>{peer, x};
       const double t0 = now_seconds();
-      gossip_average(members, 0.5f, slots[me].slot(1 - cur), n, acc.data());
+      if (!shared) {
+        gossip_average(members, 0.5f, slots[me].slot(1 - cur), n, acc.data());
+      } else {
+        const size_t part = n / 2 / 16 * 16, lo = me == 0 ? 0 : part, hi = me == 0 ? part : n;
+        constexpr size_t kPiece = 8192;  // gossip.cc's
+        float* mine = slots[me].slot(1 - cur);
+        float* theirs = slots[1 - me].slot(1 - cur);
+        std::vector<const float*> at(2);
+        for (size_t off = lo; off < hi; off += kPiece) {
+          const size_t len = std::min(kPiece, hi - off);
+          at[0] = members[0] + off, at[1] = members[1] + off;
+          gossip_average(at, 0.5f, mine + off, len, acc.data());
+          std::copy(mine + off, mine + off + len, theirs + off);
+        }
+      }
       if (r >= kWarmRounds) times[me].push_back(now_seconds() - t0);
       if (me == 0)
         stop.store(r + 1 >= kMaxRounds || (r + 1 >= kMinRounds + kWarmRounds && now_seconds() - start >= seconds),
@@ -108,18 +124,23 @@ std::vector<int64_t> mix_calibration_sizes() { return {int64_t{256} << 10, int64
 MixRates measure_mix(const std::vector<int64_t>& model_bytes, double seconds) {
   MixRates out;
   if (std::thread::hardware_concurrency() < 2) return out;
-  for (int64_t bytes : model_bytes) {
-    const auto s = time_mix(bytes, seconds / static_cast<double>(std::max<size_t>(1, model_bytes.size())));
-    if (s.empty() || s.at("") <= 0) return {};
-    const double traffic = 4.0 * static_cast<double>(bytes);
-    for (const auto& [verdict, secs] : s) {
-      auto& points = verdict.empty() ? out.all : out.by_cores[verdict];
-      points.push_back({static_cast<double>(bytes), traffic / secs});
+  const double each = seconds / static_cast<double>(2 * std::max<size_t>(1, model_bytes.size()));
+  for (int64_t bytes : model_bytes)
+    for (bool shared : {false, true}) {
+      const auto s = time_mix(bytes, each, shared);
+      if (s.empty() || s.at("") <= 0) return {};
+      // Whole: 4 models of traffic a mix. Shared: the same mix's half, per rank.
+      const double traffic = (shared ? 2.0 : 4.0) * static_cast<double>(bytes);
+      for (const auto& [verdict, secs] : s) {
+        auto& points = verdict.empty() ? (shared ? out.shared : out.all)
+                                       : (shared ? out.shared_by_cores : out.by_cores)[verdict];
+        points.push_back({static_cast<double>(bytes), traffic / secs});
+      }
     }
-  }
   // A verdict that some sizes never saw is left out: one table holds every size.
-  for (auto it = out.by_cores.begin(); it != out.by_cores.end();)
-    it = it->second.size() == out.all.size() ? std::next(it) : out.by_cores.erase(it);
+  for (auto* by : {&out.by_cores, &out.shared_by_cores})
+    for (auto it = by->begin(); it != by->end();)
+      it = it->second.size() == out.all.size() ? std::next(it) : by->erase(it);
   return out;
 }
 

@@ -23,6 +23,13 @@
 // points from only the rounds ShmContext would call "close" or "far" (a verdict some size
 // never saw is left out): the neighbour's slot comes from the other core's cache, which
 // costs what the cores' distance makes it (plan/calibrate_cache.h).
+// shared / shared_by_cores: the same rounds with the mix a complete graph runs (every graph
+// at 2 ranks, gossip.cc mix_window): each thread averages half of the elements into its next
+// slot and copies them into the other's, in gossip's 32 KiB pieces. Timed apart because it
+// crosses cores differently: at 2 ranks on the EPYC VM the runs whose cores probed far took
+// 0.03-0.04 ms a step longer than the close ones, where the whole mix's far rate priced
+// 0.17 ms more (validations dv-g1 to dv-h1, 2026-11-30). Each size and kind gets seconds /
+// (2 x sizes).
 // Thread-safety: starts and joins its own threads; call from one thread with nothing else
 // running (a calibration).
 #pragma once
@@ -42,6 +49,10 @@ std::vector<int64_t> mix_calibration_sizes();
 struct MixRates {
   std::vector<std::pair<double, double>> all;
   std::map<std::string, std::vector<std::pair<double, double>>> by_cores;
+  // The complete graph's shared mix (below), in the same measure: half of the 4 models per
+  // thread, so the simulator's mix_share x 4 models over this rate is one thread's time.
+  std::vector<std::pair<double, double>> shared;
+  std::map<std::string, std::vector<std::pair<double, double>>> shared_by_cores;
 };
 MixRates measure_mix(const std::vector<int64_t>& model_bytes, double seconds);
 

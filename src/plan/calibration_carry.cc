@@ -130,7 +130,7 @@ std::vector<Carried> carry_placements(const nlohmann::json& previous, nlohmann::
       if (c.is_object() && c.contains("table") && c.contains("measured_unix"))
         measured_at[c["table"].get<std::string>()] = c["measured_unix"].get<double>();
 
-  // Each verdict table's path: the four of kVerdictTables, by_cores_by_ranks once per rank count.
+  // Each verdict table's path: those of kVerdictTables, by_cores_by_ranks once per rank count.
   std::vector<std::vector<std::string>> tables;
   for (const char* t : kVerdictTables) {
     std::vector<std::string> parts = split_dots(t);

@@ -3,8 +3,8 @@
 // Why: on a VM whose two vCPUs the hypervisor moves between cores that share a cache
 // ("close") and cores that do not ("far"; docs/PLANNER.md), a placement lasts seconds to
 // minutes, so one calibration often sees only one of them. The figures that depend on it
-// are filed by verdict (the hand-off, gossip's mix, the collectives' tables at 2 ranks and
-// at each larger rank count). A run that probes the placement the calibration missed was
+// are filed by verdict (the hand-off, gossip's mixes, the collectives' tables and ddp's
+// window all-reduce at 2 ranks and at each larger rank count). A run that probes the placement the calibration missed was
 // priced with the other's figures: 2026-11-30's dv-h1 had six rows beyond 25% that way, and
 // only two once the close figures of an earlier calibration of the same machine sat beside
 // its far ones. So a calibration keeps, from the file it replaces, the verdicts it lacks.
@@ -37,6 +37,7 @@ namespace dtrain::plan {
 // Tables filed by the cores' verdict, as dotted paths into a calibration file; each holds
 // {"close": ..., "far": ...}. by_cores_by_ranks holds one such object per rank count.
 inline constexpr const char* kVerdictTables[] = {"compute.handoff.by_cores", "compute.mix_gbps_by_cores",
+                                                 "compute.mix_shared_gbps_by_cores",
                                                  "links_by_size.intra.two_rank_by_cores",
                                                  "links_by_size.intra.by_cores_by_ranks.*"};
 

@@ -53,6 +53,11 @@ double Cluster::mix_bps(double model_bytes) const {
   return 1.0 / beta_at(mix_points, model_bytes, 1.0 / elementwise_bps);
 }
 
+double Cluster::mix_shared_bps(double model_bytes) const {
+  if (mix_shared_points.empty()) return mix_bps(model_bytes);
+  return 1.0 / beta_at(mix_shared_points, model_bytes, 1.0 / elementwise_bps);
+}
+
 std::vector<std::pair<double, double>> mix_points_from_json(const nlohmann::json& j, const std::string& where) {
   DT_CHECK(j.is_array(), InvalidArgument, where << " must be [[model bytes, GB/s], ...]");
   std::vector<std::pair<double, double>> out;
@@ -66,15 +71,16 @@ std::vector<std::pair<double, double>> mix_points_from_json(const nlohmann::json
 }
 
 std::map<std::string, std::vector<std::pair<double, double>>> mix_points_by_cores_from_json(const nlohmann::json& j,
-                                                                                            const std::string& where) {
+                                                                                            const std::string& where,
+                                                                                            const char* key) {
   std::map<std::string, std::vector<std::pair<double, double>>> out;
-  if (!j.contains("mix_gbps_by_cores")) return out;
-  const auto& by = j["mix_gbps_by_cores"];
-  DT_CHECK(by.is_object(), InvalidArgument, where << ".mix_gbps_by_cores must be {\"close\": [[model bytes, GB/s], ...], \"far\": ...}");
+  if (!j.contains(key)) return out;
+  const auto& by = j[key];
+  DT_CHECK(by.is_object(), InvalidArgument, where << "." << key << " must be {\"close\": [[model bytes, GB/s], ...], \"far\": ...}");
   for (const auto& [verdict, points] : by.items()) {
     DT_CHECK(verdict == "close" || verdict == "far", InvalidArgument,
-             where << ".mix_gbps_by_cores: the verdicts are \"close\" and \"far\", got \"" << verdict << "\"");
-    out[verdict] = mix_points_from_json(points, where + ".mix_gbps_by_cores." + verdict);
+             where << "." << key << ": the verdicts are \"close\" and \"far\", got \"" << verdict << "\"");
+    out[verdict] = mix_points_from_json(points, where + "." + key + "." + verdict);
   }
   return out;
 }
@@ -251,7 +257,8 @@ LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where
       for (auto [key, dst] : {std::pair<const char*, std::vector<std::pair<double, double>>*>{"allreduce", &r.allreduce},
                               {"reducescatter", &r.reducescatter},
                               {"allgather", &r.allgather},
-                              {"broadcast", &r.broadcast}})
+                              {"broadcast", &r.broadcast},
+                              {"allreduce_window", &r.allreduce_window}})
         *dst = points(v, key, here);
       r.allreduce_slots_from = v.value("allreduce_slots_from", 0.0);
       DT_CHECK(r.allreduce_slots_from >= 0, InvalidArgument, here << ".allreduce_slots_from must be bytes >= 0");
@@ -283,6 +290,7 @@ nlohmann::json verdict_tables_json(const LinkSizes::VerdictTables& r) {
                       {"broadcast", r.broadcast},
                       {"allreduce_slots_from", r.allreduce_slots_from}};
   if (r.gap_factor > 0) j["gap_factor"] = r.gap_factor;
+  if (!r.allreduce_window.empty()) j["allreduce_window"] = r.allreduce_window;
   return j;
 }
 
@@ -321,6 +329,10 @@ Cluster with_core_distance(Cluster c, bool far, bool* used) {
     c.mix_points = mix->second;
     if (used) *used = true;
   }
+  if (const auto mix = c.mix_shared_points_by_cores.find(verdict); mix != c.mix_shared_points_by_cores.end()) {
+    c.mix_shared_points = mix->second;
+    if (used) *used = true;
+  }
   LinkSizes& t = c.intra_sizes;
   std::map<int, LinkSizes::VerdictTables> tables;  // copies: the assignments below touch t
   if (const auto it = t.two_rank_by_cores.find(verdict); it != t.two_rank_by_cores.end()) tables[2] = it->second;
@@ -333,7 +345,8 @@ Cluster with_core_distance(Cluster c, bool far, bool* used) {
     // 2026-11-30, "close" held only the 16 and 32 MiB reduce-scatter, and a 1 MiB
     // reduce-scatter was priced at the 16 MiB row's 1.6 ms, 21x its 76 us.)
     for (auto [dst, src] : {std::pair{&t.allreduce_by_ranks, &r.allreduce}, std::pair{&t.reducescatter_by_ranks, &r.reducescatter},
-                            std::pair{&t.allgather_by_ranks, &r.allgather}, std::pair{&t.broadcast_by_ranks, &r.broadcast}}) {
+                            std::pair{&t.allgather_by_ranks, &r.allgather}, std::pair{&t.broadcast_by_ranks, &r.broadcast},
+                            std::pair{&t.allreduce_window_by_ranks, &r.allreduce_window}}) {
       if (src->empty()) continue;
       std::vector<std::pair<double, double>> merged = *src;
       if (const auto mixed = dst->find(p); mixed != dst->end())
@@ -344,8 +357,9 @@ Cluster with_core_distance(Cluster c, bool far, bool* used) {
     }
     // With a core per rank (2 ranks here) the verdict decides whether the all-reduce takes the
     // slots at all; with more ranks than cores it always does from the mixed figure's size.
+    // (A verdict that timed no plain all-reduce, only ddp's window, says nothing of it.)
     if (r.allreduce_slots_from > 0) t.allreduce_slots_from_by_ranks[p] = r.allreduce_slots_from;
-    else if (p == 2) t.allreduce_slots_from_by_ranks.erase(2);
+    else if (p == 2 && !r.allreduce.empty()) t.allreduce_slots_from_by_ranks.erase(2);
     if (r.gap_factor > 0) t.gap_factor_by_ranks[p] = r.gap_factor;
     if (used) *used = true;
   }
@@ -447,6 +461,9 @@ Cluster cluster_from_json(const nlohmann::json& j, const std::string& where) {
   if (j.contains("optimizer_rates")) c.optimizer_rates = optimizer_rates_from_json(j["optimizer_rates"], where + ".optimizer_rates");
   if (j.contains("mix_gbps_by_size")) c.mix_points = mix_points_from_json(j["mix_gbps_by_size"], where + ".mix_gbps_by_size");
   c.mix_points_by_cores = mix_points_by_cores_from_json(j, where);
+  if (j.contains("mix_shared_gbps_by_size"))
+    c.mix_shared_points = mix_points_from_json(j["mix_shared_gbps_by_size"], where + ".mix_shared_gbps_by_size");
+  c.mix_shared_points_by_cores = mix_points_by_cores_from_json(j, where, "mix_shared_gbps_by_cores");
   if (j.contains("units")) c.units = units_of(j, where);
   if (j.contains("tp_blocks")) c.tp_blocks = tp_blocks_from_json(j["tp_blocks"], where + ".tp_blocks");
   if (j.contains("intra_by_size")) c.intra_sizes = link_sizes_from_json(j["intra_by_size"], where + ".intra_by_size");
@@ -483,6 +500,9 @@ nlohmann::json cluster_to_json(const Cluster& c) {
   }
   for (const auto& [verdict, pts] : c.mix_points_by_cores)
     for (const auto& [bytes, s_per_byte] : pts) j["mix_gbps_by_cores"][verdict].push_back({bytes, 1.0 / s_per_byte / 1e9});
+  for (const auto& [bytes, s_per_byte] : c.mix_shared_points) j["mix_shared_gbps_by_size"].push_back({bytes, 1.0 / s_per_byte / 1e9});
+  for (const auto& [verdict, pts] : c.mix_shared_points_by_cores)
+    for (const auto& [bytes, s_per_byte] : pts) j["mix_shared_gbps_by_cores"][verdict].push_back({bytes, 1.0 / s_per_byte / 1e9});
   if (c.mlp_step_random_rows) j["mlp_step_random_rows"] = true;
   if (!c.units.empty()) {
     j["units"] = units_json({}, c.units);  // with the timed points the fits carry
@@ -610,9 +630,11 @@ Cluster at_compute_pace(Cluster c, double pace) {
   c.optimizer_ns_per_param *= speed, c.sgd_ns_per_param *= speed;
   for (auto& [family, pts] : c.optimizer_rates)
     for (auto& pt : pts) pt.second *= speed;
-  for (auto& pt : c.mix_points) pt.second *= speed;
-  for (auto& [verdict, pts] : c.mix_points_by_cores)
-    for (auto& pt : pts) pt.second *= speed;
+  for (auto* mix : {&c.mix_points, &c.mix_shared_points})
+    for (auto& pt : *mix) pt.second *= speed;
+  for (auto* by : {&c.mix_points_by_cores, &c.mix_shared_points_by_cores})
+    for (auto& [verdict, pts] : *by)
+      for (auto& pt : pts) pt.second *= speed;
   std::ostringstream o;
   const std::string base = c.source.substr(0, c.source.find(", compute x"));
   o << base;
@@ -660,6 +682,9 @@ Cluster this_machine(const std::string& path) {
   if (k.contains("optimizer_rates")) c.optimizer_rates = optimizer_rates_from_json(k["optimizer_rates"], w + ".optimizer_rates");
   if (k.contains("mix_gbps_by_size")) c.mix_points = mix_points_from_json(k["mix_gbps_by_size"], w + ".mix_gbps_by_size");
   c.mix_points_by_cores = mix_points_by_cores_from_json(k, w);
+  if (k.contains("mix_shared_gbps_by_size"))
+    c.mix_shared_points = mix_points_from_json(k["mix_shared_gbps_by_size"], w + ".mix_shared_gbps_by_size");
+  c.mix_shared_points_by_cores = mix_points_by_cores_from_json(k, w, "mix_shared_gbps_by_cores");
   if (k.contains("oversub_penalty")) c.oversub_penalty = need(k, "oversub_penalty", w, ">= 1");
   if (k.contains("memory_gb")) c.memory_gb = need(k, "memory_gb", w, "GB");
   if (k.contains("slowdown")) {

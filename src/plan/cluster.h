@@ -89,8 +89,12 @@ struct LinkSizes {
   // bytes, 0 = none). On a VM whose two vCPUs move, consecutive jobs probe close (the slots,
   // fast) or far apart (cross-memory reads), and the tables above mix the two; a run that
   // knows its verdict prices its own path (with_core_distance).
+  // Each verdict may also hold "allreduce_window": ddp's all-reduce in its window
+  // (allreduce_window_by_ranks), whose 1 MiB call took 252 us close and 440-457 far at 2
+  // ranks in one calibration (2026-11-30, 09:20), and a 2-rank ddp step 0.46-0.50 ms close
+  // against 0.76-0.87 far in the validations before it.
   struct VerdictTables {
-    std::vector<std::pair<double, double>> allreduce, reducescatter, allgather, broadcast;
+    std::vector<std::pair<double, double>> allreduce, reducescatter, allgather, broadcast, allreduce_window;
     double allreduce_slots_from = 0;
     double gap_factor = 0;  // 0: none measured under this verdict
   };
@@ -184,6 +188,11 @@ struct Cluster {
   // simulator counts it: deg + 3 models through the window): the measured points
   // interpolated in log(size), flat beyond the ends; elementwise_bps without points.
   double mix_bps(double model_bytes) const;
+  // The complete graph's shared mix (every graph at 2 ranks: each rank averages 1/p of the
+  // elements into every rank's next slot; "mix_shared_gbps_by_size", plan/calibrate_mix.h),
+  // in the same measure; mix_shared_bps falls back to mix_bps where the file has none.
+  std::vector<std::pair<double, double>> mix_shared_points;
+  double mix_shared_bps(double model_bytes) const;
   // Cross-core cache hand-off, seconds per byte (plan/calibrate_cache.h; compute "handoff"):
   // rewriting lines a peer core just read, reading lines a peer core just wrote. < 0: not
   // measured (the simulator then prices a hand-off at the 2-rank exchange's rate per byte).
@@ -192,7 +201,7 @@ struct Cluster {
   // the calibration's rounds whose cache-line round trip ShmContext would call "close" or
   // "far". On the 2-vCPU EPYC VM the hand-off cost 0.02 ns/B close and 0.35-0.45 far. A
   // 2-rank run that knows its verdict is priced with its own (with_core_distance).
-  std::map<std::string, std::vector<std::pair<double, double>>> mix_points_by_cores;
+  std::map<std::string, std::vector<std::pair<double, double>>> mix_points_by_cores, mix_shared_points_by_cores;
   std::map<std::string, std::pair<double, double>> handoff_by_cores;  // (write, read) s/B
   double memory_gb = 8;
   CostParams intra, inter;
@@ -269,8 +278,8 @@ std::map<std::string, std::vector<std::pair<double, double>>> optimizer_rates_fr
 std::vector<std::pair<double, double>> mix_points_from_json(const nlohmann::json& j, const std::string& where);
 // The optional "mix_gbps_by_cores" object of the same file section `j` ({"close": [...],
 // "far": [...]}, each as mix_gbps_by_size) as Cluster::mix_points_by_cores; empty if absent.
-std::map<std::string, std::vector<std::pair<double, double>>> mix_points_by_cores_from_json(const nlohmann::json& j,
-                                                                                            const std::string& where);
+std::map<std::string, std::vector<std::pair<double, double>>> mix_points_by_cores_from_json(
+    const nlohmann::json& j, const std::string& where, const char* key = "mix_gbps_by_cores");
 // c with every compute figure (unit lines and timings, tensor-parallel blocks, GEMM,
 // element-wise, gather, optimizer and gossip mix rates) at `pace` times the calibration's time, whatever
 // pace c was at before (compute_scale); pace is clamped to [0.25, 4] (a probe beyond that

@@ -136,7 +136,9 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // at 2 ranks on the 2-vCPU Xeon: the mix 203 -> 102 us a step, the second word 3 us.
   const bool mix_shared = gossip_window && degree + 1 == workers;
   const double mix_share = mix_shared ? 1.0 / workers : 1.0;
-  const double mix_bps = c.mix_bps(bytes * std::max(2, node_n) / 2);
+  // The shared mix is timed apart (plan/calibrate_mix.h: it crosses cores differently).
+  const double mix_bps = mix_shared ? c.mix_shared_bps(bytes * std::max(2, node_n) / 2)
+                                    : c.mix_bps(bytes * std::max(2, node_n) / 2);
   // So does a synchronous parameter server (param_server.h), its servers with the workers.
   const bool ps_window = s == "ps" && l.ps_sync && c.ranks_on_node(n) >= n;
   double copies = 0;

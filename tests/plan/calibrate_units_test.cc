@@ -624,6 +624,46 @@ TEST(CalibrateUnits, GossipMixIsTimedAndReadBack) {
   EXPECT_THROW(this_machine(f), InvalidArgument);
 }
 
+TEST(CalibrateUnits, SharedMixIsTimedApartAndPricesTheCompleteGraph) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: the mix is timed on two";
+  const MixRates rates = measure_mix({int64_t{256} << 10}, 0.05);
+  ASSERT_EQ(rates.shared.size(), 1u);
+  EXPECT_EQ(rates.shared[0].first, 256.0 * 1024);
+  EXPECT_GT(rates.shared[0].second, 1e8);  // half a mix of 256 KiB in under 5 ms
+  EXPECT_LT(rates.shared[0].second, 1e13);
+  for (const auto& [verdict, by] : rates.shared_by_cores) EXPECT_TRUE(verdict == "close" || verdict == "far") << verdict;
+  // Read back, by verdict, through a cluster file; absent, the whole mix's rate stands in.
+  nlohmann::json j = {{"version", 3},
+                      {"compute",
+                       {{"gemm_gflops", 20}, {"elementwise_gbps", 5}, {"optimizer_ns_per_param", 3},
+                        {"mix_gbps_by_size", mix_json({{1 << 20, 20e9}})},
+                        {"mix_shared_gbps_by_size", mix_json({{1 << 20, 12e9}})},
+                        {"mix_shared_gbps_by_cores", mix_by_cores_json({{"far", {{1 << 20, 9e9}}}})}}}};
+  std::string f = write_tmp(j);
+  const Cluster c = this_machine(f);
+  EXPECT_NEAR(c.mix_shared_bps(1 << 20), 12e9, 1e3);
+  EXPECT_NEAR(c.mix_bps(1 << 20), 20e9, 1e3);
+  EXPECT_NEAR(with_core_distance(c, true).mix_shared_bps(1 << 20), 9e9, 1e3);
+  EXPECT_NEAR(with_core_distance(c, false).mix_shared_bps(1 << 20), 12e9, 1e3);  // no close rounds
+  EXPECT_NEAR(at_compute_pace(c, 2).mix_shared_bps(1 << 20), 6e9, 1e3);
+  EXPECT_NEAR(with_core_distance(cluster_from_json(cluster_to_json(c), "round trip"), true).mix_shared_bps(1 << 20), 9e9,
+              1e3);
+  // Gossip at 2 ranks (a complete graph) is priced with the shared rate; at 4 (a ring) not.
+  const ModelSpec mlp = ModelSpec::parse("mlp:784-256-256-10");
+  Layout l;
+  l.strategy = "gossip";
+  l.dp = 2;
+  Cluster slow = c, fast = c;
+  slow.mix_shared_points = {{1 << 20, 1 / 1e9}};
+  fast.mix_shared_points = {{1 << 20, 1 / 100e9}};
+  EXPECT_GT(simulate(mlp, l, slow, 64).comm_s, simulate(mlp, l, fast, 64).comm_s);
+  l.dp = 4;
+  EXPECT_NEAR(simulate(mlp, l, slow, 64).comm_s, simulate(mlp, l, fast, 64).comm_s, 1e-12);
+  j["compute"]["mix_shared_gbps_by_cores"] = {{"near", {{1 << 20, 9}}}};
+  std::ofstream(f) << j.dump();
+  EXPECT_THROW(this_machine(f), InvalidArgument);
+}
+
 TEST(CalibrateUnits, SlowdownCurveIsInterpolated) {
   Cluster c;
   c.cores_per_node = 2;

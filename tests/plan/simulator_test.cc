@@ -522,6 +522,22 @@ TEST(Simulator, DdpOnOneHostPricesItsWindowAllreduce) {
   c.intra_sizes.allreduce_window_by_ranks[8] = {{1e6, 2e-4}};
   const LinkSizes back = link_sizes_from_json(link_sizes_json(c.intra_sizes), "t");
   EXPECT_EQ(back.allreduce_window_by_ranks, c.intra_sizes.allreduce_window_by_ranks);
+  // By the cores' verdict: a far run takes the far window table over the sizes it spans; a
+  // verdict that timed only the window leaves the plain tables and their slots alone.
+  c.intra_sizes.allreduce_window_by_ranks[8] = {{1e3, 2e-4}, {1e9, 2e-4}};
+  c.intra_sizes.allreduce_slots_from_by_ranks[2] = 262144;
+  LinkSizes::VerdictTables far;
+  far.allreduce_window = {{1e3, 6e-4}, {1e9, 6e-4}};
+  c.intra_sizes.by_cores_by_ranks[8]["far"] = far;
+  c.intra_sizes.two_rank_by_cores["far"] = far;
+  const double close_s = simulate(m, ddp, with_core_distance(c, false), 64).comm_s;
+  EXPECT_NEAR(close_s, plain / 2, 1e-12);
+  const Cluster far_c = with_core_distance(c, true);
+  EXPECT_NEAR(simulate(m, ddp, far_c, 64).comm_s, 3 * close_s, 1e-12);
+  EXPECT_EQ(far_c.intra_sizes.allreduce_by_ranks, c.intra_sizes.allreduce_by_ranks);
+  EXPECT_EQ(far_c.intra_sizes.allreduce_slots_from_by_ranks.at(2), 262144);
+  const LinkSizes again = link_sizes_from_json(link_sizes_json(c.intra_sizes), "t");
+  EXPECT_EQ(again.by_cores_by_ranks.at(8).at("far").allreduce_window, far.allreduce_window);
 }
 
 TEST(Simulator, CalibratedGapFactorPricesCollectivesBetweenComputeSteps) {
