@@ -22,8 +22,10 @@ import subprocess
 
 
 def cores_of(run):
-    """The cores' verdict a run was priced with: its 2-rank context's, else the launcher's probe."""
-    return run.get("shm_cores") or run.get("cores_probed", "")
+    """The cores' verdict a run was priced with: its 2-rank context's, else the probe after its
+    last step, else the launcher's (a run whose two probes differ was priced half with each;
+    here, with the later one)."""
+    return run.get("shm_cores") or run.get("cores_probed_end") or run.get("cores_probed", "")
 
 
 def main():

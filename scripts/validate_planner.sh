@@ -71,7 +71,7 @@ run() {  # name ranks args...
     [$r, $name, $n, ($p.step_ms // 0), ($p.measured_step_ms // 0), ($p.memory_mb // 0),
      ($p.measured_train_heap_mb // 0)] | @tsv' "$j" |
     tee -a "$OUT/runs.tsv" |
-    awk -F'\t' -v cores="$(jq -r '.shm_cores // .cores_probed // "-"' "$j")" '{
+    awk -F'\t' -v cores="$(jq -r '.shm_cores // ((.cores_probed // "-") + (if (.cores_probed_end // .cores_probed) != .cores_probed then ">" + .cores_probed_end else "" end))' "$j")" '{
       printf "%-20s %3s  %9.3f ms %9.3f ms %+7.1f%%   %8.2f MB %8.2f MB %+7.1f%%  cores %s\n", $2, $3, $4, $5,
              ($5 > 0 ? ($4 / $5 - 1) * 100 : 0), $6, $7, ($7 > 0 ? ($6 / $7 - 1) * 100 : 0), cores }'
 }

@@ -124,10 +124,15 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
     // verdict's share of the calls from its own tables. A run without that verdict (more
     // ranks than cores, tcp) but with the launcher's probe of the cores (--probe-speed:
     // "cores_probed") is priced with that verdict's figures.
+    // The launcher's probe and the one after the last step (train_cmd.cc) bracket the run: where
+    // they differ the placement changed while it ran, at a moment nobody saw, and the step is
+    // priced half with each verdict's figures.
     bool by_verdict = false;
-    const double far_share = measured.value("shm_far_share", -1.0);
-    const std::string verdict =
-        measured.contains("shm_cores") ? measured["shm_cores"].get<std::string>() : measured.value("cores_probed", std::string());
+    const bool shm_verdict = measured.contains("shm_cores");
+    const std::string start = measured.value("cores_probed", std::string());
+    const std::string end = measured.value("cores_probed_end", start);
+    const double far_share = shm_verdict ? measured.value("shm_far_share", -1.0) : start != end ? 0.5 : -1.0;
+    const std::string verdict = shm_verdict ? measured["shm_cores"].get<std::string>() : end;
     auto predict = [&](const plan::Cluster& machine, plan::Cluster* used) {
       plan::Cluster c = machine;
       if (!verdict.empty()) c = plan::with_core_distance(machine, verdict == "far", &by_verdict);
@@ -159,7 +164,7 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
     if (probe_s > 0) j["speed_probe_ms"] = probe_s * 1e3;
     if (machine.compute_scale != 1) j["compute_scale"] = machine.compute_scale;
     if (as_calibrated_ms >= 0) j["step_ms_at_calibration_pace"] = as_calibrated_ms;
-    if (by_verdict && far_share >= 0) j["two_rank_far_share"] = far_share;
+    if (by_verdict && far_share >= 0) j[shm_verdict ? "two_rank_far_share" : "cores_far_share"] = far_share;
     // Measured step: a global minibatch's steady time (plan_measure.h steady_step_s: the median
     // round after the first for the GPT's rounds of steps, batch / examples per second for the
     // MLP's epoch; ps workers and fedavg's fresh local optimizers count no steps on rank 0, so
@@ -209,7 +214,13 @@ std::string prediction_line(const nlohmann::json& p) {
   out += buf;
   const std::string source = p.value("cluster", std::string());
   out += "; machine model " + source;
-  if (p.contains("cores")) out += ", priced for cores " + p["cores"].get<std::string>() + " (as the run probed them)";
+  if (p.contains("cores")) {
+    const std::string v = p["cores"].get<std::string>();
+    out += p.contains("cores_far_share")
+               ? ", priced half for cores close and half far (they were " + std::string(v == "far" ? "close" : "far") +
+                     " before the run and " + v + " after it)"
+               : ", priced for cores " + v + " (as the run probed them)";
+  }
   if (!p.value("calibrated", false)) out += " (compute not measured here: `dtrain bench calibrate` measures it)";
   return out;
 }

@@ -105,6 +105,16 @@ RunResult run_rank(const TrainConfig& f, bool print) {
   if (round_trip_ns > 0) {
     r.json["cores_round_trip_ns"] = round_trip_ns;
     r.json["cores_probed"] = plan::core_distance(round_trip_ns);
+    // And again right after the last step (5 ms, the other ranks done or leaving): the
+    // placement holds for seconds, and a short run's steps lie nearer its end than the
+    // launcher's probe, taken before the ranks started and loaded their data (0.3-1 s on the
+    // validation's runs). Where the two differ, the prediction blends both verdicts' figures
+    // (plan_predict.cc).
+    const double end_ns = plan::probe_core_round_trip_ns(kCoresProbeSeconds);
+    if (end_ns > 0) {
+      r.json["cores_round_trip_end_ns"] = end_ns;
+      r.json["cores_probed_end"] = plan::core_distance(end_ns);
+    }
   }
   const bool whole_job = find_strategy(f.strategy).run != nullptr;
   if (!whole_job) print_summary(stdout, f, r.job, r.report, r.splits, find_strategy(f.strategy).distributed);

@@ -320,6 +320,15 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     // touched per element), one push at a time under its lock: W of them per step.
     p.optimizer_s = l.ps_sync ? (P * c.sgd_ns_per_param * 1e-9 + workers * P * sum_bytes / c.elementwise_bps) / l.servers
                               : workers * (P * c.sgd_ns_per_param * 1e-9 + P * 8 / c.elementwise_bps) / l.servers;
+    // Through the window with a core per rank, each side rewrites lines the other read last
+    // step: a worker's backward its gradient slot (the servers summed it), a server's step
+    // its slice (the workers pulled it), at the calibrated hand-off rate (as ddp's window,
+    // above; older files have none and pay nothing here). On the EPYC VM with its cores far
+    // apart (0.31-0.35 ns/B) a 2-rank step took 1.6 ms against 0.93 close (dv-i2, 2026-11-30).
+    if (ps_window && node_n <= c.cores_per_node && c.handoff_write_s_per_byte >= 0) {
+      p.compute_s += bytes * c.handoff_write_s_per_byte;
+      p.optimizer_s += per_server * c.handoff_write_s_per_byte;
+    }
     p.dp_bytes = 2 * bytes;
   } else if (s == "localsgd") {
     // Parameters averaged every sync_every steps.

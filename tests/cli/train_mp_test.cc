@@ -157,9 +157,19 @@ TEST_F(TrainMp, ProbedRunRecordsItsCoresAndIsPricedByThem) {
   const std::string v = j["cores_probed"];
   EXPECT_TRUE(v == "close" || v == "far") << v;
   EXPECT_EQ(v, j["cores_round_trip_ns"].get<double>() < dtrain::kCloseRoundTripNs ? "close" : "far");
-  EXPECT_EQ(j["prediction"].value("cores", std::string("none")), v) << j["prediction"].dump();
-  // The report's prediction line says which verdict priced it.
-  EXPECT_NE(r.output.find("priced for cores " + v), std::string::npos) << r.output;
+  // Probed again after the last step; the later verdict prices the run, half and half where
+  // the two differ.
+  ASSERT_TRUE(j.contains("cores_probed_end")) << j.dump();
+  const std::string end = j["cores_probed_end"];
+  EXPECT_EQ(end, j["cores_round_trip_end_ns"].get<double>() < dtrain::kCloseRoundTripNs ? "close" : "far");
+  EXPECT_EQ(j["prediction"].value("cores", std::string("none")), end) << j["prediction"].dump();
+  if (end == v) {
+    EXPECT_FALSE(j["prediction"].contains("cores_far_share")) << j["prediction"].dump();
+    EXPECT_NE(r.output.find("priced for cores " + v), std::string::npos) << r.output;  // the report says so
+  } else {
+    EXPECT_EQ(j["prediction"]["cores_far_share"].get<double>(), 0.5) << j["prediction"].dump();
+    EXPECT_NE(r.output.find("priced half for cores close and half far"), std::string::npos) << r.output;
+  }
 }
 
 // Every run's report carries the planner's prediction beside the measurement (not only the

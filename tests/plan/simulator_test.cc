@@ -540,6 +540,31 @@ TEST(Simulator, DdpOnOneHostPricesItsWindowAllreduce) {
   EXPECT_EQ(again.by_cores_by_ranks.at(8).at("far").allreduce_window, far.allreduce_window);
 }
 
+TEST(Simulator, SyncPsThroughTheWindowPaysTheHandOffWithACorePerRank) {
+  ModelSpec m = ModelSpec::parse("mlp:784-256-128-10");
+  const double bytes = static_cast<double>(m.params()) * 4;
+  Cluster c = ideal(2);
+  Layout ps{.strategy = "ps", .dp = 2};
+  ps.servers = 1;
+  ps.ps_sync = true;
+  const Prediction none = simulate(m, ps, c, 64);  // no hand-off measured: nothing added
+  c.handoff_write_s_per_byte = 0;
+  const Prediction zero = simulate(m, ps, c, 64);
+  EXPECT_DOUBLE_EQ(zero.step_s, none.step_s);
+  c.handoff_write_s_per_byte = 0.3e-9;  // the far placement's rate
+  const Prediction far = simulate(m, ps, c, 64);
+  // The worker's gradient slot and the server's slice, each rewritten once after the other read it.
+  EXPECT_NEAR(far.compute_s - zero.compute_s, bytes * 0.3e-9, 1e-12);
+  EXPECT_NEAR(far.optimizer_s - zero.optimizer_s, bytes * 0.3e-9, 1e-12);
+  // More ranks than cores: the co-located ranks evict the caches anyway (the slowdown curve).
+  Layout four = ps;
+  four.dp = 4;
+  c.handoff_write_s_per_byte = 0;
+  const double at4 = simulate(m, four, c, 64).step_s;
+  c.handoff_write_s_per_byte = 0.3e-9;
+  EXPECT_DOUBLE_EQ(simulate(m, four, c, 64).step_s, at4);
+}
+
 TEST(Simulator, CalibratedGapFactorPricesCollectivesBetweenComputeSteps) {
   ModelSpec m = ModelSpec::parse("mlp:784-256-128-10");
   Cluster c = ideal(2);
