@@ -14,6 +14,8 @@
 #include <sstream>
 #include <thread>
 
+#include "plan/cluster.h"
+
 namespace dtrain::plan {
 namespace {
 
@@ -65,27 +67,12 @@ std::string cpu_model() {
   return "";
 }
 
-// The largest cache level cpu0 reports ("32768K"), in bytes; 0 where sysfs has none.
-double largest_cache_bytes() {
-  double best = 0;
-  for (int i = 0; i < 8; ++i) {
-    std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size");
-    std::string s;
-    if (!(in >> s) || s.empty()) continue;
-    double v = std::atof(s.c_str());
-    const char unit = s.back();
-    v *= unit == 'K' ? 1024.0 : unit == 'M' ? 1024.0 * 1024 : unit == 'G' ? 1024.0 * 1024 * 1024 : 1.0;
-    best = std::max(best, v);
-  }
-  return best;
-}
-
 }  // namespace
 
 nlohmann::json machine_fingerprint() {
   return {{"cpu", cpu_model()},
           {"cpus", static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))},
-          {"cache_bytes", largest_cache_bytes()}};
+          {"cache_bytes", sysfs_llc_bytes()}};
 }
 
 std::string utc_minutes(double unix_s) {

@@ -598,8 +598,6 @@ double Cluster::optimizer_s(double params, double ns_per_param, double bytes_per
   return bytes > llc_bytes / 2 && elementwise_bps > 0 ? std::max(hot, bytes / elementwise_bps) : hot;
 }
 
-namespace {
-// The largest cache sysfs lists for CPU 0 ("32768K"), in bytes; 0 when it cannot tell.
 double sysfs_llc_bytes() {
   double best = 0;
   for (int i = 0; i < 8; ++i) {
@@ -613,7 +611,6 @@ double sysfs_llc_bytes() {
   }
   return best;
 }
-}  // namespace
 
 Cluster at_compute_pace(Cluster c, double pace) {
   const double target = std::clamp(pace, 0.25, 4.0), speed = target / c.compute_scale;

@@ -50,6 +50,9 @@
 
 namespace dtrain::plan {
 
+// The largest cache sysfs lists for CPU 0 ("32768K"), in bytes; 0 when it cannot tell.
+double sysfs_llc_bytes();
+
 // The calibration file version `dtrain bench calibrate` writes and this_machine reads.
 // 2: collectives + GEMM/element-wise/optimizer rates; 3: + unit timings ("compute"."units").
 constexpr int kCalibrationVersion = 3;
