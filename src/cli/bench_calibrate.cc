@@ -410,7 +410,9 @@ void time_missing_placement(nlohmann::json& compute, const std::string& verdict,
              mix = has(compute.value("mix_gbps_by_cores", nlohmann::json())),
              shared = has(compute.value("mix_shared_gbps_by_cores", nlohmann::json()));
   if ((handoff && mix && shared) || tries[verdict]++ >= kPlacementTries) return;
-  std::string added;
+  std::string missing, added;
+  for (const auto& [lacks, name] : {std::pair{!handoff, " hand-off"}, {!mix, " mix"}, {!shared, " shared-mix"}})
+    if (lacks) missing += name;
   if (!handoff) {
     const nlohmann::json fresh = plan::handoff_json(plan::measure_handoff());
     if (fresh.contains("by_cores") && fresh["by_cores"].contains(verdict)) {
@@ -425,8 +427,9 @@ void time_missing_placement(nlohmann::json& compute, const std::string& verdict,
     if (!shared && r.shared_by_cores.count(verdict))
       compute["mix_shared_gbps_by_cores"][verdict] = plan::mix_json(r.shared_by_cores.at(verdict)), added += " shared-mix";
   }
-  std::printf("the cores probed %s between passes, which the compute pass never saw: timed again, kept%s\n",
-              verdict.c_str(), added.empty() ? " nothing (the cores moved back)" : added.c_str());
+  std::printf("the cores probed %s between passes, and the compute pass had no %s figures for%s: timed again, kept%s\n",
+              verdict.c_str(), verdict.c_str(), missing.c_str(),
+              added.empty() ? " nothing (the cores moved back)" : added.c_str());
 }
 
 int add_collectives_by_ranks(const std::string& path, double timeout) {
