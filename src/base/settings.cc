@@ -112,6 +112,9 @@ const std::vector<SettingInfo> kTable = {
      "internal: the cache-line round trip between two cores, ns, that dtrain train's launcher timed before "
      "starting the ranks",
      "train"},
+    {"DTRAIN_CORES_SAMPLES", T::kString, "unset",
+     "internal: the file where dtrain train's launcher counts the cores' verdicts it sampled while the ranks ran",
+     "train"},
     {"DTRAIN_RESTART", T::kInteger, "0",
      "internal: which restart of the job this is (set by the launcher under --max-restarts)", "world, launcher"},
     {"DTRAIN_HEARTBEAT_FD", T::kInteger, "unset",

@@ -85,6 +85,10 @@ Args resolve_plan_flag(const Args& args) {
   return out;
 }
 
+// Fewer samples than this say too little (a run shorter than a few tenths of a second): the
+// probes before and after it price it.
+constexpr double kMinCoreSamples = 3;
+
 nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& measured, double probe_s) {
   nlohmann::json j;
   try {
@@ -127,12 +131,21 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
     // The launcher's probe and the one after the last step (train_cmd.cc) bracket the run: where
     // they differ the placement changed while it ran, at a moment nobody saw, and the step is
     // priced half with each verdict's figures.
+    // Better still, the launcher's samples while the ranks ran ("cores_sampled"): the step is
+    // priced with each verdict's figures in the share of the samples that read it.
     bool by_verdict = false;
     const bool shm_verdict = measured.contains("shm_cores");
     const std::string start = measured.value("cores_probed", std::string());
     const std::string end = measured.value("cores_probed_end", start);
-    const double far_share = shm_verdict ? measured.value("shm_far_share", -1.0) : start != end ? 0.5 : -1.0;
-    const std::string verdict = shm_verdict ? measured["shm_cores"].get<std::string>() : end;
+    double far_share = shm_verdict ? measured.value("shm_far_share", -1.0) : start != end ? 0.5 : -1.0;
+    std::string verdict = shm_verdict ? measured["shm_cores"].get<std::string>() : end;
+    const nlohmann::json sampled = measured.value("cores_sampled", nlohmann::json::object());
+    const double closes = sampled.value("close", 0.0), fars = sampled.value("far", 0.0);
+    const bool by_samples = !shm_verdict && closes + fars >= kMinCoreSamples;
+    if (by_samples) {
+      far_share = fars / (closes + fars);
+      verdict = far_share > 0.5 ? "far" : "close";
+    }
     auto predict = [&](const plan::Cluster& machine, plan::Cluster* used) {
       plan::Cluster c = machine;
       if (!verdict.empty()) c = plan::with_core_distance(machine, verdict == "far", &by_verdict);
@@ -165,6 +178,7 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
     if (machine.compute_scale != 1) j["compute_scale"] = machine.compute_scale;
     if (as_calibrated_ms >= 0) j["step_ms_at_calibration_pace"] = as_calibrated_ms;
     if (by_verdict && far_share >= 0) j[shm_verdict ? "two_rank_far_share" : "cores_far_share"] = far_share;
+    if (by_verdict && by_samples) j["cores_samples"] = closes + fars;
     // Measured step: a global minibatch's steady time (plan_measure.h steady_step_s: the median
     // round after the first for the GPT's rounds of steps, batch / examples per second for the
     // MLP's epoch; ps workers and fedavg's fresh local optimizers count no steps on rank 0, so
@@ -214,7 +228,13 @@ std::string prediction_line(const nlohmann::json& p) {
   out += buf;
   const std::string source = p.value("cluster", std::string());
   out += "; machine model " + source;
-  if (p.contains("cores")) {
+  if (p.contains("cores") && p.contains("cores_samples")) {
+    char share[160];
+    std::snprintf(share, sizeof share, ", priced for cores far in %.0f%% and close in %.0f%% (%.0f samples while it ran)",
+                  p.value("cores_far_share", 0.0) * 100, (1 - p.value("cores_far_share", 0.0)) * 100,
+                  p["cores_samples"].get<double>());
+    out += share;
+  } else if (p.contains("cores")) {
     const std::string v = p["cores"].get<std::string>();
     out += p.contains("cores_far_share")
                ? ", priced half for cores close and half far (they were " + std::string(v == "far" ? "close" : "far") +

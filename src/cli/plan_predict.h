@@ -20,7 +20,9 @@
 // - prediction_line(prediction) is that object as one line for the run's report: predicted
 //   step and memory per rank, the measured ones and the errors, and which machine model
 //   (a calibration file, or the defaults with the command that calibrates) and, where the
-//   calibration had figures for the cores' verdict the run probed, that verdict; "" for an
+//   calibration had figures for the cores' verdict the run probed, that verdict (the share of
+//   each where the launcher sampled them while the ranks ran, "cores_sampled", or where the
+//   probes before and after the run differ: plan_predict.cc); "" for an
 //   {"error": ...} object (a strategy the simulator does not cover says nothing).
 // Thread-safety: call from the main thread.
 #pragma once

@@ -57,17 +57,24 @@ constexpr int kPingTrips = 32;
 
 double ping_pong(std::atomic<uint64_t>& line, uint64_t& count, int me, int trips) {
   constexpr int kBatch = 8;
+  // A wait of this many reads (a few microseconds; a trip takes 0.1-0.4 us) means the partner
+  // is not running: on a loaded host (the launcher samples the cores while its ranks run) the
+  // waiting side then yields its CPU rather than spin through the partner's wait for a time
+  // slice. That batch reads long either way; the median of the batches drops it.
+  constexpr unsigned kSpinsBeforeYield = 4096;
+  auto wait_for = [&line](uint64_t value) {
+    for (unsigned spins = 0; line.load(std::memory_order_acquire) != value;)
+      if (++spins % kSpinsBeforeYield == 0) std::this_thread::yield();
+  };
   std::vector<double> per_trip;
   for (int b = 0; b < trips / kBatch; ++b) {
     const double t0 = me == 0 ? now_seconds() : 0;
     for (int i = 0; i < kBatch; ++i, count += 2) {
       if (me == 0) {
         line.store(count + 1, std::memory_order_release);
-        while (line.load(std::memory_order_acquire) != count + 2) {
-        }
+        wait_for(count + 2);
       } else {
-        while (line.load(std::memory_order_acquire) != count + 1) {
-        }
+        wait_for(count + 1);
         line.store(count + 2, std::memory_order_release);
       }
     }

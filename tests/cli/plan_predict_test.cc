@@ -1,5 +1,5 @@
-// A run's prediction takes the cores' verdict it was probed with: before the ranks started
-// and after the last step; where the two differ, half each verdict's figures.
+// A run's prediction takes the cores' verdict it was probed with: sampled while it ran, else
+// before the ranks started and after the last step (where those differ, half each).
 #include "cli/plan_predict.h"
 
 #include <gtest/gtest.h>
@@ -53,6 +53,23 @@ TEST(PlanPredict, ARunWhoseCoresMovedIsPricedHalfWithEachVerdict) {
       << prediction_line(moved);
   // A run from before the second probe: the launcher's alone.
   EXPECT_EQ(step_ms("far", nullptr)["step_ms"], far["step_ms"]);
+  // Sampled while it ran: each verdict in the share of the samples that read it, whatever
+  // the probes before and after said; too few samples leave it to the probes.
+  auto sampled = [&](int closes, int fars) {
+    const nlohmann::json measured = {{"cores_probed", "close"}, {"cores_probed_end", "close"},
+                                     {"cores_sampled", {{"close", closes}, {"far", fars}}}};
+    return prediction_for_run(f, measured);
+  };
+  const auto mostly_far = sampled(1, 3);
+  EXPECT_NEAR(mostly_far["step_ms"].get<double>(),
+              0.25 * close["step_ms"].get<double>() + 0.75 * far["step_ms"].get<double>(), 1e-9);
+  EXPECT_EQ(mostly_far["cores"], "far");
+  EXPECT_EQ(mostly_far["cores_samples"], 4);
+  EXPECT_NE(prediction_line(mostly_far).find("priced for cores far in 75% and close in 25% (4 samples while it ran)"),
+            std::string::npos)
+      << prediction_line(mostly_far);
+  EXPECT_EQ(sampled(0, 5)["step_ms"], far["step_ms"]);
+  EXPECT_EQ(sampled(0, 2)["step_ms"], close["step_ms"]);  // two samples: the probes (close, close)
   std::remove(cal.c_str());
 }
 

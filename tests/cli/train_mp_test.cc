@@ -162,6 +162,15 @@ TEST_F(TrainMp, ProbedRunRecordsItsCoresAndIsPricedByThem) {
   ASSERT_TRUE(j.contains("cores_probed_end")) << j.dump();
   const std::string end = j["cores_probed_end"];
   EXPECT_EQ(end, j["cores_round_trip_end_ns"].get<double>() < dtrain::kCloseRoundTripNs ? "close" : "far");
+  // The launcher sampled the cores while the ranks ran (once at least: at their start).
+  ASSERT_TRUE(j.contains("cores_sampled")) << j.dump();
+  const int64_t closes = j["cores_sampled"]["close"], fars = j["cores_sampled"]["far"];
+  EXPECT_GE(closes + fars, 1) << j.dump();
+  if (closes + fars >= 3) {  // enough to price it by: the samples' majority names it
+    EXPECT_EQ(j["prediction"].value("cores", std::string("none")), fars * 2 > closes + fars ? "far" : "close");
+    EXPECT_NEAR(j["prediction"]["cores_far_share"].get<double>(), static_cast<double>(fars) / (closes + fars), 1e-12);
+    return;
+  }
   EXPECT_EQ(j["prediction"].value("cores", std::string("none")), end) << j["prediction"].dump();
   if (end == v) {
     EXPECT_FALSE(j["prediction"].contains("cores_far_share")) << j["prediction"].dump();
