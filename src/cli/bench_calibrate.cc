@@ -45,6 +45,7 @@
 #include <ctime>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <mutex>
 #include <sstream>
@@ -56,6 +57,7 @@
 #include "base/error.h"
 #include "base/median.h"
 #include "cli/bench.h"
+#include "cli/cores_sampler.h"
 #include "cli/flags.h"
 #include "launch/launch.h"
 #include "coll/collectives.h"
@@ -432,6 +434,29 @@ void time_missing_placement(nlohmann::json& compute, const std::string& verdict,
               added.empty() ? " nothing (the cores moved back)" : added.c_str());
 }
 
+// Runs `job` (one pass of more ranks than 2) with the cores sampled while it runs
+// (cli/cores_sampler.h) and returns its exit code. *verdict: the verdict 75% of those samples
+// read ("" where they were mixed), or for a pass too short for 3 samples the probes right
+// before (`before`) and after it where both agree. (Both probes had to agree before: cal-i4
+// filed none of its three 4-rank window passes, and dv-i8's far 4-rank ddp runs were priced
+// close, 0.55 ms a step against 1.14-1.21 measured.)
+// The sampler's file goes beside the calibration file (`path`), as the jobs' rows do.
+template <class Job>
+int run_sampled(const std::string& path, const std::string& before, Job&& job, std::string* verdict) {
+  std::pair<int64_t, int64_t> counts{0, 0};
+  int rc = 0;
+  {
+    std::unique_ptr<CoresSampler> sampler;
+    const size_t slash = path.rfind('/');
+    if (host_cores() >= 2) sampler = std::make_unique<CoresSampler>(slash == std::string::npos ? "." : path.substr(0, slash));
+    rc = job();
+    if (sampler) counts = sampler->counts();
+  }
+  *verdict = counts.first + counts.second >= 3 ? sampled_verdict({0, 0}, counts)
+                                               : (cores_now() == before ? before : std::string());
+  return rc;
+}
+
 int add_collectives_by_ranks(const std::string& path, double timeout) {
   std::ifstream in(path);
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
@@ -443,6 +468,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
                  window = nlohmann::json::object();
   std::set<std::string> seen;  // the verdicts any pass so far was filed under
   std::map<std::string, int> placement_tries;  // time_missing_placement's, by verdict
+
   for (int p : plan::calibrated_rank_counts(host_cores())) {
     // Each row is the median of kByRanksPasses jobs. It was the fastest of two (on a shared VM
     // a pass is sometimes disturbed, a row 20-70% slower than the same row a minute later),
@@ -470,12 +496,15 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
       nlohmann::json got;
       const std::string now = cores_now(), before = p > 2 ? now : "";
       if (j.contains("compute")) time_missing_placement(j["compute"], now, placement_tries);
-      const int rc = collectives_job(path + ".ranks", p, timeout,
-                                     {"--op", "allreduce,reducescatter,allgather,broadcast", "--sizes", kByRanksSizes,
-                                      "--seconds", std::to_string(kByRanksSeconds)},
-                                     &got);
+      auto job = [&] {
+        return collectives_job(path + ".ranks", p, timeout,
+                               {"--op", "allreduce,reducescatter,allgather,broadcast", "--sizes", kByRanksSizes,
+                                "--seconds", std::to_string(kByRanksSeconds)},
+                               &got);
+      };
+      std::string verdict;
+      const int rc = p > 2 ? run_sampled(path, before, job, &verdict) : job();
       if (rc != 0) return rc;
-      std::string verdict = p > 2 && cores_now() == before ? before : "";
       for (const auto& row : got)
         if (job_verdict && row["op"] == "allgather" && row.contains("path"))
           verdict = row["path"] == "slots" ? "close" : row["path"] == "reads" ? "far" : "";
@@ -518,12 +547,17 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
       for (int pass = 0; pass < kGapPasses; ++pass) {
         nlohmann::json got;
         const std::string before = cores_now();
-        const int rc = collectives_job(path + ".gap", p, timeout,
-                                       {"--op", "allreduce", "--sizes", "1M", "--seconds", "0.3", "--gap-us",
-                                        std::to_string(kGapUs)},
-                                       &got);
+        std::string verdict;
+        const int rc = run_sampled(
+            path, before,
+            [&] {
+              return collectives_job(path + ".gap", p, timeout,
+                                     {"--op", "allreduce", "--sizes", "1M", "--seconds", "0.3", "--gap-us",
+                                      std::to_string(kGapUs)},
+                                     &got);
+            },
+            &verdict);
         if (rc != 0) return rc;
-        const std::string verdict = cores_now() == before ? before : "";
         double base = b2b->second.median();
         bool matched = false;
         if (const auto rows = by_verdict.find(verdict); !verdict.empty() && rows != by_verdict.end())
@@ -550,12 +584,15 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
     for (int pass = 0; pass < kByRanksPasses; ++pass) {
       nlohmann::json got;
       const std::string before = p > 2 ? cores_now() : "";
-      const int rc = collectives_job(path + ".window", p, timeout,
-                                     {"--op", "allreduce", "--window", "--sizes", kWindowSizes, "--seconds",
-                                      std::to_string(kByRanksSeconds)},
-                                     &got);
+      auto job = [&] {
+        return collectives_job(path + ".window", p, timeout,
+                               {"--op", "allreduce", "--window", "--sizes", kWindowSizes, "--seconds",
+                                std::to_string(kByRanksSeconds)},
+                               &got);
+      };
+      std::string verdict;
+      const int rc = p > 2 ? run_sampled(path, before, job, &verdict) : job();
       if (rc != 0) return rc;
-      const std::string verdict = p > 2 && cores_now() == before ? before : "";
       for (const auto& row : got) {
         const double b = row["size_bytes"].get<double>(), t = row["time_us"].get<double>() * 1e-6;
         window_rows[b].add(t, false);

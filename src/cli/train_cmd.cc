@@ -21,6 +21,7 @@
 #include "base/error.h"
 #include "cli/build_info.h"
 #include "cli/commands.h"
+#include "cli/cores_sampler.h"
 #include "cli/train_flags.h"
 #include "comm/world.h"
 #include "data/registry.h"
@@ -38,64 +39,6 @@ namespace {
 constexpr double kRunProbeSeconds = 0.3;
 // The cores' round trip beside it: 5 ms of batches (a far round trip is ~0.4 us).
 constexpr double kCoresProbeSeconds = 0.005;
-
-// The cores' distance sampled while the ranks run: the launcher, otherwise idle, times a
-// cache line's round trip for kSampleProbeSeconds every kSampleEvery and keeps the counts of
-// each verdict in a small file (DTRAIN_CORES_SAMPLES, "close far\n") that rank 0 reads after
-// its last step. Why: on the EPYC VM twelve 4-rank runs beside such a sampler took 0.66-0.84
-// ms a step (ddp) and 0.76-1.05 (gossip) where it read close throughout, and 1.29-1.97 where
-// 66-100% of its samples read far; the probes before and after a run saw neither
-// (2026-11-30 10:40). Each sample costs both CPUs ~0.2 ms in 100 (the probe's threads
-// preempt the ranks to meet: under a two-core spin load it still read 123-146 ns).
-constexpr double kSampleProbeSeconds = 0.0002;
-constexpr auto kSampleEvery = std::chrono::milliseconds(100);
-
-class CoresSampler {
- public:
-  CoresSampler() {
-    const char* tmp = std::getenv("TMPDIR");
-    path_ = std::string(tmp && *tmp ? tmp : "/tmp") + "/dtrain-cores-XXXXXX";
-    fd_ = ::mkstemp(path_.data());
-    if (fd_ < 0) return;  // no sampling: the run keeps its two probes
-    thread_ = std::thread([this] {
-      std::unique_lock<std::mutex> lock(mu_);
-      do {
-        lock.unlock();
-        // (Its threads wait for the ranks to give them the CPUs; the round trip is the median
-        // of its batches, so a batch that timed the scheduler instead drops out.)
-        const double ns = plan::probe_core_round_trip_ns(kSampleProbeSeconds);
-        lock.lock();
-        if (ns > 0) ++(std::string(plan::core_distance(ns)) == "far" ? far_ : close_);
-        char line[64];
-        const int n = std::snprintf(line, sizeof line, "%020lld %020lld\n", static_cast<long long>(close_),
-                                    static_cast<long long>(far_));
-        if (::pwrite(fd_, line, static_cast<size_t>(n), 0) != n) return;
-      } while (!cv_.wait_for(lock, kSampleEvery, [this] { return stop_; }));
-    });
-  }
-  ~CoresSampler() {
-    if (fd_ < 0) return;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-    ::close(fd_);
-    ::unlink(path_.c_str());
-  }
-  const std::string& path() const { return path_; }
-  bool running() const { return fd_ >= 0; }
-
- private:
-  std::string path_;
-  int fd_ = -1;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  int64_t close_ = 0, far_ = 0;
-  std::thread thread_;
-};
 
 // Rank 0's read of the launcher's samples: {"close": n, "far": n}, or null without them.
 nlohmann::json read_cores_samples() {
@@ -191,7 +134,7 @@ RunResult run_rank(const TrainConfig& f, bool print) {
       r.json["cores_round_trip_end_ns"] = end_ns;
       r.json["cores_probed_end"] = plan::core_distance(end_ns);
     }
-    // And what the launcher sampled while the ranks ran (CoresSampler above).
+    // And what the launcher sampled while the ranks ran (cli/cores_sampler.h).
     if (const nlohmann::json samples = read_cores_samples(); !samples.is_null()) r.json["cores_sampled"] = samples;
   }
   const bool whole_job = find_strategy(f.strategy).run != nullptr;
@@ -269,7 +212,10 @@ int launch_job(const TrainConfig& f, const Args& args) {
   {
     // Sampled while the ranks run (a host of one CPU has nothing to time it against).
     std::unique_ptr<CoresSampler> sampler;
-    if (std::thread::hardware_concurrency() >= 2) sampler = std::make_unique<CoresSampler>();
+    if (std::thread::hardware_concurrency() >= 2) {
+      const char* tmp = std::getenv("TMPDIR");
+      sampler = std::make_unique<CoresSampler>(tmp && *tmp ? tmp : "/tmp");
+    }
     if (sampler && sampler->running()) ::setenv("DTRAIN_CORES_SAMPLES", sampler->path().c_str(), 1);
     rc = launch::relaunch_self(lo, again);
   }

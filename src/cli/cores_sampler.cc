@@ -1,0 +1,58 @@
+// cli/cores_sampler.cc — see cores_sampler.h.
+#include "cli/cores_sampler.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "plan/calibrate_cache.h"
+
+namespace dtrain::cli {
+
+CoresSampler::CoresSampler(const std::string& dir) {
+  path_ = (dir.empty() ? std::string(".") : dir) + "/dtrain-cores-XXXXXX";
+  fd_ = ::mkstemp(path_.data());
+  if (fd_ < 0) return;  // no sampling
+  thread_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(mu_);
+    do {
+      lock.unlock();
+      const double ns = plan::probe_core_round_trip_ns(kSampleProbeSeconds);
+      lock.lock();
+      if (ns > 0) ++(std::string(plan::core_distance(ns)) == "far" ? far_ : close_);
+      char line[64];
+      const int n = std::snprintf(line, sizeof line, "%020lld %020lld\n", static_cast<long long>(close_),
+                                  static_cast<long long>(far_));
+      if (::pwrite(fd_, line, static_cast<size_t>(n), 0) != n) return;
+    } while (!cv_.wait_for(lock, kSampleEvery, [this] { return stop_; }));
+  });
+}
+
+CoresSampler::~CoresSampler() {
+  if (fd_ < 0) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  ::close(fd_);
+  ::unlink(path_.c_str());
+}
+
+std::pair<int64_t, int64_t> CoresSampler::counts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {close_, far_};
+}
+
+std::string sampled_verdict(std::pair<int64_t, int64_t> before, std::pair<int64_t, int64_t> after, double share) {
+  const double closes = static_cast<double>(after.first - before.first);
+  const double fars = static_cast<double>(after.second - before.second);
+  const double all = closes + fars;
+  if (all < 3) return "";
+  if (closes >= share * all) return "close";
+  if (fars >= share * all) return "far";
+  return "";
+}
+
+}  // namespace dtrain::cli

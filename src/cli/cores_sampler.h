@@ -1,0 +1,65 @@
+// cli/cores_sampler.h — the cores' distance sampled while a job's ranks run.
+//
+// Why: on the 2-vCPU EPYC VM the hypervisor moves the two vCPUs between cores that share a
+// cache ("close") and cores that do not ("far"), for seconds to minutes, and what crosses
+// cores costs 2-4x more far apart. Twelve 4-rank runs beside a sampler took 0.66-0.84 ms a
+// step (ddp) and 0.76-1.05 (gossip) where it read close throughout, and 1.29-1.97 where
+// 66-100% of its samples read far; probes before and after each run saw neither
+// (2026-11-30 10:40). A launcher is idle while its ranks run: it samples.
+//
+// Contract
+// - CoresSampler(dir) starts a thread that times a cache line's round trip between two pinned
+//   threads (plan::probe_core_round_trip_ns) for kSampleProbeSeconds at once and then every
+//   kSampleEvery, counting each verdict (plan::core_distance), until destruction (which joins
+//   it). Each sample costs both CPUs ~0.2 ms in 100: the probe's threads preempt the ranks to
+//   meet (under a two-core spin load it still read 123-146 ns), and a batch that timed the
+//   scheduler instead drops out of the probe's median.
+// - counts() is {close, far} so far. The counts are also kept in a private temporary file
+//   (path(), "close far\n", rewritten in place at every sample) for processes that read
+//   them (DTRAIN_CORES_SAMPLES: rank 0 of `dtrain train`), made in `dir` (mkstemp, mode 0600,
+//   removed on destruction); running() is false where the file
+//   could not be made, and then nothing is sampled.
+// - A host of one CPU has nothing to time against: construct none there (the probe says 0).
+// Thread-safety: counts() from any thread; construct and destroy on one.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+
+namespace dtrain::cli {
+
+constexpr double kSampleProbeSeconds = 0.0002;
+constexpr auto kSampleEvery = std::chrono::milliseconds(100);
+
+class CoresSampler {
+ public:
+  explicit CoresSampler(const std::string& dir);  // where its file goes ("": the working directory)
+  ~CoresSampler();
+  CoresSampler(const CoresSampler&) = delete;
+  CoresSampler& operator=(const CoresSampler&) = delete;
+
+  const std::string& path() const { return path_; }
+  bool running() const { return fd_ >= 0; }
+  std::pair<int64_t, int64_t> counts() const;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  int64_t close_ = 0, far_ = 0;
+  std::thread thread_;
+};
+
+// The verdict most of the samples since `before` read, where at least `share` of at least 3
+// did ("close" or "far"); "" otherwise.
+std::string sampled_verdict(std::pair<int64_t, int64_t> before, std::pair<int64_t, int64_t> after,
+                            double share = 0.75);
+
+}  // namespace dtrain::cli
