@@ -1,9 +1,11 @@
 // plan/calibration_carry.cc — see calibration_carry.h.
 //
 // The carry walks each verdict table of the previous file (by_cores_by_ranks: each rank
-// count's) and copies a verdict the fresh file does not have, dated by the calibration that
-// measured it: the previous file's own time, or, where the previous file had itself carried
-// that table, the time it was carried with. Dates, not a count of carries, decide the age.
+// count's) and copies a verdict the fresh file does not have, and within a verdict both have
+// the collectives' tables only the previous one has, dated by the calibration that measured
+// them: the previous file's own time, or, where the previous file had itself carried them
+// (or a part of them), the oldest time it was carried with. Dates, not a count of carries,
+// decide the age.
 #include "plan/calibration_carry.h"
 
 #include <algorithm>
@@ -132,19 +134,41 @@ std::vector<Carried> carry_placements(const nlohmann::json& previous, nlohmann::
         tables.back().push_back(key);
       }
   }
+  // When a table (or any part of it) was measured: the oldest date the previous file's
+  // "carried" gives it or a part of it, else the previous file's own time.
+  auto when_of = [&](const std::string& name) {
+    double when = previous_unix;
+    for (const auto& [table, at] : measured_at)
+      if (table == name || table.rfind(name + ".", 0) == 0 || name.rfind(table + ".", 0) == 0) when = std::min(when, at);
+    return when;
+  };
+  auto too_old = [&](double when) { return now_unix - when > max_age_days * 86400; };
   for (const auto& parts : tables) {
     const nlohmann::json* old = find_object(previous, parts);
     if (!old) continue;
-    const nlohmann::json* now = find_object(*fresh, parts);
     for (const auto& [verdict, v] : old->items()) {
-      if (now && now->contains(verdict)) continue;
+      const nlohmann::json* now = find_object(*fresh, parts);
       const std::string name = join(parts) + "." + verdict;
-      const auto it = measured_at.find(name);
-      const double when = it != measured_at.end() ? it->second : previous_unix;
-      if (now_unix - when > max_age_days * 86400) continue;
-      make_object(*fresh, parts)[verdict] = v;
-      now = find_object(*fresh, parts);
-      out.push_back({name, when});
+      if (!now || !now->contains(verdict)) {
+        if (const double when = when_of(name); !too_old(when)) {
+          make_object(*fresh, parts)[verdict] = v;
+          out.push_back({name, when});
+        }
+        continue;
+      }
+      // Both have this verdict: its collectives' tables (arrays of points) that the fresh
+      // one lacks. A pass filed under a verdict may time some of them and not others (cal-i5,
+      // 2026-11-30: its far 4-rank passes held only ddp's window all-reduce).
+      const nlohmann::json& mine = (*now)[verdict];
+      if (!v.is_object() || !mine.is_object()) continue;
+      for (const auto& [op, points] : v.items()) {
+        if (!points.is_array() || points.empty() || (mine.contains(op) && !mine[op].empty())) continue;
+        const std::string part = name + "." + op;
+        if (const double when = when_of(part); !too_old(when)) {
+          make_object(*fresh, parts)[verdict][op] = points;
+          out.push_back({part, when});
+        }
+      }
     }
   }
   if (!out.empty()) {

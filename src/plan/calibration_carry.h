@@ -18,7 +18,9 @@
 // - carry_placements(previous, fresh, now_unix, max_age_days): copies into *fresh each
 //   verdict table of kVerdictTables (and each rank count's under by_cores_by_ranks) that
 //   `previous` has and *fresh lacks, where both carry the same "version" and "machine" and
-//   the table is at most max_age_days old. A verdict *fresh measured is never replaced. Each
+//   the table is at most max_age_days old; within a verdict both files have, the arrays of
+//   points (a collective's table) that only `previous` has (or *fresh has empty) are copied
+//   alone. Nothing *fresh measured is ever replaced. Each
 //   carried table is listed in (*fresh)["carried"] as {"table": dotted path, "measured_unix",
 //   "measured_at"}: the time of the calibration that measured it, kept across any number of
 //   carries, so an old table ages out however often it is carried. Returns what was carried

@@ -56,6 +56,27 @@ TEST(CalibrationCarry, ARankCountTheFreshFileLacksIsCarriedWhole) {
   EXPECT_EQ(fresh["links_by_size"]["intra"]["by_cores_by_ranks"]["8"]["far"]["gap_factor"], 5.0);
 }
 
+TEST(CalibrationCarry, WithinAVerdictBothHaveTheTablesOnlyThePreviousOneTimedAreCarried) {
+  nlohmann::json previous = file_with("far", 1.0, kNow - kDay);
+  previous["links_by_size"]["intra"]["by_cores_by_ranks"]["4"]["far"]["allreduce"] = {{1 << 20, 9e-4}};
+  nlohmann::json fresh = file_with("far", 2.0, kNow);
+  fresh["links_by_size"]["intra"]["by_cores_by_ranks"]["4"]["far"]["allreduce_window"] = {{1 << 20, 8e-4}};
+  fresh["links_by_size"]["intra"]["by_cores_by_ranks"]["4"]["far"]["allgather"] = nlohmann::json::array();
+  previous["links_by_size"]["intra"]["by_cores_by_ranks"]["4"]["far"]["allgather"] = {{1 << 20, 1e-4}};
+  std::string why;
+  const auto carried = carry_placements(previous, &fresh, kNow, kCarryMaxAgeDays, &why);
+  std::vector<std::string> names;
+  for (const auto& c : carried) names.push_back(c.table);
+  EXPECT_EQ(names, (std::vector<std::string>{"links_by_size.intra.by_cores_by_ranks.4.far.allgather",
+                                             "links_by_size.intra.by_cores_by_ranks.4.far.allreduce"}));
+  const auto& far = fresh["links_by_size"]["intra"]["by_cores_by_ranks"]["4"]["far"];
+  EXPECT_EQ(far["allreduce"], nlohmann::json({{1 << 20, 9e-4}}));
+  EXPECT_EQ(far["allreduce_window"], nlohmann::json({{1 << 20, 8e-4}}));  // its own, kept
+  EXPECT_EQ(far["gap_factor"], 2.0);                                        // scalars stay its own
+  // The hand-off's verdict is one measurement: never merged field by field.
+  EXPECT_EQ(fresh["compute"]["handoff"]["by_cores"]["far"]["write_after_read_ns_per_byte"], 2.0);
+}
+
 TEST(CalibrationCarry, AgesByTheCalibrationThatMeasuredATableNotByTheLastCarry) {
   // Day 0 measured "close"; day 10 and day 13 saw only "far" and carried it; on day 15 the
   // close tables are 15 days old and stay behind, however recently they were carried.
