@@ -45,6 +45,16 @@ std::pair<int64_t, int64_t> CoresSampler::counts() const {
   return {close_, far_};
 }
 
+std::optional<std::pair<int64_t, int64_t>> read_sampler_file(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) return std::nullopt;
+  long long close = -1, far = -1;
+  const bool ok = std::fscanf(f, "%lld %lld", &close, &far) == 2 && close >= 0 && far >= 0;
+  std::fclose(f);
+  if (!ok) return std::nullopt;
+  return std::pair<int64_t, int64_t>{close, far};
+}
+
 std::string sampled_verdict(std::pair<int64_t, int64_t> before, std::pair<int64_t, int64_t> after, double share) {
   const double closes = static_cast<double>(after.first - before.first);
   const double fars = static_cast<double>(after.second - before.second);

@@ -27,6 +27,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -56,6 +57,10 @@ class CoresSampler {
   int64_t close_ = 0, far_ = 0;
   std::thread thread_;
 };
+
+// The counts in a sampler's file (path()), read by another process; nullopt where the file
+// cannot be read or holds no counts.
+std::optional<std::pair<int64_t, int64_t>> read_sampler_file(const std::string& path);
 
 // The verdict most of the samples since `before` read, where at least `share` of at least 3
 // did ("close" or "far"); "" otherwise.

@@ -44,12 +44,8 @@ constexpr double kCoresProbeSeconds = 0.005;
 nlohmann::json read_cores_samples() {
   const auto path = env_get("DTRAIN_CORES_SAMPLES");
   if (!path) return nullptr;
-  std::FILE* f = std::fopen(path->c_str(), "r");
-  if (!f) return nullptr;
-  long long close = -1, far = -1;
-  const bool ok = std::fscanf(f, "%lld %lld", &close, &far) == 2 && close >= 0 && far >= 0;
-  std::fclose(f);
-  return ok ? nlohmann::json{{"close", close}, {"far", far}} : nlohmann::json();
+  const auto counts = read_sampler_file(*path);
+  return counts ? nlohmann::json{{"close", counts->first}, {"far", counts->second}} : nlohmann::json();
 }
 
 // The stream rank 0 draws progress on: the terminal the user started `dtrain train -n N`

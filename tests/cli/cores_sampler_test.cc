@@ -18,8 +18,13 @@ TEST(CoresSampler, KeepsItsCountsInAPrivateFileWhileItRuns) {
     const auto [close, far] = s.counts();
     EXPECT_GE(close, 0);
     EXPECT_GE(far, 0);
+    // Another process reads the same counts from the file (or none yet, before the first write).
+    if (const auto read = read_sampler_file(path)) {
+      EXPECT_LE(read->first + read->second, s.counts().first + s.counts().second);
+    }
   }
   EXPECT_NE(::access(path.c_str(), F_OK), 0) << path << " left behind";
+  EXPECT_FALSE(read_sampler_file(path).has_value());
 }
 
 TEST(CoresSampler, APassTakesTheVerdictOfThreeQuartersOfItsSamples) {
