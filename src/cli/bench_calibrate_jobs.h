@@ -1,0 +1,45 @@
+// cli/bench_calibrate_jobs.h — the launcher's part of `dtrain bench calibrate` after the
+// 2-rank job wrote the file (cli/bench_calibrate.cc): each rank count's collectives, gap
+// factor and ddp's window all-reduce, filed by the cores' verdict, and the tensor-parallel
+// blocks, each a `dtrain bench ... -n P` job whose rows go into the file.
+//
+// Contract
+// - add_collectives_by_ranks(path, timeout): the shm all-reduce, reduce-scatter, all-gather
+//   and broadcast (kByRanksSizes), the gap factor where ranks outnumber the cores and ddp's
+//   window all-reduce (kWindowSizes), at every rank count of plan::calibrated_rank_counts,
+//   into links_by_size.intra of the file at `path` (which must hold it); returns the first
+//   failing job's exit code, else 0.
+// - add_tp_blocks(path, timeout, extra model specs): compute.tp_blocks; the same returns.
+// - host_cores() and replace_calibration_file(path, json) (whole or not at all) are shared
+//   with cli/bench_calibrate.cc, which defines them.
+// Thread-safety: the launcher's main thread.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace dtrain::cli {
+
+// The rows timed by rank count, and by the threads calibration (cli/bench_calibrate.cc).
+constexpr const char* kByRanksSizes = "16K,64K,256K,512K,1M,2M,4M,8M,16M,32M,64M,128M,256M";
+constexpr double kByRanksSeconds = 0.25;
+constexpr int kByRanksPasses = 3;
+// ddp's all-reduce in its window (`bench collectives --window`): the sizes of its buckets.
+constexpr const char* kWindowSizes = "16K,64K,256K,1M,4M,16M,64M";
+// Up to this many passes, to see both verdicts of the cores' distance (below).
+constexpr int kVerdictMaxPasses = 5;
+// The compute each rank burns before every call when the gap factor is measured: about an
+// MLP step's per-rank compute at 4-8 ranks (training's calls are that far apart).
+constexpr int kGapUs = 600;
+// Passes of it, the lowest factor kept: three calibrations a few minutes apart read x1.40,
+// x1.40 and x2.04 at 8 ranks with two.
+constexpr int kGapPasses = 3;
+
+int host_cores();
+void replace_calibration_file(const std::string& path, const nlohmann::json& j);
+int add_collectives_by_ranks(const std::string& path, double timeout);
+int add_tp_blocks(const std::string& path, double timeout, const std::vector<std::string>& extra);
+
+}  // namespace dtrain::cli
