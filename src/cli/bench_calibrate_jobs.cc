@@ -154,6 +154,14 @@ int run_sampled(const std::string& path, const std::string& before, Job&& job, s
 
 }  // namespace
 
+double gap_pass_base_s(const std::string& verdict, const std::string& own_verdict, double own_s, double table_s,
+                       double all_s, int cores) {
+  if (cores < 2) return all_s;
+  if (verdict.empty()) return -1;
+  if (verdict == own_verdict && own_s > 0) return own_s;
+  return table_s > 0 ? table_s : -1;
+}
+
 int add_collectives_by_ranks(const std::string& path, double timeout) {
   std::ifstream in(path);
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
@@ -232,42 +240,54 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
     // outnumber the cores, the 1 MiB all-reduce with kGapUs of CPU burnt by every rank before
     // each call (`bench collectives --gap-us`), less the gaps as the cores serialise them,
     // over the same call back to back. The lowest of kGapPasses (a disturbed pass is slower).
-    // Each pass is bracketed by the cores' verdict as the tables' passes are, and divided by
-    // the back-to-back call of the same verdict where there is one: on the EPYC VM a gap pass
-    // with the cores far apart (2.1 ms a call) over the close back-to-back call (0.24 ms) read
-    // x3.93 where either verdict alone reads x1.0-1.3 (2026-11-30).
+    // A ratio means something only between passes that ran in one placement of the cores:
+    // each gap pass comes right after a back-to-back pass of its own, both filed by the
+    // cores' samples as the tables' passes are, and counts where the two read one verdict
+    // (or, failing that, where the tables have a back-to-back row of the gap pass's verdict).
+    // Across verdicts it read x3.93 and x3.24 on the EPYC VM (a far gap pass over close
+    // calls) where either verdict alone reads x1.0-1.3; cal-i5's x3.24 at 4 ranks, applied
+    // to both placements, priced ddp at 4 ranks +11..+54% close and +84..+138% far
+    // (2026-11-30). A pass without a verdict counts only on a host that gives none (one core).
     const int cores = host_cores();
     const auto b2b = passes.find({"allreduce", 1048576.0});
     std::map<std::string, double> gap_by_verdict;
     if (p > cores && b2b != passes.end()) {
       double factor = -1;
-      for (int pass = 0; pass < kGapPasses; ++pass) {
-        nlohmann::json got;
+      auto timed = [&](const std::string& name, std::vector<std::string> args, nlohmann::json* got,
+                       std::string* verdict) {
         const std::string before = cores_now();
-        std::string verdict;
-        const int rc = run_sampled(
-            path, before,
-            [&] {
-              return collectives_job(path + ".gap", p, timeout,
-                                     {"--op", "allreduce", "--sizes", "1M", "--seconds", "0.3", "--gap-us",
-                                      std::to_string(kGapUs)},
-                                     &got);
-            },
-            &verdict);
-        if (rc != 0) return rc;
-        double base = b2b->second.median();
-        bool matched = false;
+        return run_sampled(path, before, [&] { return collectives_job(path + name, p, timeout, args, got); }, verdict);
+      };
+      for (int pass = 0; pass < kGapPasses; ++pass) {
+        nlohmann::json got, own;
+        std::string verdict, own_verdict;
+        const std::vector<std::string> one{"--op", "allreduce", "--sizes", "1M", "--seconds", "0.3"};
+        std::vector<std::string> with_gap = one;
+        with_gap.insert(with_gap.end(), {"--gap-us", std::to_string(kGapUs)});
+        if (const int rc = timed(".gap", one, &own, &own_verdict); rc != 0) return rc;
+        if (const int rc = timed(".gap", with_gap, &got, &verdict); rc != 0) return rc;
+        double table_s = -1;
         if (const auto rows = by_verdict.find(verdict); !verdict.empty() && rows != by_verdict.end())
           if (const auto same = rows->second.find({"allreduce", 1048576.0}); same != rows->second.end())
-            base = same->second.median(), matched = true;
+            table_s = same->second.median();
+        const double base = gap_pass_base_s(verdict, own_verdict, own[0]["time_us"].get<double>() * 1e-6, table_s,
+                                            b2b->second.median(), cores);
+        if (base <= 0) {
+          std::printf("shm allreduce, %d ranks, gap pass %d: the cores read %s with the gap and %s back to back; "
+                      "not counted\n",
+                      p, pass + 1, verdict.empty() ? "mixed" : verdict.c_str(),
+                      own_verdict.empty() ? "mixed" : own_verdict.c_str());
+          continue;
+        }
         const double gaps = kGapUs * 1e-6 * static_cast<double>(p) / cores;
         const double f = std::max(1.0, (got[0]["time_us"].get<double>() * 1e-6 - gaps) / base);
         factor = factor < 0 ? f : std::min(factor, f);
-        if (matched) gap_by_verdict[verdict] = gap_by_verdict.count(verdict) ? std::min(gap_by_verdict[verdict], f) : f;
+        if (!verdict.empty()) gap_by_verdict[verdict] = gap_by_verdict.count(verdict) ? std::min(gap_by_verdict[verdict], f) : f;
       }
-      gap[key] = factor;
-      std::printf("shm allreduce, %d ranks (processes), 1 MiB with %d us of compute before each call: x%.2f", p,
-                  kGapUs, factor);
+      if (factor > 0) gap[key] = factor;
+      std::printf("shm allreduce, %d ranks (processes), 1 MiB with %d us of compute before each call: ", p, kGapUs);
+      if (factor > 0) std::printf("x%.2f", factor);
+      else std::printf("no pass in one placement of the cores (no factor: 1)");
       for (const auto& [v, f] : gap_by_verdict) std::printf("; cores %s x%.2f", v.c_str(), f);
       std::printf("\n");
     }

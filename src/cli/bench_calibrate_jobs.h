@@ -37,6 +37,16 @@ constexpr int kGapUs = 600;
 // x1.40 and x2.04 at 8 ranks with two.
 constexpr int kGapPasses = 3;
 
+// A gap pass's back-to-back base, in seconds (-1: the pass does not count). `verdict` is
+// what the cores' samples read during the gap pass ("" where they were mixed), `own_verdict`
+// and `own_s` those of the back-to-back pass run right before it; `table_s` the tables'
+// back-to-back row of `verdict` (-1: none); `all_s` every pass's row, used only on a host
+// that gives no verdicts (fewer than 2 cores). A ratio across placements of the cores is no
+// gap factor: on the EPYC VM a far gap pass over close calls read x3.24-x3.93 where either
+// placement alone reads x1.0-1.3.
+double gap_pass_base_s(const std::string& verdict, const std::string& own_verdict, double own_s, double table_s,
+                       double all_s, int cores);
+
 int host_cores();
 void replace_calibration_file(const std::string& path, const nlohmann::json& j);
 int add_collectives_by_ranks(const std::string& path, double timeout);

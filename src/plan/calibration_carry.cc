@@ -156,13 +156,17 @@ std::vector<Carried> carry_placements(const nlohmann::json& previous, nlohmann::
         }
         continue;
       }
-      // Both have this verdict: its collectives' tables (arrays of points) that the fresh
-      // one lacks. A pass filed under a verdict may time some of them and not others (cal-i5,
-      // 2026-11-30: its far 4-rank passes held only ddp's window all-reduce).
+      // Both have this verdict: its collectives' tables (arrays of points) and figures (the
+      // gap factor) that the fresh one lacks. A pass filed under a verdict may time some of
+      // them and not others (cal-i5, 2026-11-30: its far 4-rank passes held only ddp's window
+      // all-reduce; a gap factor counts only where a gap pass and its back-to-back pass read
+      // one verdict).
       const nlohmann::json& mine = (*now)[verdict];
       if (!v.is_object() || !mine.is_object()) continue;
       for (const auto& [op, points] : v.items()) {
-        if (!points.is_array() || points.empty() || (mine.contains(op) && !mine[op].empty())) continue;
+        const bool table = points.is_array() && !points.empty();
+        if ((!table && !(op == "gap_factor" && points.is_number())) || (mine.contains(op) && !(mine[op].is_array() && mine[op].empty())))
+          continue;
         const std::string part = name + "." + op;
         if (const double when = when_of(part); !too_old(when)) {
           make_object(*fresh, parts)[verdict][op] = points;

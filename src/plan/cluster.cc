@@ -17,6 +17,11 @@ int Cluster::ranks_on_node(int n) const {
   return n;
 }
 
+int Cluster::busiest_core_ranks(int n) const {
+  const int r = ranks_on_node(n), cores = cores_per_node;
+  return cores > 0 && r > cores ? (r + cores - 1) / cores * cores : r;
+}
+
 // Time sharing: r ranks on c cores get c/r of a core each, and lose a little more to context
 // switches and cache interference (the penalty, measured by calibrate). A measured curve is
 // never taken below r/c: r busy processes on c cores cannot each run faster than c/r of one.

@@ -239,6 +239,10 @@ struct Cluster {
   const TpBlockFigure* tp_block_for(int64_t heads, int64_t width, int64_t context, int tp, int ranks = 0) const;
   // Ranks on one node for a job of n ranks.
   int ranks_on_node(int n) const;
+  // The node's ranks of a job of n as the busiest core sees them when each runs to its next
+  // wait before another takes the core: ceil(r / cores) x cores where r outnumbers the cores
+  // (3 ranks on 2 cores: 4, two on one of them), else r.
+  int busiest_core_ranks(int n) const;
   // How much slower compute runs on a node where r ranks compute at once (r >= 1, may be
   // fractional: the average number computing over a step).
   double compute_slowdown(double ranks_on_node) const;

@@ -362,10 +362,7 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
         // some core, and the round waits for the ranks there (traced at 8 ranks: five
         // clients on two cores took 30-41 ms each where 2.5 cores' worth is 26). Priced
         // as r / c, the 8-rank row read -26..-39% (2026-11-25).
-        const int running = c.ranks_on_node(static_cast<int>(load.size() - i));
-        const int cores = std::max(1, c.cores_per_node);
-        const int busiest = running > cores ? (running + cores - 1) / cores * cores : running;
-        wall += (load[i] - done) * c.compute_slowdown(busiest);
+        wall += (load[i] - done) * c.compute_slowdown(c.busiest_core_ranks(static_cast<int>(load.size() - i)));
         done = load[i];
       }
       walls += wall;

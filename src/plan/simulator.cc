@@ -38,8 +38,19 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
   // compute at once; a ps server waits while its workers compute; a pipeline's stages
   // compute only part of the step (simulate_model_parallel: the slowdown at the average
   // number of computing ranks, solved by iterating the schedule simulation).
+  // Where the ranks meet every step (ddp's all-reduce, a synchronous server's push and pull,
+  // gossip's neighbours) and more of them compute than there are cores, the step waits for
+  // the busiest core: a step's compute (a few hundred us) is shorter than the scheduler's
+  // time slice, so the ranks do not share the cores evenly but run to their next wait one
+  // after another, ceil(r / c) on some core (fedavg's rounds in simulate_data_parallel.cc
+  // say the same). Traced for sync ps at 4 ranks (3 workers) on the EPYC VM: two workers'
+  // gradients ran together in ~300 us and the third's after them (~310 us), a 660 us phase
+  // where r / c priced 0.40 ms; ps at 4 ranks read -23..-35% in every validation and ddp at
+  // 3 ranks -27..-31% (2026-11-30). Asynchronous servers, Local SGD between its averages and
+  // the pipeline keep the even share.
   const int computing = s == "ps" ? std::max(1, b.n - l.servers) : b.n;
-  b.slow = c.compute_slowdown(c.ranks_on_node(computing));
+  const bool lockstep = s == "ddp" || s == "gossip" || (s == "ps" && l.ps_sync);
+  b.slow = c.compute_slowdown(lockstep ? c.busiest_core_ranks(computing) : c.ranks_on_node(computing));
   // Links were calibrated with two ranks on the node, so their alpha/beta already carry the
   // two-rank contention: communication slows only by what more ranks add beyond that.
   b.two = c.compute_slowdown(std::min(2, c.ranks_on_node(b.n)));

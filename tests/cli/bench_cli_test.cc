@@ -15,6 +15,7 @@
 
 #include "base/error.h"
 #include "cli/bench.h"
+#include "cli/bench_calibrate_jobs.h"
 #include "coll/config.h"
 #include "plan/calibration_carry.h"
 #include "plan/coll_bench.h"
@@ -130,6 +131,16 @@ TEST(BenchCollectivesCli, UsageErrors) {
   EXPECT_THROW(bench_collectives({"--threads", "--sizes", "9:3"}), InvalidArgument);
   EXPECT_EQ(parse_size_range("8:256M", 4).front(), 8u);
   EXPECT_EQ(parse_size_range("8:256M", 4).back(), 256u << 20);
+}
+
+// A gap pass counts against a back-to-back pass of the same placement of the cores: its own
+// (run right before it) where both read one verdict, else the tables' row of its verdict.
+TEST(BenchCalibrateCli, AGapPassIsDividedOnlyByCallsInTheSamePlacement) {
+  EXPECT_EQ(gap_pass_base_s("far", "far", 8e-4, 1e-4, 2e-4, 2), 8e-4);
+  EXPECT_EQ(gap_pass_base_s("far", "close", 1e-4, 9e-4, 2e-4, 2), 9e-4);  // the tables' far row
+  EXPECT_EQ(gap_pass_base_s("far", "close", 1e-4, -1, 2e-4, 2), -1);     // nothing far to divide by
+  EXPECT_EQ(gap_pass_base_s("", "close", 1e-4, -1, 2e-4, 2), -1);        // mixed samples
+  EXPECT_EQ(gap_pass_base_s("", "", 1e-4, -1, 2e-4, 1), 2e-4);           // one core: no verdicts at all
 }
 
 TEST(BenchCalibrateCli, WritesAFileThePlannerReads) {

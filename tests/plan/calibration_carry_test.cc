@@ -73,6 +73,12 @@ TEST(CalibrationCarry, WithinAVerdictBothHaveTheTablesOnlyThePreviousOneTimedAre
   EXPECT_EQ(far["allreduce"], nlohmann::json({{1 << 20, 9e-4}}));
   EXPECT_EQ(far["allreduce_window"], nlohmann::json({{1 << 20, 8e-4}}));  // its own, kept
   EXPECT_EQ(far["gap_factor"], 2.0);                                        // scalars stay its own
+  // A verdict's gap factor the fresh file could not time (no gap pass read one placement
+  // with its back-to-back pass) comes from the previous file.
+  previous["links_by_size"]["intra"]["by_cores_by_ranks"]["4"]["close"] = {{"gap_factor", 1.2}};
+  fresh["links_by_size"]["intra"]["by_cores_by_ranks"]["4"]["close"] = {{"allreduce", {{1 << 20, 1e-4}}}};
+  carry_placements(previous, &fresh, kNow, kCarryMaxAgeDays, &why);
+  EXPECT_EQ(fresh["links_by_size"]["intra"]["by_cores_by_ranks"]["4"]["close"]["gap_factor"], 1.2);
   // The hand-off's verdict is one measurement: never merged field by field.
   EXPECT_EQ(fresh["compute"]["handoff"]["by_cores"]["far"]["write_after_read_ns_per_byte"], 2.0);
 }

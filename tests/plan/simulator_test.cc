@@ -158,6 +158,27 @@ TEST(Simulator, OnlyRanksComputingAtOnceShareTheCores) {
   EXPECT_NEAR(simulate(mlp, ps, one, 64).compute_s, simulate(mlp, ps, fast, 64).compute_s, 1e-12);
 }
 
+// Ranks that meet every step and outnumber the cores run to their next wait one after another:
+// the step waits for the busiest core's ceil(r / c) ranks, not r / c of a core each.
+TEST(Simulator, RanksInLockstepWaitForTheBusiestCore) {
+  ModelSpec m = ModelSpec::parse("mlp:784-256-10");
+  Cluster c = ideal(2);
+  c.slowdown = {{1, 1.0}, {2, 1.0}, {4, 2.0}};  // 3 ranks on 2 cores: 1.5 at an even share
+  EXPECT_EQ(c.busiest_core_ranks(3), 4);
+  EXPECT_EQ(c.busiest_core_ranks(4), 4);
+  EXPECT_EQ(c.busiest_core_ranks(2), 2);
+  auto compute_per_item = [&](const Layout& l, int workers) {
+    return simulate(m, l, c, 96).compute_s / (96.0 / workers);
+  };
+  const double alone = simulate(m, {.strategy = "ddp", .dp = 1}, ideal(2), 96).compute_s / 96;
+  // A synchronous server's three workers, and ddp's three ranks: two on one core.
+  EXPECT_NEAR(compute_per_item({.strategy = "ps", .dp = 4, .ps_sync = true}, 3), 2.0 * alone, 1e-9 * alone);
+  EXPECT_NEAR(compute_per_item({.strategy = "ddp", .dp = 3}, 3), 2.0 * alone, 1e-9 * alone);
+  // An asynchronous server's workers and Local SGD's ranks between averages share evenly.
+  EXPECT_NEAR(compute_per_item({.strategy = "ps", .dp = 4}, 3), 1.5 * alone, 1e-9 * alone);
+  EXPECT_NEAR(compute_per_item({.strategy = "localsgd", .dp = 3}, 3), 1.5 * alone, 1e-9 * alone);
+}
+
 // gossip's mix in bytes read and written: deg + 1 models read and one written, which through
 // the window (the other slot) is first allocated: deg + 3 models; in place (across hosts) deg + 2.
 // On a complete graph through the window (the ring at 2 ranks) each rank makes 1/workers of it.
