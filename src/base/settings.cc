@@ -113,8 +113,9 @@ const std::vector<SettingInfo> kTable = {
      "starting the ranks",
      "train"},
     {"DTRAIN_CORES_SAMPLES", T::kString, "unset",
-     "internal: the file where dtrain train's launcher counts the cores' verdicts it sampled while the ranks ran",
-     "train"},
+     "internal: the file where the launcher of dtrain train (or of bench collectives on more than 2 ranks, or "
+     "bench calibrate around its passes) counts the cores' verdicts it sampled while the ranks ran",
+     "train, bench collectives"},
     {"DTRAIN_RESTART", T::kInteger, "0",
      "internal: which restart of the job this is (set by the launcher under --max-restarts)", "world, launcher"},
     {"DTRAIN_HEARTBEAT_FD", T::kInteger, "unset",

@@ -9,11 +9,11 @@
 
 namespace dtrain::cli {
 
-CoresSampler::CoresSampler(const std::string& dir) {
+CoresSampler::CoresSampler(const std::string& dir, std::chrono::milliseconds every) {
   path_ = (dir.empty() ? std::string(".") : dir) + "/dtrain-cores-XXXXXX";
   fd_ = ::mkstemp(path_.data());
   if (fd_ < 0) return;  // no sampling
-  thread_ = std::thread([this] {
+  thread_ = std::thread([this, every] {
     std::unique_lock<std::mutex> lock(mu_);
     do {
       lock.unlock();
@@ -24,7 +24,7 @@ CoresSampler::CoresSampler(const std::string& dir) {
       const int n = std::snprintf(line, sizeof line, "%020lld %020lld\n", static_cast<long long>(close_),
                                   static_cast<long long>(far_));
       if (::pwrite(fd_, line, static_cast<size_t>(n), 0) != n) return;
-    } while (!cv_.wait_for(lock, kSampleEvery, [this] { return stop_; }));
+    } while (!cv_.wait_for(lock, every, [this] { return stop_; }));
   });
 }
 

@@ -10,13 +10,14 @@
 // Contract
 // - CoresSampler(dir) starts a thread that times a cache line's round trip between two pinned
 //   threads (plan::probe_core_round_trip_ns) for kSampleProbeSeconds at once and then every
-//   kSampleEvery, counting each verdict (plan::core_distance), until destruction (which joins
-//   it). Each sample costs both CPUs ~0.2 ms in 100: the probe's threads preempt the ranks to
-//   meet (under a two-core spin load it still read 123-146 ns), and a batch that timed the
-//   scheduler instead drops out of the probe's median.
+//   `every` (kSampleEvery unless told), counting each verdict (plan::core_distance), until
+//   destruction (which joins it). Each sample costs both CPUs ~0.2 ms: the probe's threads
+//   preempt the ranks to meet (under a two-core spin load it still read 123-146 ns), and a
+//   batch that timed the scheduler instead drops out of the probe's median.
 // - counts() is {close, far} so far. The counts are also kept in a private temporary file
 //   (path(), "close far\n", rewritten in place at every sample) for processes that read
-//   them (DTRAIN_CORES_SAMPLES: rank 0 of `dtrain train`), made in `dir` (mkstemp, mode 0600,
+//   them (DTRAIN_CORES_SAMPLES: rank 0 of `dtrain train`, before and after each row of
+//   `dtrain bench collectives`), made in `dir` (mkstemp, mode 0600,
 //   removed on destruction); running() is false where the file
 //   could not be made, and then nothing is sampled.
 // - A host of one CPU has nothing to time against: construct none there (the probe says 0).
@@ -36,10 +37,14 @@ namespace dtrain::cli {
 
 constexpr double kSampleProbeSeconds = 0.0002;
 constexpr auto kSampleEvery = std::chrono::milliseconds(100);
+// `bench collectives` rows last ~0.2 s: a sample every 20 ms gives each about 10 (~1% of the
+// two CPUs).
+constexpr auto kRowSampleEvery = std::chrono::milliseconds(20);
 
 class CoresSampler {
  public:
-  explicit CoresSampler(const std::string& dir);  // where its file goes ("": the working directory)
+  // dir: where its file goes ("": the working directory).
+  explicit CoresSampler(const std::string& dir, std::chrono::milliseconds every = kSampleEvery);
   ~CoresSampler();
   CoresSampler(const CoresSampler&) = delete;
   CoresSampler& operator=(const CoresSampler&) = delete;

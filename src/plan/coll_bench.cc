@@ -298,11 +298,11 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
   // Where the verdict is re-probed during the rows (ShmContext::after_call), a row is priced
   // from both verdicts' tables, weighted by the share of its calls each verdict carried.
   const ShmContext* verdict = ctx ? ctx.get() : c.shm_context();
-  const bool by_verdict = verdict && *verdict->core_distance_from();
+  const bool by_verdict = (verdict && *verdict->core_distance_from()) || (cfg.cores_samples && c.rank() == 0);
   const plan::Cluster mixed = calibrated_tables(c.coll_config().calibration_path);
   const plan::Cluster cal_close = by_verdict ? plan::with_core_distance(mixed, false) : mixed;
   const plan::Cluster cal_far = by_verdict ? plan::with_core_distance(mixed, true) : mixed;
-  const plan::Cluster& cal = by_verdict && verdict->cores_far() ? cal_far : cal_close;
+  const plan::Cluster& cal = by_verdict && verdict && verdict->cores_far() ? cal_far : cal_close;
   if (lead) {
     std::printf("# dtrain bench collectives: %d ranks, transport %s%s, type %s, cost model %s\n", p, kind.c_str(),
                 ctx ? " + ShmContext" : "", dtype_name(cfg.dtype), cp.source.c_str());
@@ -356,12 +356,15 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
         c.barrier();
         const int64_t close0 = verdict ? verdict->close_calls() : 0, far0 = verdict ? verdict->far_calls() : 0;
         const int64_t slots0 = verdict ? verdict->slots_calls() : 0, reads0 = verdict ? verdict->reads_calls() : 0;
+        const bool sampled = cfg.cores_samples && c.rank() == 0;
+        const std::pair<int64_t, int64_t> samples0 = sampled ? cfg.cores_samples() : std::pair<int64_t, int64_t>{};
         t0 = now_seconds();
         for (int64_t i = 0; i < iters; ++i) {
           if (cfg.gap_s > 0) compute_for(cfg.gap_s);
           run_once(c, pt, requested, cfg, in, out.data(), ctx.get(), window.get());
         }
         double per_call = (now_seconds() - t0) / static_cast<double>(iters);
+        const std::pair<int64_t, int64_t> samples1 = sampled ? cfg.cores_samples() : std::pair<int64_t, int64_t>{};
         // (read before the next collective, which may count itself)
         const int64_t closes = verdict ? verdict->close_calls() - close0 : 0, fars = verdict ? verdict->far_calls() - far0 : 0;
         const int64_t slotted = verdict ? verdict->slots_calls() - slots0 : 0, read = verdict ? verdict->reads_calls() - reads0 : 0;
@@ -399,6 +402,12 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
         row.algbw_gbps = row.size_bytes / per_call / 1e9;
         row.busbw_gbps = row.algbw_gbps * bus_factor(op, p);
         if (closes + fars > 0) row.far_share = static_cast<double>(fars) / static_cast<double>(closes + fars);
+        // More ranks than two: the cores as the launcher's sampler saw them during the calls.
+        if (sampled && row.far_share < 0) {
+          const int64_t fars_sampled = samples1.second - samples0.second;
+          const int64_t n = (samples1.first - samples0.first) + fars_sampled;
+          if (n >= 3) row.far_share = static_cast<double>(fars_sampled) / static_cast<double>(n);
+        }
         row.predicted_from = "none";  // with --gap-us: the row is not a collective's time alone
         if (cfg.gap_s <= 0) {
           const double b = static_cast<double>(row.size_bytes);

@@ -25,6 +25,7 @@
 // Thread-safety: one call per communicator at a time.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,11 @@ struct CollBenchConfig {
   // reading every rank's buffer where it lies; the row's algo is "window/<algorithm>". float32,
   // every rank on one host.
   bool window = false;
+  // The counts {close, far} of a sampler of the cores running beside the job
+  // (cli/cores_sampler.h), read by rank 0 before and after each row's timed calls; empty:
+  // none. A row with no verdict of its own (more ranks than two) and 3 samples or more is
+  // priced with each verdict's tables in the share of its samples that read it (far_share).
+  std::function<std::pair<int64_t, int64_t>()> cores_samples;
 };
 
 struct CollBenchRow {
@@ -67,7 +73,9 @@ struct CollBenchRow {
   // reads of the peers' buffers), coll/shm_context.h shm_direct_takes_slots; "" otherwise.
   std::string path;
   // Two ranks whose distance is re-probed (ShmContext::after_call): the share of the row's
-  // timed calls made under the "far" verdict; -1 where no verdict was counted.
+  // timed calls made under the "far" verdict; more ranks, with cores_samples: the share of
+  // the samples taken during its timed calls that read "far" (rank 0's rows only); -1 where
+  // no verdict was counted.
   double far_share = -1;
   int world_size = 0, root = -1;
   size_t size_bytes = 0, count = 0;

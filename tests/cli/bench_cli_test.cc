@@ -3,7 +3,9 @@
 // element, auto reports the algorithm it actually used, and bad flags are usage errors.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
+#include <memory>
 
 #include <cstdio>
 #include <fstream>
@@ -97,6 +99,31 @@ TEST(BenchCollectivesCli, GapIsComputedBeforeEveryCallAndCounted) {
   EXPECT_GE(rows[0].time_us, 2000.0);
   EXPECT_EQ(rows[0].predicted_from, "none");
   EXPECT_EQ(rows[0].predicted_us, 0);
+}
+
+// More ranks than two have no verdict of their own: rank 0 reads the launcher's sampler of the
+// cores before and after each row's timed calls, and the row carries the far share of the
+// samples taken in between (here a fake sampler: every read adds one close and three far).
+TEST(BenchCollectivesCli, ARowOfMoreRanksCarriesTheShareOfFarSamplesDuringItsCalls) {
+  CollBenchConfig cfg;
+  cfg.sizes = {4096};
+  cfg.seconds = 0.01;
+  cfg.warmup = 1;
+  cfg.print = false;
+  auto reads = std::make_shared<std::atomic<int64_t>>(0);
+  cfg.cores_samples = [reads] {
+    const int64_t k = reads->fetch_add(1) + 1;
+    return std::pair<int64_t, int64_t>{k, 3 * k};
+  };
+  auto rows = bench_collectives_threads(4, TransportKind::kShm, cfg);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_DOUBLE_EQ(rows[0].far_share, 0.75);
+  EXPECT_EQ(reads->load(), 2);  // rank 0 alone, once before and once after the row
+  // Fewer than 3 samples in between: no share.
+  cfg.cores_samples = [] { return std::pair<int64_t, int64_t>{5, 5}; };
+  rows = bench_collectives_threads(4, TransportKind::kShm, cfg);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].far_share, -1);
 }
 
 // The prediction is the calibration's own measurement of the shape where it has one (ranks as
