@@ -205,7 +205,13 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
       ddp_window && l.zero > 0 && (l.shared_params < 0 ? bytes >= kSharedParamsMinBytes : l.shared_params == 1);
   if (ddp_window) copies -= 1;
   if (shared_params) copies += 1;
-  const bool read_pieces = reads_ar || (reads && s == "fedavg");
+  // Two ranks with a core each time both paths as calls go and take the faster per size class
+  // (DTRAIN_SHM_TIMED_PATHS, on by default: coll/shm_context.h), so a run that takes the slots
+  // has read through the pieces too: its high-water mark holds both. On the EPYC VM localsgd
+  // at 2 ranks kept 3.06 MB in 18 runs, the cores close (the slots) or far (the reads),
+  // where the slots alone priced 2.85 (2026-11-30).
+  const bool timed_paths = slot_ar && workers == 2 && c.ranks_on_node(workers) <= c.cores_per_node;
+  const bool read_pieces = reads_ar || timed_paths || (reads && s == "fedavg");
   p.buffers_b = copies * bytes + (slot_ar || reads_ar || ddp_window ? kStagingBytes : 0) +
                 (read_pieces ? (workers - 1) * std::min(kReadPieceBytes, bytes / workers) : 0) +
                 (shared_params ? kReadPieceBytes : 0);
