@@ -298,11 +298,14 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
   // Where the verdict is re-probed during the rows (ShmContext::after_call), a row is priced
   // from both verdicts' tables, weighted by the share of its calls each verdict carried.
   const ShmContext* verdict = ctx ? ctx.get() : c.shm_context();
-  const bool by_verdict = (verdict && *verdict->core_distance_from()) || (cfg.cores_samples && c.rank() == 0);
+  // (With the launcher's samples of the cores alone, a row priced by neither verdict, having
+  // too few samples, takes the mixed tables.)
+  const bool own_verdict = verdict && *verdict->core_distance_from();
+  const bool by_verdict = own_verdict || (cfg.cores_samples && c.rank() == 0);
   const plan::Cluster mixed = calibrated_tables(c.coll_config().calibration_path);
   const plan::Cluster cal_close = by_verdict ? plan::with_core_distance(mixed, false) : mixed;
   const plan::Cluster cal_far = by_verdict ? plan::with_core_distance(mixed, true) : mixed;
-  const plan::Cluster& cal = by_verdict && verdict && verdict->cores_far() ? cal_far : cal_close;
+  const plan::Cluster& cal = !own_verdict ? mixed : verdict->cores_far() ? cal_far : cal_close;
   if (lead) {
     std::printf("# dtrain bench collectives: %d ranks, transport %s%s, type %s, cost model %s\n", p, kind.c_str(),
                 ctx ? " + ShmContext" : "", dtype_name(cfg.dtype), cp.source.c_str());
