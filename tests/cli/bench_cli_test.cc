@@ -85,14 +85,20 @@ TEST(BenchCollectivesCli, AutoReportsTheAlgorithmUsedAndBusBandwidthFactor) {
   EXPECT_DOUBLE_EQ(bus_factor(CollOp::kBroadcast, 4), 1.0);
 }
 
-// --gap-us: each rank burns that much CPU before every timed call, so a row's time includes
-// at least the gap, and the row carries no prediction.
-TEST(BenchCollectivesCli, GapIsComputedBeforeEveryCallAndCounted) {
+// One size, one short silent row.
+CollBenchConfig one_short_row(size_t bytes) {
   CollBenchConfig cfg;
-  cfg.sizes = {1024};
+  cfg.sizes = {bytes};
   cfg.seconds = 0.01;
   cfg.warmup = 1;
   cfg.print = false;
+  return cfg;
+}
+
+// --gap-us: each rank burns that much CPU before every timed call, so a row's time includes
+// at least the gap, and the row carries no prediction.
+TEST(BenchCollectivesCli, GapIsComputedBeforeEveryCallAndCounted) {
+  CollBenchConfig cfg = one_short_row(1024);
   cfg.gap_s = 2e-3;
   auto rows = bench_collectives_threads(2, TransportKind::kShm, cfg);
   ASSERT_EQ(rows.size(), 1u);
@@ -105,11 +111,7 @@ TEST(BenchCollectivesCli, GapIsComputedBeforeEveryCallAndCounted) {
 // cores before and after each row's timed calls, and the row carries the far share of the
 // samples taken in between (here a fake sampler: every read adds one close and three far).
 TEST(BenchCollectivesCli, ARowOfMoreRanksCarriesTheShareOfFarSamplesDuringItsCalls) {
-  CollBenchConfig cfg;
-  cfg.sizes = {4096};
-  cfg.seconds = 0.01;
-  cfg.warmup = 1;
-  cfg.print = false;
+  CollBenchConfig cfg = one_short_row(4096);
   auto reads = std::make_shared<std::atomic<int64_t>>(0);
   cfg.cores_samples = [reads] {
     const int64_t k = reads->fetch_add(1) + 1;
