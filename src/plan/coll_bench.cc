@@ -451,6 +451,18 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
                 "close, %lld far (DTRAIN_SHM_REPROBE_MS)\n",
                 static_cast<long long>(verdict->probes()), static_cast<long long>(verdict->flips()),
                 static_cast<long long>(verdict->close_calls()), static_cast<long long>(verdict->far_calls()));
+  if (lead && cfg.cores_samples) {
+    int64_t sampled = 0, unpriced = 0;
+    for (const CollBenchRow& r : rows)
+      if (r.far_share >= 0) ++sampled;
+      else if (r.predicted_from != "none") ++unpriced;
+    const auto [closes, fars] = cfg.cores_samples();
+    std::printf("# the launcher sampled the cores' distance while the ranks ran (%lld close, %lld far so far): %lld "
+                "rows priced from both placements' tables by the share of far samples during their calls (JSON "
+                "far_share), %lld with under 3 samples from the mixed tables\n",
+                static_cast<long long>(closes), static_cast<long long>(fars), static_cast<long long>(sampled),
+                static_cast<long long>(unpriced));
+  }
   return rows;
 }
 
