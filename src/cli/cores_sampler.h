@@ -13,7 +13,7 @@
 //   `every` (kSampleEvery unless told), counting each verdict (plan::core_distance), until
 //   destruction (which joins it). Each sample costs both CPUs ~0.2 ms: the probe's threads
 //   preempt the ranks to meet (under a two-core spin load it still read 123-146 ns), and a
-//   batch that timed the scheduler instead drops out of the probe's median.
+//   round that timed the scheduler instead is passed over (the probe reads its fastest).
 // - counts() is {close, far} so far. The counts are also kept in a private temporary file
 //   (path(), "close far\n", rewritten in place at every sample) for processes that read
 //   them (DTRAIN_CORES_SAMPLES: rank 0 of `dtrain train`, before and after each row of
