@@ -136,3 +136,17 @@ for (name, n), runs in rows.items():
 PY
 echo "== median of $ROUNDS rounds: strategy, ranks, predicted step, measured step, error; predicted memory, measured heap, error; runs, spread"
 awk -F'\t' '{ printf "%-20s %3s  %9.3f ms %9.3f ms %+7.1f%%   %8.2f MB %8.2f MB %+7.1f%%  %d runs, spread %.1f%%\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 }' "$OUT/table.tsv"
+# The table against the targets (docs/PLANNER.md, "Where it stands"): the step's median
+# |error| and how many rows lie within 10% and beyond 25%; the memory rows within 10% and
+# the worst under-prediction.
+python3 - "$OUT/table.tsv" <<'PY'
+import statistics, sys
+rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1]) if line.strip()]
+step = [abs(float(r[4])) for r in rows]
+mem = [float(r[7]) for r in rows]
+beyond = [f"{r[0]} at {r[1]} ({float(r[4]):+.1f}%)" for r in rows if abs(float(r[4])) > 25]
+print(f"== step: median |error| {statistics.median(step):.1f}% (target <= 10%), {sum(e <= 10 for e in step)} of "
+      f"{len(rows)} rows within 10%, {len(beyond)} beyond 25% (target 0){': ' + ', '.join(beyond) if beyond else ''}")
+print(f"== memory: {sum(abs(e) <= 10 for e in mem)} of {len(rows)} rows within 10% (target all), the most under "
+      f"{min(mem):+.1f}% (target never under by more than 5%)")
+PY
