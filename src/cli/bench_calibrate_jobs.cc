@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -139,18 +138,10 @@ void time_missing_placement(nlohmann::json& compute, const std::string& verdict,
 // The sampler's file goes beside the calibration file (`path`), as the jobs' rows do.
 template <class Job>
 int run_sampled(const std::string& path, const std::string& before, Job&& job, std::string* verdict) {
+  // (The job's launcher reads this sampler's file instead of starting a second one.)
   std::pair<int64_t, int64_t> counts{0, 0};
-  int rc = 0;
-  {
-    std::unique_ptr<CoresSampler> sampler;
-    const size_t slash = path.rfind('/');
-    if (host_cores() >= 2) sampler = std::make_unique<CoresSampler>(slash == std::string::npos ? "." : path.substr(0, slash));
-    // The job's launcher reads this sampler's file instead of starting a second one.
-    if (sampler && sampler->running()) ::setenv("DTRAIN_CORES_SAMPLES", sampler->path().c_str(), 1);
-    rc = job();
-    ::unsetenv("DTRAIN_CORES_SAMPLES");
-    if (sampler) counts = sampler->counts();
-  }
+  const size_t slash = path.rfind('/');
+  const int rc = run_sampled_job(job, kSampleEvery, slash == std::string::npos ? "." : path.substr(0, slash), &counts);
   *verdict = counts.first + counts.second >= 3 ? sampled_verdict({0, 0}, counts)
                                                : (cores_now() == before ? before : std::string());
   return rc;

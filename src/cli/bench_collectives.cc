@@ -9,9 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <algorithm>
-#include <filesystem>
 #include <memory>
-#include <thread>
 
 #include "base/env.h"
 #include "base/error.h"
@@ -123,31 +121,17 @@ int bench_collectives(const Args& args) {
     // More ranks than two on shm have no verdict of the cores' distance of their own (two
     // ranks' context re-probes it as calls go): the launcher, idle while they run, samples it
     // (cli/cores_sampler.h) and rank 0 prices each row by what its samples read. On the EPYC
-    // VM the 4- and 8-rank rows run 2-4x slower far apart, and a job flips within seconds. A
-    // job started by a sampling process (bench calibrate's passes) reads that one's file.
-    std::unique_ptr<CoresSampler> sampler;
+    // VM the 4- and 8-rank rows run 2-4x slower far apart, and a job flips within seconds.
+    auto job = [&] { return launch::relaunch_command(o, {"bench", "collectives"}, args); };
     const bool shm = std::find(kinds.begin(), kinds.end(), TransportKind::kShm) != kinds.end();
-    if (shm && n > 2 && std::thread::hardware_concurrency() >= 2 && !Settings::process().has("DTRAIN_CORES_SAMPLES")) {
-      std::error_code ec;
-      const std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
-      sampler = std::make_unique<CoresSampler>(ec ? std::string() : tmp.string(), kRowSampleEvery);
-      if (sampler->running()) ::setenv("DTRAIN_CORES_SAMPLES", sampler->path().c_str(), 1);
-    }
-    const int rc = launch::relaunch_command(o, {"bench", "collectives"}, args);
-    if (sampler && sampler->running()) ::unsetenv("DTRAIN_CORES_SAMPLES");
-    return rc;
+    return shm && n > 2 ? run_sampled_job(job, kRowSampleEvery) : job();
   } else {
     WorldInfo info = world_from_env();
     DT_CHECK(root >= 0 && root < info.size, InvalidArgument, "--root " << root << " outside 0.." << info.size - 1);
     std::shared_ptr<void> keepalive;
     auto store = open_world_store(info, &keepalive);
     cfg.print = info.rank == 0;
-    if (info.rank == 0 && Settings::process().has("DTRAIN_CORES_SAMPLES")) {
-      const std::string samples = Settings::process().text("DTRAIN_CORES_SAMPLES");
-      cfg.cores_samples = [samples] {
-        return read_sampler_file(samples).value_or(std::pair<int64_t, int64_t>{0, 0});
-      };
-    }
+    if (info.rank == 0) cfg.cores_samples = launcher_samples(Settings::process());
     for (TransportKind kind : kinds) {
       TransportOptions t = info.transport;
       t.kind = kind;

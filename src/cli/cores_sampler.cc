@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 
 #include "plan/calibrate_cache.h"
 
@@ -53,6 +55,35 @@ std::optional<std::pair<int64_t, int64_t>> read_sampler_file(const std::string& 
   std::fclose(f);
   if (!ok) return std::nullopt;
   return std::pair<int64_t, int64_t>{close, far};
+}
+
+int run_sampled_job(const std::function<int()>& job, std::chrono::milliseconds every, const std::string& dir,
+                    std::pair<int64_t, int64_t>* counts) {
+  if (counts) *counts = {0, 0};
+  if (Settings::process().has("DTRAIN_CORES_SAMPLES") || std::thread::hardware_concurrency() < 2) return job();
+  std::string where = dir;
+  if (where.empty()) {
+    std::error_code ec;
+    const std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
+    if (!ec) where = tmp.string();
+  }
+  CoresSampler sampler(where, every);
+  struct Exported {  // for the job's length, thrown out of or not
+    bool on;
+    ~Exported() {
+      if (on) ::unsetenv("DTRAIN_CORES_SAMPLES");
+    }
+  } exported{sampler.running() && ::setenv("DTRAIN_CORES_SAMPLES", sampler.path().c_str(), 1) == 0};
+  const int rc = job();
+  if (counts) *counts = sampler.counts();
+  return rc;
+}
+
+std::function<std::pair<int64_t, int64_t>()> launcher_samples(const Settings& settings) {
+  if (!settings.has("DTRAIN_CORES_SAMPLES")) return {};
+  return [path = settings.text("DTRAIN_CORES_SAMPLES")] {
+    return read_sampler_file(path).value_or(std::pair<int64_t, int64_t>{0, 0});
+  };
 }
 
 std::string sampled_verdict(std::pair<int64_t, int64_t> before, std::pair<int64_t, int64_t> after, double share) {

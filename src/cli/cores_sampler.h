@@ -21,17 +21,31 @@
 //   removed on destruction); running() is false where the file
 //   could not be made, and then nothing is sampled.
 // - A host of one CPU has nothing to time against: construct none there (the probe says 0).
-// Thread-safety: counts() from any thread; construct and destroy on one.
+// - run_sampled_job(job, every, dir, counts): what every launcher does around its ranks
+//   (`dtrain train`, `bench collectives` on more than 2 ranks, bench calibrate's passes):
+//   a CoresSampler in `dir` ("": the temporary directory) whose file is exported as
+//   DTRAIN_CORES_SAMPLES while job() runs, and *counts (if given) the samples it took.
+//   Where this process was itself started with the variable set (a sampling launcher above
+//   it) or the host has one CPU, no sampler is started and *counts stays {0, 0}. Returns
+//   job()'s result.
+// - launcher_samples(settings): the reader for the launched side: a function returning the
+//   counts in the file DTRAIN_CORES_SAMPLES names ({0, 0} where it cannot be read), or an
+//   empty function where the variable is unset.
+// Thread-safety: counts() from any thread; construct and destroy on one; run_sampled_job
+// on the launcher's main thread (it sets the environment).
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <utility>
+
+#include "base/settings.h"
 
 namespace dtrain::cli {
 
@@ -66,6 +80,11 @@ class CoresSampler {
 // The counts in a sampler's file (path()), read by another process; nullopt where the file
 // cannot be read or holds no counts.
 std::optional<std::pair<int64_t, int64_t>> read_sampler_file(const std::string& path);
+
+int run_sampled_job(const std::function<int()>& job, std::chrono::milliseconds every = kSampleEvery,
+                    const std::string& dir = "", std::pair<int64_t, int64_t>* counts = nullptr);
+
+std::function<std::pair<int64_t, int64_t>()> launcher_samples(const Settings& settings);
 
 // The verdict most of the samples since `before` read, where at least `share` of at least 3
 // did ("close" or "far"); "" otherwise.

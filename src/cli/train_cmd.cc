@@ -11,11 +11,6 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <thread>
-#include <mutex>
-#include <memory>
-#include <condition_variable>
-#include <chrono>
 
 #include "base/env.h"
 #include "base/error.h"
@@ -39,14 +34,6 @@ namespace {
 constexpr double kRunProbeSeconds = 0.3;
 // The cores' round trip beside it: 5 ms of batches (a far round trip is ~0.4 us).
 constexpr double kCoresProbeSeconds = 0.005;
-
-// Rank 0's read of the launcher's samples: {"close": n, "far": n}, or null without them.
-nlohmann::json read_cores_samples() {
-  const auto path = env_get("DTRAIN_CORES_SAMPLES");
-  if (!path) return nullptr;
-  const auto counts = read_sampler_file(*path);
-  return counts ? nlohmann::json{{"close", counts->first}, {"far", counts->second}} : nlohmann::json();
-}
 
 // The stream rank 0 draws progress on: the terminal the user started `dtrain train -n N`
 // from (passed down as DTRAIN_PROGRESS_FD, since the launcher pipes the ranks' stdout and
@@ -131,7 +118,10 @@ RunResult run_rank(const TrainConfig& f, bool print) {
       r.json["cores_probed_end"] = plan::core_distance(end_ns);
     }
     // And what the launcher sampled while the ranks ran (cli/cores_sampler.h).
-    if (const nlohmann::json samples = read_cores_samples(); !samples.is_null()) r.json["cores_sampled"] = samples;
+    if (const auto samples = launcher_samples(Settings::process())) {
+      const auto [closes, fars] = samples();
+      r.json["cores_sampled"] = {{"close", closes}, {"far", fars}};
+    }
   }
   const bool whole_job = find_strategy(f.strategy).run != nullptr;
   if (!whole_job) print_summary(stdout, f, r.job, r.report, r.splits, find_strategy(f.strategy).distributed);
@@ -204,18 +194,8 @@ int launch_job(const TrainConfig& f, const Args& args) {
   // prediction takes the calibration's figures of that verdict.
   std::snprintf(probe, sizeof probe, "%.9g", plan::probe_core_round_trip_ns(kCoresProbeSeconds));
   ::setenv("DTRAIN_CORES_PROBE_NS", probe, 1);
-  int rc = 0;
-  {
-    // Sampled while the ranks run (a host of one CPU has nothing to time it against).
-    std::unique_ptr<CoresSampler> sampler;
-    if (std::thread::hardware_concurrency() >= 2) {
-      const char* tmp = std::getenv("TMPDIR");
-      sampler = std::make_unique<CoresSampler>(tmp && *tmp ? tmp : "/tmp");
-    }
-    if (sampler && sampler->running()) ::setenv("DTRAIN_CORES_SAMPLES", sampler->path().c_str(), 1);
-    rc = launch::relaunch_self(lo, again);
-  }
-  ::unsetenv("DTRAIN_CORES_SAMPLES");
+  // Sampled while the ranks run (cli/cores_sampler.h).
+  const int rc = run_sampled_job([&] { return launch::relaunch_self(lo, again); });
   ::unsetenv("DTRAIN_PROGRESS_FD");
   ::unsetenv("DTRAIN_SPEED_PROBE_S");
   ::unsetenv("DTRAIN_CORES_PROBE_NS");

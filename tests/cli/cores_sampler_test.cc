@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <thread>
+
 namespace dtrain::cli {
 namespace {
 
@@ -25,6 +28,29 @@ TEST(CoresSampler, KeepsItsCountsInAPrivateFileWhileItRuns) {
   }
   EXPECT_NE(::access(path.c_str(), F_OK), 0) << path << " left behind";
   EXPECT_FALSE(read_sampler_file(path).has_value());
+}
+
+// A launcher's job sees the sampler's file named in DTRAIN_CORES_SAMPLES for its length and
+// not after, and learns the samples taken meanwhile.
+TEST(CoresSampler, AJobRunsWithTheSamplersFileExportedAndThenWithout) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: nothing to sample against";
+  std::string seen;
+  std::pair<int64_t, int64_t> counts{-1, -1};
+  const int rc = run_sampled_job(
+      [&] {
+        const char* path = std::getenv("DTRAIN_CORES_SAMPLES");
+        seen = path ? path : "";
+        return 7;
+      },
+      kSampleEvery, ::testing::TempDir(), &counts);
+  EXPECT_EQ(rc, 7);
+  EXPECT_FALSE(seen.empty());
+  EXPECT_EQ(std::getenv("DTRAIN_CORES_SAMPLES"), nullptr);
+  EXPECT_NE(::access(seen.c_str(), F_OK), 0) << seen << " left behind";
+  EXPECT_GE(counts.first, 0);
+  EXPECT_GE(counts.second, 0);
+  // The launched side reads it through the settings; unset, there is nothing to read.
+  EXPECT_FALSE(launcher_samples(Settings::from_map({})));
 }
 
 TEST(CoresSampler, APassTakesTheVerdictOfThreeQuartersOfItsSamples) {
