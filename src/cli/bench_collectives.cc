@@ -15,6 +15,7 @@
 #include "base/error.h"
 #include "cli/bench.h"
 #include "cli/cores_sampler.h"
+#include "plan/cluster.h"
 #include "plan/coll_bench.h"
 #include "cli/flags.h"
 #include "launch/launch.h"
@@ -32,6 +33,19 @@ std::vector<std::string> split_list(const std::string& s) {
     pos = comma + 1;
   }
   return out;
+}
+
+// Whether the calibration file (DTRAIN_CALIBRATION or the default) holds the collectives'
+// tables of both placements of the cores for n ranks (LinkSizes::by_cores_by_ranks).
+bool calibrated_by_placement(int n) {
+  try {
+    const plan::Cluster cal = plan::this_machine(Settings::process().calibration_path());
+    const auto& by = cal.intra_sizes.by_cores_by_ranks;
+    const auto it = by.find(n);
+    return it != by.end() && it->second.count("close") && it->second.count("far");
+  } catch (const Error&) {
+    return false;  // no file, or one the rows' prediction cannot read either
+  }
 }
 
 }  // namespace
@@ -122,9 +136,11 @@ int bench_collectives(const Args& args) {
     // ranks' context re-probes it as calls go): the launcher, idle while they run, samples it
     // (cli/cores_sampler.h) and rank 0 prices each row by what its samples read. On the EPYC
     // VM the 4- and 8-rank rows run 2-4x slower far apart, and a job flips within seconds.
+    // Only where the calibration has tables of each placement for this many ranks: elsewhere
+    // the samples would price nothing, and a benchmark is left undisturbed by the probes.
     auto job = [&] { return launch::relaunch_command(o, {"bench", "collectives"}, args); };
     const bool shm = std::find(kinds.begin(), kinds.end(), TransportKind::kShm) != kinds.end();
-    return shm && n > 2 ? run_sampled_job(job, kRowSampleEvery) : job();
+    return shm && n > 2 && calibrated_by_placement(n) ? run_sampled_job(job, kRowSampleEvery) : job();
   } else {
     WorldInfo info = world_from_env();
     DT_CHECK(root >= 0 && root < info.size, InvalidArgument, "--root " << root << " outside 0.." << info.size - 1);
