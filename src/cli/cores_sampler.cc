@@ -15,19 +15,29 @@ CoresSampler::CoresSampler(const std::string& dir, std::chrono::milliseconds eve
   path_ = (dir.empty() ? std::string(".") : dir) + "/dtrain-cores-XXXXXX";
   fd_ = ::mkstemp(path_.data());
   if (fd_ < 0) return;  // no sampling
+  // The first sample before returning: the job has not started, so its ranks cannot keep the
+  // probe's two threads from meeting, and a job shorter than a probe under load (a 10 ms run
+  // of 4 ranks on 2 cores) still has one sample in the file.
+  if (!sample()) return;
   thread_ = std::thread([this, every] {
     std::unique_lock<std::mutex> lock(mu_);
-    do {
+    while (!cv_.wait_for(lock, every, [this] { return stop_; })) {
       lock.unlock();
-      const double ns = plan::probe_core_round_trip_ns(kSampleProbeSeconds);
+      const bool written = sample();
       lock.lock();
-      if (ns > 0) ++(std::string(plan::core_distance(ns)) == "far" ? far_ : close_);
-      char line[64];
-      const int n = std::snprintf(line, sizeof line, "%020lld %020lld\n", static_cast<long long>(close_),
-                                  static_cast<long long>(far_));
-      if (::pwrite(fd_, line, static_cast<size_t>(n), 0) != n) return;
-    } while (!cv_.wait_for(lock, every, [this] { return stop_; }));
+      if (!written) return;
+    }
   });
+}
+
+bool CoresSampler::sample() {
+  const double ns = plan::probe_core_round_trip_ns(kSampleProbeSeconds);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ns > 0) ++(std::string(plan::core_distance(ns)) == "far" ? far_ : close_);
+  char line[64];
+  const int n = std::snprintf(line, sizeof line, "%020lld %020lld\n", static_cast<long long>(close_),
+                              static_cast<long long>(far_));
+  return ::pwrite(fd_, line, static_cast<size_t>(n), 0) == n;
 }
 
 CoresSampler::~CoresSampler() {
@@ -37,7 +47,7 @@ CoresSampler::~CoresSampler() {
     stop_ = true;
   }
   cv_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
   ::close(fd_);
   ::unlink(path_.c_str());
 }

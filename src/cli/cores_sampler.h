@@ -8,10 +8,11 @@
 // (2026-11-30 10:40). A launcher is idle while its ranks run: it samples.
 //
 // Contract
-// - CoresSampler(dir) starts a thread that times a cache line's round trip between two pinned
-//   threads (plan::probe_core_round_trip_ns) for kSampleProbeSeconds at once and then every
-//   `every` (kSampleEvery unless told), counting each verdict (plan::core_distance), until
-//   destruction (which joins it). Each sample costs both CPUs ~0.2 ms: the probe's threads
+// - CoresSampler(dir) times a cache line's round trip between two pinned threads
+//   (plan::probe_core_round_trip_ns) for kSampleProbeSeconds before it returns, then starts a
+//   thread that does so every `every` (kSampleEvery unless told), counting each verdict
+//   (plan::core_distance), until destruction (which joins it). The first sample is taken
+//   before the job starts, so every job has at least one. Each sample costs both CPUs ~0.2 ms: the probe's threads
 //   preempt the ranks to meet (under a two-core spin load it still read 123-146 ns), and a
 //   round that timed the scheduler instead is passed over (the probe reads its fastest).
 // - counts() is {close, far} so far. The counts are also kept in a private temporary file
@@ -68,6 +69,8 @@ class CoresSampler {
   std::pair<int64_t, int64_t> counts() const;
 
  private:
+  bool sample();  // probes once, counts and rewrites the file; false where the write failed
+
   std::string path_;
   int fd_ = -1;
   mutable std::mutex mu_;
