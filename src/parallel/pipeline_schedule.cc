@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <map>
-#include <queue>
 #include <sstream>
 #include <tuple>
 #include <utility>
@@ -264,71 +264,105 @@ SimResult simulate(const PipeSchedule& s, const CostFn& cost) {
   return r;
 }
 
-// simulate() with the cores as a resource (see the header): list scheduling, first come first
-// served, one stage's next instruction at a time in time order over the stages. A stage is
-// queued once per instruction, when it reaches it and the message it waits for, if any, is
-// sent.
-SimResult simulate_on_cores(const PipeSchedule& s, const CostFn& cost, int units, int cores) {
+// simulate() on cores the kernel time-shares (see the header), in slices. Each slice, the
+// stages computing that have had the least CPU so far in the step take the cores (each
+// needs `units` of them; ties go to the lower stage), and run until the slice ends, one of
+// them finishes, or a stage waiting on its clock or a message can go on. At each such event
+// every stage not computing runs what takes no core (sends cost their time on the stage's
+// clock, receives wait for their message) up to its next forward or backward, which then
+// asks for the cores.
+//
+// Why the least CPU first: the kernel's fair scheduler (CFS, and EEVDF since Linux 6.6)
+// gives the CPU to the runnable tasks that are owed the most, and a rank that slept waiting
+// for a message is owed more than one that kept computing. Traced on the 2-vCPU EPYC VM
+// (Linux 6.18; 4 ranks, 1f1b pp4 m8 of the 6x128 GPT, whose middle stages hold two blocks
+// and the outer ones one): the outer stages' forwards and backwards took their solo time
+// (1.0-1.1 ms, 1.4-1.6 ms) while the middle stages' backwards stretched from 2.9 to
+// 5.4-7.3 ms, and the step took 72-79 ms where first come, first served (each instruction
+// holding its core to the end) predicted 69.0 and this 73.3 (2026-11-30).
+SimResult simulate_on_cores(const PipeSchedule& s, const CostFn& cost, int units, int cores, double slice_s) {
   SimResult r = sized_result(s);
   const size_t P = static_cast<size_t>(s.stages);
+  const int slots = std::max(1, std::max(1, cores) / std::clamp(units, 1, std::max(1, cores)));
+  auto computes = [](const PipeInstr& in) { return in.op == PipeOp::kForward || in.op == PipeOp::kBackward; };
+  // A slice no shorter than 1/4096 of the work per slot, so a long step takes at most a few
+  // thousand slices (the planner simulates thousands of layouts).
+  double work = 0;
+  for (size_t st = 0; st < P; ++st)
+    for (const PipeInstr& in : s.per_stage[st])
+      if (computes(in)) work += cost(static_cast<int>(st), in);
+  const double slice = std::max({slice_s, work / slots / 4096, 1e-12});
   std::vector<size_t> pc(P, 0);
-  std::vector<double> clock(P, 0.0);
+  std::vector<double> clock(P, 0.0), left(P, -1.0), attained(P, 0.0);  // left: -1 when not computing
   std::vector<int> in_flight(P, 0);
-  std::vector<double> free_at(static_cast<size_t>(std::max(1, cores)), 0.0);  // each core's next free time
-  const size_t need = static_cast<size_t>(std::clamp(units, 1, std::max(1, cores)));
-  std::map<Key, double> sent;  // (gradient?, micro-batch, piece) -> when
-  auto ready_at = [&](size_t st, double* t) {  // false: waits for a message not sent yet
-    const PipeInstr& in = s.per_stage[st][pc[st]];
-    *t = clock[st];
-    if (in.op != PipeOp::kRecvAct && in.op != PipeOp::kRecvGrad) return true;
-    auto it = sent.find({in.op == PipeOp::kRecvGrad, in.micro, s.piece(static_cast<int>(st), in.chunk)});
-    if (it == sent.end()) return false;
-    *t = std::max(*t, it->second);
-    return true;
-  };
-  // Stages whose next instruction can run, by when (then by stage): each (stage, instruction)
-  // is queued once, when the stage reaches it and its message, if it waits for one, is sent.
-  using Ready = std::pair<double, size_t>;
-  std::priority_queue<Ready, std::vector<Ready>, std::greater<Ready>> ready;
-  std::vector<bool> queued(P, false);
-  auto enqueue = [&](size_t st) {
-    double t = 0;
-    if (!queued[st] && pc[st] < s.per_stage[st].size() && ready_at(st, &t)) ready.push({t, st}), queued[st] = true;
-  };
-  for (size_t st = 0; st < P; ++st) enqueue(st);
-  while (!ready.empty()) {
-    const auto [best_t, st] = ready.top();
-    ready.pop();
-    queued[st] = false;
-    const PipeInstr& in = s.per_stage[st][pc[st]];
-    const int piece = s.piece(static_cast<int>(st), in.chunk);
-    double t = best_t;
-    const double d = cost(static_cast<int>(st), in);
-    const bool computes = in.op == PipeOp::kForward || in.op == PipeOp::kBackward;
-    if (in.op == PipeOp::kRecvAct || in.op == PipeOp::kRecvGrad) sent.erase({in.op == PipeOp::kRecvGrad, in.micro, piece});
-    if (computes) {
-      // The `need` cores that free up first; it starts when the last of them is free. The
-      // wait for them counts as the stage's compute (it is the cores' sharing, not the
-      // schedule's bubble).
-      std::sort(free_at.begin(), free_at.end());
-      const double since = t;
-      t = std::max(t, free_at[need - 1]);
-      for (size_t k = 0; k < need; ++k) free_at[k] = t + d;
-      r.busy[st] += d + (t - since);
+  std::map<Key, double> sent;
+  std::vector<size_t> running;
+  double now = 0;
+  for (;;) {
+    // Every stage not computing goes as far as it can at `now` (again while one sends what
+    // another waits for); `soonest` is the earliest time one of them can go on (its clock
+    // after a send, a message sent later).
+    double soonest = std::numeric_limits<double>::infinity();
+    for (bool moved = true; moved;) {
+      moved = false;
+      soonest = std::numeric_limits<double>::infinity();
+      for (size_t st = 0; st < P; ++st) {
+        const auto& prog = s.per_stage[st];
+        while (left[st] < 0 && pc[st] < prog.size()) {
+          const PipeInstr& in = prog[pc[st]];
+          const int piece = s.piece(static_cast<int>(st), in.chunk);
+          const bool receives = in.op == PipeOp::kRecvAct || in.op == PipeOp::kRecvGrad;
+          double t = clock[st];
+          auto msg = sent.end();
+          if (receives) {
+            msg = sent.find(Key{in.op == PipeOp::kRecvGrad, in.micro, piece});
+            if (msg == sent.end()) break;  // until its send runs
+            t = std::max(t, msg->second);
+          }
+          if (t > now) {
+            soonest = std::min(soonest, t);
+            break;
+          }
+          if (receives) sent.erase(msg);
+          moved = true;
+          const double d = cost(static_cast<int>(st), in);
+          r.start[st][pc[st]] = now;
+          if (computes(in)) {
+            if (in.op == PipeOp::kForward) r.max_in_flight[st] = std::max(r.max_in_flight[st], ++in_flight[st]);
+            if (in.op == PipeOp::kBackward) --in_flight[st];
+            left[st] = d;
+            break;
+          }
+          r.end[st][pc[st]] = clock[st] = now + d;
+          if (in.op == PipeOp::kSendAct || in.op == PipeOp::kSendGrad) {
+            const bool grad = in.op == PipeOp::kSendGrad;
+            sent[{grad, in.micro, grad ? piece - 1 : piece + 1}] = clock[st];
+          }
+          ++pc[st];
+        }
+      }
     }
-    r.start[st][pc[st]] = t;
-    r.end[st][pc[st]] = t + d;
-    clock[st] = t + d;
-    if (in.op == PipeOp::kForward) r.max_in_flight[st] = std::max(r.max_in_flight[st], ++in_flight[st]);
-    if (in.op == PipeOp::kBackward) --in_flight[st];
-    ++pc[st];
-    enqueue(st);
-    if (in.op == PipeOp::kSendAct || in.op == PipeOp::kSendGrad) {
-      const bool grad = in.op == PipeOp::kSendGrad;
-      const int to = grad ? piece - 1 : piece + 1;
-      sent[{grad, in.micro, to}] = clock[st];
-      enqueue(static_cast<size_t>(s.stage_of(to)));
+    running.clear();
+    for (size_t st = 0; st < P; ++st)
+      if (left[st] >= 0) running.push_back(st);
+    if (running.empty() && soonest == std::numeric_limits<double>::infinity()) break;  // done, or stuck
+    std::stable_sort(running.begin(), running.end(), [&](size_t a, size_t b) { return attained[a] < attained[b]; });
+    double next = soonest;
+    if (running.size() > static_cast<size_t>(slots)) {  // more ask than the cores hold: a slice
+      running.resize(static_cast<size_t>(slots));
+      next = std::min(next, now + slice);
     }
+    for (size_t st : running) next = std::min(next, now + left[st]);
+    for (size_t st : running) {
+      attained[st] += next - now;
+      left[st] -= next - now;
+      if (left[st] > 1e-12 * std::max(1.0, next)) continue;
+      r.end[st][pc[st]] = clock[st] = next;
+      r.busy[st] += next - r.start[st][pc[st]];
+      left[st] = -1;
+      ++pc[st];
+    }
+    now = next;
   }
   for (size_t st = 0; st < P; ++st) {
     if (pc[st] < s.per_stage[st].size()) {

@@ -32,7 +32,7 @@
 // simulate() is the same simulation with instruction durations: it gives each instruction
 // a start and end time, the makespan, busy time per stage, the bubble fraction and the
 // most micro-batches in flight (activation memory) per stage; simulate_on_cores() the same
-// with the cores as a resource (ranks beyond the cores queue for them).
+// on cores that more ranks time-share.
 // Thread-safety: pure functions over values.
 #pragma once
 
@@ -84,19 +84,26 @@ struct SimResult {
   double bubble() const;                         // mean over stages of 1 - busy/makespan
 };
 
+// The time slice of Linux's fair scheduler on a few cores: a base slice of 0.75 ms, scaled
+// by 1 + log2(CPUs) (2 CPUs: 1.5 ms; sysctl_sched_base_slice, or CFS's min granularity).
+constexpr double kSchedulerSliceS = 1.5e-3;
+
 // Duration of an instruction on a stage; sends, receives and the step usually cost 0.
 using CostFn = std::function<double(int stage, const PipeInstr& instr)>;
 // Forward 1, Backward 2, everything else 0.
 double unit_cost(int stage, const PipeInstr& instr);
 
 SimResult simulate(const PipeSchedule& s, const CostFn& cost = unit_cost);
-// The same schedule on a node whose ranks outnumber its cores, with the cores as a resource:
-// a Forward or Backward also needs `units` of the `cores` (its stage's ranks there: replicas
-// and tensor-parallel shards, at most all the cores) and holds them until it ends; ready
-// instructions take the cores first come, first served. Sends and receives take no core.
-// busy[st] is the stage's forwards and backwards plus its waits for a core. An error (not
-// ok) where a receive's send never runs.
-SimResult simulate_on_cores(const PipeSchedule& s, const CostFn& cost, int units, int cores);
+// The same schedule on a node whose ranks outnumber its cores, time-shared as the kernel
+// does: a Forward or Backward starts as soon as its stage reaches it and needs `units` of the
+// `cores` (its stage's ranks there: replicas and tensor-parallel shards, at most all the
+// cores). Where more ask than the cores hold, the cores go, one slice (`slice_s`, or 1/4096
+// of the work per core where that is longer) at a time, to the stages that have computed the
+// least so far in the step; the others wait. Sends and receives take no core. busy[st] is
+// the wall time of the stage's forwards and backwards, waits for the cores included. An
+// error (not ok) where a receive's send never runs.
+SimResult simulate_on_cores(const PipeSchedule& s, const CostFn& cost, int units, int cores,
+                            double slice_s = kSchedulerSliceS);
 // "" when the schedule passes every check above, else the first problem found.
 std::string check_schedule(const PipeSchedule& s);
 

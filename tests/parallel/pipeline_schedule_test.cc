@@ -105,7 +105,7 @@ TEST(PipelineSchedule, SimulatedBubbleEqualsTheFormula) {
       }
 }
 
-// With the cores as a resource: cores enough for every stage give simulate()'s timing; fewer
+// On shared cores: cores enough for every stage give simulate()'s timing; fewer
 // cores make the step at least the work over the cores (forward 1, backward 2 per stage and
 // micro-batch), never more than all of it in a row, and the waits for a core count as busy.
 TEST(PipelineSchedule, StagesQueueForTheCores) {
@@ -127,6 +127,31 @@ TEST(PipelineSchedule, StagesQueueForTheCores) {
       // A stage's two ranks on one core: everything in a row.
       EXPECT_DOUBLE_EQ(simulate_on_cores(s, unit_cost, 2, 1).makespan, work);
     }
+}
+
+// The cores go to the stage that has computed least in the step, as the kernel's fair
+// scheduler gives the CPU to the task owed most: GPipe over 2 stages on 1 core, forward 1.
+// At t = 1 stage 0 has computed 1 and wants its second forward; stage 1 has computed nothing
+// and has its first input. Stage 1 runs first ([1, 2]), then stage 0 ([2, 3]); first come,
+// first served (ties to the lower stage) would have run them the other way round.
+TEST(PipelineSchedule, TheStageThatComputedLeastTakesTheCore) {
+  const PipeSchedule s = make_schedule("gpipe", 2, 4);
+  auto forward = [&](int stage, int micro) {
+    const auto& prog = s.per_stage[static_cast<size_t>(stage)];
+    for (size_t i = 0; i < prog.size(); ++i)
+      if (prog[i].op == PipeOp::kForward && prog[i].micro == micro) return i;
+    ADD_FAILURE() << "no forward of micro-batch " << micro << " on stage " << stage;
+    return size_t{0};
+  };
+  const SimResult r = simulate_on_cores(s, unit_cost, 1, 1);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_NEAR(r.start[1][forward(1, 0)], 1.0, 1e-9);
+  EXPECT_NEAR(r.end[1][forward(1, 0)], 2.0, 1e-9);
+  EXPECT_NEAR(r.end[0][forward(0, 1)], 3.0, 1e-9);
+  // One core never idles while a stage can compute: the step is all the work in a row.
+  EXPECT_NEAR(r.makespan, 3.0 * 2 * 4, 1e-9);
+  // Two stages that both want the core share it by slices: a longer slice only coarsens it.
+  EXPECT_NEAR(simulate_on_cores(s, unit_cost, 1, 1, 0.25).makespan, 3.0 * 2 * 4, 1e-9);
 }
 
 TEST(PipelineSchedule, InFlightMicroBatches) {

@@ -20,8 +20,8 @@ namespace {
 using testing::ideal;
 using testing::kGpt;
 
-// More pipeline ranks than cores: the cores are a resource each forward and backward holds
-// while it runs (simulator.cc simulate_on_cores). Four stages, four micro-batches, GPipe, two
+// More pipeline ranks than cores: the stages computing time-share the cores
+// (simulate_model_parallel.cc, simulate_on_cores). Four stages, four micro-batches, GPipe, two
 // cores, no cost of sharing (the curve is k / 2 beyond the cores): the steady part cannot run
 // four stages at once, so the step is longer than with a core each, and never shorter than
 // the stages' work over the two cores.
