@@ -62,8 +62,10 @@ struct CollBenchConfig {
   bool window = false;
   // The counts {close, far} of a sampler of the cores running beside the job
   // (cli/cores_sampler.h), read by rank 0 before and after each row's timed calls; empty:
-  // none. A row with no verdict of its own (more ranks than two) and 3 samples or more is
-  // priced with each verdict's tables in the share of its samples that read it (far_share).
+  // none. A row with no verdict of its own (more ranks than two) is priced with each
+  // verdict's tables in the share of far samples (far_share): those taken during its timed
+  // calls where they are 3 or more, else the latest 3 or more before its end (far_share_from
+  // "recent"); where the sampler has not taken 3, with the mixed tables.
   std::function<std::pair<int64_t, int64_t>()> cores_samples;
 };
 
@@ -77,6 +79,9 @@ struct CollBenchRow {
   // the samples taken during its timed calls that read "far" (rank 0's rows only); -1 where
   // no verdict was counted.
   double far_share = -1;
+  // With cores_samples: "calls" (the samples during its timed calls), "recent" (the latest 3
+  // or more before its end, under 3 during them), "" (not priced by samples).
+  std::string far_share_from;
   int world_size = 0, root = -1;
   size_t size_bytes = 0, count = 0;
   double time_us = 0, algbw_gbps = 0, busbw_gbps = 0, predicted_us = 0;

@@ -120,12 +120,31 @@ TEST(BenchCollectivesCli, ARowOfMoreRanksCarriesTheShareOfFarSamplesDuringItsCal
   auto rows = bench_collectives_threads(4, TransportKind::kShm, cfg);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_DOUBLE_EQ(rows[0].far_share, 0.75);
+  EXPECT_EQ(rows[0].far_share_from, "calls");
   EXPECT_EQ(reads->load(), 2);  // rank 0 alone, once before and once after the row
   // Fewer than 3 samples in between: no share.
   cfg.cores_samples = [] { return std::pair<int64_t, int64_t>{5, 5}; };
   rows = bench_collectives_threads(4, TransportKind::kShm, cfg);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].far_share, -1);
+  EXPECT_EQ(rows[0].far_share_from, "");
+}
+
+// Under 3 samples during a row's calls (the probe's threads meet late among spinning ranks):
+// the latest 3 or more before the row's end price it. One far sample between any two reads:
+// the first row has 1 and nothing before it; the second has 1 during its calls and 3 since
+// the first row's start.
+TEST(BenchCollectivesCli, ARowWithFewSamplesTakesTheLatestBeforeItsEnd) {
+  CollBenchConfig cfg = one_short_row(4096);
+  cfg.sizes = {4096, 8192};
+  auto reads = std::make_shared<std::atomic<int64_t>>(0);
+  cfg.cores_samples = [reads] { return std::pair<int64_t, int64_t>{0, reads->fetch_add(1) + 1}; };
+  auto rows = bench_collectives_threads(4, TransportKind::kShm, cfg);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].far_share, -1);
+  EXPECT_EQ(rows[0].far_share_from, "");
+  EXPECT_DOUBLE_EQ(rows[1].far_share, 1.0);
+  EXPECT_EQ(rows[1].far_share_from, "recent");
 }
 
 // The prediction is the calibration's own measurement of the shape where it has one (ranks as
