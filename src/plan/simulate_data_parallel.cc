@@ -463,6 +463,16 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
       // window (read and written).
       node_cpu = workers * (own + (ps_window ? 0.0 : 2 * bytes * per_byte)) + server;
       if (ps_window) node_stream_b += workers * 2 * bytes;
+      // Through the window each side rewrites lines the other read last step (a worker its
+      // gradient slot, a server its slice), at the calibrated hand-off rate, where the
+      // reader ran on another core: with the ranks spread over the cores, a share 1 - 1/cores
+      // of them (as with a core per rank above; the close verdict's rate is ~0). On the EPYC
+      // VM with the cores far apart, sync ps at 4 and 8 ranks took 1.13-1.75 ms and 1.67-2.17
+      // where half or more of the run's samples read far, against 0.89-1.07 and 1.16-1.51
+      // with a fifth or fewer (the forty-first and forty-second sessions' validations), and
+      // this cost was priced nowhere.
+      if (ps_window && c.handoff_write_s_per_byte > 0)
+        node_cpu += (1.0 - 1.0 / c.cores_per_node) * (workers + 1) * bytes * c.handoff_write_s_per_byte;
     }
     const double share = static_cast<double>(node_n) / n;  // of the job's work on this node
     const double floor = node_cpu * share / c.cores_per_node * std::max(1.0, penalty) +
