@@ -264,6 +264,12 @@ SimResult simulate(const PipeSchedule& s, const CostFn& cost) {
   return r;
 }
 
+double scheduler_slice_s(int cpus) {
+  int log2 = 0;
+  for (int n = std::clamp(cpus, 1, 8); n > 1; n >>= 1) ++log2;
+  return 0.75e-3 * (1 + log2);
+}
+
 // simulate() on cores the kernel time-shares (see the header), in slices. Each slice, the
 // stages computing that have had the least CPU so far in the step take the cores (each
 // needs `units` of them; ties go to the lower stage), and run until the slice ends, one of

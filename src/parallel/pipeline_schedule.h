@@ -84,9 +84,11 @@ struct SimResult {
   double bubble() const;                         // mean over stages of 1 - busy/makespan
 };
 
-// The time slice of Linux's fair scheduler on a few cores: a base slice of 0.75 ms, scaled
-// by 1 + log2(CPUs) (2 CPUs: 1.5 ms; sysctl_sched_base_slice, or CFS's min granularity).
-constexpr double kSchedulerSliceS = 1.5e-3;
+// The time slice of Linux's fair scheduler on `cpus` CPUs: a base slice of 0.75 ms scaled by
+// 1 + log2(CPUs), CPUs counted up to 8 (sysctl_sched_base_slice, or CFS's minimum
+// granularity, with the default logarithmic scaling): 1.5 ms on 2 CPUs, 3 ms from 8.
+double scheduler_slice_s(int cpus);
+constexpr double kSchedulerSliceS = 1.5e-3;  // scheduler_slice_s(2)
 
 // Duration of an instruction on a stage; sends, receives and the step usually cost 0.
 using CostFn = std::function<double(int stage, const PipeInstr& instr)>;

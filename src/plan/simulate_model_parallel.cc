@@ -251,10 +251,10 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
   };
   auto computes = [](const PipeInstr& in) { return in.op == PipeOp::kForward || in.op == PipeOp::kBackward; };
   // Ranks outnumbering the node's cores (simulate_on_cores): the kernel time-shares the
-  // cores among the stages computing, a slice at a time to those that have computed least in
-  // the step, each instruction at the curve's cost of time-sharing (its slowdown at the
-  // node's ranks over the share of a core each gets: 2.17 / 2 for 4 ranks on 2 cores here);
-  // a stage's replicas and tp shards on the node take as many cores at once (all of them at
+  // cores among the stages computing, a slice (scheduler_slice_s) at a time to those that
+  // have computed least in the step, each instruction at the curve's cost of time-sharing
+  // (its slowdown at the node's ranks over the share of a core each gets: 2.17 / 2 for 4
+  // ranks on 2 cores here); a stage's replicas and tp shards on the node take as many cores at once (all of them at
   // most, and then slowed by the rest). Not an even share of every core among all the stages
   // computing: traced on 2 cores (4 ranks, 1f1b pp4 m8 of the 6x128 GPT), the light outer
   // stages' forwards and backwards ran at their solo time while the middle stages' stretched
@@ -276,7 +276,8 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
     const double crowded = static_cast<double>(stage_ranks) / std::min(stage_ranks, cores);
     std::fill(instr_slow.begin(), instr_slow.end(), cost_of_sharing * crowded);
   }
-  SimResult r = shared_cores ? simulate_on_cores(sched, cost, stage_ranks, cores) : simulate(sched, cost);
+  SimResult r = shared_cores ? simulate_on_cores(sched, cost, stage_ranks, cores, scheduler_slice_s(cores))
+                            : simulate(sched, cost);
   DT_CHECK(r.ok, Error, "pipeline simulation failed: " << r.error);
   const double per_stage = std::max(1.0, static_cast<double>(c.ranks_on_node(n)) / l.pp);
   for (int round = 0; round < 4 && l.pp > 1 && !shared_cores && r.makespan > 0; ++round) {

@@ -150,6 +150,11 @@ TEST(PipelineSchedule, TheStageThatComputedLeastTakesTheCore) {
   EXPECT_NEAR(r.end[0][forward(0, 1)], 3.0, 1e-9);
   // One core never idles while a stage can compute: the step is all the work in a row.
   EXPECT_NEAR(r.makespan, 3.0 * 2 * 4, 1e-9);
+  // The kernel's slice: 0.75 ms x (1 + log2 CPUs), CPUs counted up to 8.
+  EXPECT_DOUBLE_EQ(scheduler_slice_s(1), 0.75e-3);
+  EXPECT_DOUBLE_EQ(scheduler_slice_s(2), kSchedulerSliceS);
+  EXPECT_DOUBLE_EQ(scheduler_slice_s(8), 3e-3);
+  EXPECT_DOUBLE_EQ(scheduler_slice_s(64), 3e-3);
   // Two stages that both want the core share it by slices: a longer slice only coarsens it.
   EXPECT_NEAR(simulate_on_cores(s, unit_cost, 1, 1, 0.25).makespan, 3.0 * 2 * 4, 1e-9);
 }
