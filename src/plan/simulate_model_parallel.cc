@@ -250,24 +250,23 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
     }
   };
   auto computes = [](const PipeInstr& in) { return in.op == PipeOp::kForward || in.op == PipeOp::kBackward; };
-  // Ranks outnumbering the node's cores (simulate_on_cores): the kernel time-shares the
-  // cores among the stages computing, a slice (scheduler_slice_s) at a time to those that
-  // have computed least in the step, each instruction at the curve's cost of time-sharing
-  // (its slowdown at the node's ranks over the share of a core each gets: 2.17 / 2 for 4
-  // ranks on 2 cores here); a stage's replicas and tp shards on the node take as many cores at once (all of them at
-  // most, and then slowed by the rest). Not an even share of every core among all the stages
-  // computing: traced on 2 cores (4 ranks, 1f1b pp4 m8 of the 6x128 GPT), the light outer
-  // stages' forwards and backwards ran at their solo time while the middle stages' stretched
-  // up to 2.5x, and the even share had predicted 63.6 ms against 70-78 measured for pp4 m16.
-  // Not first come, first served with each instruction holding its core to the end either
-  // (this model until 2026-11-30): the middle stages' backwards do not keep their core, and
-  // pp4 at 4 ranks read -9..-23% in all six validations of the forty-first session (1f1b m8:
-  // 69.0 ms against a median of 79.2 over 15 runs; now 73.3). Sends keep the step's slowdown
-  // of communication: a send wakes its receiver, which then waits for a core (traced, 4 ranks
-  // on 2 cores: a forward started 0.27 ms after its input's sender finished, median, against
-  // 0.095 with a core each; priced at the cost of sharing, the 8-rank plan chose a 32
-  // micro-batch pipeline 21% slower than the best measured). The fixed point below is for a
-  // core per rank.
+  // Ranks outnumbering the node's cores (simulate_on_cores): the kernel time-shares the cores
+  // among the stages computing, a slice (scheduler_slice_s) at a time to those that have
+  // computed least in the step, each instruction at the curve's cost of time-sharing (its
+  // slowdown at the node's ranks over the share of a core each gets: 2.17 / 2 for 4 ranks on 2
+  // cores here); a stage's replicas and tp shards on the node take as many cores at once (all of
+  // them at most, and then slowed by the rest). Not an even share of every core among all the
+  // stages computing: traced on 2 cores (4 ranks, 1f1b pp4 m8 of the 6x128 GPT), the light outer
+  // stages' forwards and backwards ran at their solo time while the middle stages' stretched up
+  // to 2.5x, and the even share had predicted 63.6 ms against 70-78 measured for pp4 m16. Not
+  // first come, first served with each instruction holding its core to the end either (this
+  // model until 2026-11-30): the middle stages' backwards do not keep their core, and pp4 at 4
+  // ranks read -9..-23% in all six validations of the forty-first session (1f1b m8: 69.0 ms
+  // against a median of 79.2 over 15 runs; now 73.3). Sends keep the step's slowdown of
+  // communication: a send wakes its receiver, which then waits for a core (traced, 4 ranks on 2
+  // cores: a forward started 0.27 ms after its input's sender finished, median, against 0.095
+  // with a core each; priced at the cost of sharing, the 8-rank plan chose a 32 micro-batch
+  // pipeline 21% slower than the best measured). The fixed point below is for a core per rank.
   const int rpn = c.ranks_on_node(n), cores = std::max(1, c.cores_per_node);
   const bool shared_cores = l.pp > 1 && rpn > cores;
   const int stage_ranks = std::max(1, rpn / l.pp);
