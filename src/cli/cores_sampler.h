@@ -11,10 +11,11 @@
 // - CoresSampler(dir) times a cache line's round trip between two pinned threads
 //   (plan::probe_core_round_trip_ns) for kSampleProbeSeconds before it returns, then starts a
 //   thread that does so every `every` (kSampleEvery unless told), counting each verdict
-//   (plan::core_distance), until destruction (which joins it). The first sample is taken
-//   before the job starts, so every job has at least one. Each sample costs both CPUs ~0.2 ms: the probe's threads
-//   preempt the ranks to meet (under a two-core spin load it still read 123-146 ns), and a
-//   round that timed the scheduler instead is passed over (the probe reads its fastest).
+//   (plan::core_distance), until destruction (which joins it). The first sample is taken before
+//   the job starts, so every job has at least one. Each sample costs both CPUs ~0.2 ms: the
+//   probe's threads preempt the ranks to meet (under a two-core spin load it still read 123-146
+//   ns), and a round that timed the scheduler instead is passed over (the probe reads its
+//   fastest).
 // - counts() is {close, far} so far. The counts are also kept in a private temporary file
 //   (path(), "close far\n", rewritten in place at every sample) for processes that read
 //   them (DTRAIN_CORES_SAMPLES: rank 0 of `dtrain train`, before and after each row of

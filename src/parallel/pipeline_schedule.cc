@@ -291,13 +291,17 @@ SimResult simulate_on_cores(const PipeSchedule& s, const CostFn& cost, int units
   const size_t P = static_cast<size_t>(s.stages);
   const int slots = std::max(1, std::max(1, cores) / std::clamp(units, 1, std::max(1, cores)));
   auto computes = [](const PipeInstr& in) { return in.op == PipeOp::kForward || in.op == PipeOp::kBackward; };
-  // A slice no shorter than 1/4096 of the work per slot, so a long step takes at most a few
-  // thousand slices (the planner simulates thousands of layouts).
+  // Every instruction's duration, once. A slice no shorter than 1/4096 of the work per slot,
+  // so a long step takes at most a few thousand slices (the planner simulates thousands of
+  // layouts).
+  std::vector<std::vector<double>> took(P);
   double work = 0;
   for (size_t st = 0; st < P; ++st)
-    for (const PipeInstr& in : s.per_stage[st])
-      if (computes(in)) work += cost(static_cast<int>(st), in);
-  const double slice = std::max({slice_s, work / slots / 4096, 1e-12});
+    for (const PipeInstr& in : s.per_stage[st]) {
+      took[st].push_back(cost(static_cast<int>(st), in));
+      if (computes(in)) work += took[st].back();
+    }
+  const double slice = std::max({slice_s > 0 ? slice_s : scheduler_slice_s(cores), work / slots / 4096, 1e-12});
   std::vector<size_t> pc(P, 0);
   std::vector<double> clock(P, 0.0), left(P, -1.0), attained(P, 0.0);  // left: -1 when not computing
   std::vector<int> in_flight(P, 0);
@@ -331,7 +335,7 @@ SimResult simulate_on_cores(const PipeSchedule& s, const CostFn& cost, int units
           }
           if (receives) sent.erase(msg);
           moved = true;
-          const double d = cost(static_cast<int>(st), in);
+          const double d = took[st][pc[st]];
           r.start[st][pc[st]] = now;
           if (computes(in)) {
             if (in.op == PipeOp::kForward) r.max_in_flight[st] = std::max(r.max_in_flight[st], ++in_flight[st]);

@@ -88,7 +88,6 @@ struct SimResult {
 // 1 + log2(CPUs), CPUs counted up to 8 (sysctl_sched_base_slice, or CFS's minimum
 // granularity, with the default logarithmic scaling): 1.5 ms on 2 CPUs, 3 ms from 8.
 double scheduler_slice_s(int cpus);
-constexpr double kSchedulerSliceS = 1.5e-3;  // scheduler_slice_s(2)
 
 // Duration of an instruction on a stage; sends, receives and the step usually cost 0.
 using CostFn = std::function<double(int stage, const PipeInstr& instr)>;
@@ -99,13 +98,14 @@ SimResult simulate(const PipeSchedule& s, const CostFn& cost = unit_cost);
 // The same schedule on a node whose ranks outnumber its cores, time-shared as the kernel
 // does: a Forward or Backward starts as soon as its stage reaches it and needs `units` of the
 // `cores` (its stage's ranks there: replicas and tensor-parallel shards, at most all the
-// cores). Where more ask than the cores hold, the cores go, one slice (`slice_s`, or 1/4096
-// of the work per core where that is longer) at a time, to the stages that have computed the
+// cores). Where more ask than the cores hold, the cores go, one slice (`slice_s`, 0: the
+// kernel's, scheduler_slice_s(cores); or 1/4096 of the work per core where that is longer)
+// at a time, to the stages that have computed the
 // least so far in the step; the others wait. Sends and receives take no core. busy[st] is
 // the wall time of the stage's forwards and backwards, waits for the cores included. An
 // error (not ok) where a receive's send never runs.
 SimResult simulate_on_cores(const PipeSchedule& s, const CostFn& cost, int units, int cores,
-                            double slice_s = kSchedulerSliceS);
+                            double slice_s = 0);
 // "" when the schedule passes every check above, else the first problem found.
 std::string check_schedule(const PipeSchedule& s);
 

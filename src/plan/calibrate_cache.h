@@ -68,12 +68,12 @@ double ping_pong(std::atomic<uint64_t>& line, uint64_t& count, int me, int trips
 // "close" or "far": ShmContext's verdict for a round trip of `round_trip_ns`.
 const char* core_distance(double round_trip_ns);
 
-// The cores' distance right now: two threads pinned to the first two CPUs this process may
-// use time a cache line's round trip (ping_pong) for about `seconds`, in rounds of 32 trips
-// (each the median of its batches); the fastest round, in ns: a preempted round only reads
-// slower, and the launcher's sampler probes while ranks that outnumber the cores run (the
-// median of the rounds read "far" for 8-20% of the samples of 4- and 8-rank runs whose steps
-// ran at the close speed, 2026-11-30). 0 where two CPUs cannot be had. `dtrain train --probe-speed` records it
+// The cores' distance right now: two threads pinned to the first two CPUs this process may use
+// time a cache line's round trip (ping_pong) for about `seconds`, in rounds of 32 trips (each
+// the median of its batches); the fastest round, in ns: a preempted round only reads slower,
+// and the launcher's sampler probes while ranks that outnumber the cores run (the median of the
+// rounds read "far" for 8-20% of the samples of 4- and 8-rank runs whose steps ran at the close
+// speed, 2026-11-30). 0 where two CPUs cannot be had. `dtrain train --probe-speed` records it
 // beside a run, so that a run of any rank count is priced with the figures of its verdict.
 double probe_core_round_trip_ns(double seconds);
 

@@ -275,8 +275,7 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
     const double crowded = static_cast<double>(stage_ranks) / std::min(stage_ranks, cores);
     std::fill(instr_slow.begin(), instr_slow.end(), cost_of_sharing * crowded);
   }
-  SimResult r = shared_cores ? simulate_on_cores(sched, cost, stage_ranks, cores, scheduler_slice_s(cores))
-                            : simulate(sched, cost);
+  SimResult r = shared_cores ? simulate_on_cores(sched, cost, stage_ranks, cores) : simulate(sched, cost);
   DT_CHECK(r.ok, Error, "pipeline simulation failed: " << r.error);
   const double per_stage = std::max(1.0, static_cast<double>(c.ranks_on_node(n)) / l.pp);
   for (int round = 0; round < 4 && l.pp > 1 && !shared_cores && r.makespan > 0; ++round) {

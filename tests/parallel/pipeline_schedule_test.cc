@@ -152,7 +152,7 @@ TEST(PipelineSchedule, TheStageThatComputedLeastTakesTheCore) {
   EXPECT_NEAR(r.makespan, 3.0 * 2 * 4, 1e-9);
   // The kernel's slice: 0.75 ms x (1 + log2 CPUs), CPUs counted up to 8.
   EXPECT_DOUBLE_EQ(scheduler_slice_s(1), 0.75e-3);
-  EXPECT_DOUBLE_EQ(scheduler_slice_s(2), kSchedulerSliceS);
+  EXPECT_DOUBLE_EQ(scheduler_slice_s(2), 1.5e-3);
   EXPECT_DOUBLE_EQ(scheduler_slice_s(8), 3e-3);
   EXPECT_DOUBLE_EQ(scheduler_slice_s(64), 3e-3);
   // Two stages that both want the core share it by slices: a longer slice only coarsens it.
