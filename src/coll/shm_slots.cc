@@ -64,9 +64,12 @@ struct Waits {
       : c(call), ctx(context), deadline(Deadline::after(call.remaining())), what([&call] { return call.describe(); }) {}
   // One full phase: arrive, wait for everyone, compare the calls.
   void all(uint64_t phase, size_t busy_bytes) {
-    ctx.arrive(phase, &c.fingerprint());
-    ctx.wait_all(phase, deadline, what, busy_bytes, &c.fingerprint());
+    arrive(phase);
+    wait(phase, busy_bytes);
   }
+  // The two halves of all(), for work that needs no peer between them.
+  void arrive(uint64_t phase) { ctx.arrive(phase, &c.fingerprint()); }
+  void wait(uint64_t phase, size_t busy_bytes) { ctx.wait_all(phase, deadline, what, busy_bytes, &c.fingerprint()); }
 };
 
 // One output phase of allreduce_apply: this rank reduces its piece at `at` (up to `piece`
@@ -139,14 +142,17 @@ void allgather_slots(Call& c, char* buf, const char* mine, const Blocks& b, ShmC
     const uint64_t phase = ctx.next_phase();
     const size_t own = b.len(me) * es > at ? std::min(piece, b.len(me) * es - at) : 0;
     if (own) copy_bytes(ctx.my_slot(phase), mine + at, own);  // an empty block's `mine` may be null
-    waits.all(phase, own);
+    // The own piece goes into place between arriving and waiting, while the peers finish
+    // their pieces: the wait then costs only what they still lack.
+    waits.arrive(phase);
+    if (own) copy_bytes_if_apart(buf + (b.off[me] * es) + at, mine + at, own);
+    waits.wait(phase, own);
     for (int k = 1; k < p; ++k) {
       const int q = (me + k) % p;
       const size_t len = b.len(q) * es > at ? std::min(piece, b.len(q) * es - at) : 0;
       copy_bytes(buf + b.off[q] * es + at, ctx.slot_of(q, phase), len);
     }
   }
-  copy_bytes_if_apart(buf + b.off[me] * es, mine, b.len(me) * es);
 }
 
 void reduce_scatter_slots(Call& c, const char* send, char* out, const Blocks& b, ShmContext& ctx) {
