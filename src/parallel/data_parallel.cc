@@ -176,10 +176,14 @@ void DataParallel::submit_bucket(int b) {
 }
 
 void DataParallel::launch(const std::string& name, std::function<void(Communicator&)> fn) {
-  // One rank: on the caller, without the progress thread's two hand-offs (perf of a 1-rank
-  // run at batch 8: 11% of the time in waking that thread; the step took 54 us more than
-  // localsgd's identical one).
-  if (comm_.size() == 1) {
+  // One rank, or no overlap: on the caller, without the progress thread's two hand-offs
+  // (perf of a 1-rank run at batch 8: 11% of the time in waking that thread; the step took
+  // 54 us more than localsgd's identical one). Without overlap the caller would only wait:
+  // handing the bucket over woke the progress thread on the caller's own core, which the
+  // kernel ran at once, and the caller got its core back only after that bucket's work
+  // (2 ranks on 2 cores: 0-2.9 ms per step between backward's end and the wait, counted
+  // neither as compute nor as wait).
+  if (comm_.size() == 1 || !overlap_) {
     fn(comm_);
     return;
   }
@@ -226,9 +230,10 @@ LossAcc DataParallel::step_in_place(std::span<const int64_t> global_batch) {
   const double t_end = now_seconds();
   if (inst_ && t_end > t_prev) inst_->compute("backward (rest)", t_prev, t_end);
   split_.record(t_end - t_start, share.second - share.first);
-  for (int b : ready_buckets) submit_bucket(b);
   {
+    // Without overlap the buckets' collectives run here, on the caller: all of it is waiting.
     Instrument::Scope wait(inst_, "wait for all-reduce", SpanKind::kWait);
+    for (int b : ready_buckets) submit_bucket(b);
     for (Work& w : pending_) w.wait();
   }
   {
