@@ -43,6 +43,8 @@ constexpr size_t kPieceBytes = 256u << 10;
 constexpr size_t kStreamingCopyBytes = size_t{32} << 20;
 // Broadcast with a core per rank goes through the slots up to this size (see broadcast_shm_direct).
 constexpr size_t kPipelinedBroadcastBytes = 256u << 10;
+// With more ranks than cores, up to this size exclusive (see broadcast_shm_direct).
+constexpr size_t kOversubscribedBroadcastSlotsBytes = size_t{4} << 20;
 
 struct Peer {
   int64_t pid = 0;
@@ -285,7 +287,9 @@ bool shm_direct_takes_slots_under(CollOp op, const Communicator& comm, const Shm
     case CollOp::kAllreduce: return ctx->oversubscribed() || bytes >= allreduce_min;
     case CollOp::kAllgather: return !far && bytes <= ctx->slots_allgather_max_bytes();
     case CollOp::kReduceScatter: return !far;
-    case CollOp::kBroadcast: return ctx->oversubscribed() || (bytes <= algo::kPipelinedBroadcastBytes && !far);
+    case CollOp::kBroadcast:
+      return ctx->oversubscribed() ? bytes < algo::kOversubscribedBroadcastSlotsBytes
+                                   : bytes <= algo::kPipelinedBroadcastBytes && !far;
     default: return false;
   }
 }
@@ -402,9 +406,17 @@ void allgather_shm_direct(Call& c, char* buf, const char* mine, const Blocks& b,
 void broadcast_shm_direct(Call& c, char* buf, size_t n, int root, ShmContext* ctx) {
   const int p = c.size(), me = c.rank();
   if (p == 1 || n == 0) return;
-  // Through the slots up to DTRAIN_SHM_SLOTS_BYTES when ranks outnumber the cores (a phase
-  // per slot's worth; every cross-memory round would be a trip through the scheduler), but
-  // with a core per rank only up to kPipelinedBroadcastBytes: there, at 2 ranks, the slots'
+  // Through the slots when ranks outnumber the cores below kOversubscribedBroadcastSlotsBytes
+  // (a phase per slot's worth; each cross-memory round is a trip through the scheduler). From
+  // 4 MiB the tree's log2(p) rounds cost less than the slots' phase per 256 KiB: 4 and 8
+  // ranks on the EPYC VM's 2 cores (bench collectives, slots against DTRAIN_SHM_SLOTS_BYTES=0,
+  // 2026-11-30), the cores close: 4 MiB 278-439 against 612-750 us at 4 ranks, 1.2-2.4 against
+  // 1.5-3.0 ms at 8, 16-64 MiB even; the cores far, 4 ranks: 1.15 against 1.81 ms at 4 MiB,
+  // 3.7 against 8.6 at 16 MiB, 9.6 against 36 at 64 MiB. Below, the slots won with the cores
+  // close (256 KiB 34-40 against 64-68 us at 4 ranks; 1 MiB at 8 ranks 221-621 against
+  // 386-1013) and lost far (256 KiB 163 against 83), and nothing gives ranks beyond the
+  // cores a verdict of their placement. With a core per rank only up to
+  // kPipelinedBroadcastBytes: there, at 2 ranks, the slots'
   // pipeline took 51 us for 1 MiB and 195 us for 4 MiB against 37 and 139 us for the reads
   // below (bench collectives, 256 KiB slots). With the two cores far apart (ShmContext's
   // probe) not even that: there the reads took 4.7-4.9 us at 64 KiB and 8.4-8.7 us at 256 KiB

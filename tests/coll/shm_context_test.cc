@@ -114,6 +114,38 @@ TEST(ShmContextTest, OversubscribedAllreduceIsOnePhaseOnlyUpToAFewKiB) {
     });
 }
 
+// With more ranks than cores a broadcast goes through the slots below 4 MiB and by the
+// binomial tree of cross-memory copies from there (coll/shm_direct.cc says why); with a core
+// per rank the slots stop at 256 KiB. Exact on either side of the boundary, from any root.
+TEST(ShmContextTest, OversubscribedBroadcastTakesTheTreeFromFourMiB) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  testing::WorldOptions o;
+  o.ranks_on_host = 4 * cores;  // four ranks a core
+  testing::run_world(4, o, [&](Communicator& c) {
+    ShmContext ctx(c, 64 << 10);
+    ASSERT_TRUE(ctx.oversubscribed());
+    const size_t boundary = size_t{4} << 20;
+    EXPECT_TRUE(shm_direct_takes_slots(CollOp::kBroadcast, c, &ctx, boundary - 4));
+    EXPECT_FALSE(shm_direct_takes_slots(CollOp::kBroadcast, c, &ctx, boundary));
+    for (size_t n : {boundary / 4 - 1, boundary / 4 + 3}) {
+      for (int root : {0, 3}) {
+        auto buf = c.rank() == root ? testing::input(DType::kFloat32, root, n) : std::vector<char>(n * 4, 0);
+        BroadcastOptions bo;
+        bo.algorithm = Algorithm::kShmDirect;
+        bo.shm = &ctx;
+        broadcast(c, buf.data(), n, DType::kFloat32, root, bo);
+        ASSERT_EQ(testing::compare(buf, testing::input(DType::kFloat32, root, n), DType::kFloat32), "")
+            << "n=" << n << " root=" << root;
+      }
+    }
+  });
+  if (cores >= 2)
+    testing::run_world(2, TransportKind::kShm, [&](Communicator& c) {
+      ShmContext ctx(c, 64 << 10);
+      EXPECT_FALSE(shm_direct_takes_slots(CollOp::kBroadcast, c, &ctx, size_t{1} << 20));  // a core each
+    });
+}
+
 // Up to ShmContext::kInlineBytes the one-phase all-reduce carries its data on the arrival
 // counter's line, above it in the slot: back-to-back calls that cross the boundary either way
 // (so each parity holds data of both kinds in turn) stay exact.
