@@ -1,6 +1,7 @@
-// coll/path_tuner.h — which of the two ways a 2-rank shared-memory collective can move its
-// data (the context's slots, or cross-memory reads of the peer's buffer) each call takes,
-// chosen by timing both as the calls go.
+// coll/path_tuner.h — which of the two ways a shared-memory collective can move its data (the
+// context's slots, or cross-memory reads of the peers' buffers) each call takes, chosen by
+// timing both as the calls go: two ranks with a core each, under each verdict of their
+// cores' distance, and ranks beyond the cores under one (ShmContext::count_decision).
 //
 // Why: which path is faster depends on the host, not only on the distance between the two
 // cores that ShmContext's round-trip probe measures. On the Xeon VM and an earlier EPYC VM,
@@ -28,16 +29,19 @@
 //   one, if the entry had calls in the last kExploreEvery probe intervals (trying a path no
 //   call uses would time nothing), and only after kExploreEvery tries' worth of calls on its
 //   choice (kExploreEvery x kMinCalls calls, or x kMinBytes), so trying costs at most about
-//   one call in kExploreEvery. A try lasts until the tried path has been timed.
+//   one call in kExploreEvery; the first try of a path never timed comes as soon as the
+//   choice has an estimate (once per entry and verdict). A try lasts until the tried path
+//   has been timed.
 // - A path tried, or taken over from the other, is on trial: the next probe comes after
 //   about kMinCalls + 1 such calls (at most kMinBytes and one call), so a try, or a switch
 //   made on a few noisy calls, costs a few calls rather than a whole interval (100 ms: in a
 //   sitting's 0.2 s benchmark rows such switches had run whole rows on the slower path).
 // - The choice travels in one 64-bit mask that rank 0 publishes with the probe's verdict,
-//   so both ranks take the same path from the same call on (ShmContext::probe_peers).
+//   so both ranks take the same path from the same call on (ShmContext::probe_peers); ranks
+//   beyond the cores take rank 0's mask from the call after next (ShmContext::count_decision).
 //
-// Contract: the choice is only a choice between two exact paths; with two ranks both reduce
-// a + b, so results are bit-identical whichever path a call takes. A machine whose winner
+// Contract: the choice is only a choice between two exact paths; both reduce in rank order
+// (reduce_ordered), so results are bit-identical whichever path a call takes. A machine whose winner
 // holds pays a try's few calls on the slower path in every kExploreEvery tries' worth.
 #pragma once
 

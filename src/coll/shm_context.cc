@@ -54,6 +54,8 @@ struct ShmContext::Header {
   uint64_t slots_from = 0;
   uint64_t probe_every = 0;
   uint64_t path_mask = 0;  // PathTuner::decide's choice for the calls until the next probe
+  // Ranks beyond the cores: rank 0's decisions, alternately in each (count_decision).
+  std::atomic<uint64_t> decided_mask[2] = {0, 0};
 };
 
 namespace {
@@ -195,6 +197,11 @@ ShmContext::ShmContext(Communicator& comm, size_t slot_bytes)
   });
   for (int q = 0; q < size_; ++q) pids_[q] = header(q)->pid;
   if (!oversubscribed()) slots_allgather_max_ = last_level_cache_bytes();
+  // Ranks beyond the cores time both paths too (count_decision), without a verdict.
+  if (size_ > 1 && oversubscribed() && comm.coll_config().shm_timed_paths && comm.coll_config().shm_reprobe_ms > 0) {
+    timed_paths_ = true;
+    bytes_to_decide_ = kDecideBytes;
+  }
   if (size_ == 2 && !oversubscribed()) {
     const CoreDistance stated = comm.coll_config().shm_cores;
     if (stated == CoreDistance::kProbe) {
@@ -309,7 +316,41 @@ void ShmContext::probe_peers(const Deadline& deadline, bool first) {
   if (!first && was_far != cores_far_) ++flips_;
 }
 
+// Ranks beyond the cores have no verdict of their cores' distance (a probe between two of
+// them times the scheduler, not the caches), yet it decides their paths as it does with a
+// core each: 4 ranks on the EPYC VM's 2 cores (bench collectives, the slots against
+// DTRAIN_SHM_SLOTS_BYTES=0, 2026-11-30), the cores far, the reads took 0.3-0.6x the slots'
+// time from 256 KiB (all-reduce 16 MiB 5.3 against 15.1 ms, reduce-scatter 4 MiB 0.54
+// against 2.3, all-gather 1 MiB 172 against 342 us), while close the slots were 1.0-1.7x
+// ahead (all-reduce 1 MiB 288-361 against 383-618 us). So the tuner times both paths as
+// the calls go, under one verdict, and decides every kDecideBytes of calls. Every rank
+// counts the same calls, so all reach each decision after the same call N; rank 0 decides
+// and writes the mask into its header, and every rank applies it from call N + 2: by then
+// call N + 1's full phase has shown each rank that rank 0 arrived there, after writing.
+// Rank 0 overwrites that header slot only two decisions later, after call N + 2 has
+// completed, so after every rank has read it (a take_slots comes before the call's phases).
+void ShmContext::count_decision(size_t bytes) {
+  ++calls_;
+  const uint64_t charge = std::max<uint64_t>(bytes, kProbeCallFloorBytes);
+  if (charge < bytes_to_decide_) {
+    bytes_to_decide_ -= charge;
+    return;
+  }
+  bytes_to_decide_ = kDecideBytes;
+  mask_slot_ = static_cast<int>(decisions_ & 1);
+  if (rank_ == 0) {
+    uint64_t explore_bytes = 0;  // a try lasts a whole interval here (the interval is short)
+    header(0)->decided_mask[mask_slot_].store(tuner_.decide(false, &explore_bytes), std::memory_order_relaxed);
+  }
+  ++decisions_;
+  mask_from_ = calls_ + 1;
+}
+
 bool ShmContext::take_slots(CollOp op, size_t bytes) {
+  if (mask_from_ >= 0 && calls_ >= mask_from_) {
+    path_mask_ = header(0)->decided_mask[mask_slot_].load(std::memory_order_relaxed);
+    mask_from_ = -1;
+  }
   const bool fixed = shm_direct_takes_slots(op, comm_, this, bytes);
   const int e = timed_paths_ ? PathTuner::entry(op, bytes) : -1;
   if (e < 0) return fixed;

@@ -184,18 +184,22 @@ class ShmContext {
   // (CollConfig::shm_reprobe_ms; 0: the construction's probe only). ~10-40 us a probe,
   // which waits for the peer up to timeout_s. Inline: on every collective's way out, and
   // nothing to do for most of them.
+  // With more ranks than cores the calls count towards the next decision of the paths
+  // instead (no probe: count_decision says why).
   void after_call(size_t bytes, double timeout_s) {
     if (timed_entry_ >= 0) end_timing(bytes);
     if (bytes_to_probe_ != 0 && bytes > kSmallAllreduceFarBytes) count_call(bytes, timeout_s);
+    if (bytes_to_decide_ != 0) count_decision(bytes);
   }
   // Whether a shm_direct call of op and `bytes` on this context takes the slots (true) or the
-  // cross-memory reads: where two ranks with a core each re-probe their distance, the timed
-  // choice (coll/path_tuner.h) where it has decided this call's op and size class, else the
-  // fixed rule (shm_direct_takes_slots); never the slots past CollConfig::shm_slots_bytes.
+  // cross-memory reads: where two ranks with a core each re-probe their distance, or ranks
+  // outnumber the cores, the timed choice (coll/path_tuner.h) where it has decided this
+  // call's op and size class, else the fixed rule (shm_direct_takes_slots); never the slots
+  // past CollConfig::shm_slots_bytes.
   // Counts the call's path, and on rank 0 starts timing it (after_call ends that).
   bool take_slots(CollOp op, size_t bytes);
   // Calls take_slots counted on each path since construction (0 where nothing is timed);
-  // the same on both ranks.
+  // the same on every rank.
   int64_t slots_calls() const { return slots_calls_; }
   int64_t reads_calls() const { return reads_calls_; }
   // Probes run (the construction's included), verdicts that changed at a re-probe, and the
@@ -212,6 +216,13 @@ class ShmContext {
   static constexpr uint64_t kProbeCallFloorBytes = uint64_t{64} << 10;
   static constexpr uint64_t kFirstProbeBytes = uint64_t{4} << 20;
   static constexpr uint64_t kMaxProbeBytes = uint64_t{1} << 40;
+  // With more ranks than cores, the bytes between two decisions of the paths (each call
+  // charged at least kProbeCallFloorBytes): ~5-15 ms of calls on the EPYC VM's 2 cores at 4
+  // ranks, so a try of the slower path costs a few calls and a flip of the vCPUs' placement
+  // is followed within the tuner's kExploreEvery decisions.
+  static constexpr uint64_t kDecideBytes = uint64_t{16} << 20;
+  // Decisions made (with more ranks than cores; 0 elsewhere), the same on every rank.
+  int64_t decisions() const { return decisions_; }
 
  private:
   struct Header;
@@ -258,10 +269,17 @@ class ShmContext {
   bool timed_slots_ = false, timed_far_ = false;
   int64_t timed_start_ns_ = 0;
   size_t timed_bytes_ = 0;
+  // Ranks beyond the cores (count_decision): the bytes left before the next decision (0:
+  // none made here), the calls completed, and the decision waiting to take effect (the call
+  // count from which it holds, -1 for none; the header slot rank 0 wrote it in).
+  uint64_t bytes_to_decide_ = 0;
+  int64_t calls_ = 0, mask_from_ = -1, decisions_ = 0;
+  int mask_slot_ = 0;
   int64_t slots_calls_ = 0, reads_calls_ = 0;
   void end_timing(size_t bytes);
   void probe_peers(const Deadline& deadline, bool first);
   void count_call(size_t bytes, double timeout_s);
+  void count_decision(size_t bytes);
 };
 
 // Whether the shared-memory direct algorithm of `op` (kShmDirect) carries a call of `bytes`

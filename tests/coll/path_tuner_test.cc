@@ -67,12 +67,13 @@ TEST(PathTuner, TriesTheUntimedPathThenKeepsTheFaster) {
   PathTuner t;
   uint64_t explore = 0;
   const int e = PathTuner::entry(CollOp::kAllreduce, 4 * kMiB);
-  // The fixed rule sent the calls through the slots: the reads are tried next, and the next
-  // probe is due after kMinCalls calls of the class's largest size.
-  calls(t, false, e, true, kPaid - 1, 4 * kMiB, 0.5);
+  // The fixed rule sent the calls through the slots: once they are timed the reads, never
+  // timed, are tried at once, and the next probe is due after kMinCalls calls of the class's
+  // largest size.
+  calls(t, false, e, true, static_cast<int>(PathTuner::kMinCalls), 4 * kMiB, 0.5);  // the first is not timed
   uint64_t mask = t.decide(false, &explore);
-  EXPECT_TRUE(PathTuner::takes_slots(mask, e)) << "a try waits for kExploreEvery tries' worth of calls";
-  EXPECT_EQ(explore, 0u) << "the first choice is the path the fixed rule took: no trial";
+  EXPECT_FALSE(PathTuner::decided(mask, e)) << "too few calls to time the slots: the fixed rule";
+  EXPECT_EQ(explore, 0u);
   calls(t, false, e, true, 1, 4 * kMiB, 0.5);
   mask = t.decide(false, &explore);
   ASSERT_TRUE(PathTuner::decided(mask, e));
@@ -115,11 +116,13 @@ TEST(PathTuner, LargeCallsAreTimedFromTheFirstAndFoldedByBytes) {
   calls(t, true, e, false, 1, big, 0.3);  // one call of 256 MiB: past kMinBytes, and timed
   uint64_t mask = t.decide(true, &explore);
   EXPECT_NEAR(t.estimate(true, e, false), 0.3, 1e-3);
-  EXPECT_FALSE(PathTuner::takes_slots(mask, e)) << "one call is not kExploreEvery tries' worth (16 x 64 MiB)";
-  calls(t, true, e, false, 3, big, 0.3);
-  mask = t.decide(true, &explore);
-  EXPECT_TRUE(PathTuner::takes_slots(mask, e)) << "the slots are tried after 1 GiB of calls";
+  EXPECT_TRUE(PathTuner::takes_slots(mask, e)) << "the slots, never timed, are tried at once";
   EXPECT_EQ(explore, PathTuner::kMinBytes + big) << "a try of one such call, not five";
+  calls(t, true, e, true, 1, big, 0.6);  // the first call after the switch is timed too: it is large
+  mask = t.decide(true, &explore);
+  EXPECT_NEAR(t.estimate(true, e, true), 0.6, 1e-3);
+  EXPECT_FALSE(PathTuner::takes_slots(mask, e)) << "the reads were faster";
+  EXPECT_EQ(explore, PathTuner::kMinBytes + big) << "taken back over from the slots: on trial";
 }
 
 TEST(PathTuner, SlowerPathIsTriedAgainWhenItsEstimateIsStale) {

@@ -127,7 +127,7 @@ void allreduce_is_exact(Communicator& c, ShmContext& ctx, DType t, size_t n, con
   const auto in = testing::input(t, c.rank(), n);
   std::vector<char> out(in.size());
   allreduce(c, in.data(), out.data(), n, t, ReduceOp::kSum, o);
-  EXPECT_EQ(testing::compare(out, testing::expected_reduce(t, 2, n, ReduceOp::kSum), t), "") << what;
+  EXPECT_EQ(testing::compare(out, testing::expected_reduce(t, c.size(), n, ReduceOp::kSum), t), "") << what;
 }
 
 TEST(ShmSlots, DistanceIsReprobedAsCallsGoAndBothRanksAgree) {
@@ -255,6 +255,59 @@ TEST(ShmSlots, TimedPathsAreTriedAgreedAndExact) {
       EXPECT_GT(seen[0].reads, 0) << "each path is tried";
     } else {
       EXPECT_EQ(seen[0].slots + seen[0].reads, 0);
+    }
+  }
+}
+
+// Ranks beyond the cores time both paths too, without a verdict (ShmContext::count_decision):
+// every rank takes the same path for every call, each path is tried, and every call is exact.
+TEST(ShmSlots, TimedPathsBeyondTheCoresAreTriedAgreedAndExact) {
+  struct Seen {
+    int64_t slots, reads, decisions;
+  };
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (bool timed : {true, false}) {
+    std::mutex mu;
+    std::vector<Seen> seen;
+    testing::WorldOptions w;
+    w.ranks_on_host = 2 * cores;  // two ranks a core
+    w.coll.shm_timed_paths = timed;
+    constexpr int kCalls = 2 * (PathTuner::kExploreEvery * PathTuner::kMinCalls + 40);
+    testing::run_world(4, w, [&](Communicator& c) {
+      ShmContext ctx(c, 64 << 10);
+      ASSERT_TRUE(ctx.oversubscribed());
+      const DType t = DType::kFloat32;
+      for (int k = 0; k < kCalls; ++k) {
+        if (k % 2 == 0) {
+          allreduce_is_exact(c, ctx, t, 300000, "call " + std::to_string(k));  // 1.2 MB
+        } else {  // 280 KB, past the one phase
+          const size_t n = 70000;
+          BroadcastOptions o;
+          o.algorithm = Algorithm::kShmDirect;
+          o.shm = &ctx;
+          const int root = (k / 2) % 4;
+          auto buf = c.rank() == root ? testing::input(t, root, n) : std::vector<char>(n * 4, 0);
+          broadcast(c, buf.data(), n, t, root, o);
+          ASSERT_EQ(testing::compare(buf, testing::input(t, root, n), t), "") << "call " << k;
+        }
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      seen.push_back({ctx.slots_calls(), ctx.reads_calls(), ctx.decisions()});
+    });
+    ASSERT_EQ(seen.size(), 4u);
+    for (const Seen& s : seen) {
+      EXPECT_EQ(s.slots, seen[0].slots);
+      EXPECT_EQ(s.reads, seen[0].reads);
+      EXPECT_EQ(s.decisions, seen[0].decisions);
+    }
+    if (timed) {
+      EXPECT_EQ(seen[0].slots + seen[0].reads, kCalls) << "every call past the one phase is counted";
+      EXPECT_GT(seen[0].decisions, 0);
+      EXPECT_GT(seen[0].slots, 0) << "each path is tried";
+      EXPECT_GT(seen[0].reads, 0) << "each path is tried";
+    } else {
+      EXPECT_EQ(seen[0].slots + seen[0].reads, 0);
+      EXPECT_EQ(seen[0].decisions, 0);
     }
   }
 }
