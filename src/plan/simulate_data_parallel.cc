@@ -209,8 +209,11 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // (DTRAIN_SHM_TIMED_PATHS, on by default: coll/shm_context.h), so a run that takes the slots
   // has read through the pieces too: its high-water mark holds both. On the EPYC VM localsgd
   // at 2 ranks kept 3.06 MB in 18 runs, the cores close (the slots) or far (the reads),
-  // where the slots alone priced 2.85 (2026-11-30).
-  const bool timed_paths = slot_ar && workers == 2 && c.ranks_on_node(workers) <= c.cores_per_node;
+  // where the slots alone priced 2.85 (2026-11-30). Ranks beyond the cores time both paths
+  // too (ShmContext::count_decision): localsgd kept 3.30 / 3.34 MB at 4 / 8 ranks on the
+  // EPYC VM's 2 cores, where the slots alone priced 2.63 / 2.54 (2026-11-30, dv-m3).
+  const bool timed_paths = slot_ar && ((workers == 2 && c.ranks_on_node(workers) <= c.cores_per_node) ||
+                                       c.ranks_on_node(workers) > c.cores_per_node);
   const bool read_pieces = reads_ar || timed_paths || (reads && s == "fedavg");
   p.buffers_b = copies * bytes + (slot_ar || reads_ar || ddp_window ? kStagingBytes : 0) +
                 (read_pieces ? (workers - 1) * std::min(kReadPieceBytes, bytes / workers) : 0) +
