@@ -67,13 +67,12 @@ TEST(PathTuner, TriesTheUntimedPathThenKeepsTheFaster) {
   PathTuner t;
   uint64_t explore = 0;
   const int e = PathTuner::entry(CollOp::kAllreduce, 4 * kMiB);
-  // The fixed rule sent the calls through the slots: once they are timed the reads, never
-  // timed, are tried at once, and the next probe is due after kMinCalls calls of the class's
-  // largest size.
-  calls(t, false, e, true, static_cast<int>(PathTuner::kMinCalls), 4 * kMiB, 0.5);  // the first is not timed
+  // The fixed rule sent the calls through the slots: the reads are tried next, and the next
+  // probe is due after kMinCalls calls of the class's largest size.
+  calls(t, false, e, true, kPaid - 1, 4 * kMiB, 0.5);
   uint64_t mask = t.decide(false, &explore);
-  EXPECT_FALSE(PathTuner::decided(mask, e)) << "too few calls to time the slots: the fixed rule";
-  EXPECT_EQ(explore, 0u);
+  EXPECT_TRUE(PathTuner::takes_slots(mask, e)) << "a try waits for kExploreEvery tries' worth of calls";
+  EXPECT_EQ(explore, 0u) << "the first choice is the path the fixed rule took: no trial";
   calls(t, false, e, true, 1, 4 * kMiB, 0.5);
   mask = t.decide(false, &explore);
   ASSERT_TRUE(PathTuner::decided(mask, e));
@@ -88,6 +87,29 @@ TEST(PathTuner, TriesTheUntimedPathThenKeepsTheFaster) {
   // Other entries stay undecided; the other verdict has its own table.
   EXPECT_FALSE(PathTuner::decided(mask, PathTuner::entry(CollOp::kAllreduce, kMiB)));
   EXPECT_EQ(t.decide(true, &explore), 0u);
+}
+
+// Ranks beyond the cores (eager_first_try): the path never timed is tried as soon as the
+// fixed rule's path has an estimate, once; later tries wait for a try's worth as above.
+TEST(PathTuner, EagerFirstTryComesWithTheFirstEstimate) {
+  PathTuner t(/*eager_first_try=*/true);
+  uint64_t explore = 0;
+  const int e = PathTuner::entry(CollOp::kAllreduce, 16 * kMiB);
+  calls(t, false, e, true, kFirst, 16 * kMiB, 0.5);  // the slots, by the fixed rule
+  uint64_t mask = t.decide(false, &explore);
+  ASSERT_TRUE(PathTuner::decided(mask, e));
+  EXPECT_FALSE(PathTuner::takes_slots(mask, e)) << "the reads, never timed: tried at once";
+  EXPECT_GT(explore, 0u);
+  calls(t, false, e, false, kFirst, 16 * kMiB, 0.2);
+  mask = t.decide(false, &explore);
+  EXPECT_FALSE(PathTuner::takes_slots(mask, e)) << "the reads were faster: kept";
+  // Both timed: the slots come back only after a try's worth of calls and a stale estimate.
+  calls(t, false, e, false, kFirst, 16 * kMiB, 0.2);
+  EXPECT_FALSE(PathTuner::takes_slots(t.decide(false, &explore), e));
+  // Without the flag (two ranks) the same calls keep the slots until a try's worth.
+  PathTuner patient;
+  calls(patient, false, e, true, kFirst, 16 * kMiB, 0.5);
+  EXPECT_TRUE(PathTuner::takes_slots(patient.decide(false, &explore), e));
 }
 
 TEST(PathTuner, TakingOverTheOtherPathPutsItOnTrial) {
@@ -116,13 +138,11 @@ TEST(PathTuner, LargeCallsAreTimedFromTheFirstAndFoldedByBytes) {
   calls(t, true, e, false, 1, big, 0.3);  // one call of 256 MiB: past kMinBytes, and timed
   uint64_t mask = t.decide(true, &explore);
   EXPECT_NEAR(t.estimate(true, e, false), 0.3, 1e-3);
-  EXPECT_TRUE(PathTuner::takes_slots(mask, e)) << "the slots, never timed, are tried at once";
-  EXPECT_EQ(explore, PathTuner::kMinBytes + big) << "a try of one such call, not five";
-  calls(t, true, e, true, 1, big, 0.6);  // the first call after the switch is timed too: it is large
+  EXPECT_FALSE(PathTuner::takes_slots(mask, e)) << "one call is not kExploreEvery tries' worth (16 x 64 MiB)";
+  calls(t, true, e, false, 3, big, 0.3);
   mask = t.decide(true, &explore);
-  EXPECT_NEAR(t.estimate(true, e, true), 0.6, 1e-3);
-  EXPECT_FALSE(PathTuner::takes_slots(mask, e)) << "the reads were faster";
-  EXPECT_EQ(explore, PathTuner::kMinBytes + big) << "taken back over from the slots: on trial";
+  EXPECT_TRUE(PathTuner::takes_slots(mask, e)) << "the slots are tried after 1 GiB of calls";
+  EXPECT_EQ(explore, PathTuner::kMinBytes + big) << "a try of one such call, not five";
 }
 
 TEST(PathTuner, SlowerPathIsTriedAgainWhenItsEstimateIsStale) {
