@@ -67,11 +67,7 @@ uint64_t PathTuner::decide(bool far, uint64_t* explore_bytes) {
     // A new try costs a few calls on what may be the slower path: at most one in
     // kExploreEvery of the entry's calls (by count, or by bytes for calls of many MiB, where a
     // sitting's 0.2 s row of 256 MiB calls holds only a few of them).
-    // With eager_first_try the first try of a path never timed comes as soon as the choice
-    // has an estimate: once per entry, for a context whose fixed rule has no verdict to go by
-    // (path_tuner.h).
-    const bool first = eager_first_try_ && other.estimate < 0 && other.estimated_at < 0;
-    const bool paid = first || en.calls_since_try >= kExploreEvery * kMinCalls ||
+    const bool paid = en.calls_since_try >= kExploreEvery * kMinCalls ||
                       en.bytes_since_try >= static_cast<double>(kExploreEvery * kMinBytes);
     bool trial = en.trying >= 0;
     if (en.trying >= 0) {

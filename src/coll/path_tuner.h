@@ -29,13 +29,7 @@
 //   one, if the entry had calls in the last kExploreEvery probe intervals (trying a path no
 //   call uses would time nothing), and only after kExploreEvery tries' worth of calls on its
 //   choice (kExploreEvery x kMinCalls calls, or x kMinBytes), so trying costs at most about
-//   one call in kExploreEvery. A try lasts until the tried path has been timed. With
-//   eager_first_try (ranks beyond the cores, whose fixed rule has no verdict to go by: 4
-//   ranks on 2 cores far apart ran the reads 2-3x faster than the slots from 256 KiB, close
-//   the slots 1.0-1.7x faster) the first try of a path never timed comes as soon as the
-//   choice has an estimate, once per entry: a sitting's 0.2 s row of 16 MiB all-reduces
-//   there held 13 calls, never a try's worth. (Two ranks keep the wait: a first try at once
-//   spent up to half of a 0.2 s row of 256 MiB calls on the slower path.)
+//   one call in kExploreEvery. A try lasts until the tried path has been timed.
 // - A path tried, or taken over from the other, is on trial: the next probe comes after
 //   about kMinCalls + 1 such calls (at most kMinBytes and one call), so a try, or a switch
 //   made on a few noisy calls, costs a few calls rather than a whole interval (100 ms: in a
@@ -72,8 +66,6 @@ class PathTuner {
   static bool decided(uint64_t mask, int e) { return (mask >> e) & 1; }
   static bool takes_slots(uint64_t mask, int e) { return (mask >> (kEntries + e)) & 1; }
 
-  explicit PathTuner(bool eager_first_try = false) : eager_first_try_(eager_first_try) {}
-
   // A call of entry e took ns on path `slots` under verdict `far`.
   void record(bool far, int e, bool slots, int64_t ns, size_t bytes);
   // At a probe: folds the calls since the last estimates, then returns the choice for the
@@ -103,7 +95,6 @@ class PathTuner {
   };
   Entry table_[2][kEntries];  // [far][entry]
   int64_t decisions_ = 0;
-  bool eager_first_try_ = false;
 };
 
 }  // namespace dtrain

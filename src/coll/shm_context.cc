@@ -200,7 +200,6 @@ ShmContext::ShmContext(Communicator& comm, size_t slot_bytes)
   // Ranks beyond the cores time both paths too (count_decision), without a verdict.
   if (size_ > 1 && oversubscribed() && comm.coll_config().shm_timed_paths && comm.coll_config().shm_reprobe_ms > 0) {
     timed_paths_ = true;
-    tuner_ = PathTuner(/*eager_first_try=*/true);
     bytes_to_decide_ = kDecideBytes;
   }
   if (size_ == 2 && !oversubscribed()) {

@@ -89,29 +89,6 @@ TEST(PathTuner, TriesTheUntimedPathThenKeepsTheFaster) {
   EXPECT_EQ(t.decide(true, &explore), 0u);
 }
 
-// Ranks beyond the cores (eager_first_try): the path never timed is tried as soon as the
-// fixed rule's path has an estimate, once; later tries wait for a try's worth as above.
-TEST(PathTuner, EagerFirstTryComesWithTheFirstEstimate) {
-  PathTuner t(/*eager_first_try=*/true);
-  uint64_t explore = 0;
-  const int e = PathTuner::entry(CollOp::kAllreduce, 16 * kMiB);
-  calls(t, false, e, true, kFirst, 16 * kMiB, 0.5);  // the slots, by the fixed rule
-  uint64_t mask = t.decide(false, &explore);
-  ASSERT_TRUE(PathTuner::decided(mask, e));
-  EXPECT_FALSE(PathTuner::takes_slots(mask, e)) << "the reads, never timed: tried at once";
-  EXPECT_GT(explore, 0u);
-  calls(t, false, e, false, kFirst, 16 * kMiB, 0.2);
-  mask = t.decide(false, &explore);
-  EXPECT_FALSE(PathTuner::takes_slots(mask, e)) << "the reads were faster: kept";
-  // Both timed: the slots come back only after a try's worth of calls and a stale estimate.
-  calls(t, false, e, false, kFirst, 16 * kMiB, 0.2);
-  EXPECT_FALSE(PathTuner::takes_slots(t.decide(false, &explore), e));
-  // Without the flag (two ranks) the same calls keep the slots until a try's worth.
-  PathTuner patient;
-  calls(patient, false, e, true, kFirst, 16 * kMiB, 0.5);
-  EXPECT_TRUE(PathTuner::takes_slots(patient.decide(false, &explore), e));
-}
-
 TEST(PathTuner, TakingOverTheOtherPathPutsItOnTrial) {
   PathTuner t;
   uint64_t explore = 0;
