@@ -39,8 +39,9 @@
 //   beyond the cores take rank 0's mask from the call after next (ShmContext::count_decision).
 //
 // Contract: the choice is only a choice between two exact paths; both reduce in rank order
-// (reduce_ordered), so results are bit-identical whichever path a call takes. A machine whose winner
-// holds pays a try's few calls on the slower path in every kExploreEvery tries' worth.
+// (reduce_ordered), so results are bit-identical whichever path a call takes. A machine
+// whose winner holds pays a try's few calls on the slower path in every kExploreEvery
+// tries' worth.
 #pragma once
 
 #include <cstddef>
