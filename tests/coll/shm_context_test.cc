@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -82,13 +83,21 @@ TEST(ShmContextTest, AGroupOfTwoInAnOversubscribedJobIsOversubscribed) {
 // (kOnePhaseOversubscribedBytes / ranks per core): every rank reducing every input costs p
 // times the CPU the ranks share. Past that, up to small_allreduce_bytes(), auto still takes
 // shm_direct without the cost model, through the slots. Exact on either side.
-TEST(ShmContextTest, OversubscribedAllreduceIsOnePhaseOnlyUpToAFewKiB) {
+// Runs fn on 4 ranks that count four to a core of this host, each with its context.
+void run_four_a_core(const std::function<void(Communicator&, ShmContext&)>& fn) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   testing::WorldOptions o;
-  o.ranks_on_host = 4 * cores;  // four ranks a core
+  o.ranks_on_host = 4 * cores;
   testing::run_world(4, o, [&](Communicator& c) {
     ShmContext ctx(c, 64 << 10);
     ASSERT_TRUE(ctx.oversubscribed());
+    fn(c, ctx);
+  });
+}
+
+TEST(ShmContextTest, OversubscribedAllreduceIsOnePhaseOnlyUpToAFewKiB) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  run_four_a_core([&](Communicator& c, ShmContext& ctx) {
     const size_t one = ShmContext::kOnePhaseOversubscribedBytes / 4;
     EXPECT_EQ(ctx.one_phase_allreduce_bytes(), one);
     EXPECT_TRUE(shm_direct_one_phase(CollOp::kAllreduce, c, &ctx, one));
@@ -119,11 +128,7 @@ TEST(ShmContextTest, OversubscribedAllreduceIsOnePhaseOnlyUpToAFewKiB) {
 // per rank the slots stop at 256 KiB. Exact on either side of the boundary, from any root.
 TEST(ShmContextTest, OversubscribedBroadcastTakesTheTreeFromFourMiB) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  testing::WorldOptions o;
-  o.ranks_on_host = 4 * cores;  // four ranks a core
-  testing::run_world(4, o, [&](Communicator& c) {
-    ShmContext ctx(c, 64 << 10);
-    ASSERT_TRUE(ctx.oversubscribed());
+  run_four_a_core([&](Communicator& c, ShmContext& ctx) {
     const size_t boundary = size_t{4} << 20;
     EXPECT_TRUE(shm_direct_takes_slots(CollOp::kBroadcast, c, &ctx, boundary - 4));
     EXPECT_FALSE(shm_direct_takes_slots(CollOp::kBroadcast, c, &ctx, boundary));

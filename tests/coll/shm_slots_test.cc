@@ -212,6 +212,27 @@ TEST(ShmSlots, DistanceIsReprobedAsCallsGoAndBothRanksAgree) {
 // take, so both paths carry calls; both ranks take the same path at every call (the counts
 // agree), and every result is exact whichever path it took. DTRAIN_SHM_TIMED_PATHS=0 times
 // nothing.
+// `calls` shm_direct calls through ctx, alternately a 1.2 MB all-reduce and a 280 KB
+// broadcast (past the one phase and the slots' 256 KiB broadcast threshold) from each rank
+// in turn: every result exact.
+void mixed_calls_are_exact(Communicator& c, ShmContext& ctx, int calls) {
+  const DType t = DType::kFloat32;
+  for (int k = 0; k < calls; ++k) {
+    if (k % 2 == 0) {
+      allreduce_is_exact(c, ctx, t, 300000, "call " + std::to_string(k));
+      continue;
+    }
+    const size_t n = 70000;
+    BroadcastOptions o;
+    o.algorithm = Algorithm::kShmDirect;
+    o.shm = &ctx;
+    const int root = (k / 2) % c.size();
+    auto buf = c.rank() == root ? testing::input(t, root, n) : std::vector<char>(n * 4, 0);
+    broadcast(c, buf.data(), n, t, root, o);
+    ASSERT_EQ(testing::compare(buf, testing::input(t, root, n), t), "") << "call " << k;
+  }
+}
+
 TEST(ShmSlots, TimedPathsAreTriedAgreedAndExact) {
   struct Seen {
     int64_t slots, reads;
@@ -227,21 +248,7 @@ TEST(ShmSlots, TimedPathsAreTriedAgreedAndExact) {
     testing::run_world(2, w, [&](Communicator& c) {
       ShmContext ctx(c, 64 << 10);
       if (ctx.oversubscribed()) GTEST_SKIP() << "one core: two ranks share it, and no distance is probed";
-      const DType t = DType::kFloat32;
-      for (int k = 0; k < kCalls; ++k) {
-        if (k % 2 == 0) {
-          allreduce_is_exact(c, ctx, t, 300000, "call " + std::to_string(k));  // 1.2 MB
-        } else {  // 280 KB, past the one phase and the slots' 256 KiB threshold
-          const size_t n = 70000;
-          BroadcastOptions o;
-          o.algorithm = Algorithm::kShmDirect;
-          o.shm = &ctx;
-          const int root = (k / 2) % 2;
-          auto buf = c.rank() == root ? testing::input(t, root, n) : std::vector<char>(n * 4, 0);
-          broadcast(c, buf.data(), n, t, root, o);
-          ASSERT_EQ(testing::compare(buf, testing::input(t, root, n), t), "") << "call " << k;
-        }
-      }
+      mixed_calls_are_exact(c, ctx, kCalls);
       std::lock_guard<std::mutex> lock(mu);
       seen.push_back({ctx.slots_calls(), ctx.reads_calls()});
     });
@@ -276,21 +283,7 @@ TEST(ShmSlots, TimedPathsBeyondTheCoresAreTriedAgreedAndExact) {
     testing::run_world(4, w, [&](Communicator& c) {
       ShmContext ctx(c, 64 << 10);
       ASSERT_TRUE(ctx.oversubscribed());
-      const DType t = DType::kFloat32;
-      for (int k = 0; k < kCalls; ++k) {
-        if (k % 2 == 0) {
-          allreduce_is_exact(c, ctx, t, 300000, "call " + std::to_string(k));  // 1.2 MB
-        } else {  // 280 KB, past the one phase
-          const size_t n = 70000;
-          BroadcastOptions o;
-          o.algorithm = Algorithm::kShmDirect;
-          o.shm = &ctx;
-          const int root = (k / 2) % 4;
-          auto buf = c.rank() == root ? testing::input(t, root, n) : std::vector<char>(n * 4, 0);
-          broadcast(c, buf.data(), n, t, root, o);
-          ASSERT_EQ(testing::compare(buf, testing::input(t, root, n), t), "") << "call " << k;
-        }
-      }
+      mixed_calls_are_exact(c, ctx, kCalls);
       std::lock_guard<std::mutex> lock(mu);
       seen.push_back({ctx.slots_calls(), ctx.reads_calls(), ctx.decisions()});
     });
