@@ -93,7 +93,7 @@ void DataParallel::start() {
   blocking_broadcast(comm_, inst_, "broadcast-params", model_.params().data(), model_.params().size(),
                      DType::kFloat32, 0);
   share_params();
-  queue_ = std::make_unique<ProgressQueue>(comm_);
+  if (overlap_) queue_ = std::make_unique<ProgressQueue>(comm_);  // only overlap hands buckets over (launch)
 }
 
 Metrics DataParallel::epoch_metrics() {

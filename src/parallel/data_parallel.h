@@ -148,7 +148,7 @@ class DataParallel : public ModelStrategy {
   BatchSplit split_;
   GradBuckets buckets_;
   ShardedEvaluator evaluator_;
-  std::unique_ptr<ProgressQueue> queue_;
+  std::unique_ptr<ProgressQueue> queue_;  // null without overlap: the buckets run on the caller
   std::unique_ptr<Optimizer> own_opt_;     // the config constructor, zero 0
   std::unique_ptr<ZeroOptimizer> zopt_;    // zero 1-2
   // On one host the gradient lives in a shared-memory window that the peers read in place
