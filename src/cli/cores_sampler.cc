@@ -1,6 +1,8 @@
 // cli/cores_sampler.cc — see cores_sampler.h.
 #include "cli/cores_sampler.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,13 +14,33 @@
 namespace dtrain::cli {
 
 CoresSampler::CoresSampler(const std::string& dir, std::chrono::milliseconds every) {
-  path_ = (dir.empty() ? std::string(".") : dir) + "/dtrain-cores-XXXXXX";
-  fd_ = ::mkstemp(path_.data());
+  std::string named = (dir.empty() ? std::string(".") : dir) + "/dtrain-cores-XXXXXX";
+  fd_ = ::mkostemp(named.data(), O_CLOEXEC);
   if (fd_ < 0) return;  // no sampling
+  // Unnamed at once, so that no end of this process (SIGKILL included) leaves it behind; the
+  // readers, this process's children, open it through this process's descriptor. Without
+  // /proc the name stays, removed on destruction.
+  path_ = "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(fd_);
+  if (::access(path_.c_str(), R_OK) == 0 && ::unlink(named.c_str()) == 0) {
+    named_.clear();
+  } else {
+    path_ = named_ = named;
+  }
   // The first sample before returning: the job has not started, so its ranks cannot keep the
   // probe's two threads from meeting, and a job shorter than a probe under load (a 10 ms run
   // of 4 ranks on 2 cores) still has one sample in the file.
   if (!sample()) return;
+  // The thread takes none of the process's signals: a launcher that blocks SIGINT and SIGTERM
+  // to handle them (launch/launch.cc) would otherwise be ended by their default action here.
+  struct Quiet {  // every signal blocked for this scope (the new thread inherits the mask)
+    sigset_t before;
+    Quiet() {
+      sigset_t all;
+      sigfillset(&all);
+      pthread_sigmask(SIG_SETMASK, &all, &before);
+    }
+    ~Quiet() { pthread_sigmask(SIG_SETMASK, &before, nullptr); }
+  } quiet;
   thread_ = std::thread([this, every] {
     std::unique_lock<std::mutex> lock(mu_);
     while (!cv_.wait_for(lock, every, [this] { return stop_; })) {
@@ -49,7 +71,7 @@ CoresSampler::~CoresSampler() {
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   ::close(fd_);
-  ::unlink(path_.c_str());
+  if (!named_.empty()) ::unlink(named_.c_str());
 }
 
 std::pair<int64_t, int64_t> CoresSampler::counts() const {

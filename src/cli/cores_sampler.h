@@ -19,9 +19,14 @@
 // - counts() is {close, far} so far. The counts are also kept in a private temporary file
 //   (path(), "close far\n", rewritten in place at every sample) for processes that read
 //   them (DTRAIN_CORES_SAMPLES: rank 0 of `dtrain train`, before and after each row of
-//   `dtrain bench collectives`), made in `dir` (mkstemp, mode 0600,
-//   removed on destruction); running() is false where the file
-//   could not be made, and then nothing is sampled.
+//   `dtrain bench collectives`), made in `dir` (mkstemp, mode 0600) and unlinked at once:
+//   path() is /proc/<pid>/fd/<fd>, readable while this object lives, so that no end of the
+//   process (a signal, SIGKILL) leaves a file behind (where /proc is missing, path() is the
+//   file's name, removed on destruction). running() is false where the file could not be
+//   made, and then nothing is sampled.
+// - The sampling thread blocks every signal: a launcher that handles SIGINT and SIGTERM
+//   itself (launch/launch.cc, a signalfd) gets them, rather than this thread dying of them
+//   and the process with it, its ranks stopped only by PR_SET_PDEATHSIG.
 // - A host of one CPU has nothing to time against: construct none there (the probe says 0).
 // - run_sampled_job(job, every, dir, counts): what every launcher does around its ranks
 //   (`dtrain train`, `bench collectives` on more than 2 ranks, bench calibrate's passes):
@@ -73,6 +78,7 @@ class CoresSampler {
   bool sample();  // probes once, counts and rewrites the file; false where the write failed
 
   std::string path_;
+  std::string named_;  // the file's name while it has one (no /proc): removed on destruction
   int fd_ = -1;
   mutable std::mutex mu_;
   std::condition_variable cv_;

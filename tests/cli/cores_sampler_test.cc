@@ -3,9 +3,13 @@
 #include "cli/cores_sampler.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <thread>
 
 namespace dtrain::cli {
@@ -51,6 +55,66 @@ TEST(CoresSampler, AJobRunsWithTheSamplersFileExportedAndThenWithout) {
   EXPECT_GE(counts.second, 0);
   // The launched side reads it through the settings; unset, there is nothing to read.
   EXPECT_FALSE(launcher_samples(Settings::from_map({})));
+}
+
+// Nothing is left in the directory even by a process that dies without unwinding, and a
+// child process reads the counts through path().
+TEST(CoresSampler, LeavesNoFileEvenWhenKilled) {
+  const std::string dir = ::testing::TempDir() + "cores-sampler-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    CoresSampler s(dir);
+    const bool readable = s.running() && read_sampler_file(s.path()).has_value();
+    const bool empty = std::filesystem::is_empty(dir);
+    ::_exit(readable && empty ? 0 : 3);  // no destructor runs
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  EXPECT_TRUE(std::filesystem::is_empty(dir)) << dir;
+  std::filesystem::remove_all(dir);
+}
+
+// A launcher that handles SIGTERM itself (blocks it and reads it from a signalfd, as
+// launch/launch.cc does) gets it while the sampler runs: the sampling thread does not take it and die
+// of it. The child announces its job's start through a pipe; the test then signals it.
+TEST(CoresSampler, ASignalReachesTheJobNotTheSamplingThread) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: nothing to sample against";
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(ready[0]);
+    const int rc = run_sampled_job(
+        [&] {
+          sigset_t term;
+          sigemptyset(&term);
+          sigaddset(&term, SIGTERM);
+          pthread_sigmask(SIG_BLOCK, &term, nullptr);
+          // Read from a signalfd, as the launcher does: a thread in sigwait() would unblock
+          // the signal for its wait and get it first whatever the other threads do.
+          const int sfd = ::signalfd(-1, &term, 0);
+          if (sfd < 0) return 6;
+          const char byte = 1;
+          if (::write(ready[1], &byte, 1) != 1) return 4;
+          signalfd_siginfo si;
+          return ::read(sfd, &si, sizeof si) == sizeof si && si.ssi_signo == SIGTERM ? 42 : 5;
+        },
+        std::chrono::milliseconds(5), ::testing::TempDir());
+    ::_exit(rc);
+  }
+  ::close(ready[1]);
+  char byte = 0;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  ::close(ready[0]);
+  ASSERT_EQ(::kill(child, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 42);
 }
 
 TEST(CoresSampler, APassTakesTheVerdictOfThreeQuartersOfItsSamples) {

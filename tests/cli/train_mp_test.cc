@@ -411,6 +411,29 @@ TEST_F(TrainMp, EveryStrategyRunsThroughTheLauncherAndReportsItsMetrics) {
   EXPECT_GT(k["test_accuracy"].get<double>(), 0.6);
 }
 
+// SIGTERM to `dtrain train -n 2` stops it through the launcher's own path (every rank
+// stopped, "interrupted by SIGTERM", 128 + 15), not by the signal's default action on the
+// launcher's cores-sampling thread; and the sampler leaves no file in TMPDIR. The test waits
+// (bounded) until the launcher has started both ranks, then signals it.
+TEST_F(TrainMp, SigtermStopsTheRunThroughTheLauncherAndLeavesNoFile) {
+  fs::create_directories(file("tmp"));
+  const std::string cmd = "TMPDIR=" + file("tmp") + " " + dtrain::testing::dtrain_bin() + " train -n 2 " + data() +
+                          "--epochs 100000 --batch 32 > " + file("out.txt") + " 2>&1 & pid=$!; i=0; "
+                          "while [ $(pgrep -P $pid | wc -l) -lt 2 ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; "
+                          "kill -TERM $pid; wait $pid; echo launcher=$?; cat " + file("out.txt") + "; echo left=$(ls " +
+                          file("tmp") + " | wc -l)";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  ::pclose(p);
+  EXPECT_NE(out.find("launcher=143"), std::string::npos) << out;
+  EXPECT_NE(out.find("interrupted by SIGTERM"), std::string::npos) << out;
+  EXPECT_NE(out.find("left=0"), std::string::npos) << out;
+}
+
 TEST_F(TrainMp, MalformedDistributedFlagsFailBeforeStartingRanks) {
   Result r = run("-n 2 --strategy ddp --threads 2");
   EXPECT_EQ(r.code, 2);

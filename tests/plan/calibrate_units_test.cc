@@ -6,9 +6,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "base/error.h"
 #include "plan/calibrate_compute.h"
@@ -161,12 +164,36 @@ TEST(CalibrateUnits, MemoryIsFittedPerElementAcrossWidths) {
   EXPECT_DOUBLE_EQ(old.act_b(wide_elems), 7);
 }
 
-std::string write_tmp(const nlohmann::json& j) {
-  char name[] = "/tmp/dtrain_calib_XXXXXX";
-  int fd = mkstemp(name);
+// A calibration file in the temporary directory, removed when it goes out of scope (an
+// assertion that ends the test early included).
+class TmpFile {
+ public:
+  explicit TmpFile(std::string path) : path_(std::move(path)) {}
+  TmpFile(TmpFile&& o) noexcept : path_(std::exchange(o.path_, "")) {}
+  TmpFile& operator=(TmpFile&& o) noexcept {
+    if (this != &o) {
+      drop();
+      path_ = std::exchange(o.path_, "");
+    }
+    return *this;
+  }
+  ~TmpFile() { drop(); }
+  operator const std::string&() const { return path_; }
+
+ private:
+  void drop() {
+    if (!path_.empty()) std::remove(path_.c_str());
+  }
+  std::string path_;
+};
+
+TmpFile write_tmp(const nlohmann::json& j) {
+  std::string name = (std::filesystem::temp_directory_path() / "dtrain_calib_XXXXXX").string();
+  const int fd = mkstemp(name.data());
+  if (fd < 0) throw std::runtime_error("mkstemp " + name);
   close(fd);
   std::ofstream(name) << j.dump();
-  return name;
+  return TmpFile(name);
 }
 
 nlohmann::json calibration(int version, bool units) {
@@ -176,8 +203,8 @@ nlohmann::json calibration(int version, bool units) {
 }
 
 TEST(CalibrateUnits, CalibrationFileVersions) {
-  std::string v3 = write_tmp(calibration(3, true)), v2 = write_tmp(calibration(2, false)),
-              v9 = write_tmp(calibration(9, true));
+  TmpFile v3 = write_tmp(calibration(3, true)), v2 = write_tmp(calibration(2, false)),
+          v9 = write_tmp(calibration(9, true));
   Cluster c3 = this_machine(v3);
   ASSERT_EQ(c3.units.count("mlp_layer"), 1u);
   EXPECT_NEAR(c3.units["mlp_layer"].bwd.fixed_s, 2e-6, 1e-15);
@@ -187,7 +214,6 @@ TEST(CalibrateUnits, CalibrationFileVersions) {
   EXPECT_DOUBLE_EQ(c2.gemm_flops, 20e9);
   EXPECT_NE(c2.source.find("calibrate"), std::string::npos) << c2.source;
   EXPECT_THROW(this_machine(v9), InvalidArgument);  // newer than this binary
-  for (const auto& f : {v3, v2, v9}) std::remove(f.c_str());
 }
 
 // A calibration file prices the host that measured it: its core count comes with it, and a
@@ -197,21 +223,18 @@ TEST(CalibrateUnits, CalibrationCarriesItsHostsCores) {
   const int other = here == 16 ? 32 : 16;
   nlohmann::json j = calibration(3, true);
   j["compute"]["cores"] = other;
-  std::string f = write_tmp(j);
+  TmpFile f = write_tmp(j);
   Cluster c = this_machine(f);
   EXPECT_EQ(c.cores_per_node, other);
   EXPECT_NE(c.source.find("host of " + std::to_string(other) + " cores"), std::string::npos) << c.source;
-  std::remove(f.c_str());
   j["compute"]["cores"] = here;  // its own host: nothing to say
   f = write_tmp(j);
   c = this_machine(f);
   EXPECT_EQ(c.cores_per_node, here);
   EXPECT_EQ(c.source.find("host of"), std::string::npos) << c.source;
-  std::remove(f.c_str());
   j["compute"]["cores"] = 0;
   f = write_tmp(j);
   EXPECT_THROW(this_machine(f), InvalidArgument);
-  std::remove(f.c_str());
 }
 
 // The collectives are timed at 2, 4 and 8 ranks, and at every power of two up to the host's
@@ -232,20 +255,18 @@ TEST(CalibrateUnits, SpeedProbeScalesCompute) {
   // The forked-process pass of older files is recorded, never applied (it counted start-up).
   j["compute"]["probe_pass_s"] = 1e-3;
   j["compute"]["probe_now_pass_s"] = 9e-3;
-  std::string f = write_tmp(j);
+  TmpFile f = write_tmp(j);
   Cluster c = this_machine(f);
   EXPECT_NEAR(c.units["mlp_layer"].fwd.fixed_s, 1.5e-6, 1e-15);
   EXPECT_NEAR(c.units["mlp_layer"].bwd.s_per_work, 3e-12, 1e-21);
   EXPECT_NEAR(c.gemm_flops, 20e9 / 1.5, 1);
   EXPECT_NEAR(c.optimizer_ns_per_param, 4.5, 1e-12);
   EXPECT_NE(c.source.find("re-probed"), std::string::npos) << c.source;
-  std::remove(f.c_str());
   // Without a re-probe (or without the reference) nothing changes.
   j["compute"].erase("speed_probe_now_s");
   f = write_tmp(j);
   EXPECT_NEAR(this_machine(f).units["mlp_layer"].fwd.fixed_s, 1e-6, 1e-15);
   EXPECT_EQ(this_machine(f).source.find("re-probed"), std::string::npos);
-  std::remove(f.c_str());
   // A probe 10x off measured something else: held at 4x.
   Cluster base;
   base.gemm_flops = 8e9;
@@ -425,12 +446,11 @@ TEST(CalibrateUnits, OlderStepPointsAreRebasedOntoTheTimedLayers) {
     nlohmann::json compute = {{"gemm_gflops", 20}, {"elementwise_gbps", 5}, {"optimizer_ns_per_param", 3},
                               {"units", units_json(pts, fit_units(pts))}};
     if (marked) compute["mlp_step_of_timed_layers"] = true;
-    const std::string f = write_tmp({{"version", 3}, {"compute", compute}});
+    const TmpFile f = write_tmp({{"version", 3}, {"compute", compute}});
     const Cluster c = this_machine(f);
     const double around = c.units.at("mlp_step").pass(spec, m.params(), 64, 64 * mlp_step_work(m)).first;
     // Unmarked: re-based, so layers (timed) + around is the whole step again; marked: as stored.
     EXPECT_NEAR(around, marked ? step - layer_sum(64, true) : step - layer_sum(64, false), 1e-12) << marked;
-    std::remove(f.c_str());
   }
 }
 
@@ -540,7 +560,7 @@ TEST(CalibrateUnits, CrossCoreHandoffIsTimedAndReadBack) {
                       {"compute",
                        {{"gemm_gflops", 20}, {"elementwise_gbps", 5}, {"optimizer_ns_per_param", 3},
                         {"handoff", handoff_json({true, 2e-10, 4e-10, 1 << 20, {{"far", {4e-10, 1e-11, 5}}}})}}}};
-  std::string f = write_tmp(j);
+  TmpFile f = write_tmp(j);
   EXPECT_NEAR(this_machine(f).handoff_write_s_per_byte, 2e-10, 1e-18);
   EXPECT_NEAR(this_machine(f).handoff_read_s_per_byte, 4e-10, 1e-18);
   // A run whose cores probed far takes the far rounds' rates; one that probed close keeps
@@ -590,7 +610,7 @@ TEST(CalibrateUnits, GossipMixIsTimedAndReadBack) {
                       {"compute",
                        {{"gemm_gflops", 20}, {"elementwise_gbps", 5}, {"optimizer_ns_per_param", 3},
                         {"mix_gbps_by_size", mix_json({{1 << 20, 20e9}, {16 << 20, 10e9}})}}}};
-  std::string f = write_tmp(j);
+  TmpFile f = write_tmp(j);
   const Cluster c = this_machine(f);
   EXPECT_NEAR(c.mix_bps(1 << 20), 20e9, 1e3);
   EXPECT_NEAR(c.mix_bps(16 << 20), 10e9, 1e3);
@@ -639,7 +659,7 @@ TEST(CalibrateUnits, SharedMixIsTimedApartAndPricesTheCompleteGraph) {
                         {"mix_gbps_by_size", mix_json({{1 << 20, 20e9}})},
                         {"mix_shared_gbps_by_size", mix_json({{1 << 20, 12e9}})},
                         {"mix_shared_gbps_by_cores", mix_by_cores_json({{"far", {{1 << 20, 9e9}}}})}}}};
-  std::string f = write_tmp(j);
+  TmpFile f = write_tmp(j);
   const Cluster c = this_machine(f);
   EXPECT_NEAR(c.mix_shared_bps(1 << 20), 12e9, 1e3);
   EXPECT_NEAR(c.mix_bps(1 << 20), 20e9, 1e3);
@@ -687,12 +707,11 @@ TEST(CalibrateUnits, SlowdownCurveIsInterpolated) {
                       {"compute",
                        {{"gemm_gflops", 20}, {"elementwise_gbps", 5}, {"optimizer_ns_per_param", 3},
                         {"slowdown", {{1, 1.0}, {2, 1.25}}}}}};
-  std::string f = write_tmp(j);
+  TmpFile f = write_tmp(j);
   EXPECT_DOUBLE_EQ(this_machine(f).compute_slowdown(2), 1.25);
   j["compute"]["slowdown"] = {{2, 1.0}, {1, 1.0}};
   std::ofstream(f) << j.dump();
   EXPECT_THROW(this_machine(f), InvalidArgument);
-  std::remove(f.c_str());
 }
 
 }  // namespace

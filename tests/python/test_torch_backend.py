@@ -93,7 +93,10 @@ def test_torchrun_two_ranks_all_reduce_and_ddp(launcher):
     cmd = [sys.executable, *launcher, "--nnodes", "1", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
            "--master_port", str(free_port()), os.path.join(HERE, "train_worker.py"), "torchrun"]
     with tempfile.TemporaryDirectory(prefix="dtrain-torchrun-") as tmp:
-        env = dict(os.environ, OMP_NUM_THREADS="1", TORCHELASTIC_ERROR_FILE=os.path.join(tmp, "error.json"))
+        # TMPDIR: torchrun's agent makes its log directory (torchelastic_*) there and never
+        # removes it; here it goes with tmp.
+        env = dict(os.environ, OMP_NUM_THREADS="1", TORCHELASTIC_ERROR_FILE=os.path.join(tmp, "error.json"),
+                   TMPDIR=tmp)
         env.pop("DTRAIN_STORE", None)
         p = subprocess.run(cmd, env=env, cwd=tmp, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, f"{cmd} exited with {p.returncode}:\n{p.stderr[-4000:]}"
