@@ -65,6 +65,9 @@ int bench_collectives(const Args& args) {
   int factor = static_cast<int>(f.get_int("factor", 4, 2, 1024, "size multiplier between rows"));
   double seconds = f.get_double("seconds", 0.2, 1e-4, 3600, "target time per row");
   int warmup = static_cast<int>(f.get_int("warmup", 2, 0, 1000000, "untimed calls per row", "w"));
+  double settle = f.get_double("settle", 2, 0, 3600,
+                               "after the warm-up, untimed calls while the shared-memory path choice still learns the "
+                               "row's op and size, up to this many seconds (0: none; JSON settle_calls)");
   bool check = f.get_bool("check", "verify every result against closed-form values (#wrong)");
   bool in_place = f.get_bool("inplace", "in-place all-reduce");
   bool deterministic = f.get_bool("deterministic", "rank-ordered reduction (bit-identical across algorithms)");
@@ -98,6 +101,7 @@ int bench_collectives(const Args& args) {
   cfg.sizes = parse_size_range(sizes, factor);
   cfg.seconds = seconds;
   cfg.warmup = warmup;
+  cfg.settle_s = settle;
   cfg.check = check;
   cfg.in_place = in_place;
   cfg.deterministic = deterministic;

@@ -37,6 +37,13 @@ void PathTuner::record(bool far, int e, bool slots, int64_t ns, size_t bytes) {
   p.calls += 1;
 }
 
+bool PathTuner::exploring(bool far, int e) const {
+  if (e < 0 || e >= kEntries) return false;
+  const Entry& en = table_[far][e];
+  if (en.used_at < 0) return false;  // no call timed: nothing to learn
+  return en.trying >= 0 || en.path[0].estimate < 0 || en.path[1].estimate < 0;
+}
+
 uint64_t PathTuner::decide(bool far, uint64_t* explore_bytes) {
   *explore_bytes = 0;
   for (auto& verdict : table_)

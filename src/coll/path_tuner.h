@@ -75,6 +75,10 @@ class PathTuner {
   // over), the bytes after which the next probe can judge the new one (kMinCalls + 1 calls of
   // the class's largest size, at most kMinBytes and one call more), else 0.
   uint64_t decide(bool far, uint64_t* explore_bytes);
+  // Whether entry e under verdict `far` is still learning its paths: it has had calls, and a
+  // path has no estimate yet or is being tried. (`bench collectives` times its rows after
+  // this turns false, as a long training run would run them.)
+  bool exploring(bool far, int e) const;
   // The estimate of path `slots` for entry e under verdict `far`, in ns per byte (-1: none).
   double estimate(bool far, int e, bool slots) const { return table_[far][e].path[slots].estimate; }
 

@@ -329,6 +329,9 @@ void ShmContext::probe_peers(const Deadline& deadline, bool first) {
 // call N + 1's full phase has shown each rank that rank 0 arrived there, after writing.
 // Rank 0 overwrites that header slot only two decisions later, after call N + 2 has
 // completed, so after every rank has read it (a take_slots comes before the call's phases).
+// Where a decision follows every call (calls of kDecideBytes and more) two wait at once, one
+// per slot, and take effect in order; one that no take_slots read before its slot came round
+// again is dropped, on every rank at the same call.
 void ShmContext::count_decision(size_t bytes) {
   ++calls_;
   const uint64_t charge = std::max<uint64_t>(bytes, kProbeCallFloorBytes);
@@ -337,19 +340,32 @@ void ShmContext::count_decision(size_t bytes) {
     return;
   }
   bytes_to_decide_ = kDecideBytes;
-  mask_slot_ = static_cast<int>(decisions_ & 1);
+  const int slot = static_cast<int>(decisions_ & 1);
   if (rank_ == 0) {
     uint64_t explore_bytes = 0;  // a try lasts a whole interval here (the interval is short)
-    header(0)->decided_mask[mask_slot_].store(tuner_.decide(false, &explore_bytes), std::memory_order_relaxed);
+    header(0)->decided_mask[slot].store(tuner_.decide(false, &explore_bytes), std::memory_order_relaxed);
   }
   ++decisions_;
-  mask_from_ = calls_ + 1;
+  // (A decision two before, in this slot, that no take_slots applied is dropped, on every
+  // rank at this same call.)
+  mask_from_[slot] = calls_ + 1;
+}
+
+bool ShmContext::paths_exploring(CollOp op, size_t bytes) const {
+  if (rank_ != 0 || !timed_paths_ || bytes > comm_.coll_config().shm_slots_bytes) return false;
+  return tuner_.exploring(cores_far_, PathTuner::entry(op, bytes));
 }
 
 bool ShmContext::take_slots(CollOp op, size_t bytes) {
-  if (mask_from_ >= 0 && calls_ >= mask_from_) {
-    path_mask_ = header(0)->decided_mask[mask_slot_].load(std::memory_order_relaxed);
-    mask_from_ = -1;
+  // The decisions due, the older first: with calls of kDecideBytes or more a decision comes
+  // after every call, and each must still take effect two calls later (one pending decision
+  // replaced by the next never did: every 4-rank call from 16 MiB stayed on the fixed rule).
+  const int older = mask_from_[1] >= 0 && (mask_from_[0] < 0 || mask_from_[1] < mask_from_[0]) ? 1 : 0;
+  for (const int slot : {older, 1 - older}) {
+    if (mask_from_[slot] >= 0 && calls_ >= mask_from_[slot]) {
+      path_mask_ = header(0)->decided_mask[slot].load(std::memory_order_relaxed);
+      mask_from_[slot] = -1;
+    }
   }
   const bool fixed = shm_direct_takes_slots(op, comm_, this, bytes);
   const int e = timed_paths_ ? PathTuner::entry(op, bytes) : -1;

@@ -198,6 +198,10 @@ class ShmContext {
   // past CollConfig::shm_slots_bytes.
   // Counts the call's path, and on rank 0 starts timing it (after_call ends that).
   bool take_slots(CollOp op, size_t bytes);
+  // Rank 0: whether the timed choice for op and `bytes` is still learning (PathTuner::exploring,
+  // under the current verdict): false where nothing is timed, or the slots cannot carry the
+  // call (past CollConfig::shm_slots_bytes). Other ranks: false.
+  bool paths_exploring(CollOp op, size_t bytes) const;
   // Calls take_slots counted on each path since construction (0 where nothing is timed);
   // the same on every rank.
   int64_t slots_calls() const { return slots_calls_; }
@@ -270,11 +274,12 @@ class ShmContext {
   int64_t timed_start_ns_ = 0;
   size_t timed_bytes_ = 0;
   // Ranks beyond the cores (count_decision): the bytes left before the next decision (0:
-  // none made here), the calls completed, and the decision waiting to take effect (the call
-  // count from which it holds, -1 for none; the header slot rank 0 wrote it in).
+  // none made here), the calls completed, and the decisions waiting to take effect, per
+  // header slot rank 0 wrote them in (decisions alternate): the call count from which each
+  // holds, -1 for none.
   uint64_t bytes_to_decide_ = 0;
-  int64_t calls_ = 0, mask_from_ = -1, decisions_ = 0;
-  int mask_slot_ = 0;
+  int64_t calls_ = 0, decisions_ = 0;
+  int64_t mask_from_[2] = {-1, -1};
   int64_t slots_calls_ = 0, reads_calls_ = 0;
   void end_timing(size_t bytes);
   void probe_peers(const Deadline& deadline, bool first);

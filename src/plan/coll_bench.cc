@@ -135,6 +135,31 @@ Algorithm run_once(Communicator& c, const Point& pt, Algorithm a, const CollBenc
   return a;
 }
 
+// CollBenchConfig::settle_s: untimed calls while rank 0's context still learns which path the
+// row's op and size take, for at most settle_s. Only rank 0 knows (its tuner times the
+// calls), so before each call it tells the others whether one more comes, point to point:
+// a collective would be a call of its own for the tuner to time. Returns the calls made.
+int64_t settle_paths(Communicator& c, const Point& pt, CollOp op, Algorithm a, const CollBenchConfig& cfg, char* in,
+                     char* out, ShmContext* ctx, const WindowBuffer* window) {
+  constexpr uint32_t kSettleTag = 0x5e771e;
+  const ShmContext* eff = ctx ? ctx : c.shm_context();
+  const size_t bytes = pt.total * dtype_size(cfg.dtype);
+  const double until = now_seconds() + cfg.settle_s;
+  int64_t calls = 0;
+  for (;;) {
+    char more = 0;
+    if (c.rank() == 0) {
+      more = eff && eff->paths_exploring(op, bytes) && now_seconds() < until ? 1 : 0;
+      for (int q = 1; q < c.size(); ++q) c.send(q, &more, 1, kSettleTag);
+    } else {
+      c.recv(0, &more, 1, kSettleTag);
+    }
+    if (!more) return calls;
+    run_once(c, pt, a, cfg, in, out, ctx, window);
+    ++calls;
+  }
+}
+
 // Fills inputs, runs once, counts wrong elements on this rank.
 int64_t check_once(Communicator& c, const Point& pt, Algorithm a, const CollBenchConfig& cfg, char* in, char* out,
                    ShmContext* ctx, const WindowBuffer* window) {
@@ -351,6 +376,9 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
         for (size_t i = 0; i < pt.in_elems; ++i) put(cfg.dtype, in, i, value(c.rank(), i, cfg.redop));
         Algorithm used = requested;
         for (int w = 0; w < cfg.warmup; ++w) used = run_once(c, pt, requested, cfg, in, out.data(), ctx.get(), window.get());
+        const int64_t settle_calls = cfg.settle_s > 0 && used == Algorithm::kShmDirect
+                                         ? settle_paths(c, pt, op, requested, cfg, in, out.data(), ctx.get(), window.get())
+                                         : 0;
         // Trial: the slowest rank's time of one call decides the iteration count everywhere.
         double t0 = now_seconds();
         if (cfg.gap_s > 0) compute_for(cfg.gap_s);
@@ -440,6 +468,7 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
               1e6;
         }
         row.wrong = wrong;
+        row.settle_calls = settle_calls;
         row.iters = iters;
         rows.push_back(row);
         if (lead) {
@@ -520,6 +549,7 @@ std::string rows_to_json(const std::vector<CollBenchRow>& rows) {
                    {"path", r.path},
                    {"far_share", r.far_share},
                    {"far_share_from", r.far_share_from},
+                   {"settle_calls", r.settle_calls},
                    {"transport", r.transport},
                    {"world_size", r.world_size},
                    {"type", r.type},

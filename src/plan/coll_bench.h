@@ -45,6 +45,13 @@ struct CollBenchConfig {
   double seconds = 0.2;
   int max_iters = 1000000;
   int warmup = 2;
+  // After the warm-up, untimed calls while the shared-memory context's timed path choice is
+  // still learning the row's op and size (ShmContext::paths_exploring), up to this many
+  // seconds (0: none): a row is then timed on the path a long run settles on, not on the
+  // trial of the other (coll/path_tuner.h: a first try comes after 64 calls or 1 GiB, more
+  // than a 0.2 s row of 4-16 MiB calls holds with ranks beyond the cores). The calls it took
+  // are the row's settle_calls.
+  double settle_s = 0;
   bool check = false;
   bool in_place = false;
   bool deterministic = false;
@@ -88,6 +95,7 @@ struct CollBenchRow {
   std::string predicted_from = "model";  // "cal": the calibration's measurement; "model": the formula
   int64_t wrong = -1;  // -1: not checked
   int64_t iters = 0;
+  int64_t settle_calls = 0;  // untimed calls while the path choice settled (CollBenchConfig::settle_s)
 };
 
 std::vector<size_t> parse_size_range(const std::string& spec, int factor);

@@ -19,6 +19,7 @@
 #include "cli/bench.h"
 #include "cli/bench_calibrate_jobs.h"
 #include "coll/config.h"
+#include "coll/path_tuner.h"
 #include "plan/calibration_carry.h"
 #include "plan/coll_bench.h"
 #include "cli/commands.h"
@@ -105,6 +106,25 @@ TEST(BenchCollectivesCli, GapIsComputedBeforeEveryCallAndCounted) {
   EXPECT_GE(rows[0].time_us, 2000.0);
   EXPECT_EQ(rows[0].predicted_from, "none");
   EXPECT_EQ(rows[0].predicted_us, 0);
+}
+
+// --settle: where the ranks outnumber the cores the context times both shared-memory paths,
+// and its first try of the other path waits for kExploreEvery x kMinCalls calls; a row with
+// settle_s is timed only after that try, so its untimed calls are at least that many (less
+// the warm-up's). Without settle_s it makes none.
+TEST(BenchCollectivesCli, ARowIsTimedAfterThePathChoiceSettled) {
+  if (std::thread::hardware_concurrency() >= 4) GTEST_SKIP() << "4 ranks must outnumber the cores for paths to be timed";
+  CollBenchConfig cfg = one_short_row(1 << 20);
+  cfg.ops = {CollOp::kAllreduce};
+  cfg.settle_s = 120;  // a bound for a broken tuner, not a measurement
+  auto rows = bench_collectives_threads(4, TransportKind::kShm, cfg);
+  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_EQ(rows[0].algo, "shm_direct");
+  EXPECT_GE(rows[0].settle_calls, PathTuner::kExploreEvery * PathTuner::kMinCalls - cfg.warmup);
+  cfg.settle_s = 0;
+  rows = bench_collectives_threads(4, TransportKind::kShm, cfg);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].settle_calls, 0);
 }
 
 // More ranks than two have no verdict of their own: rank 0 reads the launcher's sampler of the

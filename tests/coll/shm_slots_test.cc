@@ -305,6 +305,52 @@ TEST(ShmSlots, TimedPathsBeyondTheCoresAreTriedAgreedAndExact) {
   }
 }
 
+// Calls of ShmContext::kDecideBytes or more bring a decision after every call, and each must
+// still take effect two calls later (one waiting decision replaced by the next never did, so
+// every such call stayed on the fixed rule): after a try's worth of broadcasts of that size
+// the other path is tried, every rank on the same path at every call, every result exact.
+TEST(ShmSlots, DecisionsAfterEveryCallBeyondTheCoresTakeEffect) {
+  struct Seen {
+    int64_t slots, reads;
+  };
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::mutex mu;
+  std::vector<Seen> seen;
+  testing::WorldOptions w;
+  w.ranks_on_host = 2 * cores;  // two ranks a core
+  w.coll.shm_timed_paths = true;
+  // The first try comes after kExploreEvery x kMinBytes of calls on the first path; then a
+  // few calls of the tried one.
+  constexpr int kCalls = static_cast<int>(PathTuner::kExploreEvery * PathTuner::kMinBytes / ShmContext::kDecideBytes) + 12;
+  testing::run_world(4, w, [&](Communicator& c) {
+    ShmContext ctx(c, 256 << 10);
+    ASSERT_TRUE(ctx.oversubscribed());
+    const DType t = DType::kFloat32;
+    const size_t n = ShmContext::kDecideBytes / 4;
+    const auto want = testing::input(t, 0, n);
+    BroadcastOptions o;
+    o.algorithm = Algorithm::kShmDirect;
+    o.shm = &ctx;
+    std::vector<char> buf(n * 4);
+    for (int k = 0; k < kCalls; ++k) {
+      if (c.rank() == 0) buf = want;
+      else std::fill(buf.begin(), buf.end(), 0);
+      broadcast(c, buf.data(), n, t, 0, o);
+      ASSERT_EQ(testing::compare(buf, want, t), "") << "call " << k;
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    seen.push_back({ctx.slots_calls(), ctx.reads_calls()});
+  });
+  ASSERT_EQ(seen.size(), 4u);
+  for (const Seen& s : seen) {
+    EXPECT_EQ(s.slots, seen[0].slots);
+    EXPECT_EQ(s.reads, seen[0].reads);
+  }
+  EXPECT_EQ(seen[0].slots + seen[0].reads, kCalls);
+  EXPECT_GT(seen[0].slots, 0) << "each path is tried";
+  EXPECT_GT(seen[0].reads, 0) << "each path is tried";
+}
+
 // With a core per rank, an all-gather whose output outgrows the host's last-level cache
 // reads the peers' buffers even where the verdict allows the slots (they copy each block
 // twice, and past the cache both copies go to memory); ranks that outnumber the cores keep
