@@ -355,6 +355,10 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
                                          .c_str());
     }
     std::printf("# %s\n", large_blocks_description().c_str());
+    if (cfg.settle_s > 0)
+      std::printf("# each row is timed once the shared-memory path choice has tried both paths for its op and size (up "
+                  "to %g s of untimed calls, JSON settle_calls; --settle 0: none)\n",
+                  cfg.settle_s);
     std::printf("# time = max over ranks of the mean per call; GB/s = 1e9 bytes/s; pred = the calibration's own\n"
                 "# measurement of this shape where it has one (src cal), else the cost model's formula (src model)\n");
     std::printf("%12s %12s %9s %6s %5s %18s %11s %8s %8s %7s %10s %7s %5s\n", "size(B)", "count", "type", "redop",

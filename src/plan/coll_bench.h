@@ -3,7 +3,9 @@
 //
 // Contract
 // - run_collective_bench(comm, cfg) is collective over comm: every rank calls it with the same
-//   config. For each op x algorithm x size it warms up, agrees on an iteration count (rank 0
+//   config. For each op x algorithm x size it warms up (and with cfg.settle_s keeps making
+//   untimed calls while the shared-memory path choice still learns that op and size), agrees
+//   on an iteration count (rank 0
 //   decides from a trial run so each point takes about cfg.seconds), times the loop on every
 //   rank and reduces the per-iteration time with max over ranks (the nccl-tests convention).
 //   With cfg.check it then runs the collective once more on closed-form inputs and counts
