@@ -1,7 +1,6 @@
 // cli/cores_sampler.cc — see cores_sampler.h.
 #include "cli/cores_sampler.h"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -15,7 +14,11 @@ namespace dtrain::cli {
 
 CoresSampler::CoresSampler(const std::string& dir, std::chrono::milliseconds every) {
   std::string named = (dir.empty() ? std::string(".") : dir) + "/dtrain-cores-XXXXXX";
-  fd_ = ::mkostemp(named.data(), O_CLOEXEC);
+  // Not close-on-exec: a launcher that replaces itself (srun inside a multi-node sbatch
+  // allocation, launch/launch.cc) keeps the descriptor, so the path it exported still names
+  // this file (its last counts) and never another file of the new program, such as a pipe
+  // whose read would block.
+  fd_ = ::mkstemp(named.data());
   if (fd_ < 0) return;  // no sampling
   // Unnamed at once, so that no end of this process (SIGKILL included) leaves it behind; the
   // readers, this process's children, open it through this process's descriptor. Without
