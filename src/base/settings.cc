@@ -114,7 +114,8 @@ const std::vector<SettingInfo> kTable = {
      "train"},
     {"DTRAIN_CORES_SAMPLES", T::kString, "unset",
      "internal: the file where the launcher of dtrain train (or of bench collectives on more than 2 ranks, or "
-     "bench calibrate around its passes) counts the cores' verdicts it sampled while the ranks ran",
+     "bench calibrate around its passes) counts the cores' verdicts it sampled while the ranks ran (an unlinked "
+     "file, named /proc/<launcher pid>/fd/<n>)",
      "train, bench collectives"},
     {"DTRAIN_RESTART", T::kInteger, "0",
      "internal: which restart of the job this is (set by the launcher under --max-restarts)", "world, launcher"},
