@@ -360,7 +360,8 @@ bool ShmContext::take_slots(CollOp op, size_t bytes) {
   // The decisions due, the older first: with calls of kDecideBytes or more a decision comes
   // after every call, and each must still take effect two calls later (one pending decision
   // replaced by the next never did: every 4-rank call from 16 MiB stayed on the fixed rule).
-  const int older = mask_from_[1] >= 0 && (mask_from_[0] < 0 || mask_from_[1] < mask_from_[0]) ? 1 : 0;
+  // The last decision wrote slot (decisions_ - 1) & 1, the one before it slot decisions_ & 1.
+  const int older = static_cast<int>(decisions_ & 1);
   for (const int slot : {older, 1 - older}) {
     if (mask_from_[slot] >= 0 && calls_ >= mask_from_[slot]) {
       path_mask_ = header(0)->decided_mask[slot].load(std::memory_order_relaxed);
