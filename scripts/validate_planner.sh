@@ -56,6 +56,8 @@ run() {  # name ranks args...
   if [ "${REPROBE:-0}" = 1 ]; then "$BIN" bench calibrate --slowdown-only >>"$OUT/reprobe.log" 2>&1; fi
   local probe=(--probe-speed)
   if [ "${PROBE_SPEED:-0}" = 0 ]; then probe=(); fi
+  # The run's flags, one a line: scripts/repredict_validation.py prices it again from them.
+  printf '%s\n' -n "$n" "$@" >"$OUT/$name-n$n-r$round.args"
   if ! "$BIN" train -n "$n" --quiet --json "$j" "${probe[@]}" "$@" >"$OUT/$name-n$n-r$round.log" 2>&1; then
     printf "%-34s %3s  FAILED (see %s)\n" "$name" "$n" "$OUT/$name-n$n-r$round.log"
     return

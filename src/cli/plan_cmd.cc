@@ -16,6 +16,15 @@
 //   dtrain plan scale --model SPEC [--max-ranks N] [--batch-per-rank B] [--cluster FILE]
 //       [--svg FILE] [--json]
 // predicted speedup and efficiency against N (weak scaling) with the Amdahl and Gustafson fits.
+//
+//   dtrain plan run RUN.json [the run's dtrain train flags]
+// prices a recorded run again (`dtrain train --json RUN.json`) with this build and the
+// calibration now in force: the same prediction object a run records (cli/plan_predict.h),
+// from the run's own measurements (the cores' samples, the steady step, the heap). It
+// separates a change of the model from the machine's moods: same measurements, new price.
+// The flags must be the run's (they fix what the JSON does not record: --sync, --servers,
+// --microbatches ...); a flag that contradicts the JSON (strategy, ranks, model, batch) is
+// an error.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -28,6 +37,8 @@
 #include "base/error.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "cli/plan_predict.h"
+#include "cli/train_flags.h"
 #include "coll/call.h"
 #include "coll/cost_model.h"
 #include "plan/closed_forms.h"
@@ -217,6 +228,39 @@ int plan_scale_cmd(const Args& args) {
   return 0;
 }
 
+int plan_run_cmd(const Args& args) {
+  DT_CHECK(!args.empty() && args[0].rfind("--", 0) != 0, InvalidArgument,
+           "dtrain plan run takes the run's JSON first, then its dtrain train flags "
+           "(dtrain plan run RUN.json --strategy ps --sync -n 4 ...)");
+  std::ifstream in(args[0]);
+  DT_CHECK(in.good(), InvalidArgument, "dtrain plan run: cannot read " << args[0] << " (a dtrain train --json file)");
+  nlohmann::json run;
+  try {
+    in >> run;
+  } catch (const nlohmann::json::exception& e) {
+    DT_THROW(InvalidArgument, "dtrain plan run: " << args[0] << " is not JSON (" << e.what() << ")");
+  }
+  DT_CHECK(run.is_object() && run.contains("strategy") && run.contains("world_size"), InvalidArgument,
+           "dtrain plan run: " << args[0] << " has no strategy or world_size: not a dtrain train --json report");
+  const TrainConfig f = parse_train_flags(Args(args.begin() + 1, args.end()));
+  auto agree = [&](const char* what, const std::string& flag, const std::string& recorded) {
+    DT_CHECK(flag == recorded, InvalidArgument,
+             "dtrain plan run: the flags say " << what << " " << flag << " but " << args[0] << " records " << recorded
+                                               << ": pass the run's own flags");
+  };
+  agree("--strategy", f.strategy, run["strategy"].get<std::string>());
+  agree("--ranks", std::to_string(f.ranks), std::to_string(run["world_size"].get<int64_t>()));
+  if (run.contains("model")) agree("--model", f.model, run["model"].get<std::string>());
+  if (run.contains("batch")) agree("--batch", std::to_string(f.batch), std::to_string(run["batch"].get<int64_t>()));
+  nlohmann::json p = prediction_for_run(f, run);
+  // The peak RSS is the run's, not this process's.
+  const nlohmann::json recorded = run.value("prediction", nlohmann::json::object());
+  if (recorded.contains("measured_peak_rss_mb")) p["measured_peak_rss_mb"] = recorded["measured_peak_rss_mb"];
+  else p.erase("measured_peak_rss_mb");
+  std::printf("%s\n", p.dump(2).c_str());
+  return 0;
+}
+
 }  // namespace
 
 int plan_main(const Args& args) {
@@ -227,13 +271,17 @@ int plan_main(const Args& args) {
                  "               (dtrain plan collective --op allreduce -n 8 --size 64M --transport tcp)\n"
                  "  train        rank the parallel layouts of a model by predicted step time\n"
                  "               (dtrain plan train --model gpt:layers=4,heads=4,width=128,context=64 --ranks 8)\n"
-                 "  scale        predicted speedup against N up to 16,384 ranks, Amdahl and Gustafson fits\n");
+                 "  scale        predicted speedup against N up to 16,384 ranks, Amdahl and Gustafson fits\n"
+                 "  run          price a recorded run again with this build and calibration\n"
+                 "               (dtrain plan run RUN.json --strategy ps --servers 1 --sync -n 4)\n");
     return args.empty() ? 2 : 0;
   }
   Args rest(args.begin() + 1, args.end());
   if (args[0] == "train") return plan_train_cmd(rest);
   if (args[0] == "scale") return plan_scale_cmd(rest);
-  DT_CHECK(args[0] == "collective", InvalidArgument, "unknown plan '" << args[0] << "' (use: collective, train, scale)");
+  if (args[0] == "run") return plan_run_cmd(rest);
+  DT_CHECK(args[0] == "collective", InvalidArgument,
+           "unknown plan '" << args[0] << "' (use: collective, train, scale, run)");
   return plan_collective_cmd(Args(args.begin() + 1, args.end()));
 }
 
