@@ -334,9 +334,24 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     // its slice (the workers pulled it), at the calibrated hand-off rate (as ddp's window,
     // above; older files have none and pay nothing here). On the EPYC VM with its cores far
     // apart (0.31-0.35 ns/B) a 2-rank step took 1.6 ms against 0.93 close (dv-i2, 2026-11-30).
-    if (ps_window && node_n <= c.cores_per_node && c.handoff_write_s_per_byte >= 0) {
-      p.compute_s += bytes * c.handoff_write_s_per_byte;
-      p.optimizer_s += per_server * c.handoff_write_s_per_byte;
+    // With more ranks than cores the same rewrites lie on the step's path, where the reader
+    // ran on another core: a worker's slot was summed by its server, on another core with
+    // probability 1 - 1/cores, and written while the workers share the cores (slowed as
+    // their passes are); a server's slice was pulled by every worker, some of them on
+    // another core unless all W shared its own (1 - (1/cores)^W), and written while the
+    // workers wait. Priced only in the node's floor below (the CPU work over the cores),
+    // sync ps at 4 ranks read -40% in every run whose cores were far apart (ten runs of
+    // four validations, 2026-11-30: 1.48-1.76 ms against 0.98-1.04): the floor is a bound on
+    // the node's throughput, while these rewrites wait on each other step by step (perf of
+    // such a run: the weight gradient into the slot 2.0x, the copies 2.8x, the server's sum
+    // 2.1x their CPU with the cores close).
+    if (ps_window && c.handoff_write_s_per_byte >= 0) {
+      const bool beyond = node_n > c.cores_per_node;
+      const double inv = 1.0 / c.cores_per_node;
+      const double worker_share = beyond ? (1 - inv) * pass_slow : 1.0;
+      const double server_share = beyond ? 1 - std::pow(inv, workers) : 1.0;
+      p.compute_s += worker_share * bytes * c.handoff_write_s_per_byte;
+      p.optimizer_s += server_share * per_server * c.handoff_write_s_per_byte;
     }
     p.dp_bytes = 2 * bytes;
   } else if (s == "localsgd") {

@@ -2,6 +2,9 @@
 // before the ranks started and after the last step (where those differ, half each).
 #include "cli/plan_predict.h"
 
+#include "base/error.h"
+#include "cli/commands.h"
+
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -70,6 +73,74 @@ TEST(PlanPredict, ARunWhoseCoresMovedIsPricedHalfWithEachVerdict) {
       << prediction_line(mostly_far);
   EXPECT_EQ(sampled(0, 5)["step_ms"], far["step_ms"]);
   EXPECT_EQ(sampled(0, 2)["step_ms"], close["step_ms"]);  // two samples: the probes (close, close)
+  std::remove(cal.c_str());
+}
+
+// `dtrain plan run` prices a recorded run again: the same object the run's own report holds,
+// from the run's measurements and its flags; flags that contradict the report are refused.
+TEST(PlanPredict, PlanRunPricesARecordedRunAgain) {
+  const std::string cal = ::testing::TempDir() + "/plan-run-cal-" + std::to_string(::getpid()) + ".json";
+  {
+    std::ofstream o(cal);
+    o << R"({"version": 3, "shm": {"alpha_us": 2, "beta_gbps": 3, "gamma_gbps": 4},
+             "tcp": {"alpha_us": 10, "beta_gbps": 1, "gamma_gbps": 4},
+             "links_by_size": {"intra": {"p": 2, "allreduce": [[1024, 1e-5], [1048576, 1e-3]],
+               "by_cores_by_ranks": {"4": {"close": {"allreduce": [[1024, 1e-4], [1048576, 1e-3]]},
+                                           "far": {"allreduce": [[1024, 1e-3], [1048576, 1e-2]]}}}}}})";
+  }
+  ::setenv("DTRAIN_CALIBRATION", cal.c_str(), 1);
+  TrainConfig f;
+  f.strategy = "ps";
+  f.ranks = 4;
+  f.model = "mlp:784-256-128-10";
+  f.batch = 64;
+  f.servers = 1;
+  f.sync = true;
+  nlohmann::json run = {{"strategy", "ps"}, {"world_size", 4}, {"model", f.model}, {"batch", 64},
+                        {"examples_per_second", 40000.0}, {"train_heap_mb", 4.2},
+                        {"cores_sampled", {{"close", 1}, {"far", 3}}}};
+  run["prediction"] = prediction_for_run(f, run);
+  run["prediction"]["measured_peak_rss_mb"] = 123.0;
+  const std::string path = ::testing::TempDir() + "/plan-run-" + std::to_string(::getpid()) + ".json";
+  {
+    std::ofstream o(path);
+    o << run.dump();
+  }
+  const Args flags = {"-n", "4", "--strategy", "ps", "--servers", "1", "--sync", "--model", f.model, "--batch", "64"};
+  Args args = {"run", path};
+  args.insert(args.end(), flags.begin(), flags.end());
+  ::testing::internal::CaptureStdout();
+  const int rc = plan_main(args);
+  const nlohmann::json again = nlohmann::json::parse(::testing::internal::GetCapturedStdout());
+  EXPECT_EQ(rc, 0);
+  EXPECT_DOUBLE_EQ(again["step_ms"].get<double>(), run["prediction"]["step_ms"].get<double>());
+  // (Settings are read once a process: run alone, as ctest runs each test, the calibration
+  // above has far and close tables and the run is priced 3 parts far to 1 close.)
+  EXPECT_EQ(again.value("cores_far_share", -1.0), run["prediction"].value("cores_far_share", -1.0));
+  EXPECT_DOUBLE_EQ(again["measured_step_ms"].get<double>(), 64 / 40000.0 * 1e3);
+  EXPECT_EQ(again["measured_peak_rss_mb"], 123.0);  // the run's, not this process's
+  // Without --sync the layout is another (async ps): a different price from the same file.
+  Args async = {"run", path, "-n", "4", "--strategy", "ps", "--servers", "1", "--model", f.model, "--batch", "64"};
+  ::testing::internal::CaptureStdout();
+  plan_main(async);
+  EXPECT_NE(nlohmann::json::parse(::testing::internal::GetCapturedStdout())["step_ms"], again["step_ms"]);
+  // Flags that contradict the report, a missing file, a file that is not a report.
+  Args wrong = args;
+  wrong[3] = "8";
+  EXPECT_THROW(plan_main(wrong), InvalidArgument);
+  EXPECT_THROW(plan_main({"run", path + ".missing", "-n", "4"}), InvalidArgument);
+  EXPECT_THROW(plan_main({"run", "--strategy", "ps"}), InvalidArgument);
+  {
+    std::ofstream o(path);
+    o << "{\"not\": \"a report\"}";
+  }
+  EXPECT_THROW(plan_main(args), InvalidArgument);
+  {
+    std::ofstream o(path);
+    o << "not json";
+  }
+  EXPECT_THROW(plan_main(args), InvalidArgument);
+  std::remove(path.c_str());
   std::remove(cal.c_str());
 }
 

@@ -154,19 +154,28 @@ TEST(Simulator, SyncPsThroughTheWindowPaysTheHandOff) {
   // The worker's gradient slot and the server's slice, each rewritten once after the other read it.
   EXPECT_NEAR(far.compute_s - zero.compute_s, bytes * 0.3e-9, 1e-12);
   EXPECT_NEAR(far.optimizer_s - zero.optimizer_s, bytes * 0.3e-9, 1e-12);
-  // More ranks than cores: the ranks take turns on the cores, and a hand-off is paid where
-  // the rank that read the lines ran on the other core (half of them on two), in the node's
-  // work spread over its cores: at most (3 workers + the server) x bytes x rate / 2 / 2,
-  // where that work sets the step (a rate large enough for it here).
+  // More ranks than cores: a hand-off is paid where the rank that read the lines ran on the
+  // other core, on the step's path: the worker's slot was summed by the server (on the other
+  // of two cores half the time), rewritten while the 3 workers share the cores (their passes'
+  // slowdown); the server's slice was pulled by all 3 workers, not all on its own core but
+  // one time in 2^3.
   Layout four = ps;
   four.dp = 4;
-  const double rate = 1e-7;
   c.handoff_write_s_per_byte = 0;
-  const double at4 = simulate(m, four, c, 64).step_s;
+  const Prediction at4 = simulate(m, four, c, 64);
+  c.handoff_write_s_per_byte = 0.3e-9;
+  const Prediction far4 = simulate(m, four, c, 64);
+  const double slow = c.compute_slowdown(c.busiest_core_ranks(3));
+  EXPECT_GT(slow, 1);
+  EXPECT_NEAR(far4.compute_s - at4.compute_s, 0.5 * slow * bytes * 0.3e-9, 1e-12);
+  EXPECT_NEAR(far4.optimizer_s - at4.optimizer_s, (1 - 0.125) * bytes * 0.3e-9, 1e-12);
+  EXPECT_GE(far4.step_s, far4.compute_s + far4.optimizer_s);
+  // And the node's floor still counts them as CPU work: with a rate large enough for the floor
+  // to set the step, the step grows by more than the path's share.
+  const double rate = 1e-7;
   c.handoff_write_s_per_byte = rate;
-  const double extra = simulate(m, four, c, 64).step_s - at4;
-  EXPECT_GT(extra, 0);
-  EXPECT_LE(extra, (3 + 1) * bytes * rate / 2 / 2 * (1 + 1e-9));
+  const Prediction big = simulate(m, four, c, 64);
+  EXPECT_GE(big.step_s - at4.step_s, 0.5 * slow * bytes * rate + (1 - 0.125) * bytes * rate - 1e-12);
 }
 
 // A run whose two ranks' verdict changed mid-run is priced in proportion: blend_times weighs
