@@ -13,6 +13,7 @@
 #include <ctime>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -165,9 +166,36 @@ std::vector<Carried> carry_placements(const nlohmann::json& previous, nlohmann::
       if (!v.is_object() || !mine.is_object()) continue;
       for (const auto& [op, points] : v.items()) {
         const bool table = points.is_array() && !points.empty();
+        const std::string part = name + "." + op;
+        // Both timed this table: the sizes only the previous one has, point by point. A
+        // calibration files each row under the verdict most of its calls ran under, so a
+        // placement that came and went during a pass leaves a table of a few sizes, which
+        // then barred the older file's whole one (cal-m1 and cal-n1, 2026-11-30: the close
+        // 2-rank window all-reduce held only 16 KiB and 64 MiB, and a 1 MiB call was priced
+        // between them at 274 us where cal-k1 had timed 107).
+        if (table && mine.contains(op) && mine[op].is_array() && !mine[op].empty()) {
+          std::set<double> have;
+          for (const auto& pt : mine[op])
+            if (pt.is_array() && !pt.empty() && pt[0].is_number()) have.insert(pt[0].get<double>());
+          nlohmann::json merged = mine[op];
+          for (const auto& pt : points) {
+            if (!pt.is_array() || pt.size() != 2 || !pt[0].is_number() || have.count(pt[0].get<double>())) continue;
+            const std::string point = part + "." + std::to_string(static_cast<int64_t>(pt[0].get<double>()));
+            if (const double when = when_of(point); !too_old(when)) {
+              merged.push_back(pt);
+              out.push_back({point, when});
+            }
+          }
+          if (merged.size() != mine[op].size()) {
+            std::vector<nlohmann::json> sorted(merged.begin(), merged.end());
+            std::sort(sorted.begin(), sorted.end(),
+                      [](const nlohmann::json& a, const nlohmann::json& b) { return a[0].get<double>() < b[0].get<double>(); });
+            make_object(*fresh, parts)[verdict][op] = sorted;
+          }
+          continue;
+        }
         if ((!table && !(op == "gap_factor" && points.is_number())) || (mine.contains(op) && !(mine[op].is_array() && mine[op].empty())))
           continue;
-        const std::string part = name + "." + op;
         if (const double when = when_of(part); !too_old(when)) {
           make_object(*fresh, parts)[verdict][op] = points;
           out.push_back({part, when});

@@ -20,7 +20,9 @@
 //   `previous` has and *fresh lacks, where both carry the same "version" and "machine" and
 //   the table is at most max_age_days old; within a verdict both files have, the arrays of
 //   points (a collective's table) and the numbers (a gap factor) that only `previous` has
-//   (or *fresh has as an empty array) are copied alone. Nothing *fresh measured is ever replaced. Each
+//   (or *fresh has as an empty array) are copied alone, and in a table of points both have,
+//   the points at sizes only `previous` has (listed as "TABLE.SIZE", dated as a table is).
+//   Nothing *fresh measured is ever replaced. Each
 //   carried table is listed in (*fresh)["carried"] as {"table": dotted path, "measured_unix",
 //   "measured_at"}: the time of the calibration that measured it, kept across any number of
 //   carries, so an old table ages out however often it is carried. Returns what was carried

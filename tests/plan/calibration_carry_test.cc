@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 namespace dtrain::plan {
 namespace {
 
@@ -81,6 +83,40 @@ TEST(CalibrationCarry, WithinAVerdictBothHaveTheTablesOnlyThePreviousOneTimedAre
   EXPECT_EQ(fresh["links_by_size"]["intra"]["by_cores_by_ranks"]["4"]["close"]["gap_factor"], 1.2);
   // The hand-off's verdict is one measurement: never merged field by field.
   EXPECT_EQ(fresh["compute"]["handoff"]["by_cores"]["far"]["write_after_read_ns_per_byte"], 2.0);
+}
+
+TEST(CalibrationCarry, InATableBothTimedTheSizesOnlyThePreviousOneHasAreCarriedPointByPoint) {
+  nlohmann::json previous = file_with("close", 1.0, kNow - 2 * kDay);
+  auto& old = previous["links_by_size"]["intra"]["two_rank_by_cores"]["close"];
+  old = {{"allreduce_window", {{16384, 9e-6}, {65536, 1e-5}, {1048576, 1.07e-4}, {67108864, 3e-2}}}};
+  nlohmann::json fresh = file_with("close", 2.0, kNow - kDay);
+  auto& mine = fresh["links_by_size"]["intra"]["two_rank_by_cores"]["close"];
+  mine = {{"allreduce_window", {{16384, 8e-6}, {67108864, 9e-3}}}};
+  std::string why;
+  const auto carried = carry_placements(previous, &fresh, kNow - kDay, kCarryMaxAgeDays, &why);
+  std::vector<std::string> names;
+  for (const auto& c : carried) {
+    names.push_back(c.table);
+    EXPECT_EQ(c.measured_unix, kNow - 2 * kDay);
+  }
+  const std::string table = "links_by_size.intra.two_rank_by_cores.close.allreduce_window";
+  EXPECT_EQ(names, (std::vector<std::string>{table + ".65536", table + ".1048576"}));
+  // Its own points kept, the previous one's added at the sizes it lacked, in size order.
+  EXPECT_EQ(fresh["links_by_size"]["intra"]["two_rank_by_cores"]["close"]["allreduce_window"],
+            nlohmann::json({{16384, 8e-6}, {65536, 1e-5}, {1048576, 1.07e-4}, {67108864, 9e-3}}));
+  // Carried again, the points keep the date of the calibration that timed them and age out by it.
+  nlohmann::json next = file_with("close", 3.0, kNow);
+  next["links_by_size"]["intra"]["two_rank_by_cores"]["close"] = {{"allreduce_window", {{16384, 7e-6}}}};
+  const auto again = carry_placements(fresh, &next, kNow, kCarryMaxAgeDays, &why);
+  std::map<std::string, double> when;
+  for (const auto& c : again) when[c.table] = c.measured_unix;
+  EXPECT_EQ(when.at(table + ".65536"), kNow - 2 * kDay);
+  EXPECT_EQ(when.at(table + ".67108864"), kNow - kDay);
+  nlohmann::json late = file_with("close", 4.0, kNow + 13 * kDay);
+  late["links_by_size"]["intra"]["two_rank_by_cores"]["close"] = {{"allreduce_window", {{16384, 7e-6}}}};
+  carry_placements(next, &late, kNow + 13 * kDay, kCarryMaxAgeDays, &why);
+  EXPECT_EQ(late["links_by_size"]["intra"]["two_rank_by_cores"]["close"]["allreduce_window"],
+            nlohmann::json({{16384, 7e-6}, {67108864, 9e-3}}));  // 15 days: 64 KiB and 1 MiB stay behind
 }
 
 TEST(CalibrationCarry, AgesByTheCalibrationThatMeasuredATableNotByTheLastCarry) {
