@@ -157,6 +157,21 @@ double gap_pass_base_s(const std::string& verdict, const std::string& own_verdic
   return table_s > 0 ? table_s : -1;
 }
 
+GapFactors gap_factors(const std::vector<std::pair<std::string, double>>& counted) {
+  GapFactors out;
+  std::map<std::string, int> n;
+  for (const auto& [verdict, f] : counted) {
+    out.mixed = out.mixed < 0 ? f : std::min(out.mixed, f);
+    if (verdict.empty()) continue;
+    out.by_verdict[verdict] = out.by_verdict.count(verdict) ? std::min(out.by_verdict[verdict], f) : f;
+    ++n[verdict];
+  }
+  if (static_cast<int>(counted.size()) < kGapMinCounted) out.mixed = -1;
+  for (const auto& [verdict, k] : n)
+    if (k < kGapMinCounted) out.by_verdict.erase(verdict);
+  return out;
+}
+
 int add_collectives_by_ranks(const std::string& path, double timeout) {
   std::ifstream in(path);
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
@@ -247,7 +262,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
     const auto b2b = passes.find({"allreduce", 1048576.0});
     std::map<std::string, double> gap_by_verdict;
     if (p > cores && b2b != passes.end()) {
-      double factor = -1;
+      std::vector<std::pair<std::string, double>> counted;
       auto timed = [&](const std::string& name, std::vector<std::string> args, nlohmann::json* got,
                        std::string* verdict) {
         const std::string before = cores_now();
@@ -276,13 +291,19 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
         }
         const double gaps = kGapUs * 1e-6 * static_cast<double>(p) / cores;
         const double f = std::max(1.0, (got[0]["time_us"].get<double>() * 1e-6 - gaps) / base);
-        factor = factor < 0 ? f : std::min(factor, f);
-        if (!verdict.empty()) gap_by_verdict[verdict] = gap_by_verdict.count(verdict) ? std::min(gap_by_verdict[verdict], f) : f;
+        counted.push_back({verdict, f});
+        std::printf("shm allreduce, %d ranks, gap pass %d: cores %s, x%.2f\n", p, pass + 1,
+                    verdict.empty() ? "mixed" : verdict.c_str(), f);
       }
+      // One pass is no factor (kGapMinCounted): left out, as a figure this calibration could
+      // not time (calibration_carry.h keeps the previous file's, timed the same way).
+      const GapFactors found = gap_factors(counted);
+      const double factor = found.mixed;
+      gap_by_verdict = found.by_verdict;
       if (factor > 0) gap[key] = factor;
       std::printf("shm allreduce, %d ranks (processes), 1 MiB with %d us of compute before each call: ", p, kGapUs);
       if (factor > 0) std::printf("x%.2f", factor);
-      else std::printf("no pass in one placement of the cores (no factor: 1)");
+      else std::printf("fewer than %d passes in one placement of the cores (no factor: 1)", kGapMinCounted);
       for (const auto& [v, f] : gap_by_verdict) std::printf("; cores %s x%.2f", v.c_str(), f);
       std::printf("\n");
     }

@@ -15,7 +15,9 @@
 // Thread-safety: the launcher's main thread.
 #pragma once
 
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -34,8 +36,13 @@ constexpr int kVerdictMaxPasses = 5;
 // MLP step's per-rank compute at 4-8 ranks (training's calls are that far apart).
 constexpr int kGapUs = 600;
 // Passes of it, the lowest factor kept: three calibrations a few minutes apart read x1.40,
-// x1.40 and x2.04 at 8 ranks with two.
-constexpr int kGapPasses = 3;
+// x1.40 and x2.04 at 8 ranks with two. A factor, mixed or of one verdict, needs
+// kGapMinCounted passes that counted (ran in one placement of the cores): with three passes
+// and the placement moving, one pass alone set the 4-rank far factor of cal-m1 (x1.69,
+// 2026-11-30), carried into the next two calibrations, and ddp at 4 ranks was priced +36..+46%
+// with it where factors of x1.00-1.04 priced it within 10% (five validations).
+constexpr int kGapPasses = 5;
+constexpr int kGapMinCounted = 2;
 
 // A gap pass's back-to-back base, in seconds (-1: the pass does not count). `verdict` is
 // what the cores' samples read during the gap pass ("" where they were mixed), `own_verdict`
@@ -46,6 +53,15 @@ constexpr int kGapPasses = 3;
 // placement alone reads x1.0-1.3.
 double gap_pass_base_s(const std::string& verdict, const std::string& own_verdict, double own_s, double table_s,
                        double all_s, int cores);
+
+// The gap factors of the passes that counted, each (the verdict its samples read, "" for
+// mixed; its factor): the lowest of all of them (mixed, -1 where fewer than kGapMinCounted
+// counted) and of each verdict's (a verdict with fewer than kGapMinCounted left out).
+struct GapFactors {
+  double mixed = -1;
+  std::map<std::string, double> by_verdict;
+};
+GapFactors gap_factors(const std::vector<std::pair<std::string, double>>& counted);
 
 int host_cores();
 void replace_calibration_file(const std::string& path, const nlohmann::json& j);

@@ -211,6 +211,24 @@ TEST(BenchCalibrateCli, AGapPassIsDividedOnlyByCallsInTheSamePlacement) {
   EXPECT_EQ(gap_pass_base_s("", "", 1e-4, -1, 2e-4, 1), 2e-4);           // one core: no verdicts at all
 }
 
+// A gap factor needs two passes that counted, mixed or of one verdict: one pass alone is
+// left out (cal-m1's x1.69 far at 4 ranks was one pass). Each is the lowest of its passes.
+TEST(BenchCalibrateCli, AGapFactorNeedsTwoPassesThatCounted) {
+  const GapFactors none = gap_factors({});
+  EXPECT_EQ(none.mixed, -1);
+  EXPECT_TRUE(none.by_verdict.empty());
+  const GapFactors one = gap_factors({{"far", 1.69}});
+  EXPECT_EQ(one.mixed, -1);
+  EXPECT_TRUE(one.by_verdict.empty());
+  const GapFactors some = gap_factors({{"far", 1.69}, {"close", 1.30}, {"close", 1.10}, {"", 1.05}});
+  EXPECT_EQ(some.mixed, 1.05);
+  ASSERT_EQ(some.by_verdict.size(), 1u);
+  EXPECT_EQ(some.by_verdict.at("close"), 1.10);
+  const GapFactors far = gap_factors({{"far", 1.4}, {"far", 1.2}});
+  EXPECT_EQ(far.mixed, 1.2);
+  EXPECT_EQ(far.by_verdict.at("far"), 1.2);
+}
+
 TEST(BenchCalibrateCli, WritesAFileThePlannerReads) {
   std::string path = temp_path("calib.json");
   EXPECT_EQ(bench_calibrate({"-n", "2", "--threads", "--transport", "shm", "--seconds", "0.02", "--out", path}), 0);
