@@ -169,6 +169,7 @@ GapFactors gap_factors(const std::vector<std::pair<std::string, double>>& counte
   if (static_cast<int>(counted.size()) < kGapMinCounted) out.mixed = -1;
   for (const auto& [verdict, k] : n)
     if (k < kGapMinCounted) out.by_verdict.erase(verdict);
+    else out.passes[verdict] = k;
   return out;
 }
 
@@ -261,6 +262,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
     const int cores = host_cores();
     const auto b2b = passes.find({"allreduce", 1048576.0});
     std::map<std::string, double> gap_by_verdict;
+    std::map<std::string, int> gap_passes;
     if (p > cores && b2b != passes.end()) {
       std::vector<std::pair<std::string, double>> counted;
       auto timed = [&](const std::string& name, std::vector<std::string> args, nlohmann::json* got,
@@ -300,6 +302,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
       const GapFactors found = gap_factors(counted);
       const double factor = found.mixed;
       gap_by_verdict = found.by_verdict;
+      gap_passes = found.passes;
       if (factor > 0) gap[key] = factor;
       std::printf("shm allreduce, %d ranks (processes), 1 MiB with %d us of compute before each call: ", p, kGapUs);
       if (factor > 0) std::printf("x%.2f", factor);
@@ -352,7 +355,10 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
         tables[k.first].push_back({k.second, t.median()});
       }
       tables["allreduce_slots_from"] = plan::slots_from_sizes(slots_of(rows));
-      if (gap_by_verdict.count(verdict)) tables["gap_factor"] = gap_by_verdict[verdict];
+      if (gap_by_verdict.count(verdict)) {
+        tables["gap_factor"] = gap_by_verdict[verdict];
+        tables["gap_passes"] = gap_passes[verdict];
+      }
       if (const auto w = window_by_verdict.find(verdict); w != window_by_verdict.end())
         for (const auto& [b, t] : w->second) tables["allreduce_window"].push_back({b, t.median()});
       (p == 2 ? two_rank : by_cores_by_ranks[key])[verdict] = tables;

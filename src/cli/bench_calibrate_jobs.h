@@ -22,6 +22,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan/calibration_carry.h"
+
 namespace dtrain::cli {
 
 // The rows timed by rank count, and by the threads calibration (cli/bench_calibrate.cc).
@@ -42,7 +44,7 @@ constexpr int kGapUs = 600;
 // 2026-11-30), carried into the next two calibrations, and ddp at 4 ranks was priced +36..+46%
 // with it where factors of x1.00-1.04 priced it within 10% (five validations).
 constexpr int kGapPasses = 5;
-constexpr int kGapMinCounted = 2;
+constexpr int kGapMinCounted = plan::kGapFactorMinPasses;
 
 // A gap pass's back-to-back base, in seconds (-1: the pass does not count). `verdict` is
 // what the cores' samples read during the gap pass ("" where they were mixed), `own_verdict`
@@ -60,6 +62,7 @@ double gap_pass_base_s(const std::string& verdict, const std::string& own_verdic
 struct GapFactors {
   double mixed = -1;
   std::map<std::string, double> by_verdict;
+  std::map<std::string, int> passes;  // by verdict: how many passes each factor is the lowest of
 };
 GapFactors gap_factors(const std::vector<std::pair<std::string, double>>& counted);
 

@@ -22,6 +22,12 @@
 namespace dtrain::plan {
 namespace {
 
+// Whether a verdict's gap factor may be carried: it says it came of enough passes.
+bool gap_factor_carries(const nlohmann::json& verdict_tables) {
+  const auto it = verdict_tables.find("gap_passes");
+  return it != verdict_tables.end() && it->is_number() && it->get<double>() >= kGapFactorMinPasses;
+}
+
 std::vector<std::string> split_dots(const std::string& path) {
   std::vector<std::string> out;
   std::stringstream ss(path);
@@ -152,7 +158,9 @@ std::vector<Carried> carry_placements(const nlohmann::json& previous, nlohmann::
       const std::string name = join(parts) + "." + verdict;
       if (!now || !now->contains(verdict)) {
         if (const double when = when_of(name); !too_old(when)) {
-          make_object(*fresh, parts)[verdict] = v;
+          nlohmann::json copy = v;
+          if (copy.is_object() && copy.contains("gap_factor") && !gap_factor_carries(copy)) copy.erase("gap_factor");
+          make_object(*fresh, parts)[verdict] = copy;
           out.push_back({name, when});
         }
         continue;
@@ -194,10 +202,12 @@ std::vector<Carried> carry_placements(const nlohmann::json& previous, nlohmann::
           }
           continue;
         }
-        if ((!table && !(op == "gap_factor" && points.is_number())) || (mine.contains(op) && !(mine[op].is_array() && mine[op].empty())))
+        if ((!table && !(op == "gap_factor" && points.is_number() && gap_factor_carries(v))) ||
+            (mine.contains(op) && !(mine[op].is_array() && mine[op].empty())))
           continue;
         if (const double when = when_of(part); !too_old(when)) {
           make_object(*fresh, parts)[verdict][op] = points;
+          if (op == "gap_factor") make_object(*fresh, parts)[verdict]["gap_passes"] = v["gap_passes"];
           out.push_back({part, when});
         }
       }

@@ -22,6 +22,7 @@
 //   points (a collective's table) and the numbers (a gap factor) that only `previous` has
 //   (or *fresh has as an empty array) are copied alone, and in a table of points both have,
 //   the points at sizes only `previous` has (listed as "TABLE.SIZE", dated as a table is).
+//   A gap factor goes only with kGapFactorMinPasses or more "gap_passes" beside it.
 //   Nothing *fresh measured is ever replaced. Each
 //   carried table is listed in (*fresh)["carried"] as {"table": dotted path, "measured_unix",
 //   "measured_at"}: the time of the calibration that measured it, kept across any number of
@@ -48,6 +49,14 @@ inline constexpr const char* kVerdictTables[] = {"compute.handoff.by_cores", "co
 // How long a verdict's tables are carried from calibration to calibration (a machine's
 // software and load drift; a month-old far table prices nothing well).
 constexpr double kCarryMaxAgeDays = 14;
+
+// A verdict's gap factor ("gap_factor", bench calibrate's all-reduce with compute between
+// calls over the same back to back) is the lowest of the gap passes that ran in that
+// placement; the file records how many in "gap_passes". One pass is no factor: a factor
+// from fewer passes, or from a file that does not say (written before 2026-12-01), is never
+// carried (the factors scattered x1.00-2.38 over 16 calibrations of one VM, and one carried
+// x1.69 priced ddp at 4 ranks +28..+46% in three validations).
+constexpr int kGapFactorMinPasses = 2;
 
 nlohmann::json machine_fingerprint();
 

@@ -295,7 +295,8 @@ TEST(BenchCalibrateCli, KeepsTheOtherPlacementFromTheFileItReplaces) {
                               {"reducescatter", nlohmann::json::array()},
                               {"allgather", nlohmann::json::array()},
                               {"broadcast", nlohmann::json::array()},
-                              {"gap_factor", 1.5}};
+                              {"gap_factor", 1.5},
+                              {"gap_passes", 2}};
   auto with_far = [&](nlohmann::json j) {
     j["links_by_size"]["intra"]["by_cores_by_ranks"]["4"]["far"] = far;
     std::ofstream o(path);

@@ -20,7 +20,7 @@ nlohmann::json file_with(const std::string& verdict, double value, double unix_s
   j["compute"]["handoff"]["by_cores"][verdict] = {{"write_after_read_ns_per_byte", value}};
   j["compute"]["mix_gbps_by_cores"][verdict] = nlohmann::json::array({nlohmann::json::array({1 << 20, value})});
   j["links_by_size"]["intra"]["two_rank_by_cores"][verdict] = {{"allreduce", value}};
-  j["links_by_size"]["intra"]["by_cores_by_ranks"]["4"][verdict] = {{"gap_factor", value}};
+  j["links_by_size"]["intra"]["by_cores_by_ranks"]["4"][verdict] = {{"gap_factor", value}, {"gap_passes", 3}};
   return j;
 }
 
@@ -49,7 +49,7 @@ TEST(CalibrationCarry, KeepsTheOtherPlacementAndNeverReplacesAFreshOne) {
 
 TEST(CalibrationCarry, ARankCountTheFreshFileLacksIsCarriedWhole) {
   nlohmann::json previous = file_with("close", 1.0, kNow - kDay);
-  previous["links_by_size"]["intra"]["by_cores_by_ranks"]["8"]["far"] = {{"gap_factor", 5.0}};
+  previous["links_by_size"]["intra"]["by_cores_by_ranks"]["8"]["far"] = {{"gap_factor", 5.0}, {"gap_passes", 2}};
   nlohmann::json fresh = file_with("close", 2.0, kNow);
   std::string why;
   const auto carried = carry_placements(previous, &fresh, kNow, kCarryMaxAgeDays, &why);
@@ -77,7 +77,7 @@ TEST(CalibrationCarry, WithinAVerdictBothHaveTheTablesOnlyThePreviousOneTimedAre
   EXPECT_EQ(far["gap_factor"], 2.0);                                        // scalars stay its own
   // A verdict's gap factor the fresh file could not time (no gap pass read one placement
   // with its back-to-back pass) comes from the previous file.
-  previous["links_by_size"]["intra"]["by_cores_by_ranks"]["4"]["close"] = {{"gap_factor", 1.2}};
+  previous["links_by_size"]["intra"]["by_cores_by_ranks"]["4"]["close"] = {{"gap_factor", 1.2}, {"gap_passes", 2}};
   fresh["links_by_size"]["intra"]["by_cores_by_ranks"]["4"]["close"] = {{"allreduce", {{1 << 20, 1e-4}}}};
   carry_placements(previous, &fresh, kNow, kCarryMaxAgeDays, &why);
   EXPECT_EQ(fresh["links_by_size"]["intra"]["by_cores_by_ranks"]["4"]["close"]["gap_factor"], 1.2);
@@ -117,6 +117,27 @@ TEST(CalibrationCarry, InATableBothTimedTheSizesOnlyThePreviousOneHasAreCarriedP
   carry_placements(next, &late, kNow + 13 * kDay, kCarryMaxAgeDays, &why);
   EXPECT_EQ(late["links_by_size"]["intra"]["two_rank_by_cores"]["close"]["allreduce_window"],
             nlohmann::json({{16384, 7e-6}, {67108864, 9e-3}}));  // 15 days: 64 KiB and 1 MiB stay behind
+}
+
+// A gap factor travels only with the passes it is the lowest of: one pass, or a file that
+// does not say, carries its tables but not the factor.
+TEST(CalibrationCarry, AGapFactorOfOnePassOrOfAnOlderFileIsNotCarried) {
+  nlohmann::json previous = file_with("far", 1.0, kNow - kDay);
+  auto& four = previous["links_by_size"]["intra"]["by_cores_by_ranks"]["4"];
+  four["far"] = {{"gap_factor", 1.69}, {"allreduce", {{1 << 20, 8e-4}}}};  // written before gap_passes
+  four["close"] = {{"gap_factor", 1.95}, {"gap_passes", 1}, {"allreduce", {{1 << 20, 3e-4}}}};
+  previous["links_by_size"]["intra"]["by_cores_by_ranks"]["8"]["far"] = {{"gap_factor", 1.3}, {"gap_passes", 2}};
+  nlohmann::json fresh = file_with("close", 2.0, kNow);
+  fresh["links_by_size"]["intra"]["by_cores_by_ranks"]["4"]["close"] = {{"allreduce", {{1 << 20, 2e-4}}}};
+  fresh["links_by_size"]["intra"]["by_cores_by_ranks"]["8"]["far"] = {{"allreduce", {{1 << 20, 9e-4}}}};
+  std::string why;
+  carry_placements(previous, &fresh, kNow, kCarryMaxAgeDays, &why);
+  const auto& got = fresh["links_by_size"]["intra"]["by_cores_by_ranks"];
+  EXPECT_EQ(got["4"]["far"]["allreduce"], nlohmann::json({{1 << 20, 8e-4}}));  // the tables come
+  EXPECT_FALSE(got["4"]["far"].contains("gap_factor"));                         // the factor does not
+  EXPECT_FALSE(got["4"]["close"].contains("gap_factor"));                       // one pass
+  EXPECT_EQ(got["8"]["far"]["gap_factor"], 1.3);                                // two passes
+  EXPECT_EQ(got["8"]["far"]["gap_passes"], 2);                                  // and says so again
 }
 
 TEST(CalibrationCarry, AgesByTheCalibrationThatMeasuredATableNotByTheLastCarry) {
