@@ -296,6 +296,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
         counted.push_back({verdict, f});
         std::printf("shm allreduce, %d ranks, gap pass %d: cores %s, x%.2f\n", p, pass + 1,
                     verdict.empty() ? "mixed" : verdict.c_str(), f);
+        std::fflush(stdout);
       }
       // One pass is no factor (kGapMinCounted): left out, as a figure this calibration could
       // not time (calibration_carry.h keeps the previous file's, timed the same way).
@@ -309,6 +310,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
       else std::printf("fewer than %d passes in one placement of the cores (no factor: 1)", kGapMinCounted);
       for (const auto& [v, f] : gap_by_verdict) std::printf("; cores %s x%.2f", v.c_str(), f);
       std::printf("\n");
+      std::fflush(stdout);  // before the next job's ranks write to the same stream
     }
     // ddp's all-reduce as it runs on one host (LinkSizes::allreduce_window_by_ranks): the
     // gradient in a shared-memory window, reduced in place where it lies; the median of
