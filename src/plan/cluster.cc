@@ -365,7 +365,12 @@ Cluster with_core_distance(Cluster c, bool far, bool* used) {
     // (A verdict that timed no plain all-reduce, only ddp's window, says nothing of it.)
     if (r.allreduce_slots_from > 0) t.allreduce_slots_from_by_ranks[p] = r.allreduce_slots_from;
     else if (p == 2 && !r.allreduce.empty()) t.allreduce_slots_from_by_ranks.erase(2);
+    // The gap factor is a ratio between passes of one placement: a verdict that timed none
+    // takes none, not the mixed one (its passes ran under the other verdict). Priced with the
+    // close passes' x1.78 at 8 ranks, ddp far read +32..+41% in dv-p3 (2026-11-30), where
+    // the far factors timed before were x1.00-1.30.
     if (r.gap_factor > 0) t.gap_factor_by_ranks[p] = r.gap_factor;
+    else t.gap_factor_by_ranks.erase(p);
     if (used) *used = true;
   }
   return c;

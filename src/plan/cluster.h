@@ -99,7 +99,7 @@ struct LinkSizes {
   struct VerdictTables {
     std::vector<std::pair<double, double>> allreduce, reducescatter, allgather, broadcast, allreduce_window;
     double allreduce_slots_from = 0;
-    double gap_factor = 0;  // 0: none measured under this verdict
+    double gap_factor = 0;  // 0: none measured under this verdict (with_core_distance then applies none)
   };
   std::map<std::string, VerdictTables> two_rank_by_cores;
   // The same for more ranks than the 2 ("by_cores_by_ranks": {"4": {"close": {...}, "far":
@@ -298,8 +298,9 @@ Cluster this_machine(const std::string& calibration_path);
 // ShmContext::cores_far()) in place of the mixed ones, where the calibration measured that
 // verdict (LinkSizes::two_rank_by_cores), over the sizes the verdict's table spans (the mixed
 // points beyond them stay), and the verdict's cache hand-off and gossip mix rates in place of
-// the mixed ones where it has them; c unchanged otherwise. *used (optional) says whether it
-// replaced anything.
+// the mixed ones where it has them; c unchanged otherwise. The same for each larger rank
+// count the verdict has tables of (by_cores_by_ranks), with its gap factor, or none where it
+// timed none. *used (optional) says whether it replaced anything.
 Cluster with_core_distance(Cluster c, bool far, bool* used = nullptr);
 
 }  // namespace dtrain::plan
