@@ -16,20 +16,25 @@
 namespace dtrain::cli {
 namespace {
 
-TEST(PlanPredict, ARunWhoseCoresMovedIsPricedHalfWithEachVerdict) {
-  // This process's settings are read on first use: point them at the test's calibration
-  // before anything reads them (each test runs in a process of its own under ctest).
-  const std::string cal = ::testing::TempDir() + "/predict-cal-" + std::to_string(::getpid()) + ".json";
-  {
-    std::ofstream o(cal);
-    o << R"({"version": 3, "shm": {"alpha_us": 2, "beta_gbps": 3, "gamma_gbps": 4},
-             "tcp": {"alpha_us": 10, "beta_gbps": 1, "gamma_gbps": 4},
-             "links_by_size": {"intra": {"p": 2, "allreduce": [[1024, 1e-5], [1048576, 1e-3]],
-               "allreduce_by_ranks": {"4": [[1024, 1e-4], [1048576, 1e-3]]},
-               "by_cores_by_ranks": {"4": {"close": {"allreduce": [[1024, 1e-4], [1048576, 1e-3]]},
-                                           "far": {"allreduce": [[1024, 1e-3], [1048576, 1e-2]]}}}}}})";
-  }
+// A calibration with 4-rank all-reduce tables for each verdict of the cores, at a fresh path,
+// named by DTRAIN_CALIBRATION. This process's settings are read on first use: a test points
+// them at its file before anything reads them (each test runs in a process of its own under
+// ctest).
+std::string use_calibration(const std::string& name) {
+  const std::string cal = ::testing::TempDir() + "/" + name + "-" + std::to_string(::getpid()) + ".json";
+  std::ofstream o(cal);
+  o << R"({"version": 3, "shm": {"alpha_us": 2, "beta_gbps": 3, "gamma_gbps": 4},
+           "tcp": {"alpha_us": 10, "beta_gbps": 1, "gamma_gbps": 4},
+           "links_by_size": {"intra": {"p": 2, "allreduce": [[1024, 1e-5], [1048576, 1e-3]],
+             "allreduce_by_ranks": {"4": [[1024, 1e-4], [1048576, 1e-3]]},
+             "by_cores_by_ranks": {"4": {"close": {"allreduce": [[1024, 1e-4], [1048576, 1e-3]]},
+                                         "far": {"allreduce": [[1024, 1e-3], [1048576, 1e-2]]}}}}}})";
   ::setenv("DTRAIN_CALIBRATION", cal.c_str(), 1);
+  return cal;
+}
+
+TEST(PlanPredict, ARunWhoseCoresMovedIsPricedHalfWithEachVerdict) {
+  const std::string cal = use_calibration("predict-cal");
   TrainConfig f;
   f.strategy = "localsgd";  // its averages are all-reduces at 4 ranks, priced by the tables
   f.ranks = 4;
@@ -79,16 +84,7 @@ TEST(PlanPredict, ARunWhoseCoresMovedIsPricedHalfWithEachVerdict) {
 // `dtrain plan run` prices a recorded run again: the same object the run's own report holds,
 // from the run's measurements and its flags; flags that contradict the report are refused.
 TEST(PlanPredict, PlanRunPricesARecordedRunAgain) {
-  const std::string cal = ::testing::TempDir() + "/plan-run-cal-" + std::to_string(::getpid()) + ".json";
-  {
-    std::ofstream o(cal);
-    o << R"({"version": 3, "shm": {"alpha_us": 2, "beta_gbps": 3, "gamma_gbps": 4},
-             "tcp": {"alpha_us": 10, "beta_gbps": 1, "gamma_gbps": 4},
-             "links_by_size": {"intra": {"p": 2, "allreduce": [[1024, 1e-5], [1048576, 1e-3]],
-               "by_cores_by_ranks": {"4": {"close": {"allreduce": [[1024, 1e-4], [1048576, 1e-3]]},
-                                           "far": {"allreduce": [[1024, 1e-3], [1048576, 1e-2]]}}}}}})";
-  }
-  ::setenv("DTRAIN_CALIBRATION", cal.c_str(), 1);
+  const std::string cal = use_calibration("plan-run-cal");
   TrainConfig f;
   f.strategy = "ps";
   f.ranks = 4;
