@@ -253,9 +253,17 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
       // exchange's per byte, both ways). Far-apart vCPUs: ddp's passes ~0.50 ms against
       // localsgd's 0.38; a 16-vCPU VM: the same. With more ranks than cores the co-located
       // ranks' own steps evict the caches anyway, which the slowdown curve charges.
+      // Where the all-reduce itself is priced by a timed window all-reduce, the rewrite is in
+      // that figure already: back to back in place, each call writes the lines the peers read
+      // in the one before, as backward does in a step, and in a step the all-reduce then
+      // writes lines backward just took back. Both charged, ddp at 2 ranks with the cores far
+      // read +10..+25% in all fifteen such runs of twelve validations (2026-11-30; 0.79-0.90 ms
+      // against 0.98-1.00 in the last three, the hand-off 0.16 of it); without the second,
+      // eight of the twelve priced again read a lower median error, one a higher.
       const double remote = (workers - 1.0) / workers * bytes;
       const double copy = c.link_at(false, remote * (l.zero > 0 ? 2 : 1), true).beta_s_per_byte;
-      p.compute_s += remote * (c.handoff_write_s_per_byte >= 0 ? c.handoff_write_s_per_byte : copy);
+      const bool timed_window = ddp_window && c.measured_allreduce_window_s(workers, remote) >= 0;
+      if (!timed_window) p.compute_s += remote * (c.handoff_write_s_per_byte >= 0 ? c.handoff_write_s_per_byte : copy);
       if (l.zero > 0) p.compute_s += remote * (c.handoff_read_s_per_byte >= 0 ? c.handoff_read_s_per_byte : copy);
     }
     // Walk the buckets in the order backward produces them (share_grad.h): units last

@@ -179,6 +179,26 @@ TEST(Simulator, SyncPsThroughTheWindowPaysTheHandOff) {
   EXPECT_GE(big.step_s - at4.step_s, 0.5 * slow * bytes * rate + (1 - 0.125) * bytes * rate - 1e-12);
 }
 
+// ddp with a core per rank: backward rewrites the lines its peers read in the all-reduce. A
+// timed window all-reduce has that rewrite in it already (back to back in place, each call
+// writes the lines the peers read in the one before), so the hand-off is charged only where
+// the all-reduce is priced otherwise.
+TEST(Simulator, DdpPaysTheHandOffOnlyWhereNoTimedWindowAllReduceHoldsIt) {
+  ModelSpec m = ModelSpec::parse("mlp:784-256-128-10");
+  const double bytes = static_cast<double>(m.params()) * 4;
+  Cluster c = ideal(2);
+  const Layout ddp{.strategy = "ddp", .dp = 2};
+  c.handoff_write_s_per_byte = 0;
+  const double none = simulate(m, ddp, c, 64).compute_s;
+  c.handoff_write_s_per_byte = 0.3e-9;
+  EXPECT_NEAR(simulate(m, ddp, c, 64).compute_s - none, bytes / 2 * 0.3e-9, 1e-12);  // half the gradient, read by the peer
+  c.intra_sizes.allreduce_window_by_ranks[2] = {{1e3, 1e-5}, {1e9, 1e-2}};
+  c.handoff_write_s_per_byte = 0;
+  const double timed = simulate(m, ddp, c, 64).compute_s;
+  c.handoff_write_s_per_byte = 0.3e-9;
+  EXPECT_DOUBLE_EQ(simulate(m, ddp, c, 64).compute_s, timed);
+}
+
 // A run whose two ranks' verdict changed mid-run is priced in proportion: blend_times weighs
 // each time by its verdict's share of the calls, keeps the majority's memory and traffic, and
 // clamps the weight (a share is a fraction).
