@@ -347,8 +347,8 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     // probability 1 - 1/cores, and written while the workers share the cores (slowed as
     // their passes are); a server's slice was pulled by every worker, some of them on
     // another core unless all W shared its own (1 - (1/cores)^W), and written while the
-    // workers wait. Priced only in the node's floor below (the CPU work over the cores),
-    // sync ps at 4 ranks read -40% in every run whose cores were far apart (ten runs of
+    // workers wait. When they were priced only in the node's floor below (the CPU work over
+    // the cores), sync ps at 4 ranks read -40% in every run whose cores were far apart (ten runs of
     // four validations, 2026-11-30: 1.48-1.76 ms against 0.98-1.04): the floor is a bound on
     // the node's throughput, while these rewrites wait on each other step by step (perf of
     // such a run: the weight gradient into the slot 2.0x, the copies 2.8x, the server's sum
