@@ -45,6 +45,7 @@
 #include "plan/collective_plan.h"
 #include "plan/planner.h"
 #include "plan/plan_measure.h"
+#include "train/report.h"
 
 namespace dtrain::cli {
 namespace {
@@ -232,13 +233,11 @@ int plan_run_cmd(const Args& args) {
   DT_CHECK(!args.empty() && args[0].rfind("--", 0) != 0, InvalidArgument,
            "dtrain plan run takes the run's JSON first, then its dtrain train flags "
            "(dtrain plan run RUN.json --strategy ps --sync -n 4 ...)");
-  std::ifstream in(args[0]);
-  DT_CHECK(in.good(), InvalidArgument, "dtrain plan run: cannot read " << args[0] << " (a dtrain train --json file)");
   nlohmann::json run;
   try {
-    in >> run;
-  } catch (const nlohmann::json::exception& e) {
-    DT_THROW(InvalidArgument, "dtrain plan run: " << args[0] << " is not JSON (" << e.what() << ")");
+    run = read_json_file(args[0]);
+  } catch (const Error& e) {
+    DT_THROW(InvalidArgument, "dtrain plan run: " << e.what() << " (give a dtrain train --json report)");
   }
   DT_CHECK(run.is_object() && run.contains("strategy") && run.contains("world_size"), InvalidArgument,
            "dtrain plan run: " << args[0] << " has no strategy or world_size: not a dtrain train --json report");
