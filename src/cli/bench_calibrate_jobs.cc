@@ -261,8 +261,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
     // (2026-11-30). A pass without a verdict counts only on a host that gives none (one core).
     const int cores = host_cores();
     const auto b2b = passes.find({"allreduce", 1048576.0});
-    std::map<std::string, double> gap_by_verdict;
-    std::map<std::string, int> gap_passes;
+    GapFactors gaps;  // this rank count's, from its gap passes below
     if (p > cores && b2b != passes.end()) {
       std::vector<std::pair<std::string, double>> counted;
       auto timed = [&](const std::string& name, std::vector<std::string> args, nlohmann::json* got,
@@ -300,15 +299,13 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
       }
       // One pass is no factor (kGapMinCounted): left out, as a figure this calibration could
       // not time (calibration_carry.h keeps the previous file's, timed the same way).
-      const GapFactors found = gap_factors(counted);
-      const double factor = found.mixed;
-      gap_by_verdict = found.by_verdict;
-      gap_passes = found.passes;
+      gaps = gap_factors(counted);
+      const double factor = gaps.mixed;
       if (factor > 0) gap[key] = factor;
       std::printf("shm allreduce, %d ranks (processes), 1 MiB with %d us of compute before each call: ", p, kGapUs);
       if (factor > 0) std::printf("x%.2f", factor);
       else std::printf("fewer than %d passes in one placement of the cores (no factor: 1)", kGapMinCounted);
-      for (const auto& [v, f] : gap_by_verdict) std::printf("; cores %s x%.2f", v.c_str(), f);
+      for (const auto& [v, f] : gaps.by_verdict) std::printf("; cores %s x%.2f", v.c_str(), f);
       std::printf("\n");
       std::fflush(stdout);  // before the next job's ranks write to the same stream
     }
@@ -357,9 +354,9 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
         tables[k.first].push_back({k.second, t.median()});
       }
       tables["allreduce_slots_from"] = plan::slots_from_sizes(slots_of(rows));
-      if (gap_by_verdict.count(verdict)) {
-        tables["gap_factor"] = gap_by_verdict[verdict];
-        tables["gap_passes"] = gap_passes[verdict];
+      if (gaps.by_verdict.count(verdict)) {
+        tables["gap_factor"] = gaps.by_verdict.at(verdict);
+        tables["gap_passes"] = gaps.passes.at(verdict);
       }
       if (const auto w = window_by_verdict.find(verdict); w != window_by_verdict.end())
         for (const auto& [b, t] : w->second) tables["allreduce_window"].push_back({b, t.median()});
