@@ -33,8 +33,11 @@ CollConfig coll_config_from(const Settings& s) {
   const bool global = s.has("DTRAIN_ALGO");
   for (size_t i = 0; i < c.forced.size(); ++i) {
     const std::string var = algorithm_setting_name(static_cast<CollOp>(i));
-    if (s.has(var)) c.forced[i] = ForcedAlgorithm{s.text(var), false};
-    else if (global) c.forced[i] = ForcedAlgorithm{s.text("DTRAIN_ALGO"), true};
+    // "auto" forces nothing: the same as leaving the variable unset (so the small-call and
+    // shared-memory preferences of auto hold; a per-op "auto" also lifts a DTRAIN_ALGO).
+    const bool own = s.has(var);
+    const std::string name = own ? s.text(var) : global ? s.text("DTRAIN_ALGO") : "";
+    if (!name.empty() && name != "auto") c.forced[i] = ForcedAlgorithm{name, !own};
   }
   return c;
 }

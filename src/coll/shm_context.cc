@@ -593,14 +593,17 @@ void ShmContext::throw_desync(uint64_t phase) {
   DT_THROW(Desync, m.str());
 }
 
-void ShmContext::exchange_small(const void* mine, size_t bytes, size_t write_bytes, const Fingerprint& fp,
-                                const Deadline& deadline) {
+uint64_t ShmContext::start_exchange_small(const void* mine, size_t bytes, size_t write_bytes, const Fingerprint& fp) {
   DT_CHECK(bytes <= slot_bytes_ && write_bytes <= bytes, InvalidArgument,
            "ShmContext: " << bytes << " bytes exceed the slot");
   const uint64_t phase = next_phase();
   publish_call(fp);
   copy_bytes(small_area(rank_, phase, bytes), mine, write_bytes);
   arrive(phase, &fp);
+  return phase;
+}
+
+void ShmContext::finish_exchange_small(uint64_t phase, size_t bytes, const Fingerprint& fp, const Deadline& deadline) {
   // The error text's lambda captures one reference, so std::function keeps it inline (no
   // allocation per call: a capture of three references did allocate).
   wait_all(

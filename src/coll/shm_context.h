@@ -116,7 +116,14 @@ class ShmContext {
   // Afterwards small_of(q) is rank q's area, readable until the phase after next: the
   // caller reads what it needs before its next collective on this context.
   void exchange_small(const void* mine, size_t bytes, size_t write_bytes, const Fingerprint& fp,
-                      const Deadline& deadline);
+                      const Deadline& deadline) {
+    finish_exchange_small(start_exchange_small(mine, bytes, write_bytes, fp), bytes, fp, deadline);
+  }
+  // The same phase in two halves, so that work needing nothing from the peers (an
+  // all-gather's own block into place) runs between arriving and waiting, while the slowest
+  // rank still writes: start returns the phase, which finish waits for.
+  uint64_t start_exchange_small(const void* mine, size_t bytes, size_t write_bytes, const Fingerprint& fp);
+  void finish_exchange_small(uint64_t phase, size_t bytes, const Fingerprint& fp, const Deadline& deadline);
   const char* small_of(int rank) const;
   // After exchange_small: out = the `count` elements at byte `offset` of every rank's area,
   // reduced in rank order (avg finished), as the all-reduce and reduce-scatter need.

@@ -63,6 +63,17 @@ TEST(CollConfig, ReadsEveryCollectivesSetting) {
   EXPECT_TRUE(c.forced_algorithm(CollOp::kAllreduce).job_wide);
 }
 
+// DTRAIN_ALLGATHER_ALGO=auto once counted as forcing an algorithm, which turned off auto's
+// preference for the shared-memory phase: a 16 KiB all-gather at 2 ranks went to the ring.
+TEST(CollConfig, AutoForcesNothingAndAPerOperationAutoLiftsTheJobWideChoice) {
+  CollConfig c = coll_config_from(Settings::from_map({{"DTRAIN_ALGO", "ring"}, {"DTRAIN_ALLGATHER_ALGO", "auto"}}));
+  EXPECT_EQ(c.forced_algorithm(CollOp::kAllgather).name, "");
+  EXPECT_FALSE(config_forces_algorithm(c, CollOp::kAllgather));
+  EXPECT_EQ(c.forced_algorithm(CollOp::kAllreduce).name, "ring");
+  CollConfig all_auto = coll_config_from(Settings::from_map({{"DTRAIN_ALGO", "auto"}}));
+  for (size_t i = 0; i < all_auto.forced.size(); ++i) EXPECT_EQ(all_auto.forced[i].name, "");
+}
+
 TEST(CollConfig, EveryPerOperationVariableIsRegistered) {
   for (int i = 0; i <= static_cast<int>(CollOp::kBarrier); ++i) {
     const std::string var = algorithm_setting_name(static_cast<CollOp>(i));
