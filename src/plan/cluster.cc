@@ -58,6 +58,12 @@ double Cluster::mix_bps(double model_bytes) const {
   return 1.0 / beta_at(mix_points, model_bytes, 1.0 / elementwise_bps);
 }
 
+double Cluster::mix_bps_under(const std::string& verdict, double model_bytes) const {
+  const auto it = mix_points_by_cores.find(verdict);
+  if (it == mix_points_by_cores.end() || it->second.empty()) return mix_bps(model_bytes);
+  return 1.0 / beta_at(it->second, model_bytes, 1.0 / elementwise_bps);
+}
+
 double Cluster::mix_shared_bps(double model_bytes) const {
   if (mix_shared_points.empty()) return mix_bps(model_bytes);
   return 1.0 / beta_at(mix_shared_points, model_bytes, 1.0 / elementwise_bps);
@@ -325,6 +331,7 @@ nlohmann::json link_sizes_json(const LinkSizes& t) {
 Cluster with_core_distance(Cluster c, bool far, bool* used) {
   if (used) *used = false;
   const std::string verdict = far ? "far" : "close";
+  c.cores_verdict = verdict;
   // The compute figures that cross cores: what the calibration's rounds of this verdict gave.
   if (const auto h = c.handoff_by_cores.find(verdict); h != c.handoff_by_cores.end()) {
     c.handoff_write_s_per_byte = h->second.first, c.handoff_read_s_per_byte = h->second.second;

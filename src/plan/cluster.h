@@ -205,6 +205,10 @@ struct Cluster {
   // "far". On the 2-vCPU EPYC VM the hand-off cost 0.02 ns/B close and 0.35-0.45 far. A
   // 2-rank run that knows its verdict is priced with its own (with_core_distance).
   std::map<std::string, std::vector<std::pair<double, double>>> mix_points_by_cores, mix_shared_points_by_cores;
+  // mix_bps from the points of the verdict `verdict` where the file has them, else mix_bps().
+  double mix_bps_under(const std::string& verdict, double model_bytes) const;
+  // "close" or "far" where with_core_distance chose that verdict's figures; "" otherwise.
+  std::string cores_verdict;
   std::map<std::string, std::pair<double, double>> handoff_by_cores;  // (write, read) s/B
   double memory_gb = 8;
   CostParams intra, inter;

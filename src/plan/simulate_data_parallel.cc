@@ -137,8 +137,26 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   const bool mix_shared = gossip_window && degree + 1 == workers;
   const double mix_share = mix_shared ? 1.0 / workers : 1.0;
   // The shared mix is timed apart (plan/calibrate_mix.h: it crosses cores differently).
-  const double mix_bps = mix_shared ? c.mix_shared_bps(bytes * std::max(2, node_n) / 2)
-                                    : c.mix_bps(bytes * std::max(2, node_n) / 2);
+  const double mix_size = bytes * std::max(2, node_n) / 2;
+  double mix_bps = mix_shared ? c.mix_shared_bps(mix_size) : c.mix_bps(mix_size);
+  // The far verdict's rate is a cross-core rate: the calibration's mix writes the slot the
+  // other core's thread read one exchange before and reads the slot it just wrote (perf of
+  // gossip at 8 ranks on the EPYC VM, the cores far: the mix's output pass, `scale`, 33% of
+  // the CPU, its reads, `add`, 24%). A rank with no ring neighbour on another core mixes at
+  // the close rate. With more ranks than cores the scheduler keeps ring neighbours together
+  // (a word wakes its neighbour on the waker's core): each core's ranks form arcs of the
+  // ring, and only the ranks at an arc's end, 2 a core, have a neighbour across. Twelve
+  // samples of the ranks' cores during an 8-rank run on 2 cores: 2.8 crossing edges on
+  // average against 4.6 for placement at random; the runs of 25 validations (dv-j1 to
+  // dv-p8): far minus close, 0.86 ms a step at 4 ranks and 0.79 at 8, where the whole mix
+  // at the far rate priced 0.88 and 1.7; the mix's share of a far run's CPU at 8 ranks, 0.33
+  // ms a mix, is the close rate's 0.13 plus half the far rate's extra 0.40. So the far rate
+  // applies to a share min(1, 2 cores / ranks on the node) of the mixes.
+  if (c.cores_verdict == "far" && gossip_window && !mix_shared && node_n > c.cores_per_node) {
+    const double across = std::min(1.0, 2.0 * c.cores_per_node / node_n);
+    const double close_bps = c.mix_bps_under("close", mix_size);
+    mix_bps = 1.0 / ((1.0 - across) / close_bps + across / mix_bps);
+  }
   // So does a synchronous parameter server (param_server.h), its servers with the workers.
   const bool ps_window = s == "ps" && l.ps_sync && c.ranks_on_node(n) >= n;
   double copies = 0;

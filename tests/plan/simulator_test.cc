@@ -247,6 +247,42 @@ TEST(Simulator, OversubscribedGossipMixesAtTheTimedRateOnEveryCore) {
   EXPECT_LT(step, mixes * 1.05);
 }
 
+// The far verdict's mix rate is a cross-core one. Beyond the cores ring neighbours share a
+// core but at the ends of each core's arc: a share min(1, 2 cores / ranks) of the mixes pays
+// it, the rest mix at the close rate. With a core per rank every mix pays it.
+TEST(Simulator, FarGossipBeyondTheCoresPaysTheCrossCoreRateAtTheArcsEndsOnly) {
+  ModelSpec mlp = ModelSpec::parse("mlp:784-256-128-10");
+  Cluster c = ideal(2);
+  c.gemm_flops = 1e14;
+  c.sgd_ns_per_param = 0;
+  c.elementwise_bps = 1e12;
+  c.elementwise_node_bps = 1.2e12;
+  c.oversub_penalty = 1;
+  c.intra.alpha_s = 1e-9;
+  const double model_b = static_cast<double>(mlp.params()) * 4;
+  const double close_bps = 40e9, far_bps = 8e9;
+  c.mix_points = {{model_b, 1 / 20e9}};
+  c.mix_points_by_cores = {{"close", {{model_b, 1 / close_bps}}}, {"far", {{model_b, 1 / far_bps}}}};
+  const Cluster far = with_core_distance(c, true), close = with_core_distance(c, false);
+  EXPECT_EQ(far.cores_verdict, "far");
+  auto step = [&](const Cluster& k, int n) { return simulate(mlp, {.strategy = "gossip", .dp = n}, k, 64).step_s; };
+  auto mixes = [&](int n, double across) {  // the node's mixes over its 2 cores
+    return n * (2 + 3) * model_b * ((1 - across) / close_bps + across / far_bps) / 2;
+  };
+  for (int n : {4, 8, 16}) {
+    const double across = std::min(1.0, 4.0 / n);
+    EXPECT_GE(step(far, n), mixes(n, across)) << n;
+    EXPECT_LT(step(far, n), mixes(n, across) * 1.05) << n;
+    EXPECT_LT(step(close, n), mixes(n, 0) * 1.05) << n;
+  }
+  // At 8 ranks on 2 cores half the mixes pay it: below the whole mix at the far rate.
+  EXPECT_LT(step(far, 8), 0.7 * mixes(8, 1));
+  // A core per rank (2 ranks on 2 cores): the verdict's rate, whole.
+  const double two = simulate(mlp, {.strategy = "gossip", .dp = 2}, far, 64).comm_s;
+  const double two_close = simulate(mlp, {.strategy = "gossip", .dp = 2}, close, 64).comm_s;
+  EXPECT_GT(two, 3 * two_close);
+}
+
 // With a core per rank on one host and no slots, the all-reduce reads its peers' buffers in
 // place (coll/shm_direct.cc): no model-sized ring buffer, a 256 KiB-bounded piece of scratch
 // per peer. With more ranks than cores it takes the slots by default and times the reads
