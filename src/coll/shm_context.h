@@ -314,9 +314,10 @@ bool shm_direct_takes_slots_under(CollOp op, const Communicator& comm, const Shm
 // phase that carries the data (exchange_small): up to small_allreduce_bytes(), the
 // all-reduce up to one_phase_allreduce_bytes().
 bool shm_direct_one_phase(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes);
-// Whether auto takes shm_direct for `bytes` without asking the cost model: where the call is
-// one phase, and an all-reduce up to small_allreduce_bytes() that is not (more ranks than
-// cores; it takes the slots' two phases then, shm_direct_takes_slots).
+// Whether auto takes shm_direct for `bytes` without asking the cost model: up to
+// kSmallAllreduceBytes (never past the slot), one phase or not (more ranks than cores: the
+// all-reduce past its one phase takes the slots' two phases, shm_direct_takes_slots; two
+// ranks whose cores are far apart: 16-64 KiB through the reads).
 bool shm_direct_preferred(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes);
 
 // A window (MPI_Win_allocate_shared's shape): a buffer of `bytes` per rank in shared memory

@@ -267,9 +267,17 @@ bool shm_direct_one_phase(CollOp op, const Communicator& comm, const ShmContext*
   return bytes <= (op == CollOp::kAllreduce ? ctx->one_phase_allreduce_bytes() : ctx->small_allreduce_bytes());
 }
 
+// Preferred up to 64 KiB (never past the slot), where a call is a few round trips: the cost
+// model prices shm_direct's phases at a message's alpha, which a phase through the context
+// does not pay. Two ranks whose cores are far apart are one phase only to 16 KiB; from there
+// to 64 KiB the model took the message ring for the all-gather and the reduce-scatter (EPYC
+// VM, cores far, 32 KiB: 10.2-10.8 and 11.6-11.8 us, against 4.6 and 5.0-5.7 through the
+// reads). With more ranks than cores the all-reduce past its one phase takes the slots.
 bool shm_direct_preferred(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes) {
-  if (op != CollOp::kAllreduce) return shm_direct_one_phase(op, comm, ctx, bytes);
-  return ctx && comm.size() > 1 && bytes <= ctx->small_allreduce_bytes();  // one phase or the slots
+  const bool carried = op == CollOp::kAllreduce || op == CollOp::kBroadcast || op == CollOp::kAllgather ||
+                       op == CollOp::kReduceScatter;
+  if (!carried || !ctx || comm.size() <= 1) return false;
+  return bytes <= std::min(ctx->slot_bytes(), ShmContext::kSmallAllreduceBytes);
 }
 
 bool shm_direct_takes_slots(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes) {

@@ -403,6 +403,30 @@ TEST(ShmSlots, StatedCoreDistanceSkipsTheProbeAndEveryPathIsExact) {
           ASSERT_EQ(testing::compare(out, testing::expected_reduce(DType::kInt32, 2, n, ReduceOp::kSum), DType::kInt32), "")
               << "n=" << n;
         }
+        // Past the far side's one phase, up to 64 KiB, auto still takes shm_direct (its reads
+        // when far), not the cost model's message ring: the all-gather of 32 KiB and the
+        // reduce-scatter of 32 KiB, results exact.
+        const size_t half = (32u << 10) / 2 / 4;  // elements per rank
+        AllgatherOptions ag;
+        ag.shm = &big;
+        auto mine = testing::input(DType::kInt32, c.rank(), half);
+        std::vector<char> all(2 * half * 4), want;
+        for (int r = 0; r < 2; ++r) {
+          auto part = testing::input(DType::kInt32, r, half);
+          want.insert(want.end(), part.begin(), part.end());
+        }
+        EXPECT_EQ(allgather(c, mine.data(), all.data(), half, DType::kInt32, ag), Algorithm::kShmDirect);
+        ASSERT_EQ(testing::compare(all, want, DType::kInt32), "");
+        ReduceScatterOptions rs;
+        rs.shm = &big;
+        auto whole = testing::input(DType::kInt32, c.rank(), 2 * half);
+        std::vector<char> mine_sum(half * 4);
+        EXPECT_EQ(reduce_scatter(c, whole.data(), mine_sum.data(), half, DType::kInt32, ReduceOp::kSum, rs),
+                  Algorithm::kShmDirect);
+        auto sums = testing::expected_reduce(DType::kInt32, 2, 2 * half, ReduceOp::kSum);
+        std::vector<char> my_sums(sums.begin() + c.rank() * half * 4, sums.begin() + (c.rank() + 1) * half * 4);
+        ASSERT_EQ(testing::compare(mine_sum, my_sums, DType::kInt32), "");
+        EXPECT_FALSE(shm_direct_one_phase(CollOp::kAllgather, c, &big, 32u << 10) && d == CoreDistance::kFar);
       }
       const DType t = DType::kFloat32;
       for (size_t n : {size_t{1}, size_t{300}, size_t{20000}}) {
