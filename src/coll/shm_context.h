@@ -129,18 +129,33 @@ class ShmContext {
   // reduced in rank order (avg finished), as the all-reduce and reduce-scatter need.
   void reduce_small(void* out, size_t offset, size_t count, DType t, ReduceOp op);
   void allreduce_small(void* buf, size_t count, DType t, ReduceOp op, const Fingerprint& fp, const Deadline& deadline);
-  // Up to how many bytes an all-reduce is allreduce_small's one phase (coll/collectives.cc):
-  // every rank reads every slot, p x bytes each, which beyond 64 KiB costs more than
-  // shm_direct's one read of each peer's slice, and beyond 16 KiB already with the two cores
-  // far apart (2 ranks, EPYC VM, 8-byte round trip 0.3-0.4 us, two interleaved rounds: 32 KiB
-  // 9.8-10.0 us in one phase against 7.9-8.3 us through the reads, 64 KiB 13.7-14.4 against
-  // 9.5-10.1; 16 KiB 5.5 against 6.9). Never more than the slot.
-  size_t small_allreduce_bytes() const {
-    return std::min(slot_bytes_, cores_far_ ? kSmallAllreduceFarBytes : kSmallAllreduceBytes);
-  }
+  // Up to how many bytes a call is exchange_small's one phase (coll/collectives.cc): every
+  // rank reads every area, p x bytes each, which beyond 64 KiB costs more than shm_direct's
+  // one read of each peer's slice. Never more than the slot.
+  size_t small_allreduce_bytes() const { return std::min(slot_bytes_, kSmallAllreduceBytes); }
   static constexpr size_t kSmallAllreduceBytes = size_t{64} << 10;
-  static constexpr size_t kSmallAllreduceFarBytes = size_t{16} << 10;
-  // Up to how many bytes an all-reduce is that one phase: small_allreduce_bytes(), but with
+  // The all-reduce's one phase with two ranks' cores far apart: to 32 KiB. Its areas are
+  // written with stores that bypass the caches there (streams_to_peers), without which one
+  // phase lost to the reads from 16 KiB (2 ranks, EPYC VM, 8-byte round trip 0.3-0.4 us: 32
+  // KiB 9.8-10.0 us against 7.9-8.3 through the reads, 64 KiB 13.7-14.4 against 9.5-10.1).
+  // Streamed (2026-12-01, two interleaved rounds, the cores far): 32 KiB 7.5-8.0 us against
+  // 8.8-9.0 through the reads, 64 KiB 13.7-15.0 against 12.5-13.1.
+  static constexpr size_t kSmallAllreduceFarBytes = size_t{32} << 10;
+  // Whether exchange_small writes an area of `bytes` with non-temporal stores: with two
+  // ranks whose cores are far apart, from kStreamToPeersMinBytes. Its lines were read by the
+  // peer's core at the call before; rewriting them with plain stores first takes each back
+  // across the cores, which on the EPYC VM runs at 2.3 GB/s with the cores far (9 GB/s
+  // close), where streaming stores write at 28 and the peer reads them back from memory at
+  // 28-34 (a two-thread ping-pong of 128 KiB-1 MiB). Far, one phase of 16 KiB (two
+  // interleaved rounds): all-gather 4.7-5.4 -> 1.9-2.3 us, reduce-scatter 5.1-5.4 -> 2.8-2.9,
+  // all-reduce 10.8-11.0 -> 4.3-4.4, broadcast 7.4-7.5 -> 1.6; 4 KiB: all-reduce 3.4 -> 1.8,
+  // broadcast 1.5 -> 0.8. Close they lost: the peer reads from memory what it would have read
+  // from the shared last-level cache (the reduce-scatter of 64 KiB 5.7 -> 8.7-9.0 us).
+  bool streams_to_peers(size_t bytes) const { return cores_far_ && bytes >= kStreamToPeersMinBytes; }
+  static constexpr size_t kStreamToPeersMinBytes = size_t{4} << 10;
+  static constexpr size_t kProbedCallMinBytes = size_t{16} << 10;
+  // Up to how many bytes an all-reduce is that one phase: small_allreduce_bytes(), but
+  // kSmallAllreduceFarBytes with two ranks' cores far apart, and with
   // more ranks than cores kOnePhaseOversubscribedBytes / (ranks per core). There the ranks
   // share the cores, so one phase's p full reductions per call cost p times the CPU of the
   // slots' two phases, where each rank reduces 1/p of the buffer (allreduce_slots); the extra
@@ -148,7 +163,7 @@ class ShmContext {
   // bench collectives, one phase against the slots): 4 ranks 8 KiB (13.1 against 12.0 us;
   // 64 KiB 63 against 32), 8 ranks 4 KiB (27.8 against 28.4 us; 16 KiB 110 against 31-35).
   size_t one_phase_allreduce_bytes() const {
-    const size_t limit = small_allreduce_bytes();
+    const size_t limit = cores_far_ ? std::min(small_allreduce_bytes(), kSmallAllreduceFarBytes) : small_allreduce_bytes();
     if (spin_ranks_per_core_ <= 1) return limit;
     return std::min(limit, kOnePhaseOversubscribedBytes / static_cast<size_t>(spin_ranks_per_core_));
   }
@@ -185,8 +200,8 @@ class ShmContext {
   const char* core_distance_from() const { return distance_from_; }
   // After a call of `bytes` on this context (the one phase or shm_direct) has completed on
   // this rank; every rank of the call makes it, in the same order. With two ranks whose
-  // distance is probed (not stated), a call past kSmallAllreduceFarBytes (where the verdict
-  // starts to matter) counts towards the next re-probe, which it runs when due: the VM moves
+  // distance is probed (not stated), a call past kProbedCallMinBytes (16 KiB, where the
+  // verdict decides paths; below it only whether the one phase streams) counts towards the next re-probe, which it runs when due: the VM moves
   // its vCPUs within seconds, and the verdict follows every ~DTRAIN_SHM_REPROBE_MS
   // (CollConfig::shm_reprobe_ms; 0: the construction's probe only). ~10-40 us a probe,
   // which waits for the peer up to timeout_s. Inline: on every collective's way out, and
@@ -195,7 +210,7 @@ class ShmContext {
   // instead (no probe: count_decision says why).
   void after_call(size_t bytes, double timeout_s) {
     if (timed_entry_ >= 0) end_timing(bytes);
-    if (bytes_to_probe_ != 0 && bytes > kSmallAllreduceFarBytes) count_call(bytes, timeout_s);
+    if (bytes_to_probe_ != 0 && bytes > kProbedCallMinBytes) count_call(bytes, timeout_s);
     if (bytes_to_decide_ != 0) count_decision(bytes);
   }
   // Whether a shm_direct call of op and `bytes` on this context takes the slots (true) or the

@@ -391,8 +391,12 @@ TEST(ShmSlots, StatedCoreDistanceSkipsTheProbeAndEveryPathIsExact) {
       EXPECT_EQ(ctx.small_allreduce_bytes(), 1024u);  // never more than the slot
       {
         ShmContext big(c, 64 << 10);
-        EXPECT_EQ(big.small_allreduce_bytes(), d == CoreDistance::kFar ? ShmContext::kSmallAllreduceFarBytes
-                                                                        : ShmContext::kSmallAllreduceBytes);
+        EXPECT_EQ(big.small_allreduce_bytes(), ShmContext::kSmallAllreduceBytes);
+        EXPECT_EQ(big.one_phase_allreduce_bytes(), d == CoreDistance::kFar ? ShmContext::kSmallAllreduceFarBytes
+                                                                            : ShmContext::kSmallAllreduceBytes);
+        // Far apart the one phase streams its writes past the caches, from 4 KiB.
+        EXPECT_EQ(big.streams_to_peers(ShmContext::kStreamToPeersMinBytes), d == CoreDistance::kFar);
+        EXPECT_FALSE(big.streams_to_peers(ShmContext::kStreamToPeersMinBytes - 1));
         // Either side of the far threshold, through the communicator's default choice.
         for (size_t n : {ShmContext::kSmallAllreduceFarBytes / 4, ShmContext::kSmallAllreduceFarBytes / 4 + 1000}) {
           AllreduceOptions o;
@@ -403,9 +407,9 @@ TEST(ShmSlots, StatedCoreDistanceSkipsTheProbeAndEveryPathIsExact) {
           ASSERT_EQ(testing::compare(out, testing::expected_reduce(DType::kInt32, 2, n, ReduceOp::kSum), DType::kInt32), "")
               << "n=" << n;
         }
-        // Past the far side's one phase, up to 64 KiB, auto still takes shm_direct (its reads
-        // when far), not the cost model's message ring: the all-gather of 32 KiB and the
-        // reduce-scatter of 32 KiB, results exact.
+        // One phase, streamed or not, up to 64 KiB for the all-gather and reduce-scatter (32
+        // KiB at 2 ranks, results exact); the all-reduce past its far one phase still takes
+        // shm_direct (its reads), not the cost model's message algorithms.
         const size_t half = (32u << 10) / 2 / 4;  // elements per rank
         AllgatherOptions ag;
         ag.shm = &big;
@@ -415,6 +419,7 @@ TEST(ShmSlots, StatedCoreDistanceSkipsTheProbeAndEveryPathIsExact) {
           auto part = testing::input(DType::kInt32, r, half);
           want.insert(want.end(), part.begin(), part.end());
         }
+        EXPECT_TRUE(shm_direct_one_phase(CollOp::kAllgather, c, &big, 2 * half * 4));
         EXPECT_EQ(allgather(c, mine.data(), all.data(), half, DType::kInt32, ag), Algorithm::kShmDirect);
         ASSERT_EQ(testing::compare(all, want, DType::kInt32), "");
         ReduceScatterOptions rs;
@@ -426,7 +431,14 @@ TEST(ShmSlots, StatedCoreDistanceSkipsTheProbeAndEveryPathIsExact) {
         auto sums = testing::expected_reduce(DType::kInt32, 2, 2 * half, ReduceOp::kSum);
         std::vector<char> my_sums(sums.begin() + c.rank() * half * 4, sums.begin() + (c.rank() + 1) * half * 4);
         ASSERT_EQ(testing::compare(mine_sum, my_sums, DType::kInt32), "");
-        EXPECT_FALSE(shm_direct_one_phase(CollOp::kAllgather, c, &big, 32u << 10) && d == CoreDistance::kFar);
+        const size_t past = (48u << 10) / 4;  // past the far all-reduce's one phase
+        EXPECT_EQ(shm_direct_one_phase(CollOp::kAllreduce, c, &big, past * 4), d != CoreDistance::kFar);
+        AllreduceOptions ar;
+        ar.shm = &big;
+        auto in = testing::input(DType::kInt32, c.rank(), past);
+        std::vector<char> out(in.size());
+        EXPECT_EQ(allreduce(c, in.data(), out.data(), past, DType::kInt32, ReduceOp::kSum, ar), Algorithm::kShmDirect);
+        ASSERT_EQ(testing::compare(out, testing::expected_reduce(DType::kInt32, 2, past, ReduceOp::kSum), DType::kInt32), "");
       }
       const DType t = DType::kFloat32;
       for (size_t n : {size_t{1}, size_t{300}, size_t{20000}}) {
