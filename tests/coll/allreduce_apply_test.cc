@@ -109,6 +109,17 @@ TEST(AllreduceApply, SlotsDirectAndTcpAgree) {
       if (n <= 1000) check_apply(p, tcp, zero_like(n, p), "tcp, into recv", 0, true);
     }
   }
+  // Two ranks stated far apart: each owner reduces and applies in its scratch and streams the
+  // piece into its slot (ShmContext::streams_to_peers).
+  testing::WorldOptions far = slots;
+  far.coll.shm_cores = CoreDistance::kFar;
+  for (size_t n : {size_t{1}, size_t{5000}, size_t{200000}}) {
+    check_apply(2, far, zero_like(n, 2), "slots far");
+    check_apply(2, far, zero_like(n, 2), "slots far, into recv", 0, true);
+    check_apply(2, far, zero_like(n, 2), "window far", 2);
+    check_apply(2, far, zero_like(n, 2), "window far in place", 3);
+    check_apply(2, far, zero_like(n, 2), "window far, into recv", 2, true);
+  }
   check_apply(3, tcp, zero_like(1000, 3), "tcp in place", 1);
   std::vector<size_t> uneven{0, 70000, 3, 0};  // empty owners, and one much longer than a slot
   check_apply(4, slots, uneven, "slots uneven");
