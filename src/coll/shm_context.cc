@@ -598,7 +598,8 @@ uint64_t ShmContext::start_exchange_small(const void* mine, size_t bytes, size_t
            "ShmContext: " << bytes << " bytes exceed the slot");
   const uint64_t phase = next_phase();
   publish_call(fp);
-  if (streams_to_peers(write_bytes))
+  const bool broadcast = fp.op == static_cast<uint8_t>(CollOp::kBroadcast);
+  if (broadcast ? broadcast_streams(write_bytes) : streams_to_peers(write_bytes))
     copy_bytes_streaming(small_area(rank_, phase, bytes), mine, write_bytes);
   else
     copy_bytes(small_area(rank_, phase, bytes), mine, write_bytes);

@@ -152,6 +152,16 @@ class ShmContext {
   // broadcast 1.5 -> 0.8. Close they lost: the peer reads from memory what it would have read
   // from the shared last-level cache (the reduce-scatter of 64 KiB 5.7 -> 8.7-9.0 us).
   bool streams_to_peers(size_t bytes) const { return cores_far_ && bytes >= kStreamToPeersMinBytes; }
+  // A broadcast's one phase streams the root's write with the cores close too, from
+  // kBroadcastStreamsBytes, at two ranks with a core each: there only the peer reads the area
+  // back, and it reads it once (2 ranks close, four interleaved pairs, us: 16 KiB 1.91-2.27
+  // -> 1.66-1.76, 32 KiB 3.89-4.26 -> 2.72-3.04, 64 KiB 7.65-8.19 -> 5.02-5.60). The
+  // all-gather's did not gain (16 and 32 KiB lost 10-40%, 64 KiB even), nor where the writer
+  // reads its own area back (the reduce-scatter and the all-reduce).
+  bool broadcast_streams(size_t bytes) const {
+    return streams_to_peers(bytes) || (size_ == 2 && !oversubscribed() && bytes >= kBroadcastStreamsBytes);
+  }
+  static constexpr size_t kBroadcastStreamsBytes = size_t{16} << 10;
   static constexpr size_t kStreamToPeersMinBytes = size_t{4} << 10;
   static constexpr size_t kProbedCallMinBytes = size_t{16} << 10;
   // Up to how many bytes an all-reduce is that one phase: small_allreduce_bytes(), but

@@ -104,6 +104,7 @@ TEST(ShmContextTest, OversubscribedAllreduceIsOnePhaseOnlyUpToAFewKiB) {
     EXPECT_FALSE(shm_direct_one_phase(CollOp::kAllreduce, c, &ctx, one + 4));
     EXPECT_TRUE(shm_direct_one_phase(CollOp::kAllgather, c, &ctx, one + 4));  // other ops keep the window
     EXPECT_TRUE(shm_direct_preferred(CollOp::kAllreduce, c, &ctx, one + 4));
+    EXPECT_FALSE(ctx.broadcast_streams(ShmContext::kBroadcastStreamsBytes));  // measured at a core each only
     EXPECT_TRUE(shm_direct_takes_slots(CollOp::kAllreduce, c, &ctx, one + 4));
     EXPECT_FALSE(shm_direct_preferred(CollOp::kAllreduce, c, &ctx, ctx.small_allreduce_bytes() + 4));
     for (size_t n : {one / 4, one / 4 + 1, size_t{10000}}) {

@@ -397,6 +397,17 @@ TEST(ShmSlots, StatedCoreDistanceSkipsTheProbeAndEveryPathIsExact) {
         // Far apart the one phase streams its writes past the caches, from 4 KiB.
         EXPECT_EQ(big.streams_to_peers(ShmContext::kStreamToPeersMinBytes), d == CoreDistance::kFar);
         EXPECT_FALSE(big.streams_to_peers(ShmContext::kStreamToPeersMinBytes - 1));
+        // A broadcast's root streams from 16 KiB either way at two ranks with a core each.
+        EXPECT_TRUE(big.broadcast_streams(ShmContext::kBroadcastStreamsBytes));
+        EXPECT_EQ(big.broadcast_streams(ShmContext::kBroadcastStreamsBytes - 4), d == CoreDistance::kFar);
+        for (int root : {0, 1}) {
+          const size_t n = (32u << 10) / 4;
+          BroadcastOptions bo;
+          bo.shm = &big;
+          auto buf = c.rank() == root ? testing::input(DType::kInt32, root, n) : std::vector<char>(n * 4, 0);
+          EXPECT_EQ(broadcast(c, buf.data(), n, DType::kInt32, root, bo), Algorithm::kShmDirect);
+          ASSERT_EQ(testing::compare(buf, testing::input(DType::kInt32, root, n), DType::kInt32), "") << "root " << root;
+        }
         // Either side of the far threshold, through the communicator's default choice.
         for (size_t n : {ShmContext::kSmallAllreduceFarBytes / 4, ShmContext::kSmallAllreduceFarBytes / 4 + 1000}) {
           AllreduceOptions o;
