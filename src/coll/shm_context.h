@@ -173,7 +173,7 @@ class ShmContext {
   // bench collectives, one phase against the slots): 4 ranks 8 KiB (13.1 against 12.0 us;
   // 64 KiB 63 against 32), 8 ranks 4 KiB (27.8 against 28.4 us; 16 KiB 110 against 31-35).
   size_t one_phase_allreduce_bytes() const {
-    const size_t limit = cores_far_ ? std::min(small_allreduce_bytes(), kSmallAllreduceFarBytes) : small_allreduce_bytes();
+    const size_t limit = std::min(small_allreduce_bytes(), cores_far_ ? kSmallAllreduceFarBytes : kSmallAllreduceBytes);
     if (spin_ranks_per_core_ <= 1) return limit;
     return std::min(limit, kOnePhaseOversubscribedBytes / static_cast<size_t>(spin_ranks_per_core_));
   }
@@ -210,9 +210,9 @@ class ShmContext {
   const char* core_distance_from() const { return distance_from_; }
   // After a call of `bytes` on this context (the one phase or shm_direct) has completed on
   // this rank; every rank of the call makes it, in the same order. With two ranks whose
-  // distance is probed (not stated), a call past kProbedCallMinBytes (16 KiB, where the
-  // verdict decides paths; below it only whether the one phase streams) counts towards the next re-probe, which it runs when due: the VM moves
-  // its vCPUs within seconds, and the verdict follows every ~DTRAIN_SHM_REPROBE_MS
+  // distance is probed (not stated), a call past kProbedCallMinBytes (16 KiB: below it the
+  // verdict decides only whether the one phase streams its writes) counts towards the next
+  // re-probe, which it runs when due: the VM moves its vCPUs within seconds, and the verdict follows every ~DTRAIN_SHM_REPROBE_MS
   // (CollConfig::shm_reprobe_ms; 0: the construction's probe only). ~10-40 us a probe,
   // which waits for the peer up to timeout_s. Inline: on every collective's way out, and
   // nothing to do for most of them.
@@ -340,9 +340,9 @@ bool shm_direct_takes_slots_under(CollOp op, const Communicator& comm, const Shm
 // all-reduce up to one_phase_allreduce_bytes().
 bool shm_direct_one_phase(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes);
 // Whether auto takes shm_direct for `bytes` without asking the cost model: up to
-// kSmallAllreduceBytes (never past the slot), one phase or not (more ranks than cores: the
-// all-reduce past its one phase takes the slots' two phases, shm_direct_takes_slots; two
-// ranks whose cores are far apart: 16-64 KiB through the reads).
+// kSmallAllreduceBytes (never past the slot), one phase or not (the all-reduce past its one
+// phase: the slots' two phases with more ranks than cores, shm_direct_takes_slots; the reads
+// for two ranks whose cores are far apart, 32-64 KiB).
 bool shm_direct_preferred(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes);
 
 // A window (MPI_Win_allocate_shared's shape): a buffer of `bytes` per rank in shared memory

@@ -269,10 +269,10 @@ bool shm_direct_one_phase(CollOp op, const Communicator& comm, const ShmContext*
 
 // Preferred up to 64 KiB (never past the slot), where a call is a few round trips: the cost
 // model prices shm_direct's phases at a message's alpha, which a phase through the context
-// does not pay. Two ranks whose cores are far apart are one phase only to 16 KiB; from there
-// to 64 KiB the model took the message ring for the all-gather and the reduce-scatter (EPYC
-// VM, cores far, 32 KiB: 10.2-10.8 and 11.6-11.8 us, against 4.6 and 5.0-5.7 through the
-// reads). With more ranks than cores the all-reduce past its one phase takes the slots.
+// does not pay. Past its one phase the all-reduce takes the slots (more ranks than cores) or
+// the reads (two ranks far apart, 32-64 KiB). Before the far one phase reached 64 KiB, the
+// model took the message ring there for the all-gather and the reduce-scatter (EPYC VM,
+// cores far, 32 KiB: 10.2-10.8 and 11.6-11.8 us, against 4.6 and 5.0-5.7 through the reads).
 bool shm_direct_preferred(CollOp op, const Communicator& comm, const ShmContext* ctx, size_t bytes) {
   const bool carried = op == CollOp::kAllreduce || op == CollOp::kBroadcast || op == CollOp::kAllgather ||
                        op == CollOp::kReduceScatter;
