@@ -141,8 +141,9 @@ void sgemm_shapes(benchmark::internal::Benchmark* b) {
   for (int impl : {0, 1}) {
     b->Args({1024, 1024, 1024, 0, 0, impl});
     // forward x w^T, weight gradient gz^T x, input gradient gz w: at one rank's batch of 256,
-    // and at the per-rank batches of 2 and 4 ranks (128 and 64 rows).
-    for (int64_t rows : {256, 128, 64})
+    // and at the per-rank batches of 2 and 4 ranks (128 and 64 rows); 512 and 1024 rows show
+    // where gemm_small stops (or, against a narrower OpenBLAS, does not).
+    for (int64_t rows : {1024, 512, 256, 128, 64})
       b->Args({rows, 1024, 1024, 0, 1, impl})->Args({1024, 1024, rows, 1, 0, impl})->Args({rows, 1024, 1024, 0, 0, impl});
   }
 }

@@ -48,6 +48,26 @@ const char* blas_config() { return openblas_get_config(); }
 
 const char* blas_core() { return openblas_get_corename(); }
 
+namespace {
+
+std::string lower(const char* s) {
+  std::string name(s ? s : "");
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return name;
+}
+
+}  // namespace
+
+int blas_vector_bits() {
+  static constexpr const char* k512[] = {"skylakex", "cooperlake", "sapphirerapids"};
+  static constexpr const char* k256[] = {"sandybridge", "haswell", "zen", "bulldozer", "piledriver", "steamroller",
+                                         "excavator"};
+  const std::string name = lower(blas_core());
+  if (std::find(std::begin(k512), std::end(k512), name) != std::end(k512)) return 512;
+  if (std::find(std::begin(k256), std::end(k256), name) != std::end(k256)) return 256;
+  return 128;
+}
+
 const char* better_blas_core(const char* chosen, bool avx512, bool avx2_fma) {
   if (!chosen || !avx2_fma) return nullptr;
   // OpenBLAS's x86-64 families before AVX (its generic fallbacks for a model it does not
@@ -55,8 +75,7 @@ const char* better_blas_core(const char* chosen, bool avx512, bool avx2_fma) {
   static constexpr const char* kPreAvx[] = {"prescott", "core2", "penryn", "dunnington", "nehalem", "atom",
                                             "katmai", "coppermine", "northwood", "banias", "athlon", "opteron",
                                             "opteron_sse3", "barcelona", "bobcat", "nano", "unknown"};
-  std::string name(chosen);
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  const std::string name = lower(chosen);
   if (std::find(std::begin(kPreAvx), std::end(kPreAvx), name) == std::end(kPreAvx)) return nullptr;
   return avx512 ? "SkylakeX" : "Haswell";
 }

@@ -28,6 +28,12 @@ int blas_threads();
 const char* blas_config();
 // The kernel family OpenBLAS chose for this CPU at load ("SkylakeX", "Haswell", "Prescott").
 const char* blas_core();
+// The vector width, in bits, of the kernel family OpenBLAS runs: 512 for its AVX-512 families
+// (SkylakeX, Cooperlake, SapphireRapids), 256 for its AVX and AVX2 ones (Sandybridge,
+// Haswell, Zen, the Bulldozer line), 128 for the rest (its SSE families and any name it
+// does not list). gemm_small (tensor/gemm_small.h) takes every size where this is narrower
+// than its own set.
+int blas_vector_bits();
 // OpenBLAS picks its kernels from the CPU's model number, and a VM may hide it: on a 16-core
 // Xeon VM with AVX-512 (2026-11-26) Debian's OpenBLAS 0.3.21 ran its "Prescott" (SSE3)
 // kernels, and a 128x256x784 product took 9x what gemm_small's 64-row one did. Given the

@@ -2,6 +2,7 @@
 // gemm_small_avx2.cc; the algorithm is in gemm_small_impl.h) and keeps their scratch.
 #include "tensor/gemm_small.h"
 
+#include "tensor/blas.h"
 #include "tensor/cpu_features.h"
 #include "tensor/gemm_small_isa.h"
 
@@ -27,19 +28,33 @@ float* SmallGemmScratch::grown(std::vector<float>& v, size_t n) {
   return v.data();
 }
 
+namespace {
+
+// Whether OpenBLAS's kernels are narrower than the set gemm_small runs, so that its products
+// win at every size (the sets' limits were measured against OpenBLAS's kernels of the same
+// width). Decided once: OpenBLAS chose its family as it loaded.
+bool blas_narrower_than(Isa isa) {
+  static const int bits = blas_vector_bits();
+  return isa == Isa::kAvx512 ? bits < 512 : bits < 256;
+}
+
+}  // namespace
+
 bool gemm_small(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   switch (best_isa()) {
-    case Isa::kAvx512: return gemm_small_avx512(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
-    case Isa::kAvx2: return gemm_small_avx2(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
+    case Isa::kAvx512:
+      return gemm_small_avx512(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc, blas_narrower_than(Isa::kAvx512));
+    case Isa::kAvx2:
+      return gemm_small_avx2(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc, blas_narrower_than(Isa::kAvx2));
     default: return false;
   }
 }
 
 size_t gemm_small_scratch_bytes(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k) {
   switch (best_isa()) {
-    case Isa::kAvx512: return gemm_small_scratch_bytes_avx512(trans_a, trans_b, m, n, k);
-    case Isa::kAvx2: return gemm_small_scratch_bytes_avx2(trans_a, trans_b, m, n, k);
+    case Isa::kAvx512: return gemm_small_scratch_bytes_avx512(trans_a, trans_b, m, n, k, blas_narrower_than(Isa::kAvx512));
+    case Isa::kAvx2: return gemm_small_scratch_bytes_avx2(trans_a, trans_b, m, n, k, blas_narrower_than(Isa::kAvx2));
     default: return 0;
   }
 }

@@ -44,11 +44,11 @@ struct Avx2 {
 }  // namespace
 
 bool gemm_small_avx2(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-                     const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  return SmallGemm<Avx2>::run(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
+                     const float* b, int64_t ldb, float beta, float* c, int64_t ldc, bool any_rows) {
+  return SmallGemm<Avx2>::run(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc, any_rows);
 }
-size_t gemm_small_scratch_bytes_avx2(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k) {
-  return SmallGemm<Avx2>::scratch_bytes(trans_a, trans_b, m, n, k);
+size_t gemm_small_scratch_bytes_avx2(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, bool any_rows) {
+  return SmallGemm<Avx2>::scratch_bytes(trans_a, trans_b, m, n, k, any_rows);
 }
 
 }  // namespace dtrain

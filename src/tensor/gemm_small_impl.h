@@ -48,10 +48,13 @@ struct SmallGemm {
   static constexpr int64_t kPanel = S::W * S::kMaxNv;  // columns of C per weight-gradient panel
 
   // The shapes taken: the small side up to S::kForwardRows (forward) or S::kGradientRows
-  // (weight gradient), worked in blocks of kMaxSmall; the large sides at least 256.
-  static bool takes_forward(int64_t m, int64_t n, int64_t k) { return m >= 1 && m <= S::kForwardRows && n >= 256 && k >= 256; }
-  static bool takes_weight_gradient(int64_t m, int64_t n, int64_t k) {
-    return k >= 1 && k <= S::kGradientRows && m >= 256 && n >= 256;
+  // (weight gradient), or of any size where `any_rows` (OpenBLAS runs narrower vectors than
+  // S), worked in blocks of kMaxSmall; the large sides at least 256.
+  static bool takes_forward(int64_t m, int64_t n, int64_t k, bool any_rows) {
+    return m >= 1 && (any_rows || m <= S::kForwardRows) && n >= 256 && k >= 256;
+  }
+  static bool takes_weight_gradient(int64_t m, int64_t n, int64_t k, bool any_rows) {
+    return k >= 1 && (any_rows || k <= S::kGradientRows) && m >= 256 && n >= 256;
   }
 
   // C[mr x W*NV] (+)= sum over k of A(i, k) * B[k][0 .. W*NV), rows of C ldc apart. Rows of
@@ -179,10 +182,10 @@ struct SmallGemm {
     }
   }
 
-  static size_t scratch_bytes(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k) {
-    if (!trans_a && trans_b && takes_forward(m, n, k))
+  static size_t scratch_bytes(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, bool any_rows) {
+    if (!trans_a && trans_b && takes_forward(m, n, k, any_rows))
       return static_cast<size_t>(k * S::W * ((least(m, kMaxSmall) + S::W - 1) / S::W)) * sizeof(float);
-    if (trans_a && !trans_b && takes_weight_gradient(m, n, k)) {
+    if (trans_a && !trans_b && takes_weight_gradient(m, n, k, any_rows)) {
       const int64_t tiles = (m + kRows - 1) / kRows, panels = (n + kPanel - 1) / kPanel;
       return static_cast<size_t>(least(k, kMaxSmall) * (tiles * kRows + panels * kPanel)) * sizeof(float);
     }
@@ -190,16 +193,16 @@ struct SmallGemm {
   }
 
   static bool run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-                  const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+                  const float* b, int64_t ldb, float beta, float* c, int64_t ldc, bool any_rows) {
     if (beta != 0.0f && beta != 1.0f) return false;
     const bool beta1 = beta == 1.0f;
-    if (!trans_a && trans_b && takes_forward(m, n, k)) {
+    if (!trans_a && trans_b && takes_forward(m, n, k, any_rows)) {
       // Blocks of kMaxSmall rows of A, each a pass over B.
       for (int64_t i0 = 0; i0 < m; i0 += kMaxSmall)
         forward(least(kMaxSmall, m - i0), n, k, a + i0 * lda, lda, b, ldb, beta1, c + i0 * ldc, ldc);
       return true;
     }
-    if (trans_a && !trans_b && takes_weight_gradient(m, n, k)) {
+    if (trans_a && !trans_b && takes_weight_gradient(m, n, k, any_rows)) {
       // Chunks of kMaxSmall along k, each added onto C: the tile reloads C's running sums, so
       // every element's sum still runs over k in order.
       for (int64_t k0 = 0; k0 < k; k0 += kMaxSmall)

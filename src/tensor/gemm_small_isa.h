@@ -24,11 +24,13 @@ struct SmallGemmScratch {
 };
 SmallGemmScratch& small_gemm_scratch();
 
+// any_rows: take the forward and weight-gradient shapes at every size of the small side, not
+// only up to the set's measured limit (gemm_small.cc: where OpenBLAS runs narrower vectors).
 bool gemm_small_avx512(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-                       const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
-size_t gemm_small_scratch_bytes_avx512(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k);
+                       const float* b, int64_t ldb, float beta, float* c, int64_t ldc, bool any_rows);
+size_t gemm_small_scratch_bytes_avx512(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, bool any_rows);
 bool gemm_small_avx2(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-                     const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
-size_t gemm_small_scratch_bytes_avx2(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k);
+                     const float* b, int64_t ldb, float beta, float* c, int64_t ldc, bool any_rows);
+size_t gemm_small_scratch_bytes_avx2(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, bool any_rows);
 
 }  // namespace dtrain

@@ -37,6 +37,15 @@ std::vector<float> random_floats(size_t n, uint32_t seed) {
 using Product = bool (*)(bool, bool, int64_t, int64_t, int64_t, const float*, int64_t, const float*, int64_t, float,
                          float*, int64_t);
 
+// Each set's products with their sizes limited (OpenBLAS as wide) or not (OpenBLAS narrower).
+template <bool (*F)(bool, bool, int64_t, int64_t, int64_t, const float*, int64_t, const float*, int64_t, float, float*,
+                    int64_t, bool),
+          bool AnyRows>
+bool isa_product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                 int64_t ldb, float beta, float* c, int64_t ldc) {
+  return F(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, AnyRows);
+}
+
 bool through_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
                   int64_t ldb, float beta, float* c, int64_t ldc) {
   gemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
@@ -77,7 +86,7 @@ void check(const Case& t, float beta, Product product = through_gemm) {
     }
 }
 
-void check_forward_shapes(Product product) {
+void check_forward_shapes(Product product, bool any_rows = false) {
   for (int64_t m : {1, 5, 6, 8, 9, 16, 17, 24, 33, 48, 64})
     for (int64_t n : {256, 263, 300})
       for (float beta : {0.0f, 1.0f}) check({false, true, m, n, 300}, beta, product);
@@ -85,10 +94,13 @@ void check_forward_shapes(Product product) {
   // Past 64 rows, in blocks of 64 (AVX-512 takes up to 128, AVX2 up to 256).
   for (int64_t m : {65, 100, 128})
     for (float beta : {0.0f, 1.0f}) check({false, true, m, 263, 300}, beta, product);
+  if (!any_rows) return;
+  for (int64_t m : {129, 300})
+    for (float beta : {0.0f, 1.0f}) check({false, true, m, 263, 300}, beta, product);
 }
 
 void check_weight_gradient_shapes(Product product, int64_t most_rows) {
-  for (int64_t k : {1, 7, 32, 64, 65, 130, 256}) {
+  for (int64_t k : {1, 7, 32, 64, 65, 130, 256, 300}) {
     if (k > most_rows) break;
     for (int64_t m : {256, 259})
       for (int64_t n : {256, 300, 321})
@@ -102,11 +114,37 @@ TEST(GemmSmall, WeightGradientShapesMatchTheReference) { check_weight_gradient_s
 // Each instruction set's products directly, so an AVX-512 machine checks the AVX2 tiles too.
 TEST(GemmSmall, EachInstructionSetMatchesTheReference) {
   if (!isa_supported(Isa::kAvx2)) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512: gemm_small never runs here";
-  check_forward_shapes(gemm_small_avx2);
-  check_weight_gradient_shapes(gemm_small_avx2, 256);
+  check_forward_shapes(isa_product<gemm_small_avx2, false>);
+  check_weight_gradient_shapes(isa_product<gemm_small_avx2, false>, 256);
+  check_forward_shapes(isa_product<gemm_small_avx2, true>, true);
+  check_weight_gradient_shapes(isa_product<gemm_small_avx2, true>, 300);
   if (!isa_supported(Isa::kAvx512)) return;  // the AVX2 set above is all this CPU runs
-  check_forward_shapes(gemm_small_avx512);
-  check_weight_gradient_shapes(gemm_small_avx512, 64);
+  check_forward_shapes(isa_product<gemm_small_avx512, false>);
+  check_weight_gradient_shapes(isa_product<gemm_small_avx512, false>, 64);
+  check_forward_shapes(isa_product<gemm_small_avx512, true>, true);
+  check_weight_gradient_shapes(isa_product<gemm_small_avx512, true>, 300);
+}
+
+// Each set declines a small side past its limit unless told OpenBLAS is narrower, and
+// gemm_small tells it so exactly where blas_vector_bits() is narrower than the set it runs.
+TEST(GemmSmall, TheLimitOfTheSmallSideHoldsOnlyAgainstAnEquallyWideBlas) {
+  if (!isa_supported(Isa::kAvx2)) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512: gemm_small never runs here";
+  const int64_t m = 257, n = 256, k = 256;
+  std::vector<float> a = random_floats(m * k, 6), b = random_floats(m * n, 7), c(m * n);
+  EXPECT_FALSE(gemm_small_avx2(false, true, m, n, k, a.data(), k, b.data(), k, 0.0f, c.data(), n, false));
+  EXPECT_TRUE(gemm_small_avx2(false, true, m, n, k, a.data(), k, b.data(), k, 0.0f, c.data(), n, true));
+  EXPECT_FALSE(gemm_small_avx2(true, false, n, n, m, a.data(), n, b.data(), n, 0.0f, c.data(), n, false));
+  EXPECT_TRUE(gemm_small_avx2(true, false, n, n, m, a.data(), n, b.data(), n, 0.0f, c.data(), n, true));
+  EXPECT_EQ(gemm_small_scratch_bytes_avx2(false, true, m, n, k, false), 0u);
+  EXPECT_GT(gemm_small_scratch_bytes_avx2(false, true, m, n, k, true), 0u);
+  if (isa_supported(Isa::kAvx512)) {
+    EXPECT_FALSE(gemm_small_avx512(false, true, 129, n, k, a.data(), k, b.data(), k, 0.0f, c.data(), n, false));
+    EXPECT_TRUE(gemm_small_avx512(false, true, 129, n, k, a.data(), k, b.data(), k, 0.0f, c.data(), n, true));
+  }
+  if (best_isa() == Isa::kGeneric) return;
+  const bool narrower = blas_vector_bits() < (best_isa() == Isa::kAvx512 ? 512 : 256);
+  EXPECT_EQ(gemm_small(false, true, m, n, k, a.data(), k, b.data(), k, 0.0f, c.data(), n), narrower)
+      << "OpenBLAS runs " << blas_core() << " (" << blas_vector_bits() << "-bit) kernels";
 }
 
 TEST(GemmSmall, TakesOnlyItsShapesAndIsRepeatable) {
@@ -117,12 +155,10 @@ TEST(GemmSmall, TakesOnlyItsShapesAndIsRepeatable) {
   EXPECT_TRUE(gemm_small(false, true, m, n, k, a.data(), k, b.data(), k, 0.0f, c2.data(), n));
   EXPECT_EQ(c1, c2) << "the same inputs give the same bits";
   const std::vector<float> before = c2;
-  // Declined, C untouched: a beta other than 0 and 1, the small side too large, either side
-  // too small, and the forms it does not implement.
+  // Declined, C untouched: a beta other than 0 and 1, either large side too small, and the
+  // forms it does not implement (the small side too large: the test above).
   EXPECT_FALSE(gemm_small(false, true, m, n, k, a.data(), k, b.data(), k, 0.5f, c2.data(), n));
-  EXPECT_FALSE(gemm_small(false, true, 257, n, k, a.data(), k, b.data(), k, 0.0f, c2.data(), n));
   EXPECT_FALSE(gemm_small(false, true, m, 255, k, a.data(), k, b.data(), k, 0.0f, c2.data(), 255));
-  EXPECT_FALSE(gemm_small(true, false, 256, 256, 257, b.data(), 256, b.data(), 256, 0.0f, c2.data(), 256));
   EXPECT_FALSE(gemm_small(false, false, m, n, k, a.data(), k, b.data(), n, 0.0f, c2.data(), n));
   EXPECT_FALSE(gemm_small(true, true, m, n, k, a.data(), m, b.data(), k, 0.0f, c2.data(), n));
   EXPECT_EQ(c2, before);
