@@ -18,6 +18,8 @@
 //   touched nothing when the shape is not one it takes (then OpenBLAS runs it):
 //     forward          C[m,n] = A[m,k] B[n,k]^T   (trans_b only), m <= R, n >= 256, k >= 256
 //     weight gradient  C[m,n] = A[k,m]^T B[k,n]   (trans_a only), k <= R, m >= 256, n >= 256
+//     input gradient   C[m,n] = A[m,k] B[k,n]     (neither), only where OpenBLAS runs
+//                      narrower kernels (below), n >= 256, k >= 256
 //   where R, measured per instruction set against OpenBLAS's kernels of the same width, is
 //   128 (forward) and 64 (weight gradient) on AVX-512 and 256 for both on AVX2; and has no
 //   limit where OpenBLAS runs narrower kernels than the set (blas_vector_bits(), tensor/
@@ -27,7 +29,9 @@
 //   1.4-1.9x faster than OpenBLAS at every size from 64 to 1024 rows (forward 256 rows 3.3 ms
 //   against 5.6-6.4, 1024 rows 14.4 against 23.2; weight gradient 1024 rows 14.8 against
 //   22.5), and BM_MlpFwdBwd at batch 128 went 26.6 -> 15.4 ms. Past 64 the small side goes in
-//   blocks of 64.
+//   blocks of 64. The input gradient (B read in place, a panel of columns at a time) ran at
+//   0.7-0.9x OpenBLAS's kernels of the same width and is left to them; against Haswell's on
+//   AVX-512 it ran 1.6-1.7x (128 rows 1.9 against 3.1 ms, 1024 rows 14.1 against 23.9).
 //   beta is 0 (C is overwritten, NaN-safe) or 1 (accumulated); anything else is declined.
 // - Runs the widest set best_isa() allows (DTRAIN_ISA=avx2 picks the AVX2 kernels on an
 //   AVX-512 CPU); declines everything where that is generic (no AVX2, or DTRAIN_ISA=generic).

@@ -31,7 +31,7 @@ struct Avx2 {
   // forward 64 rows 1.39x, 128 rows 1.25x, 256 rows 1.16x; weight gradient 64 rows 1.01x,
   // 128 rows 1.24x, 256 rows 1.18x. (1024-row products, where OpenBLAS's blocking pays, stay
   // with it.) The input gradient C = A B, tried the same way with B packed in panels, ran at
-  // 0.7-0.9x OpenBLAS on both sets and is left to it.
+  // 0.7-0.9x OpenBLAS on both sets and is left to it where OpenBLAS is as wide.
   static constexpr int64_t kForwardRows = 256;
   static constexpr int64_t kGradientRows = 256;
   static V zero() { return _mm256_setzero_ps(); }

@@ -31,6 +31,13 @@
 // both are packed: A^T into tiles of 6 columns by k, B into panels of W*kMaxNv columns by k.
 // Tiles of 6 rows of C go in order and each sweeps all the panels, so C is written row after
 // row.
+//
+// Input gradient, C = A B with A the small side (m rows; taken only where OpenBLAS runs
+// narrower vectors: against its kernels of the same width it won, 0.7-0.9x): B is read in
+// place, one panel of W*kMaxNv columns by all of k at a time (the 1024x1024 layer's panel is
+// 256 KiB, in L2 after the first row tile reads it), and every tile of 6 rows of A, read in
+// place along its rows, sweeps that panel; the last, narrower panel is packed zero-padded
+// (read in place it would run past B's last row).
 
 namespace dtrain {
 namespace {
@@ -55,6 +62,9 @@ struct SmallGemm {
   }
   static bool takes_weight_gradient(int64_t m, int64_t n, int64_t k, bool any_rows) {
     return k >= 1 && (any_rows || k <= S::kGradientRows) && m >= 256 && n >= 256;
+  }
+  static bool takes_input_gradient(int64_t m, int64_t n, int64_t k, bool any_rows) {
+    return any_rows && m >= 1 && n >= 256 && k >= 256;
   }
 
   // C[mr x W*NV] (+)= sum over k of A(i, k) * B[k][0 .. W*NV), rows of C ldc apart. Rows of
@@ -182,6 +192,35 @@ struct SmallGemm {
     }
   }
 
+  // C[m,n] = A[m,k] B[k,n] (+ C when beta is 1).
+  static void input_gradient(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                             int64_t ldb, bool beta1, float* c, int64_t ldc) {
+    const int64_t full = n / kPanel;
+    for (int64_t p = 0; p < full; ++p)
+      for (int64_t i = 0; i < m; i += kRows)
+        tile<S::kMaxNv>(k, a + i * lda, lda, 1, b + p * kPanel, ldb, c + i * ldc + p * kPanel, ldc, beta1,
+                        static_cast<int>(least(kRows, m - i)));
+    const int64_t w = n - full * kPanel;
+    if (w == 0) return;
+    float* bp = SmallGemmScratch::grown(small_gemm_scratch().b, static_cast<size_t>(k * kPanel));
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const float* src = b + kk * ldb + full * kPanel;
+      for (int64_t j = 0; j < w; ++j) bp[kk * kPanel + j] = src[j];
+      for (int64_t j = w; j < kPanel; ++j) bp[kk * kPanel + j] = 0.0f;
+    }
+    alignas(64) float edge[kRows * kPanel];
+    for (int64_t i = 0; i < m; i += kRows) {
+      const int mr = static_cast<int>(least(kRows, m - i));
+      float* out = c + i * ldc + full * kPanel;
+      if (beta1)
+        for (int r = 0; r < mr; ++r)
+          for (int64_t j = 0; j < w; ++j) edge[r * kPanel + j] = out[r * ldc + j];
+      tile<S::kMaxNv>(k, a + i * lda, lda, 1, bp, kPanel, edge, kPanel, beta1, mr);
+      for (int r = 0; r < mr; ++r)
+        for (int64_t j = 0; j < w; ++j) out[r * ldc + j] = edge[r * kPanel + j];
+    }
+  }
+
   static size_t scratch_bytes(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, bool any_rows) {
     if (!trans_a && trans_b && takes_forward(m, n, k, any_rows))
       return static_cast<size_t>(k * S::W * ((least(m, kMaxSmall) + S::W - 1) / S::W)) * sizeof(float);
@@ -189,6 +228,8 @@ struct SmallGemm {
       const int64_t tiles = (m + kRows - 1) / kRows, panels = (n + kPanel - 1) / kPanel;
       return static_cast<size_t>(least(k, kMaxSmall) * (tiles * kRows + panels * kPanel)) * sizeof(float);
     }
+    if (!trans_a && !trans_b && takes_input_gradient(m, n, k, any_rows))
+      return n % kPanel == 0 ? 0 : static_cast<size_t>(k * kPanel) * sizeof(float);
     return 0;
   }
 
@@ -200,6 +241,10 @@ struct SmallGemm {
       // Blocks of kMaxSmall rows of A, each a pass over B.
       for (int64_t i0 = 0; i0 < m; i0 += kMaxSmall)
         forward(least(kMaxSmall, m - i0), n, k, a + i0 * lda, lda, b, ldb, beta1, c + i0 * ldc, ldc);
+      return true;
+    }
+    if (!trans_a && !trans_b && takes_input_gradient(m, n, k, any_rows)) {
+      input_gradient(m, n, k, a, lda, b, ldb, beta1, c, ldc);
       return true;
     }
     if (trans_a && !trans_b && takes_weight_gradient(m, n, k, any_rows)) {

@@ -108,6 +108,15 @@ void check_weight_gradient_shapes(Product product, int64_t most_rows) {
   }
 }
 
+// The input gradient C = A B, taken only where OpenBLAS runs narrower vectors: rows in and
+// past whole tiles, columns in whole panels and past them (the packed last panel).
+void check_input_gradient_shapes(Product product) {
+  for (int64_t m : {1, 5, 6, 7, 64, 129})
+    for (int64_t n : {256, 300})
+      for (float beta : {0.0f, 1.0f}) check({false, false, m, n, 263}, beta, product);
+  check({false, false, 128, 1024, 1024}, 0.0f, product);
+}
+
 TEST(GemmSmall, ForwardShapesMatchTheReference) { check_forward_shapes(through_gemm); }
 TEST(GemmSmall, WeightGradientShapesMatchTheReference) { check_weight_gradient_shapes(through_gemm, 256); }
 
@@ -118,11 +127,13 @@ TEST(GemmSmall, EachInstructionSetMatchesTheReference) {
   check_weight_gradient_shapes(isa_product<gemm_small_avx2, false>, 256);
   check_forward_shapes(isa_product<gemm_small_avx2, true>, true);
   check_weight_gradient_shapes(isa_product<gemm_small_avx2, true>, 300);
+  check_input_gradient_shapes(isa_product<gemm_small_avx2, true>);
   if (!isa_supported(Isa::kAvx512)) return;  // the AVX2 set above is all this CPU runs
   check_forward_shapes(isa_product<gemm_small_avx512, false>);
   check_weight_gradient_shapes(isa_product<gemm_small_avx512, false>, 64);
   check_forward_shapes(isa_product<gemm_small_avx512, true>, true);
   check_weight_gradient_shapes(isa_product<gemm_small_avx512, true>, 300);
+  check_input_gradient_shapes(isa_product<gemm_small_avx512, true>);
 }
 
 // Each set declines a small side past its limit unless told OpenBLAS is narrower, and
@@ -135,6 +146,12 @@ TEST(GemmSmall, TheLimitOfTheSmallSideHoldsOnlyAgainstAnEquallyWideBlas) {
   EXPECT_TRUE(gemm_small_avx2(false, true, m, n, k, a.data(), k, b.data(), k, 0.0f, c.data(), n, true));
   EXPECT_FALSE(gemm_small_avx2(true, false, n, n, m, a.data(), n, b.data(), n, 0.0f, c.data(), n, false));
   EXPECT_TRUE(gemm_small_avx2(true, false, n, n, m, a.data(), n, b.data(), n, 0.0f, c.data(), n, true));
+  // The input gradient: never against an equally wide OpenBLAS; its scratch is the packed
+  // last panel, none where the columns fill whole panels.
+  EXPECT_FALSE(gemm_small_avx2(false, false, 64, n, k, a.data(), k, b.data(), n, 0.0f, c.data(), n, false));
+  EXPECT_TRUE(gemm_small_avx2(false, false, 64, n, k, a.data(), k, b.data(), n, 0.0f, c.data(), n, true));
+  EXPECT_EQ(gemm_small_scratch_bytes_avx2(false, false, 64, n, k, true), 0u);
+  EXPECT_EQ(gemm_small_scratch_bytes_avx2(false, false, 64, 300, k, true), size_t(k * 16) * sizeof(float));
   EXPECT_EQ(gemm_small_scratch_bytes_avx2(false, true, m, n, k, false), 0u);
   EXPECT_GT(gemm_small_scratch_bytes_avx2(false, true, m, n, k, true), 0u);
   if (isa_supported(Isa::kAvx512)) {
@@ -156,10 +173,10 @@ TEST(GemmSmall, TakesOnlyItsShapesAndIsRepeatable) {
   EXPECT_EQ(c1, c2) << "the same inputs give the same bits";
   const std::vector<float> before = c2;
   // Declined, C untouched: a beta other than 0 and 1, either large side too small, and the
-  // forms it does not implement (the small side too large: the test above).
+  // form it does not implement (the small side too large and the input gradient: the test
+  // above).
   EXPECT_FALSE(gemm_small(false, true, m, n, k, a.data(), k, b.data(), k, 0.5f, c2.data(), n));
   EXPECT_FALSE(gemm_small(false, true, m, 255, k, a.data(), k, b.data(), k, 0.0f, c2.data(), 255));
-  EXPECT_FALSE(gemm_small(false, false, m, n, k, a.data(), k, b.data(), n, 0.0f, c2.data(), n));
   EXPECT_FALSE(gemm_small(true, true, m, n, k, a.data(), m, b.data(), k, 0.0f, c2.data(), n));
   EXPECT_EQ(c2, before);
 }
