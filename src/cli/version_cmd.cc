@@ -3,7 +3,8 @@
 // Contract: prints the release, the git revision it was built from (cmake/BuildInfo.cmake;
 // "-dirty" when the tree had uncommitted changes, "unknown" outside a git checkout), the
 // build type, compiler and sanitizers, the kernels in force (the widest ISA this CPU runs,
-// capped by DTRAIN_ISA), the BLAS library and the cores it runs on, and whether PMIx was
+// capped by DTRAIN_ISA), the BLAS library, its kernels' width and whether dtrain's own
+// small-batch products therefore take every size, the cores it runs on, and whether PMIx was
 // built in: what a bug report needs. `--json` prints the same as one JSON object (build_info(),
 // which `dtrain train --json` records too). Exit 0.
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include "dtrain_build_info.h"
 #include "tensor/blas.h"
 #include "tensor/cpu_features.h"
+#include "tensor/gemm_small.h"
 
 namespace dtrain::cli {
 
@@ -36,6 +38,8 @@ nlohmann::json build_info() {
           {"cpu_runs", isa_name(widest)},
           {"blas", blas_config()},
           {"blas_core", blas_core()},
+          {"blas_vector_bits", blas_vector_bits()},
+          {"small_batch_products_every_size", gemm_small_every_size()},
           {"cores_online", ::sysconf(_SC_NPROCESSORS_ONLN)},
           {"pmix", pmix_built()}};
 }
@@ -59,7 +63,12 @@ int version_main(const Args& args) {
               text("sanitizers").c_str());
   std::printf("kernels: %s (this CPU runs up to %s; DTRAIN_ISA caps it)\n", text("kernels").c_str(),
               text("cpu_runs").c_str());
-  std::printf("BLAS:    %s, %s kernels\n", text("blas").c_str(), text("blas_core").c_str());
+  std::printf("BLAS:    %s, %s kernels (%d-bit vectors)\n", text("blas").c_str(), text("blas_core").c_str(),
+              j["blas_vector_bits"].get<int>());
+  std::printf("small-batch products: %s\n",
+              j["small_batch_products_every_size"].get<bool>()
+                  ? "dtrain's at every batch size (OpenBLAS's kernels are narrower than its own)"
+                  : "dtrain's up to the batch where OpenBLAS's kernels of the same width win (tensor/gemm_small.h)");
   std::printf("cores:   %ld online\n", j["cores_online"].get<long>());
   std::printf("PMIx:    %s\n", j["pmix"].get<bool>() ? "built in (srun --mpi=pmix / mpirun jobs rendezvous through it)"
                                                      : "not built in (apt-get install libpmix-dev, then build again)");

@@ -51,6 +51,11 @@ bool gemm_small(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
   }
 }
 
+bool gemm_small_every_size() {
+  const Isa isa = best_isa();
+  return (isa == Isa::kAvx512 || isa == Isa::kAvx2) && blas_narrower_than(isa);
+}
+
 size_t gemm_small_scratch_bytes(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k) {
   switch (best_isa()) {
     case Isa::kAvx512: return gemm_small_scratch_bytes_avx512(trans_a, trans_b, m, n, k, blas_narrower_than(Isa::kAvx512));

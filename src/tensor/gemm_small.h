@@ -33,6 +33,8 @@
 //   0.7-0.9x OpenBLAS's kernels of the same width and is left to them; against Haswell's on
 //   AVX-512 it ran 1.6-1.7x (128 rows 1.9 against 3.1 ms, 1024 rows 14.1 against 23.9).
 //   beta is 0 (C is overwritten, NaN-safe) or 1 (accumulated); anything else is declined.
+// - gemm_small_every_size(): whether the limits R are lifted in this process (below the
+//   declarations).
 // - Runs the widest set best_isa() allows (DTRAIN_ISA=avx2 picks the AVX2 kernels on an
 //   AVX-512 CPU); declines everything where that is generic (no AVX2, or DTRAIN_ISA=generic).
 // - Sums run over k in order, one fused multiply-add per term, in single precision: results
@@ -54,5 +56,9 @@ namespace dtrain {
 bool gemm_small(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 size_t gemm_small_scratch_bytes(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k);
+// Whether this process's gemm_small takes every size of the small side (and the input
+// gradient): OpenBLAS runs narrower kernels than the set best_isa() picks. False where it
+// runs none (generic). `dtrain version` says which.
+bool gemm_small_every_size();
 
 }  // namespace dtrain

@@ -162,6 +162,7 @@ TEST(GemmSmall, TheLimitOfTheSmallSideHoldsOnlyAgainstAnEquallyWideBlas) {
   const bool narrower = blas_vector_bits() < (best_isa() == Isa::kAvx512 ? 512 : 256);
   EXPECT_EQ(gemm_small(false, true, m, n, k, a.data(), k, b.data(), k, 0.0f, c.data(), n), narrower)
       << "OpenBLAS runs " << blas_core() << " (" << blas_vector_bits() << "-bit) kernels";
+  EXPECT_EQ(gemm_small_every_size(), narrower);
 }
 
 TEST(GemmSmall, TakesOnlyItsShapesAndIsRepeatable) {
