@@ -8,8 +8,6 @@
 // Counters: examples/s, and GFLOP/s counted as PyTorch's summary does (6 x multiply-adds per
 // example: forward 2, backward 4) — "gflops_exact" leaves out the input gradient of layer 1,
 // which is never computed.
-#include <malloc.h>
-
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -18,6 +16,7 @@
 
 #include "autograd/loss.h"
 #include "cli/blas_core.h"
+#include "base/heap_warm.h"
 #include "base/thread_pool.h"
 #include "nn/mlp.h"
 #include "optim/sgd.h"
@@ -195,12 +194,11 @@ BENCHMARK(BM_Bf16RoundTrip)->Arg(2913290)->Unit(benchmark::kMillisecond);
 
 // BENCHMARK_MAIN, after the CLI's first step: OpenBLAS on the kernels this CPU runs
 // (cli/blas_core.h), or its rows measure a VM's fallback. The heap is kept as a training run
-// keeps it (train/run.cc): freed memory stays mapped, so a step's activations are not
+// keeps it (base/heap_warm.h): freed memory stays mapped, so a step's activations are not
 // faulted in again every step.
 int main(int argc, char** argv) {
   dtrain::run_again_with_better_blas_core(argv);
-  ::mallopt(M_MMAP_THRESHOLD, 64 << 20);
-  ::mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  dtrain::keep_heap_warm();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

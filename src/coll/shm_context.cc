@@ -482,12 +482,7 @@ void ShmContext::arrive(uint64_t phase, const Fingerprint* fp) {
   // avoided), so a peer that began to sleep in that instant may miss this wake; it wakes at
   // its 1 ms timeout (wait_for) and finds the arrival. With more ranks than cores the peers
   // sleep within microseconds, often, and the full eventcount stays.
-  if (!oversubscribed()) {
-    if (h->sleepers.load(std::memory_order_relaxed) == 0) return;
-    h->doorbell.fetch_add(1, std::memory_order_seq_cst);
-    futex_wake(&h->doorbell);
-    return;
-  }
+  if (!oversubscribed() && h->sleepers.load(std::memory_order_relaxed) == 0) return;
   h->doorbell.fetch_add(1, std::memory_order_seq_cst);
   if (h->sleepers.load(std::memory_order_seq_cst) > 0) futex_wake(&h->doorbell);
 }

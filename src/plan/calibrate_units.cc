@@ -8,8 +8,6 @@
 #include <set>
 #include <utility>
 
-#include <malloc.h>
-
 #include "autograd/graph.h"
 #include "autograd/ops.h"
 #include "base/error.h"
@@ -450,15 +448,6 @@ std::vector<UnitPoint> default_unit_points() {
 std::vector<UnitPoint> unit_points_for(const std::string& spec) {
   ModelSpec m = ModelSpec::parse(spec);
   return points_of(spec, m.gpt ? std::vector<int64_t>{2, 6, 12, 24} : kMlpItems);
-}
-
-void keep_heap_warm() {
-#if !defined(__SANITIZE_THREAD__)
-  ::mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest dynamic threshold
-#endif
-  // Under ThreadSanitizer the allocator is TSan's, and glibc's arenas, set up by this call
-  // from a rank thread, then failed an assertion at that thread's exit (calibrate_tp_test).
 }
 
 // The points are timed in kMeasureRounds interleaved rounds (every point, then every point

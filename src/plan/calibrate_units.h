@@ -31,7 +31,7 @@
 //   points, each round the median of repetitions filling about a third of the point's share
 //   of `seconds` (at least 6), the point the median of its rounds (the median, not the best:
 //   a run pays the typical pass on a shared machine; the rounds: a change of the machine's
-//   speed hits every point alike). The heap is kept warm first (keep_heap_warm), as a
+//   speed hits every point alike). The heap is kept warm first (base/heap_warm.h), as a
 //   training run's is.
 // - default_unit_points() are the shapes `dtrain bench calibrate` measures: the MLP
 //   784-256-128-10's three layers at 8, 16, 64 and 128 examples, and the GPT's embedding, block
@@ -55,6 +55,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "base/heap_warm.h"
 
 namespace dtrain::plan {
 
@@ -144,14 +146,6 @@ std::vector<UnitPoint> default_unit_points();
 // The points of one more model spec (its distinct unit kinds, at the default item counts).
 std::vector<UnitPoint> unit_points_for(const std::string& spec);
 void measure_units(std::vector<UnitPoint>& points, double seconds);
-// Stops glibc from returning freed memory to the kernel (trim) and from giving large blocks
-// their own mappings, for the rest of the process: a training step's graph reuses the pages
-// of the previous step's (16 more GPT steps: 190 more page faults), but a timing pass that
-// frees ~50 MB of activations at the top of an otherwise empty heap had them trimmed and
-// page-faulted back in, in some passes and not others: the 12-sequence width-128 block point
-// read 4.3-6.0 ms forward (median of passes) and the fitted block line predicted the 1-rank
-// GPT step 23-29% slow. Warm, it reads 4.2-4.3 ms and the step within 2-3%. Idempotent.
-void keep_heap_warm();
 // Forward and backward seconds of one point (the best pass): passes for about `seconds`, or
 // exactly `fixed` passes after one warm-up when fixed > 0.
 UnitPass time_unit(const UnitPoint& p, double seconds, int fixed);

@@ -1,10 +1,9 @@
 #include "train/run.h"
 
-#include <malloc.h>
-
 #include <csignal>
 
 #include "base/heap_stats.h"
+#include "base/heap_warm.h"
 #include "base/clock.h"
 #include "base/error.h"
 #include "coll/collectives.h"
@@ -99,14 +98,7 @@ RunResult run_training(const TrainConfig& cfg, std::shared_ptr<Communicator> com
   set_blas_threads(cfg.is_gpt() ? cfg.blas_threads : 1);
   TrainJob& job = res.job;
   std::FILE* out = res.rank == 0 ? ro.out : nullptr;
-  // Keep freed activation memory mapped between steps: glibc would otherwise return it and
-  // fault it in again. GPipe's M live micro-batches paid page faults every step; so did the
-  // MLP's activations and gradients of 0.5 MB (batch 128, width 1024), every step's first
-  // write of each in a fault (compute_bench BM_MlpTrainStep: 14% of its samples in the
-  // kernel's fault path on the EPYC VM). The calibration measures with the heap kept so too
-  // (plan/calibrate_units.h keep_heap_warm).
-  ::mallopt(M_MMAP_THRESHOLD, 64 << 20);
-  ::mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  keep_heap_warm();  // freed activations stay mapped between steps (base/heap_warm.h)
   if (cfg.is_gpt()) {
     job.text = data::load_text(cfg.data.substr(5));
   } else {
