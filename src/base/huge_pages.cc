@@ -33,12 +33,23 @@ bool huge_pages_wanted() {
   return wanted;
 }
 
-std::string transparent_huge_pages_mode() {
-  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+namespace {
+// The bracketed word of a sysfs choice ("always [madvise] never"), or "absent".
+std::string chosen_word(const char* path) {
+  std::ifstream f(path);
   std::string line;
   if (!std::getline(f, line)) return "absent";
   const auto a = line.find('['), b = line.find(']');
   return a == std::string::npos || b == std::string::npos || b < a ? "absent" : line.substr(a + 1, b - a - 1);
+}
+}  // namespace
+
+std::string transparent_huge_pages_mode() { return chosen_word("/sys/kernel/mm/transparent_hugepage/enabled"); }
+
+std::string shared_huge_pages_mode() { return chosen_word("/sys/kernel/mm/transparent_hugepage/shmem_enabled"); }
+
+bool shared_huge_pages_given(const std::string& mode) {
+  return mode == "always" || mode == "within_size" || mode == "advise" || mode == "force";
 }
 
 }  // namespace dtrain

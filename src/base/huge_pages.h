@@ -10,6 +10,11 @@
 // - huge_pages_wanted() is DTRAIN_HUGE_PAGES (default on), read once per process.
 // - transparent_huge_pages_mode() is the kernel's setting, the bracketed word of
 //   /sys/kernel/mm/transparent_hugepage/enabled ("always", "madvise", "never"), or "absent".
+// - shared_huge_pages_mode() is the kernel's setting for shared memory, the bracketed word of
+//   /sys/kernel/mm/transparent_hugepage/shmem_enabled ("always", "within_size", "advise",
+//   "never", "deny", "force"), or "absent"; shared_huge_pages_given(mode) says whether a
+//   segment advised as above gets huge pages under it. The shared-memory windows and contexts
+//   (coll/shm_context.h) are advised; Debian's default is "never", which refuses.
 // - base/large_blocks.h maps every allocation of at least kHugePageBytes through operator new
 //   (tensors, gradients, optimizer state, collective buffers) on 2 MiB boundaries and advises
 //   it when huge pages are wanted.
@@ -19,7 +24,10 @@
 // page: 4,096 of them for 16 MiB in 4 KiB pages, 8 in 2 MiB ones. Kernels that stream a few MB
 // (GEMM operands, optimizer steps) also miss the TLB less. Measured on the 2-vCPU Xeon VM
 // (docs/history/sittings.md, "The sitting of 2026-11-29 20:03"): the 2-rank 16 MiB all-reduce 3.63 ->
-// 2.37 ms.
+// 2.37 ms. Shared memory, 2026-12-01 on the 2-vCPU EPYC VM (docs/PERFORMANCE.md): ddp of
+// the 11.6 MB MLP with its windows in 2 MiB pages (shmem_enabled "advise") against 4 KiB
+// ones, interleaved: 2 ranks 16.7k against 16.0-16.1k examples/s, 4 ranks 15.7-16.3k against
+// 14.8-14.9k.
 // Thread-safety: both are safe from any thread.
 #pragma once
 
@@ -33,5 +41,7 @@ inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 size_t advise_huge_pages(void* p, size_t n);
 bool huge_pages_wanted();
 std::string transparent_huge_pages_mode();
+std::string shared_huge_pages_mode();
+bool shared_huge_pages_given(const std::string& mode);
 
 }  // namespace dtrain

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/huge_pages.h"
 #include "cli/build_info.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
@@ -41,6 +42,8 @@ nlohmann::json build_info() {
           {"blas_vector_bits", blas_vector_bits()},
           {"small_batch_products_every_size", gemm_small_every_size()},
           {"cores_online", ::sysconf(_SC_NPROCESSORS_ONLN)},
+          {"huge_pages", transparent_huge_pages_mode()},
+          {"shared_huge_pages", shared_huge_pages_mode()},
           {"pmix", pmix_built()}};
 }
 
@@ -70,6 +73,16 @@ int version_main(const Args& args) {
                   ? "dtrain's at every batch size (OpenBLAS's kernels are narrower than its own)"
                   : "dtrain's up to the batch where OpenBLAS's kernels of the same width win (tensor/gemm_small.h)");
   std::printf("cores:   %ld online\n", j["cores_online"].get<long>());
+  // Buffers of 2 MiB and more (base/large_blocks.h) and the shared-memory windows are advised.
+  const std::string thp = text("huge_pages"), shared = text("shared_huge_pages");
+  const bool wanted = huge_pages_wanted();
+  auto pages = [&](bool given) { return !wanted ? "in 4 KiB pages (DTRAIN_HUGE_PAGES=0)" : given ? "in 2 MiB pages" : "in 4 KiB pages"; };
+  std::printf("memory:  buffers of 2 MiB and more %s (THP %s); shared-memory windows %s (shmem THP %s)\n",
+              pages(thp == "always" || thp == "madvise"), thp.c_str(), pages(shared_huge_pages_given(shared)),
+              shared.c_str());
+  if (wanted && shared == "never")
+    std::printf("         as root, echo advise > /sys/kernel/mm/transparent_hugepage/shmem_enabled gives the windows "
+                "2 MiB pages (ddp 4-6%% faster here, docs/PERFORMANCE.md)\n");
   std::printf("PMIx:    %s\n", j["pmix"].get<bool>() ? "built in (srun --mpi=pmix / mpirun jobs rendezvous through it)"
                                                      : "not built in (apt-get install libpmix-dev, then build again)");
   return 0;

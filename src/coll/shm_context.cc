@@ -22,6 +22,7 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "base/huge_pages.h"
 #include "base/tsan.h"
 #include "coll/reduce_kernels.h"
 #include "comm/heartbeat.h"
@@ -131,6 +132,11 @@ std::vector<char*> map_host_segments(Communicator& comm, size_t bytes, const std
   auto map = [&](int f, const std::string& name) {
     void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
     DT_CHECK(p != MAP_FAILED, IoError, "shared memory: mmap " << name << ": " << errno_string(errno));
+    // Large segments (ddp's gradient and parameter windows) in 2 MiB pages where the kernel
+    // gives shared memory huge pages on advice (shmem_enabled "advise"; "within_size" and
+    // "always" need none, "never" refuses): the GEMMs and the reductions stream them
+    // (base/huge_pages.h).
+    if (bytes >= kHugePageBytes && huge_pages_wanted()) advise_huge_pages(p, bytes);
     return static_cast<char*>(p);
   };
   segs[rank] = map(own.fd.get(), "rank " + std::to_string(rank) + "'s segment");

@@ -15,28 +15,12 @@
 
 #include "base/heap_stats.h"
 #include "base/large_blocks.h"
+#include "support/smaps.h"
 
 namespace dtrain {
 namespace {
 
-// Whether the mapping that holds `addr` is advised (VmFlags "hg"), from /proc/self/smaps.
-bool advised(const void* addr) {
-  std::ifstream f("/proc/self/smaps");
-  const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
-  std::string line;
-  bool inside = false;
-  while (std::getline(f, line)) {
-    uintptr_t lo = 0, hi = 0;
-    char dash = 0;
-    std::istringstream head(line);
-    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
-      inside = lo <= a && a < hi;
-      continue;
-    }
-    if (inside && line.rfind("VmFlags:", 0) == 0) return (line + " ").find(" hg ") != std::string::npos;
-  }
-  return false;
-}
+using testing::advised_huge;
 
 // Skips where the kernel has no transparent huge pages or refuses every advice.
 #define SKIP_WITHOUT_THP()                                                                      \
@@ -67,10 +51,10 @@ TEST(HugePages, OnlyTheWholePagesInsideABlockAreAdvised) {
   char* first = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(m.p) + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
   char* block = first + 4096;
   EXPECT_EQ(advise_huge_pages(block, 3 * kHugePageBytes), 2 * kHugePageBytes);
-  EXPECT_FALSE(advised(block)) << "the part before the first whole page was advised";
-  EXPECT_TRUE(advised(first + kHugePageBytes));
-  EXPECT_TRUE(advised(first + 3 * kHugePageBytes - 1));
-  EXPECT_FALSE(advised(first + 3 * kHugePageBytes)) << "the part after the last whole page was advised";
+  EXPECT_FALSE(advised_huge(block)) << "the part before the first whole page was advised";
+  EXPECT_TRUE(advised_huge(first + kHugePageBytes));
+  EXPECT_TRUE(advised_huge(first + 3 * kHugePageBytes - 1));
+  EXPECT_FALSE(advised_huge(first + 3 * kHugePageBytes)) << "the part after the last whole page was advised";
 }
 
 TEST(HugePages, BlocksWithoutAWholePageAreLeftAlone) {
@@ -80,7 +64,7 @@ TEST(HugePages, BlocksWithoutAWholePageAreLeftAlone) {
   EXPECT_EQ(advise_huge_pages(first + 1, kHugePageBytes), 0u);  // straddles a boundary, holds no whole page
   EXPECT_EQ(advise_huge_pages(first, kHugePageBytes - 1), 0u);
   EXPECT_EQ(advise_huge_pages(nullptr, 4 * kHugePageBytes), 0u);
-  EXPECT_FALSE(advised(first));
+  EXPECT_FALSE(advised_huge(first));
 }
 
 TEST(HugePages, LargeAllocationsAreAdvisedAndCountTheSameBytes) {
@@ -95,8 +79,8 @@ TEST(HugePages, LargeAllocationsAreAdvisedAndCountTheSameBytes) {
   EXPECT_LT(counted, static_cast<int64_t>(n + (64 << 10))) << "the advice must not round the block up";
   const uintptr_t a = reinterpret_cast<uintptr_t>(big->data());
   const char* whole = reinterpret_cast<const char*>((a + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
-  EXPECT_TRUE(advised(whole));
-  EXPECT_TRUE(advised(big->data() + n - kHugePageBytes - 1));
+  EXPECT_TRUE(advised_huge(whole));
+  EXPECT_TRUE(advised_huge(big->data() + n - kHugePageBytes - 1));
 }
 
 TEST(HugePages, TheBenchmarksLineSaysWhereLargeBuffersLive) {

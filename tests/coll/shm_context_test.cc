@@ -10,10 +10,12 @@
 #include <thread>
 
 #include "base/error.h"
+#include "base/huge_pages.h"
 #include "coll/collectives.h"
 #include "coll/cost_model.h"
 #include "coll/shm_context.h"
 #include "coll_test_util.h"
+#include "support/smaps.h"
 #include "support/world.h"
 
 namespace dtrain {
@@ -457,6 +459,24 @@ TEST(ShmContextDefault, SmallBroadcastOfAnotherSizeIsADesync) {
     EXPECT_NE(errors[r].find("broadcast(float32 x 6"), std::string::npos) << r << ": " << errors[r];
     EXPECT_NE(errors[r].find("broadcast(float32 x 5"), std::string::npos) << r << ": " << errors[r];
   }
+}
+
+// Windows of 2 MiB and more (ddp's gradient and parameters) are advised huge pages, every
+// rank's mapping of every segment, and smaller ones are not; whether the kernel then gives
+// shared memory huge pages is its shmem_enabled setting (base/huge_pages.h).
+TEST(ShmContextTest, LargeWindowsAreAdvisedHugePages) {
+  if (!huge_pages_wanted()) GTEST_SKIP() << "DTRAIN_HUGE_PAGES=0";
+  const std::string mode = transparent_huge_pages_mode();
+  if (mode == "absent") GTEST_SKIP() << "this kernel has no transparent huge pages";
+  testing::run_world(2, TransportKind::kShm, [&](Communicator& c) {
+    ShmWindow large(c, (size_t{4} << 20) + 4096), small(c, size_t{64} << 10);
+    for (int r = 0; r < 2; ++r) {
+      const uintptr_t a = reinterpret_cast<uintptr_t>(large.of(r));
+      const auto whole = reinterpret_cast<const char*>((a + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
+      EXPECT_TRUE(testing::advised_huge(whole)) << "rank " << c.rank() << ": rank " << r << "'s large window";
+      EXPECT_FALSE(testing::advised_huge(small.of(r))) << "rank " << c.rank() << ": rank " << r << "'s small window";
+    }
+  });
 }
 
 }  // namespace
