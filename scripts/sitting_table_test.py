@@ -2,7 +2,8 @@
 """Tests of scripts/sitting_table.py on sittings made up here: what it reads and how it decides.
 
 The 2-rank ddp rows are paired within each round (bench_sitting.sh runs ddp, its ceiling and
-PyTorch DDP twice a round in mirrored order, files NAME-rN and NAMEb-rN): their ratio is the
+PyTorch DDP twice a round in mirrored order, files NAME-rN and NAMEb-rN; 4-rank ddp too, since
+2026-12-01, against 2-rank ddp): their ratio is the
 median of the rounds' own ratios, not the ratio of the medians. The sittings below are built so
 that the two disagree on the verdict, so the test fails if the table falls back to dividing
 medians. Older sittings (one run a round, or one file in all) must still read, and a sitting
@@ -20,6 +21,7 @@ import unittest
 TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sitting_table.py")
 CEILING = "ddp 2 ranks vs the same job in 2 independent processes at batch 128"
 TORCH = "ddp 2 ranks vs PyTorch DDP 2 ranks"
+FOUR = "ddp 4 ranks on 2 cores vs 2 ranks"
 
 
 def write_json(d, name, examples_per_second):
@@ -39,7 +41,7 @@ def table(d):
     for line in out.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == 6:
-            for case in (CEILING, TORCH):
+            for case in (CEILING, TORCH, FOUR):
                 if cells[0].startswith(case):
                     rows[case] = (cells[1], cells[2], cells[3], cells[5])
     return rows
@@ -69,6 +71,22 @@ class PairedRounds(unittest.TestCase):
             self.assertEqual(rows[TORCH][2], "1.78x")
             self.assertEqual(rows[TORCH][3], "yes")
             self.assertTrue(os.path.exists(os.path.join(d, "table.md")))
+
+    def test_four_ranks_are_paired_with_the_rounds_two_rank_runs(self):
+        # 2-rank round means 10,000 / 8,000 / 10,000; 4-rank 9,200 / 7,600 / 8,600 (two runs
+        # each). Rounds' ratios 0.92, 0.95, 0.86: median 0.92, met; the medians' ratio
+        # 8,600 / 10,000 = 0.86 would miss.
+        with tempfile.TemporaryDirectory() as d:
+            for r, (a, b, fa, fb) in enumerate(((10000, 10000, 9000, 9400), (8000, 8000, 7600, 7600),
+                                                 (10000, 10000, 8600, 8600)), 1):
+                write_json(d, f"train-ddp-n2-r{r}.json", a)
+                write_json(d, f"train-ddp-n2b-r{r}.json", b)
+                write_json(d, f"train-ddp-n4-r{r}.json", fa)
+                write_json(d, f"train-ddp-n4b-r{r}.json", fb)
+            rows = table(d)
+            self.assertEqual(rows[FOUR][0], "8,600 ex/s")
+            self.assertEqual(rows[FOUR][2], "0.92x")
+            self.assertEqual(rows[FOUR][3], "yes")
 
     def test_a_round_missing_on_one_side_is_left_out(self):
         # Round 3 has no ceiling: the rounds both sides have are 1 and 2 (ratios 0.90, 0.80).
