@@ -233,9 +233,19 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   const bool timed_paths = slot_ar && ((workers == 2 && c.ranks_on_node(workers) <= c.cores_per_node) ||
                                        c.ranks_on_node(workers) > c.cores_per_node);
   const bool read_pieces = reads_ar || timed_paths || (reads && s == "fedavg");
+  // Two ranks with a core each whose cores are far apart reduce and step each piece of their
+  // block in the call's scratch and stream it into the slot (coll/shm_slots.cc
+  // apply_and_share, ShmContext::streams_to_peers): one piece more, up to a slot (256 KiB) of
+  // the rank's half of a bucket; the pool keeps it once taken. Measured on the EPYC VM
+  // (2026-12-01, the 0.94 MB MLP at 2 ranks, DTRAIN_SHM_CORES forcing each verdict): 2.94 MB
+  // close, 3.21 far, which dv-s1 priced 2.97 in all six far runs of ddp and ddp-zero2
+  // (-7.7%). (Under the shared parameters the piece above is the same buffer.)
+  const bool streamed_piece = ddp_window && !shared_params && workers == 2 &&
+                              c.ranks_on_node(workers) <= c.cores_per_node && c.cores_verdict == "far";
   p.buffers_b = copies * bytes + (slot_ar || reads_ar || ddp_window ? kStagingBytes : 0) +
                 (read_pieces ? (workers - 1) * std::min(kReadPieceBytes, bytes / workers) : 0) +
-                (shared_params ? kReadPieceBytes : 0);
+                (shared_params ? kReadPieceBytes : 0) +
+                (streamed_piece ? std::min(kReadPieceBytes, call_b / workers) : 0);
   // gossip's heap holds 0.50 MB more than its copies at 2, 4 and 8 ranks alike (measured,
   // not traced; the size of a 512 KiB staging buffer for its model-sized isend/irecv).
   if (s == "gossip" && workers > 1) p.buffers_b += kStagingBytes;

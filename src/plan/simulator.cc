@@ -15,6 +15,9 @@ Prediction blend_times(const Prediction& a, const Prediction& b, double w_b) {
   p.comm_s = (1 - w) * a.comm_s + w * b.comm_s;
   p.bubble_s = (1 - w) * a.bubble_s + w * b.bubble_s;
   p.optimizer_s = (1 - w) * a.optimizer_s + w * b.optimizer_s;
+  // The heap's high-water mark holds what either verdict's path kept (a call's scratch stays
+  // in the communicator's pool once taken).
+  if (w > 0) p.buffers_b = std::max(a.buffers_b, b.buffers_b);
   return p;
 }
 

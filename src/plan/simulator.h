@@ -141,7 +141,9 @@ struct Prediction {
 // A run whose calls went partly one way and partly another (two ranks whose context re-probed
 // their distance and changed its verdict mid-run, coll/shm_context.h after_call): the times
 // of `a` and `b` weighted (1 - w_b) : w_b, w_b clamped to [0, 1]. Memory and traffic are
-// `a`'s (the verdict most calls ran under; the paths' scratch differs by a slot's worth).
+// `a`'s (the verdict most calls ran under), except that the buffers are the larger of the
+// two where b has any weight: the paths' scratch differs by a slot's worth, and the heap's
+// high-water mark keeps whichever a call took.
 Prediction blend_times(const Prediction& a, const Prediction& b, double w_b);
 
 // memory_limit_b: a layout predicted to need more per rank stops after its memory (over_memory).

@@ -307,6 +307,30 @@ TEST(Simulator, AllreduceScratchFollowsThePathTheCollectiveTakes) {
   EXPECT_NEAR(buffers(hosts, "localsgd", 4), 2 * bytes, 1e-6);
 }
 
+// ddp at 2 ranks with a core each, its gradient in the window: where the cores are far apart
+// each piece of the rank's block is reduced and stepped in the call's scratch and streamed
+// into the slot (coll/shm_slots.cc apply_and_share), one piece of at most a slot more than
+// close; at 4 ranks, or under the shared parameters (their own piece), nothing changes; a
+// run that took both verdicts' paths holds the larger.
+TEST(Simulator, FarDdpAtTwoRanksKeepsTheStreamedPiece) {
+  ModelSpec mlp = ModelSpec::parse("mlp:784-256-128-10");
+  const double bytes = mlp.params() * 4;
+  const Cluster base = ideal(2), far = with_core_distance(base, true), close = with_core_distance(base, false);
+  auto run = [&](const Cluster& c, int n, double bucket_mb = 1) {
+    return simulate(mlp, {.strategy = "ddp", .dp = n, .zero = 1, .bucket_mb = bucket_mb}, c, 64);
+  };
+  EXPECT_NEAR(run(far, 2).buffers_b - run(close, 2).buffers_b, std::min(256.0 * 1024, std::min(bytes, 1048576.0) / 2),
+              1e-6);
+  EXPECT_NEAR(run(far, 2, 0.25).buffers_b - run(close, 2, 0.25).buffers_b, 0.25 * 1048576 / 2, 1e-6);  // half a bucket
+  EXPECT_NEAR(run(far, 4).buffers_b, run(close, 4).buffers_b, 1e-6);
+  ModelSpec big = ModelSpec::parse("mlp:784-2048-1024-10");  // 8 MiB and more: shared parameters
+  auto shared = [&](const Cluster& c) { return simulate(big, {.strategy = "ddp", .dp = 2, .zero = 1}, c, 64).buffers_b; };
+  EXPECT_NEAR(shared(far), shared(close), 1e-6);
+  const Prediction blended = blend_times(run(close, 2), run(far, 2), 0.2);
+  EXPECT_NEAR(blended.buffers_b, run(far, 2).buffers_b, 1e-6);
+  EXPECT_NEAR(blend_times(run(far, 2), run(close, 2), 0).buffers_b, run(far, 2).buffers_b, 1e-6);
+}
+
 TEST(Simulator, RefusesLayoutsTheExecutorsRefuse) {
   ModelSpec gpt = ModelSpec::parse(kGpt), mlp = ModelSpec::parse("mlp:784-10");
   Cluster c = ideal();
