@@ -29,6 +29,12 @@ def write_json(d, name, examples_per_second):
         json.dump({"examples_per_second": examples_per_second}, f)
 
 
+def write_round(d, stem, r, first, second):
+    """Round r's two runs of a row run twice a round in mirrored order: STEM-rR and STEMb-rR."""
+    write_json(d, f"{stem}-r{r}.json", first)
+    write_json(d, f"{stem}b-r{r}.json", second)
+
+
 def write_torch(d, name, samples_per_second):
     with open(os.path.join(d, name), "w") as f:
         f.write(f"TRAIN,ddp,1,2,256,128,60,40.0,{samples_per_second}\n")
@@ -57,10 +63,8 @@ class PairedRounds(unittest.TestCase):
             for r, (a, b, ca, cb, ta, tb) in enumerate(((9000, 9200, 9300, 9500, 4900, 5100),
                                                         (6000, 8000, 7100, 7300, 4000, 4000),
                                                         (8800, 9000, 9700, 9700, 5000, 5000)), 1):
-                write_json(d, f"train-ddp-n2-r{r}.json", a)
-                write_json(d, f"train-ddp-n2b-r{r}.json", b)
-                write_json(d, f"train-ceiling-ddp-r{r}.json", ca)
-                write_json(d, f"train-ceiling-ddpb-r{r}.json", cb)
+                write_round(d, "train-ddp-n2", r, a, b)
+                write_round(d, "train-ceiling-ddp", r, ca, cb)
                 write_torch(d, f"torch-ddp2-r{r}.csv", ta)
                 write_torch(d, f"torch-ddp2b-r{r}.csv", tb)
             rows = table(d)
@@ -79,10 +83,8 @@ class PairedRounds(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             for r, (a, b, fa, fb) in enumerate(((10000, 10000, 9000, 9400), (8000, 8000, 7600, 7600),
                                                  (10000, 10000, 8600, 8600)), 1):
-                write_json(d, f"train-ddp-n2-r{r}.json", a)
-                write_json(d, f"train-ddp-n2b-r{r}.json", b)
-                write_json(d, f"train-ddp-n4-r{r}.json", fa)
-                write_json(d, f"train-ddp-n4b-r{r}.json", fb)
+                write_round(d, "train-ddp-n2", r, a, b)
+                write_round(d, "train-ddp-n4", r, fa, fb)
             rows = table(d)
             self.assertEqual(rows[FOUR][0], "8,600 ex/s")
             self.assertEqual(rows[FOUR][2], "0.92x")

@@ -24,10 +24,10 @@
 // page: 4,096 of them for 16 MiB in 4 KiB pages, 8 in 2 MiB ones. Kernels that stream a few MB
 // (GEMM operands, optimizer steps) also miss the TLB less. Measured on the 2-vCPU Xeon VM
 // (docs/history/sittings.md, "The sitting of 2026-11-29 20:03"): the 2-rank 16 MiB all-reduce 3.63 ->
-// 2.37 ms. Shared memory, 2026-12-01 on the 2-vCPU EPYC VM (docs/PERFORMANCE.md): ddp of
-// the 11.6 MB MLP with its windows in 2 MiB pages (shmem_enabled "advise") against 4 KiB
-// ones, interleaved: 2 ranks 16.7k against 16.0-16.1k examples/s, 4 ranks 15.7-16.3k against
-// 14.8-14.9k.
+// 2.37 ms. Shared memory, 2026-12-01 on the 2-vCPU EPYC VM (docs/TRAINING.md): ddp of the
+// 11.6 MB MLP with its windows in 2 MiB pages (shmem_enabled "advise") against 4 KiB ones,
+// three interleaved rounds: 4 ranks on 2 cores 17.0-17.4k against 16.0-16.1k examples/s,
+// 2 ranks alike within the noise.
 // Thread-safety: both are safe from any thread.
 #pragma once
 

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/huge_pages.h"
+#include "base/large_blocks.h"
 #include "cli/build_info.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
@@ -76,13 +77,15 @@ int version_main(const Args& args) {
   // Buffers of 2 MiB and more (base/large_blocks.h) and the shared-memory windows are advised.
   const std::string thp = text("huge_pages"), shared = text("shared_huge_pages");
   const bool wanted = huge_pages_wanted();
-  auto pages = [&](bool given) { return !wanted ? "in 4 KiB pages (DTRAIN_HUGE_PAGES=0)" : given ? "in 2 MiB pages" : "in 4 KiB pages"; };
+  auto pages = [&](bool given) {
+    return !wanted ? "in 4 KiB pages (DTRAIN_HUGE_PAGES=0)" : given ? "in 2 MiB pages" : "in 4 KiB pages";
+  };
   std::printf("memory:  buffers of 2 MiB and more %s (THP %s); shared-memory windows %s (shmem THP %s)\n",
-              pages(thp == "always" || thp == "madvise"), thp.c_str(), pages(shared_huge_pages_given(shared)),
-              shared.c_str());
+              pages(large_blocks_taken() && (thp == "always" || thp == "madvise")), thp.c_str(),
+              pages(shared_huge_pages_given(shared)), shared.c_str());
   if (wanted && shared == "never")
     std::printf("         as root, echo advise > /sys/kernel/mm/transparent_hugepage/shmem_enabled gives the windows "
-                "2 MiB pages (ddp 4-6%% faster here, docs/PERFORMANCE.md)\n");
+                "2 MiB pages (ddp with 4 ranks on 2 cores 6%% faster here, docs/TRAINING.md)\n");
   std::printf("PMIx:    %s\n", j["pmix"].get<bool>() ? "built in (srun --mpi=pmix / mpirun jobs rendezvous through it)"
                                                      : "not built in (apt-get install libpmix-dev, then build again)");
   return 0;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "base/huge_pages.h"
 #include "support/subprocess.h"
 
 namespace dtrain {
@@ -57,6 +58,15 @@ TEST_F(EnvCli, VersionNamesTheBuildAndTheKernelsInForce) {
   EXPECT_EQ(r.output.rfind("dtrain " + v.value("version", "?") + ", revision " + v.value("revision", "?"), 0), 0u)
       << r.output << j.output;
   EXPECT_GE(v.value("cores_online", 0), 1) << j.output;
+  // The kernel's huge-page settings, as this process reads them, and the way to shared
+  // memory's huge pages exactly where the kernel refuses them.
+  EXPECT_EQ(v.value("huge_pages", ""), transparent_huge_pages_mode()) << j.output;
+  const std::string shared = shared_huge_pages_mode();
+  EXPECT_EQ(v.value("shared_huge_pages", ""), shared) << j.output;
+  EXPECT_NE(r.output.find("(shmem THP " + shared + ")"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("echo advise > /sys/kernel/mm/transparent_hugepage/shmem_enabled") != std::string::npos,
+            huge_pages_wanted() && shared == "never")
+      << r.output;
   auto bad = run_command(bin_ + " version --bogus");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
 }
