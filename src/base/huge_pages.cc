@@ -46,6 +46,8 @@ std::string chosen_word(const char* path) {
 
 std::string transparent_huge_pages_mode() { return chosen_word("/sys/kernel/mm/transparent_hugepage/enabled"); }
 
+bool transparent_huge_pages_given(const std::string& mode) { return mode == "always" || mode == "madvise"; }
+
 std::string shared_huge_pages_mode() { return chosen_word("/sys/kernel/mm/transparent_hugepage/shmem_enabled"); }
 
 bool shared_huge_pages_given(const std::string& mode) {

@@ -10,6 +10,8 @@
 // - huge_pages_wanted() is DTRAIN_HUGE_PAGES (default on), read once per process.
 // - transparent_huge_pages_mode() is the kernel's setting, the bracketed word of
 //   /sys/kernel/mm/transparent_hugepage/enabled ("always", "madvise", "never"), or "absent".
+// - transparent_huge_pages_given(mode): whether a block advised as above gets huge pages
+//   under that setting ("always" or "madvise").
 // - shared_huge_pages_mode() is the kernel's setting for shared memory, the bracketed word of
 //   /sys/kernel/mm/transparent_hugepage/shmem_enabled ("always", "within_size", "advise",
 //   "never", "deny", "force"), or "absent"; shared_huge_pages_given(mode) says whether a
@@ -41,6 +43,7 @@ inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 size_t advise_huge_pages(void* p, size_t n);
 bool huge_pages_wanted();
 std::string transparent_huge_pages_mode();
+bool transparent_huge_pages_given(const std::string& mode);
 std::string shared_huge_pages_mode();
 bool shared_huge_pages_given(const std::string& mode);
 

@@ -169,7 +169,7 @@ std::string large_blocks_description() {
     return std::string("buffers of 2 MiB or more: malloc's (") + why + ")";
   }
   const std::string mode = transparent_huge_pages_mode();
-  const bool huge = mode == "always" || mode == "madvise";
+  const bool huge = transparent_huge_pages_given(mode);
   return "buffers of 2 MiB or more: dtrain's large blocks on 2 MiB boundaries, " +
          std::string(huge ? "in transparent huge pages" : "in small pages") + " (the kernel's THP: " + mode + ")";
 }

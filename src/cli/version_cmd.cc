@@ -81,7 +81,7 @@ int version_main(const Args& args) {
     return !wanted ? "in 4 KiB pages (DTRAIN_HUGE_PAGES=0)" : given ? "in 2 MiB pages" : "in 4 KiB pages";
   };
   std::printf("memory:  buffers of 2 MiB and more %s (THP %s); shared-memory windows %s (shmem THP %s)\n",
-              pages(large_blocks_taken() && (thp == "always" || thp == "madvise")), thp.c_str(),
+              pages(large_blocks_taken() && transparent_huge_pages_given(thp)), thp.c_str(),
               pages(shared_huge_pages_given(shared)), shared.c_str());
   if (wanted && shared == "never")
     std::printf("         as root, echo advise > /sys/kernel/mm/transparent_hugepage/shmem_enabled gives the windows "

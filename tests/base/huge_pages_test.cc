@@ -7,9 +7,7 @@
 #include <sys/mman.h>
 
 #include <cstdint>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
