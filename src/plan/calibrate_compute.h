@@ -22,8 +22,8 @@
 //     and "mlp_step_of_timed_layers": true (older files subtracted the fitted layer lines and
 //     clamped at 0; Cluster's loader re-bases them);
 //     oversubscription: 1, 2, 4, ... up to cores, and 2 x cores forked PROCESSES each running
-//     a fixed number of GPT-block passes; slowdown = wall time / one process's (the curve the
-//     simulator interpolates), and penalty = slowdown at 2 x cores / 2 (>= 1: worse than fair
+//     a fixed number of GPT-block passes; slowdown = the mean pass while all of them run /
+//     one process's (the curve the simulator interpolates; run_processes' steady_pass_s), and penalty = slowdown at 2 x cores / 2 (>= 1: worse than fair
 //     sharing);
 //     gossip's mix at 256 KiB-16 MiB models, two threads on two CPUs (calibrate_mix.h).
 //   Each measurement runs about `seconds` (the median repetition: the typical cost a run pays).
@@ -118,9 +118,17 @@ nlohmann::json handoff_json(const CacheHandoff& h);
 nlohmann::json mix_json(const std::vector<std::pair<double, double>>& by_size);
 // Its "mix_gbps_by_cores": {"close": [[model bytes, GB/s], ...], "far": ...}, the verdicts seen.
 nlohmann::json mix_by_cores_json(const std::map<std::string, std::vector<std::pair<double, double>>>& by_cores);
-// Wall seconds for `procs` forked processes each running `passes` forward+backward passes of
-// `p` concurrently (throws Error when a process cannot be started or fails).
-double run_processes(const UnitPoint& p, int procs, int passes);
+// `procs` forked processes each running `passes` forward+backward passes of `p` concurrently
+// (throws Error when a process cannot be started or fails). wall_s: from the first fork to
+// the last exit. steady_pass_s: the mean wall time of a pass while every process was in its
+// timed passes (the window from the last process's first timed pass to the first process's
+// last), which leaves out the start-up, the warm-up and the tail where fewer run; 0 when no
+// pass fell inside that window.
+struct ProcessRun {
+  double wall_s = 0, steady_pass_s = 0;
+  int steady_passes = 0;
+};
+ProcessRun run_processes(const UnitPoint& p, int procs, int passes);
 nlohmann::json compute_json(const ComputeRates& r);
 // The rank counts `dtrain bench calibrate` times the collectives at (processes, shm): 2, 4 and
 // 8, then every larger power of two up to the host's cores, at most 64. On 2 cores that is

@@ -76,7 +76,7 @@ double median_of(std::vector<double>& v) {
 }
 
 template <class Fwd, class Bwd>
-UnitPass time_pass(double seconds, int fixed, Fwd&& fwd, Bwd&& bwd) {
+UnitPass time_pass(double seconds, int fixed, const PassHook& on_pass, Fwd&& fwd, Bwd&& bwd) {
   std::vector<double> fs, bs;
   double act = 0, peak = 0;
   const double start = now();
@@ -92,6 +92,7 @@ UnitPass time_pass(double seconds, int fixed, Fwd&& fwd, Bwd&& bwd) {
     double t2 = now();
     peak = static_cast<double>(heap_stats().peak - base);
     if (reps == 0) continue;  // warm-up: first touch of the buffers
+    if (on_pass) on_pass(t0, t2);
     fs.push_back(t1 - t0);
     bs.push_back(t2 - t1);
   }
@@ -111,7 +112,7 @@ std::pair<Tensor, Tensor> varying_inputs(int64_t tok, int64_t width) {
 
 }  // namespace
 
-UnitPass time_unit(const UnitPoint& p, double seconds, int fixed) {
+UnitPass time_unit(const UnitPoint& p, double seconds, int fixed, const PassHook& on_pass) {
   FlushDenormals ftz;  // as the executors run
   if (p.kind == "mlp_layer") {
     std::vector<int64_t> dims = MLP::parse_spec(p.spec.substr(4));
@@ -121,7 +122,8 @@ UnitPass time_unit(const UnitPoint& p, double seconds, int fixed) {
     layer.allocate(1);
     Tensor x = Tensor::full({p.items, in}, 0.5f), seed = Tensor::full({p.items, out}, 1.0f / p.items);
     return time_pass(
-        seconds, fixed, [&](Graph& g) { return layer.forward(g, g.input(x)); }, [&](Graph& g, const Var& y) { g.backward(y, seed); });
+        seconds, fixed, on_pass, [&](Graph& g) { return layer.forward(g, g.input(x)); },
+        [&](Graph& g, const Var& y) { g.backward(y, seed); });
   }
   GptConfig c = GptConfig::parse(p.spec, 65);
   if (p.kind == "gpt_layernorm") {
@@ -129,7 +131,7 @@ UnitPass time_unit(const UnitPoint& p, double seconds, int fixed) {
     auto [x, seed] = varying_inputs(tok, c.width);
     Tensor gamma = Tensor::full({c.width}, 1.0f), beta = Tensor::full({c.width}, 0.0f);
     return time_pass(
-        seconds, fixed, [&](Graph& g) { return layernorm(g.leaf(x), g.leaf(gamma), g.leaf(beta)); },
+        seconds, fixed, on_pass, [&](Graph& g) { return layernorm(g.leaf(x), g.leaf(gamma), g.leaf(beta)); },
         [&](Graph& g, const Var& y) { g.backward(y, seed); });
   }
   if (p.kind == kZero3Block) {
@@ -143,7 +145,7 @@ UnitPass time_unit(const UnitPoint& p, double seconds, int fixed) {
     const int64_t tok = p.items * c.context;
     auto [x, seed] = varying_inputs(tok, c.width);
     return time_pass(
-        seconds, fixed,
+        seconds, fixed, on_pass,
         [&](Graph&) {
           Graph none(nullptr, false);
           one.forward_stage(none, none.input(x), {}, {}, p.items, c.context);
@@ -164,14 +166,15 @@ UnitPass time_unit(const UnitPoint& p, double seconds, int fixed) {
   auto [x, seed] = varying_inputs(tok, c.width);
   if (p.kind == "gpt_embedding")
     return time_pass(
-        seconds, fixed, [&](Graph& g) { return stage.forward_stage(g, Var(), ids, {}, p.items, c.context); },
+        seconds, fixed, on_pass, [&](Graph& g) { return stage.forward_stage(g, Var(), ids, {}, p.items, c.context); },
         [&](Graph& g, const Var& y) { g.backward(y, seed); });
   if (p.kind == "gpt_head")
     return time_pass(
-        seconds, fixed, [&](Graph& g) { return stage.forward_stage(g, g.leaf(x), {}, ids, p.items, c.context); },
+        seconds, fixed, on_pass,
+        [&](Graph& g) { return stage.forward_stage(g, g.leaf(x), {}, ids, p.items, c.context); },
         [&](Graph& g, const Var& y) { g.backward(y); });
   UnitPass r = time_pass(
-      seconds, fixed, [&](Graph& g) { return stage.forward_stage(g, g.leaf(x), {}, {}, p.items, c.context); },
+      seconds, fixed, on_pass, [&](Graph& g) { return stage.forward_stage(g, g.leaf(x), {}, {}, p.items, c.context); },
       [&](Graph& g, const Var& y) { g.backward(y, seed); });
   return {r.fwd_s / count, r.bwd_s / count, r.act_b / count, r.peak_b / count};
 }

@@ -49,6 +49,7 @@
 // Thread-safety: pure apart from measure_units, which uses the calling thread only.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -147,8 +148,10 @@ std::vector<UnitPoint> default_unit_points();
 std::vector<UnitPoint> unit_points_for(const std::string& spec);
 void measure_units(std::vector<UnitPoint>& points, double seconds);
 // Forward and backward seconds of one point (the best pass): passes for about `seconds`, or
-// exactly `fixed` passes after one warm-up when fixed > 0.
-UnitPass time_unit(const UnitPoint& p, double seconds, int fixed);
+// exactly `fixed` passes after one warm-up when fixed > 0. on_pass (optional) is told each
+// timed pass's start and end (steady clock, seconds; the warm-up is not timed).
+using PassHook = std::function<void(double start_s, double end_s)>;
+UnitPass time_unit(const UnitPoint& p, double seconds, int fixed, const PassHook& on_pass = {});
 
 nlohmann::json units_json(const std::vector<UnitPoint>& points, const std::map<std::string, UnitCost>& fits);
 std::map<std::string, UnitCost> units_from_json(const nlohmann::json& j, const std::string& where);

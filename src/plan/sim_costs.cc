@@ -1,6 +1,7 @@
 #include "plan/sim_costs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "plan/closed_forms.h"
@@ -40,6 +41,12 @@ double allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks) {
   }
   return hierarchical_allreduce_s(g.size / per_node, per_node, bytes, c.link_at(false, bytes, false),
                                   c.link_at(true, bytes / per_node, false)) * beyond(c, node_ranks, 2);
+}
+
+double lockstep_refill_s(const Cluster& c, int node_ranks, double bytes) {
+  if (node_ranks <= c.cores_per_node || c.cores_per_node < 1 || c.elementwise_bps <= 0) return 0;
+  const double k = std::ceil(static_cast<double>(node_ranks) / c.cores_per_node);
+  return k * k * bytes / c.elementwise_bps;
 }
 
 double window_allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks) {

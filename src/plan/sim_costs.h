@@ -54,6 +54,17 @@ double window_allreduce_s(const Cluster& c, Group g, double bytes, int node_rank
 double reduce_scatter_s(const Cluster& c, Group g, double bytes, int node_ranks);
 double allgather_s(const Cluster& c, Group g, double bytes, int node_ranks);
 CostParams link_of(const Cluster& c, Group g, double bytes, bool p2p);
+// Ranks that meet every step (ddp, gossip) and share a core take turns on it, and each comes
+// back to caches its co-located peers filled: its parameters (`bytes`) are fetched again
+// every time it is switched in. Priced as k^2 refills at the element-wise rate, k the ranks
+// on the busiest core (ceil(node_ranks / cores)); 0 with a core per rank. The form is fitted:
+// on the EPYC VM (2026-12-01, `dtrain train --strategy ddp` of mlp:784-64-10,
+// 784-256-128-10, 784-512-512-10 and 784-1024-1024-10, two runs each at 2, 4 and 8 ranks on
+// 2 cores, against the prediction with the steady slowdown curve) the step's excess over its
+// 2-rank excess grew with the parameters' bytes and about with k^2: 0.12-0.17 ms per MB at
+// k = 2, 0.33-0.60 at k = 4 (the 0.2 MB model: 0.01 and 0.13 ms), where this prices 0.12 and
+// 0.49 at the calibration's 32.5 GB/s. A GPT's step is hundreds of times the refill.
+double lockstep_refill_s(const Cluster& c, int node_ranks, double bytes);
 
 struct Pass {
   double f = 0, b = 0;

@@ -456,6 +456,10 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     p.comm_s = (move + mix_share * mix_models * bytes / mix_bps) * comm_slow;
     p.dp_bytes = degree * bytes;
   }
+  // Ranks that meet every step and share a core refill their caches each time they get it
+  // back (sim_costs.h lockstep_refill_s). Local SGD meets every H steps, and ps has the node
+  // floor below: neither is charged.
+  if (s == "ddp" || s == "gossip") p.comm_s += lockstep_refill_s(c, workers > 1 ? node_n : 1, bytes);
   // More ranks than cores (gossip, ps): the cores run every rank's work in turn, so a step
   // takes at least the node's CPU work over its cores. Besides each rank's compute, that
   // work is copying: a message is copied twice (into the peer's ring, out of it: its share
