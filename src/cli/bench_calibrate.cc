@@ -199,12 +199,14 @@ Calibrated calibrate(Communicator& c, double seconds) {
 
 // The hand-off as a line, with each verdict's rounds where the probe saw both or one.
 void print_handoff(const plan::CacheHandoff& h) {
-  std::printf("cross-core hand-off: %.3f ns/B rewriting lines a peer read, %.3f ns/B reading lines it wrote%s",
-              h.write_after_read_s_per_byte * 1e9, h.read_after_write_s_per_byte * 1e9,
-              h.measured ? "" : " (not measured: one CPU)");
+  std::printf(
+      "cross-core hand-off: %.3f ns/B rewriting lines a peer read, %.3f ns/B reading lines it wrote, %.3f ns/B "
+      "overwriting lines it read%s",
+      h.write_after_read_s_per_byte * 1e9, h.read_after_write_s_per_byte * 1e9, h.store_after_read_s_per_byte * 1e9,
+      h.measured ? "" : " (not measured: one CPU)");
   for (const auto& [verdict, r] : h.by_cores)
-    std::printf("; %d rounds %s: %.3f and %.3f", r.rounds, verdict.c_str(), r.write_after_read_s_per_byte * 1e9,
-                r.read_after_write_s_per_byte * 1e9);
+    std::printf("; %d rounds %s: %.3f, %.3f and %.3f", r.rounds, verdict.c_str(), r.write_after_read_s_per_byte * 1e9,
+                r.read_after_write_s_per_byte * 1e9, r.store_after_read_s_per_byte * 1e9);
   std::printf("\n");
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,6 +35,7 @@ namespace {
 void rewrite(std::vector<float>& v) {
   for (float& x : v) x = x * 0.5f + 1.0f;
 }
+void overwrite(std::vector<float>& v) { std::memset(v.data(), 0, v.size() * sizeof(float)); }
 float read_all(const std::vector<float>& v) {
   // Sixteen independent sums: one chain of adds would take longer than the loads it waits
   // for and hide any cost of fetching the lines.
@@ -121,8 +123,8 @@ double probe_core_round_trip_ns(double seconds) {
 // passes it to the peer with an odd value, the peer hands it back with the next even one.
 // Between hand-offs only one thread touches the buffer, so each timed pass sees exactly the
 // cache state the step before left: its own lines, or lines the peer just read or wrote.
-// Each round asks three things of the peer in turn: the round trip (both spin on `line`),
-// a read of every line, a rewrite of every line.
+// Each round asks four things of the peer in turn: the round trip (both spin on `line`),
+// a read of every line, a rewrite of every line, a read of every line again.
 CacheHandoff measure_handoff(int64_t bytes, int rounds, double spread_s) {
   CacheHandoff out;
   out.bytes = bytes;
@@ -132,7 +134,7 @@ CacheHandoff measure_handoff(int64_t bytes, int rounds, double spread_s) {
   std::atomic<float> sink{0};
   alignas(64) std::atomic<uint64_t> line{0};
   struct Round {
-    double war, raw, round_trip_ns;
+    double war, raw, sar, round_trip_ns;
   };
   std::vector<Round> kept;
   auto wait_for = [&](int t) {
@@ -168,7 +170,16 @@ CacheHandoff measure_handoff(int64_t bytes, int rounds, double spread_s) {
       t0 = now_seconds();
       sink.store(read_all(buf), std::memory_order_relaxed);
       const double after_write = now_seconds() - t0;
-      if (r > 0) kept.push_back({after_read - own_w, after_write - own_r, rt});
+      overwrite(buf);
+      t0 = now_seconds();
+      overwrite(buf);
+      const double own_s = now_seconds() - t0;
+      turn.store(++t, std::memory_order_release);  // the peer reads every line again
+      wait_for(++t);
+      t0 = now_seconds();
+      overwrite(buf);
+      const double store_after_read = now_seconds() - t0;
+      if (r > 0) kept.push_back({after_read - own_w, after_write - own_r, store_after_read - own_s, rt});
       if (pause > 0) std::this_thread::sleep_for(std::chrono::duration<double>(pause));
     }
     turn.store(-1, std::memory_order_release);
@@ -187,10 +198,10 @@ CacheHandoff measure_handoff(int64_t bytes, int rounds, double spread_s) {
       while ((now_turn = turn.load(std::memory_order_acquire)) == t) std::this_thread::yield();
       if (now_turn < 0) return;
       t = now_turn;
-      switch ((t - 1001) / 2 % 3) {
+      switch ((t - 1001) / 2 % 4) {
         case 0: ping_pong(line, count, 1, kPingTrips); break;
-        case 1: sink.store(read_all(buf), std::memory_order_relaxed); break;
-        default: rewrite(buf);
+        case 2: rewrite(buf); break;
+        default: sink.store(read_all(buf), std::memory_order_relaxed);
       }
       turn.store(++t, std::memory_order_release);
     }
@@ -201,18 +212,23 @@ CacheHandoff measure_handoff(int64_t bytes, int rounds, double spread_s) {
   out.measured = true;
   const double b = static_cast<double>(bytes);
   auto rates = [&](const char* verdict) {
-    std::vector<double> war, raw;
+    std::vector<double> war, raw, sar;
     for (const Round& r : kept)
-      if (!verdict || core_distance(r.round_trip_ns) == std::string(verdict)) war.push_back(r.war), raw.push_back(r.raw);
+      if (!verdict || core_distance(r.round_trip_ns) == std::string(verdict))
+        war.push_back(r.war), raw.push_back(r.raw), sar.push_back(r.sar);
     HandoffRates h;
     h.rounds = static_cast<int>(war.size());
-    if (h.rounds > 0)
-      h.write_after_read_s_per_byte = std::max(0.0, median(war)) / b, h.read_after_write_s_per_byte = std::max(0.0, median(raw)) / b;
+    if (h.rounds > 0) {
+      h.write_after_read_s_per_byte = std::max(0.0, median(war)) / b;
+      h.read_after_write_s_per_byte = std::max(0.0, median(raw)) / b;
+      h.store_after_read_s_per_byte = std::max(0.0, median(sar)) / b;
+    }
     return h;
   };
   const HandoffRates all = rates(nullptr);
   out.write_after_read_s_per_byte = all.write_after_read_s_per_byte;
   out.read_after_write_s_per_byte = all.read_after_write_s_per_byte;
+  out.store_after_read_s_per_byte = all.store_after_read_s_per_byte;
   for (const char* v : {"close", "far"})
     if (const HandoffRates h = rates(v); h.rounds > 0) out.by_cores[v] = h;
   return out;

@@ -14,7 +14,14 @@
 //     accumulates) lines the other thread has just read, less the same pass over lines it
 //     already holds;
 //   read_after_write: the timing thread reads lines the other thread has just written, less
-//     the same read over lines it holds.
+//     the same read over lines it holds;
+//   store_after_read: the timing thread overwrites whole lines (memset, as a ps worker zeroes
+//     its gradient slot before backward accumulates into it, and as a server copies its
+//     slice into its slot) that the other thread has just read, less the same pass over
+//     lines it holds. On the EPYC VM (2026-12-01, cores far) that read 0.02 ns/B where the
+//     rewrite read 0.34-0.48: a store that takes a whole line needs no copy of it, only the
+//     other core's invalidated, and sync ps, which writes only so, took no more a step with
+//     the cores far than the model priced without any hand-off.
 // Each is the median over `rounds` of (pass after the peer - pass alone) / bytes, at least 0.
 // The rounds are spread over about spread_s seconds (0: back to back).
 //
@@ -40,6 +47,7 @@ namespace dtrain::plan {
 struct HandoffRates {
   double write_after_read_s_per_byte = 0;
   double read_after_write_s_per_byte = 0;
+  double store_after_read_s_per_byte = 0;
   int rounds = 0;
 };
 
@@ -47,6 +55,7 @@ struct CacheHandoff {
   bool measured = false;
   double write_after_read_s_per_byte = 0;
   double read_after_write_s_per_byte = 0;
+  double store_after_read_s_per_byte = 0;
   int64_t bytes = 0;
   std::map<std::string, HandoffRates> by_cores;  // "close", "far": only the verdicts seen
 };

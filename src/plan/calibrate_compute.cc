@@ -429,10 +429,12 @@ nlohmann::json handoff_json(const CacheHandoff& h) {
   if (!h.measured) return nlohmann::json::object();
   nlohmann::json j = {{"bytes", h.bytes},
                       {"write_after_read_ns_per_byte", h.write_after_read_s_per_byte * 1e9},
-                      {"read_after_write_ns_per_byte", h.read_after_write_s_per_byte * 1e9}};
+                      {"read_after_write_ns_per_byte", h.read_after_write_s_per_byte * 1e9},
+                      {"store_after_read_ns_per_byte", h.store_after_read_s_per_byte * 1e9}};
   for (const auto& [verdict, r] : h.by_cores)
     j["by_cores"][verdict] = {{"write_after_read_ns_per_byte", r.write_after_read_s_per_byte * 1e9},
                               {"read_after_write_ns_per_byte", r.read_after_write_s_per_byte * 1e9},
+                              {"store_after_read_ns_per_byte", r.store_after_read_s_per_byte * 1e9},
                               {"rounds", r.rounds}};
   return j;
 }

@@ -337,6 +337,8 @@ Cluster with_core_distance(Cluster c, bool far, bool* used) {
     c.handoff_write_s_per_byte = h->second.first, c.handoff_read_s_per_byte = h->second.second;
     if (used) *used = true;
   }
+  if (const auto h = c.handoff_store_by_cores.find(verdict); h != c.handoff_store_by_cores.end())
+    c.handoff_store_s_per_byte = h->second;
   if (const auto mix = c.mix_points_by_cores.find(verdict); mix != c.mix_points_by_cores.end()) {
     c.mix_points = mix->second;
     if (used) *used = true;
@@ -714,6 +716,9 @@ Cluster this_machine(const std::string& path) {
     const auto& h = k["handoff"];
     c.handoff_write_s_per_byte = need(h, "write_after_read_ns_per_byte", w + ".handoff", "ns per byte") * 1e-9;
     c.handoff_read_s_per_byte = need(h, "read_after_write_ns_per_byte", w + ".handoff", "ns per byte") * 1e-9;
+    // Files before the forty-ninth session have no store rate (-1: ps takes the rewrite's).
+    if (h.contains("store_after_read_ns_per_byte"))
+      c.handoff_store_s_per_byte = need(h, "store_after_read_ns_per_byte", w + ".handoff", "ns per byte") * 1e-9;
     if (h.contains("by_cores")) {
       DT_CHECK(h["by_cores"].is_object(), InvalidArgument, w << ".handoff.by_cores must be {\"close\": {...}, \"far\": {...}}");
       for (const auto& [verdict, v] : h["by_cores"].items()) {
@@ -722,6 +727,8 @@ Cluster this_machine(const std::string& path) {
                  at << ": the verdicts are \"close\" and \"far\", each an object of rates");
         c.handoff_by_cores[verdict] = {need(v, "write_after_read_ns_per_byte", at, "ns per byte") * 1e-9,
                                        need(v, "read_after_write_ns_per_byte", at, "ns per byte") * 1e-9};
+        if (v.contains("store_after_read_ns_per_byte"))
+          c.handoff_store_by_cores[verdict] = need(v, "store_after_read_ns_per_byte", at, "ns per byte") * 1e-9;
       }
     }
   }

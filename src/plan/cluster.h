@@ -200,6 +200,14 @@ struct Cluster {
   // rewriting lines a peer core just read, reading lines a peer core just wrote. < 0: not
   // measured (the simulator then prices a hand-off at the 2-rank exchange's rate per byte).
   double handoff_write_s_per_byte = -1, handoff_read_s_per_byte = -1;
+  // Overwriting whole lines a peer core just read (memset, memcpy: "store_after_read"), as
+  // sync ps writes its window; < 0 where the file has none (ps then takes the rewrite's rate).
+  double handoff_store_s_per_byte = -1;
+  // What overwriting a buffer a peer read costs per byte: the store rate where measured, else
+  // the rewrite's (older files), else < 0.
+  double handoff_overwrite_s_per_byte() const {
+    return handoff_store_s_per_byte >= 0 ? handoff_store_s_per_byte : handoff_write_s_per_byte;
+  }
   // Both again by the cores' distance ("mix_gbps_by_cores"; the handoff's "by_cores"): from
   // the calibration's rounds whose cache-line round trip ShmContext would call "close" or
   // "far". On the 2-vCPU EPYC VM the hand-off cost 0.02 ns/B close and 0.35-0.45 far. A
@@ -210,6 +218,7 @@ struct Cluster {
   // "close" or "far" where with_core_distance chose that verdict's figures; "" otherwise.
   std::string cores_verdict;
   std::map<std::string, std::pair<double, double>> handoff_by_cores;  // (write, read) s/B
+  std::map<std::string, double> handoff_store_by_cores;              // store s/B, where the file has it
   double memory_gb = 8;
   CostParams intra, inter;
   LinkSizes intra_sizes, inter_sizes;  // empty: cost every size from intra/inter's beta

@@ -54,9 +54,9 @@ double window_allreduce_s(const Cluster& c, Group g, double bytes, int node_rank
 double reduce_scatter_s(const Cluster& c, Group g, double bytes, int node_ranks);
 double allgather_s(const Cluster& c, Group g, double bytes, int node_ranks);
 CostParams link_of(const Cluster& c, Group g, double bytes, bool p2p);
-// Ranks that meet every step (ddp, gossip) and share a core take turns on it, and each comes
-// back to caches its co-located peers filled: its parameters (`bytes`) are fetched again
-// every time it is switched in. Priced as k^2 refills at the element-wise rate, k the ranks
+// Ranks that meet every step (ddp, gossip, sync ps) and share a core take turns on it, and
+// each comes back to caches its co-located peers filled: its parameters (`bytes`) are
+// fetched again every time it is switched in. Priced as k^2 refills at the element-wise rate, k the ranks
 // on the busiest core (ceil(node_ranks / cores)); 0 with a core per rank. The form is fitted:
 // on the EPYC VM (2026-12-01, `dtrain train --strategy ddp` of mlp:784-64-10,
 // 784-256-128-10, 784-512-512-10 and 784-1024-1024-10, two runs each at 2, 4 and 8 ranks on

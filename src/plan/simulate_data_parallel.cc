@@ -291,7 +291,8 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
       const double remote = (workers - 1.0) / workers * bytes;
       const double copy = c.link_at(false, remote * (l.zero > 0 ? 2 : 1), true).beta_s_per_byte;
       const bool timed_window = ddp_window && c.measured_allreduce_window_s(workers, remote) >= 0;
-      if (!timed_window) p.compute_s += remote * (c.handoff_write_s_per_byte >= 0 ? c.handoff_write_s_per_byte : copy);
+      const double overwrite = c.handoff_overwrite_s_per_byte();  // backward zeroes the gradient first
+      if (!timed_window) p.compute_s += remote * (overwrite >= 0 ? overwrite : copy);
       if (l.zero > 0) p.compute_s += remote * (c.handoff_read_s_per_byte >= 0 ? c.handoff_read_s_per_byte : copy);
     }
     // Walk the buckets in the order backward produces them (share_grad.h): units last
@@ -381,13 +382,19 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     // the node's throughput, while these rewrites wait on each other step by step (perf of
     // such a run: the weight gradient into the slot 2.0x, the copies 2.8x, the server's sum
     // 2.1x their CPU with the cores close).
-    if (ps_window && c.handoff_write_s_per_byte >= 0) {
+    // Both sides overwrite whole lines (the worker zeroes its slot before backward, the server
+    // copies its slice into its slot): the store rate where the calibration has it
+    // (calibrate_cache.h). With the rewrite's rate (0.41 ns/B far) sync ps at 2 and 4 ranks
+    // read +76..+108% in every far run of dv-s1 and dv-s2 (2026-12-01), where the store rate
+    // read 0.02.
+    const double overwrite = c.handoff_overwrite_s_per_byte();
+    if (ps_window && overwrite >= 0) {
       const bool beyond = node_n > c.cores_per_node;
       const double inv = 1.0 / c.cores_per_node;
       const double worker_share = beyond ? (1 - inv) * pass_slow : 1.0;
       const double server_share = beyond ? 1 - std::pow(inv, workers) : 1.0;
-      p.compute_s += worker_share * bytes * c.handoff_write_s_per_byte;
-      p.optimizer_s += server_share * per_server * c.handoff_write_s_per_byte;
+      p.compute_s += worker_share * bytes * overwrite;
+      p.optimizer_s += server_share * per_server * overwrite;
     }
     p.dp_bytes = 2 * bytes;
   } else if (s == "localsgd") {
@@ -457,9 +464,13 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     p.dp_bytes = degree * bytes;
   }
   // Ranks that meet every step and share a core refill their caches each time they get it
-  // back (sim_costs.h lockstep_refill_s). Local SGD meets every H steps, and ps has the node
-  // floor below: neither is charged.
-  if (s == "ddp" || s == "gossip") p.comm_s += lockstep_refill_s(c, workers > 1 ? node_n : 1, bytes);
+  // back (sim_costs.h lockstep_refill_s): ddp, gossip and a synchronous parameter server's
+  // workers. Local SGD meets every H steps and an asynchronous server's workers never wait
+  // for each other: neither is charged. (Sync ps at 8 ranks, once its hand-offs were priced
+  // at the store rate: -21% and -33% in dv-t2 and dv-s2 without the refill, +9% and -13%
+  // with it.)
+  if (s == "ddp" || s == "gossip" || (s == "ps" && l.ps_sync))
+    p.comm_s += lockstep_refill_s(c, workers > 1 ? node_n : 1, bytes);
   // More ranks than cores (gossip, ps): the cores run every rank's work in turn, so a step
   // takes at least the node's CPU work over its cores. Besides each rank's compute, that
   // work is copying: a message is copied twice (into the peer's ring, out of it: its share
@@ -529,8 +540,8 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
       // where half or more of the run's samples read far, against 0.89-1.07 and 1.16-1.51
       // with a fifth or fewer (the forty-first and forty-second sessions' validations), and
       // this cost was priced nowhere.
-      if (ps_window && c.handoff_write_s_per_byte > 0)
-        node_cpu += (1.0 - 1.0 / c.cores_per_node) * (workers + 1) * bytes * c.handoff_write_s_per_byte;
+      if (ps_window && c.handoff_overwrite_s_per_byte() > 0)
+        node_cpu += (1.0 - 1.0 / c.cores_per_node) * (workers + 1) * bytes * c.handoff_overwrite_s_per_byte();
     }
     const double share = static_cast<double>(node_n) / n;  // of the job's work on this node
     const double floor = node_cpu * share / c.cores_per_node * std::max(1.0, penalty) +

@@ -566,15 +566,19 @@ TEST(CalibrateUnits, CrossCoreHandoffIsTimedAndReadBack) {
   EXPECT_GE(h.read_after_write_s_per_byte, 0.0);
   EXPECT_LT(h.write_after_read_s_per_byte, 1e-6);  // under a microsecond a byte: a hand-off, not a hang
   EXPECT_LT(h.read_after_write_s_per_byte, 1e-6);
+  EXPECT_GE(h.store_after_read_s_per_byte, 0.0);
+  EXPECT_LT(h.store_after_read_s_per_byte, 1e-6);
   // The compute section carries it; the cluster reads it back (ns -> s), and a file without
   // it leaves the rates unmeasured (< 0).
   nlohmann::json j = {{"version", 3},
                       {"compute",
                        {{"gemm_gflops", 20}, {"elementwise_gbps", 5}, {"optimizer_ns_per_param", 3},
-                        {"handoff", handoff_json({true, 2e-10, 4e-10, 1 << 20, {{"far", {4e-10, 1e-11, 5}}}})}}}};
+                        {"handoff", handoff_json({true, 2e-10, 4e-10, 3e-11, 1 << 20, {{"far", {4e-10, 1e-11, 6e-11, 5}}}})}}}};
   TmpFile f = write_tmp(j);
   EXPECT_NEAR(this_machine(f).handoff_write_s_per_byte, 2e-10, 1e-18);
   EXPECT_NEAR(this_machine(f).handoff_read_s_per_byte, 4e-10, 1e-18);
+  EXPECT_NEAR(this_machine(f).handoff_store_s_per_byte, 3e-11, 1e-18);
+  EXPECT_NEAR(this_machine(f).handoff_overwrite_s_per_byte(), 3e-11, 1e-18);  // what ps's writes pay
   // A run whose cores probed far takes the far rounds' rates; one that probed close keeps
   // the mixed ones, since the calibration saw no close round.
   bool used = false;
@@ -582,11 +586,17 @@ TEST(CalibrateUnits, CrossCoreHandoffIsTimedAndReadBack) {
   EXPECT_TRUE(used);
   EXPECT_NEAR(far.handoff_write_s_per_byte, 4e-10, 1e-18);
   EXPECT_NEAR(far.handoff_read_s_per_byte, 1e-11, 1e-18);
+  EXPECT_NEAR(far.handoff_store_s_per_byte, 6e-11, 1e-18);
   EXPECT_NEAR(with_core_distance(this_machine(f), false, &used).handoff_write_s_per_byte, 2e-10, 1e-18);
   EXPECT_FALSE(used);
   j["compute"]["handoff"]["by_cores"] = {{"near", {{"write_after_read_ns_per_byte", 1}, {"read_after_write_ns_per_byte", 1}}}};
   std::ofstream(f) << j.dump();
   EXPECT_THROW(this_machine(f), InvalidArgument);
+  // A file from before the store rate: none, and an overwrite costs the rewrite's rate.
+  j["compute"]["handoff"] = {{"write_after_read_ns_per_byte", 0.2}, {"read_after_write_ns_per_byte", 0.4}};
+  std::ofstream(f) << j.dump();
+  EXPECT_LT(this_machine(f).handoff_store_s_per_byte, 0.0);
+  EXPECT_NEAR(this_machine(f).handoff_overwrite_s_per_byte(), 2e-10, 1e-18);
   j["compute"].erase("handoff");
   std::ofstream(f) << j.dump();
   EXPECT_LT(this_machine(f).handoff_write_s_per_byte, 0.0);

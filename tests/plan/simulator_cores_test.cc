@@ -31,6 +31,12 @@ TEST(Simulator, DdpAtOneRankPerCorePullsBackWhatItsPeersTouched) {
   EXPECT_NEAR(ddp.compute_s - local.compute_s, 0.5 * bytes * (3e-10 + 5e-10), 1e-12);
   plain = simulate(m, {.strategy = "ddp", .dp = 2, .zero = 0}, c, 64);
   EXPECT_NEAR(plain.compute_s - local.compute_s, 0.5 * bytes * 3e-10, 1e-12);
+  // Backward zeroes the gradient before it accumulates: where whole-line stores were timed,
+  // the gradient pays their rate.
+  c.handoff_store_s_per_byte = 1e-10;
+  plain = simulate(m, {.strategy = "ddp", .dp = 2, .zero = 0}, c, 64);
+  EXPECT_NEAR(plain.compute_s - local.compute_s, 0.5 * bytes * 1e-10, 1e-12);
+  c.handoff_store_s_per_byte = -1;
   c.handoff_write_s_per_byte = c.handoff_read_s_per_byte = 0;
   EXPECT_NEAR(simulate(m, {.strategy = "ddp", .dp = 2, .zero = 1}, c, 64).compute_s, local.compute_s, 1e-12);
   // More ranks than cores: the caches are the co-located ranks' anyway (the slowdown curve).
@@ -177,6 +183,13 @@ TEST(Simulator, SyncPsThroughTheWindowPaysTheHandOff) {
   c.handoff_write_s_per_byte = rate;
   const Prediction big = simulate(m, four, c, 64);
   EXPECT_GE(big.step_s - at4.step_s, 0.5 * slow * bytes * rate + (1 - 0.125) * bytes * rate - 1e-12);
+  // Both sides overwrite whole lines (the worker zeroes its slot, the server copies its slice
+  // in): where the calibration timed such stores, their rate, not the rewrite's.
+  c.handoff_write_s_per_byte = 0.3e-9;
+  c.handoff_store_s_per_byte = 0.02e-9;
+  const Prediction stores = simulate(m, ps, c, 64);
+  EXPECT_NEAR(stores.compute_s - zero.compute_s, bytes * 0.02e-9, 1e-12);
+  EXPECT_NEAR(stores.optimizer_s - zero.optimizer_s, bytes * 0.02e-9, 1e-12);
 }
 
 // ddp with a core per rank: backward rewrites the lines its peers read in the all-reduce. A
