@@ -128,6 +128,7 @@ class ZeroOptimizer {
   std::vector<Slice> buckets_;
   std::unique_ptr<Optimizer> opt_;
   std::vector<float> shard_grad_;   // stages 1-2: this rank's slices of the reduced gradient
+  std::vector<float> step_scratch_;  // fused, shared parameters: a piece stepped out of place (zero.cc)
   std::vector<float> shard_param_;  // stages 1-2: this rank's slices of the parameters (scratch)
   std::vector<float> padded_, recv_;  // reduce-scatter scratch
   ZeroComm comm_;

@@ -283,6 +283,20 @@ TEST_F(TrainMp, DdpSharedAndPrivateParametersTrainTheSameModel) {
     EXPECT_EQ(runs["on"]["epoch_rows"][e]["train_loss"].get<double>(), runs["off"]["epoch_rows"][e]["train_loss"].get<double>())
         << "epoch " << e + 1;
   EXPECT_EQ(runs["on"]["test_loss"].get<double>(), runs["off"]["test_loss"].get<double>());
+  // 4 ranks (on 2 cores, or a core each on a larger host): shared parameters stepped in a
+  // scratch copy where ranks share the cores (parallel/zero.cc), in place otherwise; either
+  // way the same model as with a copy per rank.
+  const std::string four = "-n 4 " + data() + "--epochs 1 --batch 48 --optimizer momentum --seed 3 --batch-split even ";
+  std::map<std::string, nlohmann::json> at4;
+  for (const char* mode : {"on", "off"}) {
+    const std::string json = file(std::string("sp4-") + mode + ".json");
+    Result r = run(four + "--shared-params " + mode + " --json " + json);
+    ASSERT_EQ(r.code, 0) << mode << "\n" << r.output;
+    at4[mode] = load(json);
+  }
+  EXPECT_EQ(at4["on"]["epoch_rows"][0]["shared_params"].get<double>(), 1.0);
+  EXPECT_EQ(at4["on"]["epoch_rows"][0]["train_loss"].get<double>(), at4["off"]["epoch_rows"][0]["train_loss"].get<double>());
+  EXPECT_EQ(at4["on"]["test_loss"].get<double>(), at4["off"]["test_loss"].get<double>());
   Result bad = run(common + "--shared-params maybe");
   EXPECT_NE(bad.code, 0);
   EXPECT_NE(bad.output.find("--shared-params takes auto, on or off"), std::string::npos) << bad.output;
