@@ -61,11 +61,11 @@ double gemm_seconds(const Shape& s, double seconds) {
 ProcessRun run_processes(const UnitPoint& p, int procs, int passes) {
   // Each child writes its timed passes' (start, end) into a shared page; the parent reads
   // them after every child has exited (waitpid orders the writes before the reads).
-  const size_t slots = static_cast<size_t>(procs) * static_cast<size_t>(std::max(passes, 1)) * 2;
+  // (An anonymous mapping starts zeroed: a pass never timed reads (0, 0).)
+  const size_t per_proc = 2 * static_cast<size_t>(std::max(passes, 1)), slots = per_proc * static_cast<size_t>(procs);
   void* mem = ::mmap(nullptr, slots * sizeof(double), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   DT_CHECK(mem != MAP_FAILED, Error, "calibrate: cannot map the oversubscription probe's timestamps");
   auto* stamps = static_cast<double*>(mem);
-  std::fill(stamps, stamps + slots, 0.0);
   const double t0 = now();
   std::vector<pid_t> kids;
   for (int i = 0; i < procs; ++i) {
@@ -81,7 +81,7 @@ ProcessRun run_processes(const UnitPoint& p, int procs, int passes) {
       const long cpus = std::min<long>(::sysconf(_SC_NPROCESSORS_CONF), CPU_SETSIZE);
       for (long c = 0; c < cpus; ++c) CPU_SET(static_cast<int>(c), &all);
       ::sched_setaffinity(0, sizeof all, &all);  // the kernel keeps only the CPUs allowed here
-      double* mine = stamps + static_cast<size_t>(i) * static_cast<size_t>(std::max(passes, 1)) * 2;
+      double* mine = stamps + static_cast<size_t>(i) * per_proc;
       int done = 0;
       int rc = 0;
       try {
@@ -109,7 +109,7 @@ ProcessRun run_processes(const UnitPoint& p, int procs, int passes) {
   run.wall_s = now() - t0;
   // The window where all of them ran their timed passes, and the passes wholly inside it.
   const auto pass_of = [&](int proc, int j) {
-    const double* q = stamps + (static_cast<size_t>(proc) * static_cast<size_t>(std::max(passes, 1)) + j) * 2;
+    const double* q = stamps + static_cast<size_t>(proc) * per_proc + 2 * static_cast<size_t>(j);
     return std::pair<double, double>{q[0], q[1]};
   };
   double lo = 0, hi = 1e300;

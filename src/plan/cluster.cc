@@ -334,11 +334,10 @@ Cluster with_core_distance(Cluster c, bool far, bool* used) {
   c.cores_verdict = verdict;
   // The compute figures that cross cores: what the calibration's rounds of this verdict gave.
   if (const auto h = c.handoff_by_cores.find(verdict); h != c.handoff_by_cores.end()) {
-    c.handoff_write_s_per_byte = h->second.first, c.handoff_read_s_per_byte = h->second.second;
+    c.handoff_write_s_per_byte = h->second.write_s_per_byte, c.handoff_read_s_per_byte = h->second.read_s_per_byte;
+    if (h->second.store_s_per_byte >= 0) c.handoff_store_s_per_byte = h->second.store_s_per_byte;
     if (used) *used = true;
   }
-  if (const auto h = c.handoff_store_by_cores.find(verdict); h != c.handoff_store_by_cores.end())
-    c.handoff_store_s_per_byte = h->second;
   if (const auto mix = c.mix_points_by_cores.find(verdict); mix != c.mix_points_by_cores.end()) {
     c.mix_points = mix->second;
     if (used) *used = true;
@@ -725,10 +724,11 @@ Cluster this_machine(const std::string& path) {
         const std::string at = w + ".handoff.by_cores." + verdict;
         DT_CHECK((verdict == "close" || verdict == "far") && v.is_object(), InvalidArgument,
                  at << ": the verdicts are \"close\" and \"far\", each an object of rates");
-        c.handoff_by_cores[verdict] = {need(v, "write_after_read_ns_per_byte", at, "ns per byte") * 1e-9,
-                                       need(v, "read_after_write_ns_per_byte", at, "ns per byte") * 1e-9};
+        Cluster::HandoffByCores& r = c.handoff_by_cores[verdict];
+        r.write_s_per_byte = need(v, "write_after_read_ns_per_byte", at, "ns per byte") * 1e-9;
+        r.read_s_per_byte = need(v, "read_after_write_ns_per_byte", at, "ns per byte") * 1e-9;
         if (v.contains("store_after_read_ns_per_byte"))
-          c.handoff_store_by_cores[verdict] = need(v, "store_after_read_ns_per_byte", at, "ns per byte") * 1e-9;
+          r.store_s_per_byte = need(v, "store_after_read_ns_per_byte", at, "ns per byte") * 1e-9;
       }
     }
   }

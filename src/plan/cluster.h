@@ -217,8 +217,10 @@ struct Cluster {
   double mix_bps_under(const std::string& verdict, double model_bytes) const;
   // "close" or "far" where with_core_distance chose that verdict's figures; "" otherwise.
   std::string cores_verdict;
-  std::map<std::string, std::pair<double, double>> handoff_by_cores;  // (write, read) s/B
-  std::map<std::string, double> handoff_store_by_cores;              // store s/B, where the file has it
+  struct HandoffByCores {
+    double write_s_per_byte = -1, read_s_per_byte = -1, store_s_per_byte = -1;  // store: < 0 in older files
+  };
+  std::map<std::string, HandoffByCores> handoff_by_cores;
   double memory_gb = 8;
   CostParams intra, inter;
   LinkSizes intra_sizes, inter_sizes;  // empty: cost every size from intra/inter's beta

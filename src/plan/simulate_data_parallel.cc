@@ -270,6 +270,9 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     p.buffers_b = std::max(worker, server) - (p.weights_b + p.grads_b + p.optimizer_b + p.activations_b);
   }
   Group all{workers, 1};
+  // What rewriting a buffer a peer core read last costs a byte, where the buffer is zeroed or
+  // copied into whole (ddp's gradient, ps's slots): Cluster::handoff_overwrite_s_per_byte.
+  const double overwrite = c.handoff_overwrite_s_per_byte();
   if (s == "ddp" && workers > 1) {
     if (node_n <= c.cores_per_node) {
       // One rank per core keeps its caches from step to step, except for the lines its peers
@@ -291,7 +294,7 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
       const double remote = (workers - 1.0) / workers * bytes;
       const double copy = c.link_at(false, remote * (l.zero > 0 ? 2 : 1), true).beta_s_per_byte;
       const bool timed_window = ddp_window && c.measured_allreduce_window_s(workers, remote) >= 0;
-      const double overwrite = c.handoff_overwrite_s_per_byte();  // backward zeroes the gradient first
+      // (Backward zeroes the gradient first: the overwrite's rate.)
       if (!timed_window) p.compute_s += remote * (overwrite >= 0 ? overwrite : copy);
       if (l.zero > 0) p.compute_s += remote * (c.handoff_read_s_per_byte >= 0 ? c.handoff_read_s_per_byte : copy);
     }
@@ -387,7 +390,6 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     // (calibrate_cache.h). With the rewrite's rate (0.41 ns/B far) sync ps at 2 and 4 ranks
     // read +76..+108% in every far run of dv-s1 and dv-s2 (2026-12-01), where the store rate
     // read 0.02.
-    const double overwrite = c.handoff_overwrite_s_per_byte();
     if (ps_window && overwrite >= 0) {
       const bool beyond = node_n > c.cores_per_node;
       const double inv = 1.0 / c.cores_per_node;
@@ -540,8 +542,7 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
       // where half or more of the run's samples read far, against 0.89-1.07 and 1.16-1.51
       // with a fifth or fewer (the forty-first and forty-second sessions' validations), and
       // this cost was priced nowhere.
-      if (ps_window && c.handoff_overwrite_s_per_byte() > 0)
-        node_cpu += (1.0 - 1.0 / c.cores_per_node) * (workers + 1) * bytes * c.handoff_overwrite_s_per_byte();
+      if (ps_window && overwrite > 0) node_cpu += (1.0 - 1.0 / c.cores_per_node) * (workers + 1) * bytes * overwrite;
     }
     const double share = static_cast<double>(node_n) / n;  // of the job's work on this node
     const double floor = node_cpu * share / c.cores_per_node * std::max(1.0, penalty) +
