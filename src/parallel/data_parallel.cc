@@ -6,6 +6,7 @@
 #include "base/copy.h"
 #include "base/error.h"
 #include "coll/collectives.h"
+#include "parallel/stragglers.h"
 
 namespace dtrain {
 
@@ -100,6 +101,7 @@ Metrics DataParallel::epoch_metrics() {
   if (!zopt_) {
     Metrics m;
     add_split_metrics(m);
+    add_straggler_metrics(m);
     return m;
   }
   const ZeroBytes b = zopt_->bytes();
@@ -108,7 +110,25 @@ Metrics DataParallel::epoch_metrics() {
             {"zero_grad_MB", static_cast<double>(b.grads) / 1e6},
             {"shared_params", shared_params_.empty() ? 0.0 : 1.0}};
   add_split_metrics(m);
+  add_straggler_metrics(m);
   return m;
+}
+
+void DataParallel::add_straggler_metrics(Metrics& m) {
+  std::vector<float> mine;
+  mine.swap(step_compute_);
+  if (comm_.size() < 2) return;
+  // Every rank ran the same steps; the fewest recorded (kMaxRecordedSteps) are compared.
+  double steps = static_cast<double>(mine.size());
+  allreduce(comm_, &steps, 1, DType::kFloat64, ReduceOp::kMin);
+  const auto n = static_cast<int64_t>(steps);
+  if (n == 0) return;
+  std::vector<float> all(static_cast<size_t>(n * comm_.size()));
+  allgather(comm_, mine.data(), all.data(), static_cast<size_t>(n), DType::kFloat32);
+  const StragglerStats st = straggler_stats(all, comm_.size(), n);
+  m.emplace_back("straggler_wait_ms", 1e3 * st.wait_s / static_cast<double>(n));
+  m.emplace_back("slowest_rank", st.slowest);
+  m.emplace_back("slowest_rank_share", st.slowest_share);
 }
 
 void DataParallel::add_split_metrics(Metrics& m) const {
@@ -230,6 +250,7 @@ LossAcc DataParallel::step_in_place(std::span<const int64_t> global_batch) {
   const double t_end = now_seconds();
   if (inst_ && t_end > t_prev) inst_->compute("backward (rest)", t_prev, t_end);
   split_.record(t_end - t_start, share.second - share.first);
+  if (step_compute_.size() < kMaxRecordedSteps) step_compute_.push_back(static_cast<float>(t_end - t_start));
   {
     // Without overlap the buckets' collectives run here, on the caller: all of it is waiting.
     Instrument::Scope wait(inst_, "wait for all-reduce", SpanKind::kWait);
@@ -262,6 +283,7 @@ void DataParallel::unshare_params() {
 }
 
 LossAcc DataParallel::run_epoch(std::span<const int64_t> order, int64_t batch, const ProgressFn& progress) {
+  step_compute_.clear();  // this epoch's steps only (add_straggler_metrics)
   // With shared parameters the model's own copy is brought up to date after the epoch, for
   // evaluation and checkpoints (and taken as the shared one before it: a resume may load it).
   share_params();

@@ -36,7 +36,10 @@
 //
 // Accounting: compute = forward/backward/step on the training thread; comm = each bucket's
 // all-reduce on the progress thread (track 1 in a trace); wait = the training thread blocked
-// on buckets. Epoch loss/accuracy are summed over ranks at the end of each epoch.
+// on buckets. Epoch loss/accuracy are summed over ranks at the end of each epoch. Of the
+// wait, the part spent behind the step's slowest compute is the epoch row's
+// straggler_wait_ms (with slowest_rank and slowest_rank_share: parallel/stragglers.h),
+// gathered from every rank's per-step forward + backward seconds by epoch_metrics().
 // Thread-safety: driven by one thread; owns one progress thread on `comm`.
 #pragma once
 
@@ -139,6 +142,9 @@ class DataParallel : public ModelStrategy {
   void unshare_params();  // the shared copy -> the model's parameters
   void start();
   void add_split_metrics(Metrics& m) const;  // the measured split's smallest and largest share
+  // The epoch's straggler figures (parallel/stragglers.h) from every rank's per-step compute:
+  // an all-reduce and an all-gather (collective: epoch_metrics runs on every rank).
+  void add_straggler_metrics(Metrics& m);
 
   Optimizer* opt_;
   Communicator& comm_;
@@ -162,6 +168,10 @@ class DataParallel : public ModelStrategy {
   std::unique_ptr<CountedAsHeap> params_counted_;
   std::span<float> shared_params_;
   std::vector<Work> pending_;
+  // This epoch's forward + backward seconds, step by step (add_straggler_metrics), up to
+  // kMaxRecordedSteps (4 MB) for a caller that steps without epochs.
+  static constexpr size_t kMaxRecordedSteps = size_t{1} << 20;
+  std::vector<float> step_compute_;
   int64_t step_ = 0;
   bool overlap_ = true;  // o_.overlap where the host has a core per rank
 };

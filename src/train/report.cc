@@ -152,6 +152,40 @@ nlohmann::json report_json(const TrainConfig& f, const TrainJob& job, const Trai
   return j;
 }
 
+namespace {
+
+// ddp's straggler figures (parallel/stragglers.h), from the epoch rows: the mean rank's wait
+// for each step's slowest compute, averaged over the epochs, against the measured step; and
+// which rank was slowest how often in the last epoch, read as one slow rank or the host's
+// noise (each rank by turns).
+void print_stragglers(std::FILE* out, const TrainReport& r, int ranks) {
+  double ms = 0;
+  int rows = 0, slowest = -1;
+  double share = 0;
+  for (const auto& e : r.epochs)
+    for (const auto& [k, v] : e.extra) {
+      if (k == "straggler_wait_ms") ms += v, ++rows;
+      if (k == "slowest_rank") slowest = static_cast<int>(v);
+      if (k == "slowest_rank_share") share = v;
+    }
+  if (rows == 0 || ranks < 2 || r.steps <= 0) return;
+  ms /= rows;
+  const double step_ms = 1e3 * r.train_seconds / static_cast<double>(r.steps);
+  // One rank slowest in 80% of the steps or more (with many ranks, 1.5x its even share at the
+  // least) is one slow rank; under halfway from the even share to always, the ranks by turns.
+  const double even = 1.0 / ranks;
+  const char* kind = share >= std::max(0.8, 1.5 * even)
+                         ? "one slow rank (give it less of each batch: --batch-split measured, or weights)"
+                     : share < (1 + even) / 2 ? "the ranks by turns (their cores' speed wanders: no one rank to move work off)"
+                                              : "mostly that rank";
+  std::fprintf(out,
+               "stragglers: the ranks waited %.2f ms a step (%.0f%% of the %.2f ms step) for the step's slowest compute; "
+               "in the last epoch rank %d was the slowest in %.0f%% of the steps: %s\n",
+               ms, step_ms > 0 ? 100 * ms / step_ms : 0.0, step_ms, slowest, 100 * share, kind);
+}
+
+}  // namespace
+
 void print_summary(std::FILE* out, const TrainConfig& f, const TrainJob& job, const TrainReport& r,
                    const std::vector<TimeSplit>& splits, bool distributed) {
   if (!r.classifies) {
@@ -178,6 +212,7 @@ void print_summary(std::FILE* out, const TrainConfig& f, const TrainJob& job, co
     std::fprintf(out, "%4zu  %9.2f  %6.2f  %6.2f  %5.0f%%  %7.1f\n", i, s.compute_seconds, s.comm_seconds,
                  s.wait_seconds, 100 * s.hidden_fraction(), static_cast<double>(s.comm_bytes) / 1e6);
   }
+  print_stragglers(out, r, static_cast<int>(splits.size()));
   std::fflush(out);
 }
 

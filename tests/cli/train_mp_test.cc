@@ -317,6 +317,20 @@ TEST_F(TrainMp, DdpBatchSplitCutsAsAskedAndKeepsTheModel) {
       ASSERT_EQ(r.code, 0) << name << "\n" << r.output;
       runs[name] = load(json);
       ASSERT_EQ(runs[name]["epoch_rows"].size(), 2u) << runs[name].dump();
+      // Every 2-rank epoch row carries the straggler figures (parallel/stragglers.h): the mean
+      // rank's wait behind the slowest compute, under the epoch's step; the most often slowest
+      // rank, slowest in at least half the steps (one of two ranks is, in every step).
+      for (const auto& row : runs[name]["epoch_rows"]) {
+        const double wait_ms = row.at("straggler_wait_ms").get<double>();
+        const double step_ms = 1e3 * 48 / row["examples_per_second"].get<double>();  // a batch of 48
+        EXPECT_GE(wait_ms, 0) << name;
+        EXPECT_LT(wait_ms, step_ms) << name;
+        const double slowest = row.at("slowest_rank").get<double>();
+        EXPECT_TRUE(slowest == 0 || slowest == 1) << name;
+        EXPECT_GE(row.at("slowest_rank_share").get<double>(), 0.5) << name;
+        EXPECT_LE(row.at("slowest_rank_share").get<double>(), 1.0) << name;
+      }
+      EXPECT_NE(r.output.find("stragglers: the ranks waited"), std::string::npos) << r.output;
     }
   EXPECT_FALSE(runs["even"]["epoch_rows"][0].contains("batch_share_min"));
   EXPECT_FALSE(runs["auto-det"]["epoch_rows"][0].contains("batch_share_min"));
