@@ -91,9 +91,12 @@ for round in $(seq 1 "$ROUNDS"); do
     run gossip "$n" --strategy gossip "${MLP[@]}"
     run ps "$n" --strategy ps --servers 1 --sync "${MLP[@]}"
     # A fedavg round is 30-60 ms here, too short to time alone (the first, with its warm-up,
-    # read 0.47 ms a step at 8 ranks where later rounds read 0.37-0.38): 4 rounds, the median
-    # of rounds 2-4 (plan_measure.h steady_step_s).
-    run fedavg "$n" --strategy fedavg "${MLP[@]}" --epochs 4
+    # read 0.47 ms a step at 8 ranks where later rounds read 0.37-0.38), and each samples
+    # other clients: 16 rounds, rounds 2-16's time over their examples (plan_measure.h
+    # steady_step_s), the rounds the planner prices (it samples up to 16). With 4 rounds the
+    # three timed ones read 0.39-0.60 ms a step at 2 ranks in two runs a minute apart
+    # (2026-12-01); with 16, 0.450 and 0.458.
+    run fedavg "$n" --strategy fedavg "${MLP[@]}" --epochs 16
     run gpt-zero1 "$n" --strategy zero --zero 1 "${GARGS[@]}" --batch $((12 * n))
     run gpt-zero3 "$n" --strategy zero --zero 3 "${GARGS[@]}" --batch $((12 * n))
     # The GPT has 8 heads and 8 units (6 blocks, embedding, head): tp and pp up to 8 ranks (on a
