@@ -179,7 +179,8 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
   DT_CHECK(j.is_object() && j.contains("links_by_size") && j["links_by_size"].contains("intra"), IoError,
            "bench calibrate: " << path << " has no intra-host link figures to add the collectives by rank count to");
   nlohmann::json by_ranks = nlohmann::json::object(), rs = nlohmann::json::object(), ag = nlohmann::json::object(),
-                 bc = nlohmann::json::object(), gap = nlohmann::json::object(), slots_from = nlohmann::json::object(),
+                 bc = nlohmann::json::object(), gap = nlohmann::json::object(), penalty = nlohmann::json::object(),
+                 slots_from = nlohmann::json::object(),
                  two_rank = nlohmann::json::object(), by_cores_by_ranks = nlohmann::json::object(),
                  window = nlohmann::json::object();
   std::set<std::string> seen;  // the verdicts any pass so far was filed under
@@ -264,6 +265,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
     GapFactors gaps;  // this rank count's, from its gap passes below
     if (p > cores && b2b != passes.end()) {
       std::vector<std::pair<std::string, double>> counted;
+      std::vector<double> alphas;  // each counted pass's meeting penalty (plan/cluster.h)
       auto timed = [&](const std::string& name, std::vector<std::string> args, nlohmann::json* got,
                        std::string* verdict) {
         const std::string before = cores_now();
@@ -293,6 +295,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
         const double gaps = kGapUs * 1e-6 * static_cast<double>(p) / cores;
         const double f = std::max(1.0, (got[0]["time_us"].get<double>() * 1e-6 - gaps) / base);
         counted.push_back({verdict, f});
+        alphas.push_back((f - 1) * base / gaps);  // the same excess per second of the node's compute
         std::printf("shm allreduce, %d ranks, gap pass %d: cores %s, x%.2f\n", p, pass + 1,
                     verdict.empty() ? "mixed" : verdict.c_str(), f);
         std::fflush(stdout);
@@ -302,6 +305,11 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
       gaps = gap_factors(counted);
       const double factor = gaps.mixed;
       if (factor > 0) gap[key] = factor;
+      // The meeting penalty is the median pass's, in any placement of the cores: the
+      // imbalance it measures is the scheduler's, which every pass sees (three rounds of the
+      // 600 us pass on 2026-12-01 read 0.12, 0.31 and 0.44 at 8 ranks, 0, 0.14 and 0.16 at
+      // 4; the gap factor above keeps the least disturbed pass).
+      if (static_cast<int>(alphas.size()) >= kGapMinCounted) penalty[key] = dtrain::median(alphas, "meeting penalty");
       std::printf("shm allreduce, %d ranks (processes), 1 MiB with %d us of compute before each call: ", p, kGapUs);
       if (factor > 0) std::printf("x%.2f", factor);
       else std::printf("fewer than %d passes in one placement of the cores (no factor: 1)", kGapMinCounted);
@@ -386,6 +394,7 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
   j["links_by_size"]["intra"]["allgather_by_ranks"] = ag;
   j["links_by_size"]["intra"]["broadcast_by_ranks"] = bc;
   j["links_by_size"]["intra"]["gap_factor_by_ranks"] = gap;
+  if (!penalty.empty()) j["links_by_size"]["intra"]["meeting_penalty_by_ranks"] = penalty;
   j["links_by_size"]["intra"]["allreduce_slots_from_by_ranks"] = slots_from;
   j["links_by_size"]["intra"]["two_rank_by_cores"] = two_rank;
   j["links_by_size"]["intra"]["by_cores_by_ranks"] = by_cores_by_ranks;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -15,6 +16,20 @@ namespace dtrain::plan {
 int Cluster::ranks_on_node(int n) const {
   if (ranks_per_node > 0) return std::min(n, ranks_per_node);
   return n;
+}
+
+double Cluster::meeting_penalty(int ranks_on_node) const {
+  if (ranks_on_node <= cores_per_node) return 0;
+  // The calibrated points, with none at the cores (ranks that fit them meet balanced).
+  std::map<int, double> m{{std::max(1, cores_per_node), 0.0}};
+  for (const auto& [r, a] : intra_sizes.meeting_penalty_by_ranks)
+    if (r > cores_per_node) m[r] = a;
+  const auto hi = m.lower_bound(ranks_on_node);
+  if (hi == m.end()) return std::prev(hi)->second;
+  if (hi->first == ranks_on_node) return hi->second;
+  const auto lo = std::prev(hi);
+  const double f = static_cast<double>(ranks_on_node - lo->first) / (hi->first - lo->first);
+  return lo->second + f * (hi->second - lo->second);
 }
 
 int Cluster::busiest_core_ranks(int n) const {
@@ -246,6 +261,16 @@ LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where
       t.gap_factor_by_ranks[p] = v.get<double>();
     }
   }
+  if (j.contains("meeting_penalty_by_ranks")) {
+    const auto& g = j["meeting_penalty_by_ranks"];
+    DT_CHECK(g.is_object(), InvalidArgument, where << ".meeting_penalty_by_ranks must be {\"ranks\": alpha >= 0}");
+    for (const auto& [k, v] : g.items()) {
+      const int p = std::atoi(k.c_str());
+      DT_CHECK(p >= 2 && v.is_number() && v.get<double>() >= 0, InvalidArgument,
+               where << ".meeting_penalty_by_ranks: '" << k << "' must be a rank count >= 2 with a penalty >= 0");
+      t.meeting_penalty_by_ranks[p] = v.get<double>();
+    }
+  }
   if (j.contains("allreduce_slots_from_by_ranks")) {
     const auto& g = j["allreduce_slots_from_by_ranks"];
     DT_CHECK(g.is_object(), InvalidArgument, where << ".allreduce_slots_from_by_ranks must be {\"ranks\": bytes}");
@@ -321,6 +346,7 @@ nlohmann::json link_sizes_json(const LinkSizes& t) {
   for (const auto& [p, v] : t.allgather_by_ranks) j["allgather_by_ranks"][std::to_string(p)] = v;
   for (const auto& [p, v] : t.broadcast_by_ranks) j["broadcast_by_ranks"][std::to_string(p)] = v;
   for (const auto& [p, f] : t.gap_factor_by_ranks) j["gap_factor_by_ranks"][std::to_string(p)] = f;
+  for (const auto& [p, a] : t.meeting_penalty_by_ranks) j["meeting_penalty_by_ranks"][std::to_string(p)] = a;
   for (const auto& [p, b] : t.allreduce_slots_from_by_ranks) j["allreduce_slots_from_by_ranks"][std::to_string(p)] = b;
   for (const auto& [k, r] : t.two_rank_by_cores) j["two_rank_by_cores"][k] = verdict_tables_json(r);
   for (const auto& [p, by] : t.by_cores_by_ranks)

@@ -80,6 +80,17 @@ struct LinkSizes {
   // training, over what it costs back to back (the tables above), >= 1 ("gap_factor_by_ranks":
   // {"8": 1.3}). Ranks that outnumber the cores arrive at a call in their time slices' order.
   std::map<int, double> gap_factor_by_ranks;
+  // By rank count beyond the cores: the cores' imbalance between meetings ("meeting_penalty_by_
+  // ranks": {"4": 0.12, "8": 0.30}), the median over the calibration's gap passes of what a
+  // call with compute before it costs beyond the compute spread evenly over the cores and the
+  // call back to back, per second of that compute on the node: alpha = (t - g p / c - t0) /
+  // (g p / c). Ranks that meet only after a stretch of compute finish it one core at a time:
+  // the kernel rarely holds the same number of them on every core, and the last core's
+  // stretch sets the meeting. The gap sweep (1 MiB all-reduce, g = 150-2400 us, three rounds,
+  // the EPYC VM, 2026-12-01) put that excess at 9-17% of g p / c at 4 ranks and 20-31% at
+  // 8 (the rounds' medians), the excess growing with g, where free-running processes share the cores evenly (the slowdown
+  // curve: 2.0-2.2 at 4 processes on 2 cores). Cluster::meeting_penalty reads it.
+  std::map<int, double> meeting_penalty_by_ranks;
   // By rank count: the smallest all-reduce, in bytes, from which every measured size went
   // through the shared-memory context's slots ("allreduce_slots_from_by_ranks": {"2": 262144};
   // a rank count absent: none did). With a core per rank the executors take the slots only
@@ -261,6 +272,12 @@ struct Cluster {
   // How much slower compute runs on a node where r ranks compute at once (r >= 1, may be
   // fractional: the average number computing over a step).
   double compute_slowdown(double ranks_on_node) const;
+  // Of compute that ends at a meeting of the node's ranks (LinkSizes::meeting_penalty_by_ranks
+  // of the intra-node tables): alpha at r ranks on the node, 0 where r fits the cores or the
+  // calibration has none, linear between calibrated counts (and from 0 at the cores), the
+  // largest count's beyond them.
+  // Such compute costs (1 + alpha) x its time-shared time.
+  double meeting_penalty(int ranks_on_node) const;
   // ns per parameter of one step of `family` over `params` parameters (see optimizer_rates).
   double optimizer_ns(const std::string& family, double params) const;
   // The measured seconds of an all-reduce of `bytes` among p ranks inside a node, when the

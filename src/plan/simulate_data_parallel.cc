@@ -402,6 +402,12 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   } else if (s == "localsgd") {
     // Parameters averaged every sync_every steps.
     p.comm_s = allreduce_s(c, all, bytes, node_n) / std::max(1, l.sync_every);
+    // With more ranks than cores the H steps between averages end one core at a time
+    // (Cluster::meeting_penalty): dv-t3 and dv-u1 read localsgd at 4 and 8 ranks -22..-32%
+    // without it.
+    const double a = c.meeting_penalty(node_n);
+    p.compute_s *= 1 + a;
+    p.optimizer_s *= 1 + a;
     p.dp_bytes = zero_traffic_elems(0, P, workers) * kF / std::max(1, l.sync_every);
   } else if (fed) {
     // A round: the sample's m clients each train their share of the data at the whole
@@ -431,7 +437,11 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
         // some core, and the round waits for the ranks there (traced at 8 ranks: five
         // clients on two cores took 30-41 ms each where 2.5 cores' worth is 26). Priced
         // as r / c, the 8-rank row read -26..-39% (2026-11-25).
-        wall += (load[i] - done) * c.compute_slowdown(c.busiest_core_ranks(static_cast<int>(load.size() - i)));
+        // The ranks still training meet at the round's end, their cores unevenly loaded
+        // (Cluster::meeting_penalty): fedavg at 4 and 8 ranks read -11..-36% without it
+        // (2026-12-01, 16-round runs and dv-u1).
+        const int active = static_cast<int>(load.size() - i);
+        wall += (load[i] - done) * c.compute_slowdown(c.busiest_core_ranks(active)) * (1 + c.meeting_penalty(c.ranks_on_node(active)));
         done = load[i];
       }
       walls += wall;

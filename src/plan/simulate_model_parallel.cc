@@ -357,6 +357,20 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
     p.dp_bytes = zero_traffic_elems(l.zero, stage_params, l.dp) * kF;
   }
   p.pp_bytes = l.pp > 1 ? 2.0 * l.micro * V * act_bytes : 0;
+  // Ranks beyond the cores meet at every micro-batch (the pipeline's sends) or unit (ZeRO's
+  // gathers) and finish the compute between meetings one core at a time: the cores'
+  // imbalance (Cluster::meeting_penalty) on the pipeline's time and the step. Tensor-parallel
+  // blocks are timed across their ranks, imbalance included (calibrate_tp.h). Without it the
+  // forty-ninth and fiftieth sessions' validations read the pipelines, ZeRO and hybrid at 4
+  // and 8 ranks on 2 cores 13-21% short (dv-u1) and the 8-rank plan-quality sweep 8-28%
+  // (pq-t1).
+  if (l.tp == 1) {
+    const double a = c.meeting_penalty(c.ranks_on_node(n));
+    r.makespan *= 1 + a;
+    p.compute_s *= 1 + a;
+    p.bubble_s *= 1 + a;
+    p.optimizer_s *= 1 + a;
+  }
   p.step_s = r.makespan + p.comm_s + p.optimizer_s;
   return p;
 }

@@ -550,6 +550,49 @@ TEST(Simulator, CalibratedGapFactorPricesCollectivesBetweenComputeSteps) {
   EXPECT_THROW(link_sizes_from_json(bad, "links"), InvalidArgument);
 }
 
+// Ranks beyond the cores that meet after a stretch of compute (Cluster::meeting_penalty):
+// Local SGD's steps between averages, fedavg's rounds and the GPT's pipelines and ZeRO pay
+// (1 + alpha) on that compute; the penalty is 0 where the ranks fit the cores, linear between
+// calibrated counts (from 0 at the cores) and flat beyond them; tensor-parallel layouts
+// (timed across their ranks) and ddp (the busiest core and its gap factor) keep their price.
+TEST(Simulator, RanksBeyondTheCoresPayTheCoresImbalanceBetweenMeetings) {
+  Cluster c = ideal(2);
+  c.intra_sizes.meeting_penalty_by_ranks = {{4, 0.1}, {8, 0.3}};
+  EXPECT_DOUBLE_EQ(c.meeting_penalty(2), 0.0);
+  EXPECT_DOUBLE_EQ(c.meeting_penalty(3), 0.05);
+  EXPECT_DOUBLE_EQ(c.meeting_penalty(4), 0.1);
+  EXPECT_DOUBLE_EQ(c.meeting_penalty(6), 0.2);
+  EXPECT_DOUBLE_EQ(c.meeting_penalty(16), 0.3);
+  Cluster none = c;
+  none.intra_sizes.meeting_penalty_by_ranks.clear();
+  EXPECT_DOUBLE_EQ(none.meeting_penalty(8), 0.0);
+
+  ModelSpec m = ModelSpec::parse("mlp:784-256-128-10");
+  const Layout ls{.strategy = "localsgd", .dp = 8};
+  const Prediction plain = simulate(m, ls, none, 64), met = simulate(m, ls, c, 64);
+  EXPECT_NEAR(met.compute_s, 1.3 * plain.compute_s, 1e-12);
+  EXPECT_NEAR(met.optimizer_s, 1.3 * plain.optimizer_s, 1e-12);
+  EXPECT_DOUBLE_EQ(simulate(m, {.strategy = "localsgd", .dp = 2}, c, 64).compute_s,
+                   simulate(m, {.strategy = "localsgd", .dp = 2}, none, 64).compute_s);
+  // fedavg: 4 clients on 4 ranks, all training at once, then the round's meeting.
+  const Layout fed{.strategy = "fedavg", .dp = 4, .clients = 4, .client_fraction = 1};
+  EXPECT_NEAR(simulate(m, fed, c, 64).compute_s, 1.1 * simulate(m, fed, none, 64).compute_s, 1e-12);
+  const Layout ddp{.strategy = "ddp", .dp = 8};
+  EXPECT_DOUBLE_EQ(simulate(m, ddp, c, 64).step_s, simulate(m, ddp, none, 64).step_s);
+
+  ModelSpec g = ModelSpec::parse(kGpt);
+  const Layout pp{.strategy = "pp", .pp = 4, .micro = 4};
+  EXPECT_NEAR(simulate(g, pp, c, 8).compute_s, 1.1 * simulate(g, pp, none, 8).compute_s, 1e-9);
+  const Layout tp{.strategy = "tp", .tp = 4};
+  EXPECT_DOUBLE_EQ(simulate(g, tp, c, 8).step_s, simulate(g, tp, none, 8).step_s);
+  // Through the calibration file and back; a negative penalty is refused.
+  const LinkSizes back = link_sizes_from_json(link_sizes_json(c.intra_sizes), "roundtrip");
+  EXPECT_EQ(back.meeting_penalty_by_ranks, c.intra_sizes.meeting_penalty_by_ranks);
+  nlohmann::json bad = link_sizes_json(c.intra_sizes);
+  bad["meeting_penalty_by_ranks"]["8"] = -0.1;
+  EXPECT_THROW(link_sizes_from_json(bad, "links"), InvalidArgument);
+}
+
 TEST(Simulator, TheOptimizerSetsItsStateAndTheRateOfItsStep) {
   ModelSpec m = ModelSpec::parse("mlp:100-10");  // 1010 parameters
   Cluster c = ideal();
