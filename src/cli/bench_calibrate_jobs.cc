@@ -314,6 +314,9 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
       if (factor > 0) std::printf("x%.2f", factor);
       else std::printf("fewer than %d passes in one placement of the cores (no factor: 1)", kGapMinCounted);
       for (const auto& [v, f] : gaps.by_verdict) std::printf("; cores %s x%.2f", v.c_str(), f);
+      if (penalty.contains(key))
+        std::printf("; meeting penalty %.2f (the median pass's excess per second of the node's compute)",
+                    penalty[key].get<double>());
       std::printf("\n");
       std::fflush(stdout);  // before the next job's ranks write to the same stream
     }
