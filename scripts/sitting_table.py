@@ -246,6 +246,30 @@ one, two = bench_cpu_rate("ceiling-1x256.txt"), bench_cpu_rate("ceiling-2x128.tx
 ceiling = ddp1 * two / one if (ddp1 and one and two) else None
 compare("ddp 2 ranks vs the constructed ceiling (examples/s)", ddp2, ceiling, "ex/s", "(reference)", 0,
         peer_name="dtrain 1 rank x compute_bench 2 procs@128 / 1 proc@256")
+
+
+def stragglers(stem):
+    """(median straggler wait ms, median step ms) over every run of STEM-rN.json and STEMb-rN.json
+    whose first epoch row reports it (dtrain train since 2026-12-01, parallel/stragglers.h)."""
+    waits, steps = [], []
+    names = sorted(os.listdir(OUT)) if os.path.isdir(OUT) else []
+    for f in names:
+        if not re.fullmatch(re.escape(stem) + r"b?-r\d+\.json", f):
+            continue
+        j = load_json(f)
+        rows_ = j.get("epoch_rows") if isinstance(j, dict) else None
+        if rows_ and "straggler_wait_ms" in rows_[0] and j.get("steps"):
+            waits.append(rows_[0]["straggler_wait_ms"])
+            steps.append(1e3 * j["train_seconds"] / j["steps"])
+    return (statistics.median(waits), statistics.median(steps)) if waits else (None, None)
+
+
+# Where a 2-rank ddp step goes beyond its compute: the ranks' wait for the step's slowest
+# forward + backward (docs/TRAINING.md, stragglers), a reference beside the ceiling.
+wait, step = stragglers("train-ddp-n2")
+if wait is not None:
+    add("ddp 2 ranks: the ranks' wait for each step's slowest compute (ms a step; ratio: of the step)",
+        f"{wait:.2f} ms", f"{step:.2f} ms (the step)", f"{100 * wait / step:.0f}%", "(reference)", "reference")
 ours, peer, ratio = paired(ddp2_rounds, round_means(torch_rate_once, "torch-ddp2.csv"))
 compare("ddp 2 ranks vs PyTorch DDP 2 ranks (examples/s; ratio: median of the rounds')", ours, peer, "ex/s",
         ">= 1.75x", 1.75, peer_name="PyTorch DDP gloo", ratio=ratio)
