@@ -251,26 +251,20 @@ LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where
       (*dst)[p] = points(j[key], k.c_str(), where + "." + key);
     }
   }
-  if (j.contains("gap_factor_by_ranks")) {
-    const auto& g = j["gap_factor_by_ranks"];
-    DT_CHECK(g.is_object(), InvalidArgument, where << ".gap_factor_by_ranks must be {\"ranks\": factor >= 1}");
+  // {"ranks": number >= least} by rank count (>= 2), named `what` in the errors.
+  auto numbers_by_ranks = [&](const char* key, double least, const char* what, std::map<int, double>* dst) {
+    if (!j.contains(key)) return;
+    const auto& g = j[key];
+    DT_CHECK(g.is_object(), InvalidArgument, where << "." << key << " must be {\"ranks\": " << what << " >= " << least << "}");
     for (const auto& [k, v] : g.items()) {
       const int p = std::atoi(k.c_str());
-      DT_CHECK(p >= 2 && v.is_number() && v.get<double>() >= 1, InvalidArgument,
-               where << ".gap_factor_by_ranks: '" << k << "' must be a rank count >= 2 with a factor >= 1");
-      t.gap_factor_by_ranks[p] = v.get<double>();
+      DT_CHECK(p >= 2 && v.is_number() && v.get<double>() >= least, InvalidArgument,
+               where << "." << key << ": '" << k << "' must be a rank count >= 2 with a " << what << " >= " << least);
+      (*dst)[p] = v.get<double>();
     }
-  }
-  if (j.contains("meeting_penalty_by_ranks")) {
-    const auto& g = j["meeting_penalty_by_ranks"];
-    DT_CHECK(g.is_object(), InvalidArgument, where << ".meeting_penalty_by_ranks must be {\"ranks\": alpha >= 0}");
-    for (const auto& [k, v] : g.items()) {
-      const int p = std::atoi(k.c_str());
-      DT_CHECK(p >= 2 && v.is_number() && v.get<double>() >= 0, InvalidArgument,
-               where << ".meeting_penalty_by_ranks: '" << k << "' must be a rank count >= 2 with a penalty >= 0");
-      t.meeting_penalty_by_ranks[p] = v.get<double>();
-    }
-  }
+  };
+  numbers_by_ranks("gap_factor_by_ranks", 1, "factor", &t.gap_factor_by_ranks);
+  numbers_by_ranks("meeting_penalty_by_ranks", 0, "penalty", &t.meeting_penalty_by_ranks);
   if (j.contains("allreduce_slots_from_by_ranks")) {
     const auto& g = j["allreduce_slots_from_by_ranks"];
     DT_CHECK(g.is_object(), InvalidArgument, where << ".allreduce_slots_from_by_ranks must be {\"ranks\": bytes}");
