@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
-#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -20,16 +19,15 @@ int Cluster::ranks_on_node(int n) const {
 
 double Cluster::meeting_penalty(int ranks_on_node) const {
   if (ranks_on_node <= cores_per_node) return 0;
-  // The calibrated points, with none at the cores (ranks that fit them meet balanced).
-  std::map<int, double> m{{std::max(1, cores_per_node), 0.0}};
-  for (const auto& [r, a] : intra_sizes.meeting_penalty_by_ranks)
-    if (r > cores_per_node) m[r] = a;
-  const auto hi = m.lower_bound(ranks_on_node);
-  if (hi == m.end()) return std::prev(hi)->second;
-  if (hi->first == ranks_on_node) return hi->second;
-  const auto lo = std::prev(hi);
-  const double f = static_cast<double>(ranks_on_node - lo->first) / (hi->first - lo->first);
-  return lo->second + f * (hi->second - lo->second);
+  // Walk the calibrated counts up from an implicit 0 at the cores (ranks that fit them meet
+  // balanced); no allocation: the planner calls this once per layout it prices.
+  double lo_r = std::max(1, cores_per_node), lo_a = 0;
+  for (const auto& [r, a] : intra_sizes.meeting_penalty_by_ranks) {
+    if (r <= cores_per_node) continue;
+    if (r >= ranks_on_node) return lo_a + (a - lo_a) * (ranks_on_node - lo_r) / (r - lo_r);
+    lo_r = r, lo_a = a;
+  }
+  return lo_a;
 }
 
 int Cluster::busiest_core_ranks(int n) const {
