@@ -100,9 +100,12 @@ bool allreduce_apply_shm_direct(Call& c, const char* send, char* recv, const Blo
 void allreduce_apply_slots(Call& c, const char* send, char* recv, const Blocks& b, const ApplyPiece& apply,
                            ShmContext& ctx);
 // ... with every rank's input at byte `offset` of its window: read there, no copy in.
-// recv_shared: recv is the same memory on every rank; owners write their blocks, no copy out.
+// recv_shared: recv is the same memory on every rank; owners write their blocks, no copy out;
+// there apply_sum, if set, takes each piece's inputs in rank order in place of sum and apply.
+using ApplySumPiece = std::function<void(size_t offset, const void* const* inputs, int k, size_t len)>;
 void allreduce_apply_window(Call& c, size_t offset, char* recv, const Blocks& b, const ApplyPiece& apply,
-                            ShmContext& ctx, const ShmWindow& window, bool recv_shared);
+                            ShmContext& ctx, const ShmWindow& window, bool recv_shared,
+                            const ApplySumPiece& apply_sum = {});
 void allgather_slots(Call& c, char* buf, const char* mine, const Blocks& b, ShmContext& ctx);
 void reduce_scatter_slots(Call& c, const char* send, char* out, const Blocks& b, ShmContext& ctx);
 void broadcast_slots(Call& c, char* buf, size_t n, int root, ShmContext& ctx);

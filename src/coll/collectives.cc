@@ -166,7 +166,7 @@ std::vector<size_t> even_counts(size_t n, int p) {
 
 Algorithm allreduce_apply(Communicator& comm, const float* send, float* recv, const std::vector<size_t>& counts,
                           const ApplyFn& apply, const AllreduceOptions& opts_in, const ShmWindow* window,
-                          bool recv_shared) {
+                          bool recv_shared, const ApplySumFn& apply_sum) {
   const auto opts = with_shm_context(comm, opts_in);
   const int p = comm.size(), me = comm.rank();
   DT_CHECK_EQ(counts.size(), static_cast<size_t>(p), InvalidArgument, "allreduce_apply: one count per rank");
@@ -196,10 +196,15 @@ Algorithm allreduce_apply(Communicator& comm, const float* send, float* recv, co
     const algo::ApplyPiece piece = [&](size_t off, char* values, size_t len) {
       return apply(off, reinterpret_cast<float*>(values), len);
     };
+    algo::ApplySumPiece sum_piece;
+    if (apply_sum && recv_shared)
+      sum_piece = [&](size_t off, const void* const* inputs, int k, size_t len) {
+        apply_sum(off, reinterpret_cast<const float* const*>(inputs), k, len);
+      };
     call.run([&] {
       if (window) {
         algo::allreduce_apply_window(call, static_cast<size_t>(in_window), reinterpret_cast<char*>(recv), blocks, piece,
-                                     *opts.shm, *window, recv_shared);
+                                     *opts.shm, *window, recv_shared, sum_piece);
         done = true;
       } else {
         done = algo::allreduce_apply_shm_direct(call, reinterpret_cast<const char*>(send), reinterpret_cast<char*>(recv),

@@ -61,9 +61,14 @@ using ApplyFn = std::function<bool(size_t offset, float* values, size_t len)>;
 // mapping of it, e.g. another window's buffer of rank 0): each owner writes its block there and
 // nothing is copied out, so the host keeps one copy of the result (ddp's shared parameters).
 // No rank may read recv's other blocks during the call; all of them are written on return.
+// apply_sum (optional, with recv_shared): the owner is handed each piece's inputs, every
+// rank's where it lies in rank order, instead of their sum, and writes the piece of recv
+// itself with what apply would make of inputs[0] + inputs[1] + ... added in that order (the
+// sum the other paths compute): one pass over the inputs instead of a sum, then apply.
+using ApplySumFn = std::function<void(size_t offset, const float* const* inputs, int k, size_t len)>;
 Algorithm allreduce_apply(Communicator& comm, const float* send, float* recv, const std::vector<size_t>& counts,
                           const ApplyFn& apply, const AllreduceOptions& opts = {}, const ShmWindow* window = nullptr,
-                          bool recv_shared = false);
+                          bool recv_shared = false, const ApplySumFn& apply_sum = {});
 // allreduce_apply's counts for n elements owned in p blocks as the collectives split them
 // (the first n % p blocks one longer): what ddp passes for a plain all-reduce in its window.
 std::vector<size_t> even_counts(size_t n, int p);

@@ -224,7 +224,7 @@ void allreduce_apply_slots(Call& c, const char* send, char* recv, const Blocks& 
 // write its window again. recv_shared: recv is one buffer that every rank maps; each owner
 // writes its own block into it and a single closing phase replaces the per-piece phases.
 void allreduce_apply_window(Call& c, size_t offset, char* recv, const Blocks& b, const ApplyPiece& apply,
-                            ShmContext& ctx, const ShmWindow& window, bool recv_shared) {
+                            ShmContext& ctx, const ShmWindow& window, bool recv_shared, const ApplySumPiece& apply_sum) {
   const int p = c.size(), me = c.rank();
   const size_t es = c.elem();
   const size_t piece = std::max<size_t>(1, ctx.slot_bytes() / es);  // elements of a block per phase
@@ -246,12 +246,17 @@ void allreduce_apply_window(Call& c, size_t offset, char* recv, const Blocks& b,
   std::vector<const void*> in_rank_order(static_cast<size_t>(p));
   if (recv_shared) {
     // One recv that every rank maps: each owner writes its block there, piece by piece from
-    // a cache-sized buffer (or apply does, in place), and one closing phase says every block
-    // is written and every input read. Nothing is copied out.
+    // a cache-sized buffer (or apply does, in place, or apply_sum from the inputs where they
+    // lie), and one closing phase says every block is written and every input read. Nothing
+    // is copied out.
     char* values = c.scratch(piece * es);
     for (size_t at = 0; at < b.len(me); at += piece) {
       const size_t mine = part(me, at);
       for (int q = 0; q < p; ++q) in_rank_order[q] = window.of(q) + offset + (b.off[me] + at) * es;
+      if (apply_sum) {
+        apply_sum(b.off[me] + at, in_rank_order.data(), p, mine);
+        continue;
+      }
       reduce_ordered(c.dtype(), c.redop(), values, in_rank_order.data(), p, mine);
       if (!apply(b.off[me] + at, values, mine)) copy_bytes(recv + (b.off[me] + at) * es, values, mine * es);
     }

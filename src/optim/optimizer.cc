@@ -8,6 +8,7 @@
 // so a mismatched or truncated checkpoint leaves the optimizer unchanged.
 #include "optim/optimizer.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/error.h"
@@ -71,6 +72,31 @@ void Optimizer::check_piece(std::span<float> params, std::span<const float> grad
   DT_CHECK(static_cast<int64_t>(grads.size()) == len && offset >= 0 && offset + len <= size_, InvalidArgument,
            kind() << " optimizer manages " << size_ << " elements but update() got " << params.size()
                   << " parameters and " << grads.size() << " gradients at offset " << offset);
+}
+
+void Optimizer::check_terms(std::span<const float* const> terms) const {
+  DT_CHECK(!terms.empty() && terms.size() <= kMaxTerms, InvalidArgument,
+           kind() << " optimizer: update_sum takes 1-" << kMaxTerms << " gradient terms, got " << terms.size());
+}
+
+void Optimizer::update_sum(std::span<float> out, std::span<const float> params, std::span<const float* const> terms,
+                           int64_t offset) {
+  check_piece(out, params, offset);
+  check_terms(terms);
+  // Through a buffer small enough to stay in the first-level cache, so the sum is read back
+  // from there by the update.
+  constexpr size_t kChunk = 2048;
+  alignas(64) float sum[kChunk];
+  for (size_t at = 0; at < out.size(); at += kChunk) {
+    const size_t len = std::min(kChunk, out.size() - at);
+    for (size_t i = 0; i < len; ++i) {
+      float g = terms[0][at + i];
+      for (size_t j = 1; j < terms.size(); ++j) g += terms[j][at + i];
+      sum[i] = g;
+    }
+    if (out.data() != params.data()) std::memcpy(out.data() + at, params.data() + at, len * sizeof(float));
+    update(out.subspan(at, len), std::span<const float>(sum, len), offset + static_cast<int64_t>(at));
+  }
 }
 
 std::vector<uint8_t> Optimizer::save_state() const {

@@ -13,6 +13,12 @@
 //   range, with the state at the same offsets, as the step in progress would; end_step()
 //   then counts the step. Each element at most once per step, in any order; step(p, g) is
 //   update(p, g, 0) followed by end_step(), bit for bit.
+// - update_sum(out, params, terms, offset) is such a piece whose gradient is the sum of
+//   terms (arrays of params.size() floats, added in their order: the ranks' contributions,
+//   where a fused all-reduce reads them where they lie), with the stepped parameters written
+//   to out: params itself (in place) or a buffer apart from it (params only read). Bit for
+//   bit: the terms summed in order into a buffer g, params copied to out, update(out, g,
+//   offset). SGD does it in one pass over its inputs; the others through a small buffer.
 // - lr() is the learning rate the next step uses; a schedule sets it: set_lr(s.at(step)).
 // - steps() counts completed steps (Adam's bias correction uses it).
 // - save_state() serializes kind, size, step count, hyper-parameters and state arrays;
@@ -37,11 +43,14 @@ class ThreadPool;
 
 class Optimizer {
  public:
+  static constexpr size_t kMaxTerms = 64;  // update_sum's terms at most
   virtual ~Optimizer() = default;
 
   void step(std::span<float> params, std::span<const float> grads);
   // One piece of the step in progress: [offset, offset + params.size()) of the range.
   virtual void update(std::span<float> params, std::span<const float> grads, int64_t offset) = 0;
+  virtual void update_sum(std::span<float> out, std::span<const float> params, std::span<const float* const> terms,
+                          int64_t offset);
   void end_step() { ++steps_; }
   // Short name: "sgd", "adam", "adamw".
   virtual const char* kind() const = 0;
@@ -59,6 +68,7 @@ class Optimizer {
   Optimizer(int64_t size, float lr);
   void check_spans(std::span<float> params, std::span<const float> grads) const;
   void check_piece(std::span<float> params, std::span<const float> grads, int64_t offset) const;
+  void check_terms(std::span<const float* const> terms) const;
   // State arrays, each of size() floats, in a fixed order, and scalar hyper-parameters.
   virtual std::vector<AlignedVector<float>*> state_arrays() = 0;
   virtual std::vector<float> hyper_params() const = 0;

@@ -30,6 +30,24 @@ void Sgd::update(std::span<float> params, std::span<const float> grads, int64_t 
   else run(0, n);
 }
 
+void Sgd::update_sum(std::span<float> out, std::span<const float> params, std::span<const float* const> terms,
+                     int64_t offset) {
+  check_piece(out, params, offset);
+  check_terms(terms);
+  SgdUpdate u{lr_, options_.momentum, options_.weight_decay, options_.nesterov};
+  float* v = velocity_.empty() ? nullptr : velocity_.data() + offset;
+  const auto n = static_cast<int64_t>(out.size());
+  const Kernels& k = kernels();
+  const int count = static_cast<int>(terms.size());
+  auto run = [&](int64_t lo, int64_t hi) {
+    const float* at[kMaxTerms];
+    for (int j = 0; j < count; ++j) at[j] = terms[static_cast<size_t>(j)] + lo;
+    k.sgd_update_sum(out.data() + lo, params.data() + lo, at, count, v ? v + lo : nullptr, hi - lo, u);
+  };
+  if (pool_ && pool_->size() > 1 && n >= (1 << 16)) pool_->parallel_for(0, n, 1 << 15, run);
+  else run(0, n);
+}
+
 std::vector<float> Sgd::hyper_params() const {
   return {options_.momentum, options_.nesterov ? 1.0f : 0.0f, options_.weight_decay};
 }

@@ -23,6 +23,8 @@ class Sgd : public Optimizer {
  public:
   Sgd(int64_t size, const SgdOptions& options);
   void update(std::span<float> params, std::span<const float> grads, int64_t offset) override;
+  void update_sum(std::span<float> out, std::span<const float> params, std::span<const float* const> terms,
+                  int64_t offset) override;
   const char* kind() const override { return "sgd"; }
   const SgdOptions& options() const { return options_; }
   std::span<const float> momentum_buffer() const { return velocity_; }

@@ -118,8 +118,29 @@ Algorithm ZeroOptimizer::reduce(int bucket, std::span<float> grads, std::span<fl
                s.at + static_cast<int64_t>(off) - mine);
     return true;
   };
+  // Where the owners read every rank's gradient where it lies (the window, the shared
+  // parameters), the optimizer takes them as they are and adds them itself: one pass over
+  // the inputs, the stepped piece written to the scratch (or in place), no buffer of sums.
+  // A two-core loop over the sitting's 11.6 MB model (each core first reading the parameters
+  // and writing its gradient, as forward and backward do): the sum, copy in, step, copy
+  // back 1.47-1.74 ms; one pass into the scratch, copied back, 1.14-1.30 ms.
+  ApplySumFn apply_sum;
+  if (params_shared && inv == 1.0f)
+    apply_sum = [&](size_t off, const float* const* inputs, int k, size_t len) {
+      const int64_t at = s.at + static_cast<int64_t>(off) - mine;
+      std::span<const float* const> terms(inputs, static_cast<size_t>(k));
+      std::span<float> here(p + off, len);
+      if (!via_scratch) {
+        opt.update_sum(here, here, terms, at);
+        return;
+      }
+      if (tmp.size() < len) tmp.resize(len);
+      opt.update_sum(std::span<float>(tmp.data(), len), here, terms, at);
+      copy_elements(p + off, tmp.data(), len);
+    };
   if (ranks_ > 1) {
-    const Algorithm a = allreduce_apply(*dp_, grads.data() + s.begin, p, counts, apply, {}, window_, params_shared);
+    const Algorithm a =
+        allreduce_apply(*dp_, grads.data() + s.begin, p, counts, apply, {}, window_, params_shared, apply_sum);
     comm_.add("reduce_scatter", s.len * 4, ranks_);
     comm_.add("allgather", s.len * 4, ranks_);
     return a;

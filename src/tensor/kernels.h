@@ -74,6 +74,11 @@ struct Kernels {
   // Fused optimizer updates over parallel arrays of length n.
   // SGD: g' = g + wd*p; v = mu*v + g'; p -= lr * (nesterov ? g' + mu*v : v). (mu==0: no v.)
   void (*sgd_update)(float* p, const float* g, float* v, int64_t n, const SgdUpdate& u);
+  // The same step with g = g[0] + g[1] + ... + g[k-1] (added in that order, k >= 1) and the
+  // new parameters written to out (out == p: in place; else apart from p, which is only
+  // read): one pass where a sum, then sgd_update on a copy, would take three.
+  void (*sgd_update_sum)(float* out, const float* p, const float* const* g, int k, float* v, int64_t n,
+                         const SgdUpdate& u);
   // Adam/AdamW with bias corrections given in u.
   void (*adam_update)(float* p, const float* g, float* m, float* v, int64_t n, const AdamUpdate& u);
 

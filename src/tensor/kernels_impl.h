@@ -199,6 +199,20 @@ struct Impl {
 
   // One pass over (p, g, v) per variant; the branch is hoisted out of the loop.
   static void sgd_update(float* p, const float* g, float* v, int64_t n, const dtrain::SgdUpdate& u) {
+    sgd_terms<1>(p, p, &g, 1, v, n, u);
+  }
+  // The same update written to out (which may be p), with g the sum of k terms added in
+  // their order (what coll's reduce_ordered computes): one pass over every input.
+  static void sgd_update_sum(float* out, const float* p, const float* const* g, int k, float* v, int64_t n,
+                             const dtrain::SgdUpdate& u) {
+    if (k == 1) sgd_terms<1>(out, p, g, k, v, n, u);
+    else if (k == 2) sgd_terms<2>(out, p, g, k, v, n, u);
+    else sgd_terms<0>(out, p, g, k, v, n, u);
+  }
+  // K terms known at compile time (1 or 2: the loads unrolled), or 0: k at run time.
+  template <int K>
+  static void sgd_terms(float* out, const float* p, const float* const* g, int k, float* v, int64_t n,
+                        const dtrain::SgdUpdate& u) {
     V lr = S::set1(u.lr), mu = S::set1(u.momentum), wd = S::set1(u.weight_decay);
     bool has_wd = u.weight_decay != 0.0f;
     auto run = [&](auto body) {
@@ -208,21 +222,28 @@ struct Impl {
     };
     auto ld = [](const float* a, int64_t i, int64_t w) { return w == S::W ? S::load(a + i) : S::load_partial(a + i, w, 0.0f); };
     auto st = [](float* a, int64_t i, int64_t w, V x) { w == S::W ? S::store(a + i, x) : S::store_partial(a + i, x, w); };
+    auto grad = [&](int64_t i, int64_t w) {
+      V gv = ld(g[0], i, w);
+      if constexpr (K == 2) gv = S::add(gv, ld(g[1], i, w));
+      if constexpr (K == 0)
+        for (int j = 1; j < k; ++j) gv = S::add(gv, ld(g[j], i, w));
+      return gv;
+    };
     if (u.momentum == 0.0f) {
       run([&](int64_t i, int64_t w) {
-        V pv = ld(p, i, w), gv = ld(g, i, w);
+        V pv = ld(p, i, w), gv = grad(i, w);
         if (has_wd) gv = S::fmadd(wd, pv, gv);
-        st(p, i, w, S::sub(pv, S::mul(lr, gv)));
+        st(out, i, w, S::sub(pv, S::mul(lr, gv)));
       });
     } else {
       bool nesterov = u.nesterov;
       run([&](int64_t i, int64_t w) {
-        V pv = ld(p, i, w), gv = ld(g, i, w), vv = ld(v, i, w);
+        V pv = ld(p, i, w), gv = grad(i, w), vv = ld(v, i, w);
         if (has_wd) gv = S::fmadd(wd, pv, gv);
         vv = S::fmadd(mu, vv, gv);
         st(v, i, w, vv);
         V d = nesterov ? S::fmadd(mu, vv, gv) : vv;
-        st(p, i, w, S::sub(pv, S::mul(lr, d)));
+        st(out, i, w, S::sub(pv, S::mul(lr, d)));
       });
     }
   }

@@ -25,7 +25,7 @@ dtrain::Kernels kernel_table(dtrain::Isa isa) {
   k.sigmoid_backward = &I::sigmoid_backward; k.gelu_backward = &I::gelu_backward;
   k.sum = &I::sum; k.dot = &I::dot; k.sumsq = &I::sumsq; k.max = &I::max;
   k.exp_shift_sum = &I::exp_shift_sum;
-  k.sgd_update = &I::sgd_update; k.adam_update = &I::adam_update;
+  k.sgd_update = &I::sgd_update; k.sgd_update_sum = &I::sgd_update_sum; k.adam_update = &I::adam_update;
   k.to_bf16 = &scalar_to_bf16;  // ISA files replace these with vector versions
   k.from_bf16 = &scalar_from_bf16;
   return k;

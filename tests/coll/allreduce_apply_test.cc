@@ -29,8 +29,10 @@ float value(int r, size_t i) { return static_cast<float>(1 + (r * 7 + i) % 5); }
 // 0's buffer of a second window: ddp's parameters with its fused ZeRO).
 // into_recv: apply writes its results into this rank's recv itself and says so (returns true)
 // instead of leaving them in values.
+// sum_form (where 4): the owners are handed every rank's input for each piece (apply_sum),
+// in rank order where they lie, and apply is never called.
 void check_apply(int p, const testing::WorldOptions& w, const std::vector<size_t>& counts, const char* what,
-                 int where = 0, bool into_recv = false) {
+                 int where = 0, bool into_recv = false, bool sum_form = false) {
   const size_t n = std::accumulate(counts.begin(), counts.end(), size_t{0});
   testing::run_world(p, w, [&](Communicator& c) {
     std::unique_ptr<ShmWindow> window, shared;
@@ -47,9 +49,24 @@ void check_apply(int p, const testing::WorldOptions& w, const std::vector<size_t
       std::vector<int> seen(n, 0);
       size_t first = 0;
       for (int q = 0; q < c.rank(); ++q) first += counts[q];
+      ApplySumFn apply_sum;
+      if (sum_form)
+        apply_sum = [&](size_t off, const float* const* inputs, int k, size_t len) {
+          ASSERT_EQ(k, p);
+          for (size_t e = 0; e < len; ++e) {
+            EXPECT_GE(off + e, first);
+            EXPECT_LT(off + e, first + counts[c.rank()]);
+            ++seen[off + e];
+            float sum = inputs[0][e];
+            for (int q = 1; q < k; ++q) sum += inputs[q][e];
+            for (int q = 0; q < k; ++q) ASSERT_EQ(inputs[q][e], value(q, off + e + round)) << "rank " << q << "'s input";
+            recv[off + e] = sum * 2.0f + static_cast<float>((off + e) % 1000);
+          }
+        };
       allreduce_apply(
           c, in.data(), recv, counts,
           [&](size_t off, float* v, size_t len) {
+            EXPECT_FALSE(sum_form) << "apply_sum takes every piece";
             for (size_t k = 0; k < len; ++k) {
               EXPECT_GE(off + k, first);
               EXPECT_LT(off + k, first + counts[c.rank()]);
@@ -58,7 +75,7 @@ void check_apply(int p, const testing::WorldOptions& w, const std::vector<size_t
             }
             return into_recv;
           },
-          {}, window.get(), where == 4);
+          {}, window.get(), where == 4, apply_sum);
       for (size_t i = 0; i < n; ++i) {
         float sum = 0;
         for (int r = 0; r < p; ++r) sum += value(r, i + round);
@@ -106,6 +123,7 @@ TEST(AllreduceApply, SlotsDirectAndTcpAgree) {
       check_apply(p, direct, zero_like(n, p), "direct, into recv", 0, true);
       check_apply(p, slots, zero_like(n, p), "window, into recv", 2, true);
       if (p > 1) check_apply(p, slots, zero_like(n, p), "window, shared recv, into recv", 4, true);
+      if (p > 1) check_apply(p, slots, zero_like(n, p), "window, shared recv, the inputs as they lie", 4, true, true);
       if (n <= 1000) check_apply(p, tcp, zero_like(n, p), "tcp, into recv", 0, true);
     }
   }

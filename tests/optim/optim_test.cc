@@ -131,6 +131,66 @@ TEST(Optimizer, SubRangeSteppingEqualsFullStepping) {
   }
 }
 
+// A piece whose gradient comes as several terms (ddp's fused step reads every rank's
+// gradient where it lies) equals summing the terms in order, copying the parameters to the
+// output and updating there, bit for bit: in place and into a buffer apart (the parameters
+// then only read), one to three terms, for every kind (SGD through its one-pass kernel, plain
+// and Nesterov momentum, with weight decay; Adam through the buffered default) and with a
+// pool splitting SGD's pass.
+TEST(Optimizer, UpdateSumEqualsSumThenUpdate) {
+  const int64_t n = 70000;  // past the pool's split size, with a ragged tail
+  ThreadPool pool(2);
+  std::vector<OptimizerConfig> configs = {
+      {.kind = "sgd", .lr = 0.05f, .momentum = 0.9f, .weight_decay = 0.01f},
+      {.kind = "sgd", .lr = 0.05f, .momentum = 0.9f, .nesterov = true},
+      {.kind = "sgd", .lr = 0.05f},
+      {.kind = "adam", .lr = 0.01f, .weight_decay = 0.01f},
+      {.kind = "adamw", .lr = 0.01f, .weight_decay = 0.01f}};
+  for (const OptimizerConfig& c : configs) {
+    for (int k : {1, 2, 3}) {
+      for (bool apart : {false, true}) {
+        for (bool pooled : {false, true}) {
+          const std::string what = std::string(c.kind) + (c.nesterov ? " nesterov" : "") + " k=" + std::to_string(k) +
+                                   (apart ? " apart" : " in place") + (pooled ? " pooled" : "");
+          auto ref = make_optimizer(c, n + 8), fused = make_optimizer(c, n + 8);
+          if (pooled) fused->set_pool(&pool);
+          std::vector<std::vector<float>> terms;
+          for (int j = 0; j < k; ++j) terms.push_back(random_vec(n, 10 + static_cast<uint64_t>(j)));
+          std::vector<const float*> at;
+          for (const auto& t : terms) at.push_back(t.data());
+          std::vector<float> p = random_vec(n, 9), q = p, out(n, -7.0f);
+          for (int step = 0; step < 2; ++step) {  // the second step reads the state the first left
+            std::vector<float> sum(n);
+            for (int64_t i = 0; i < n; ++i) {
+              float g = terms[0][static_cast<size_t>(i)];
+              for (int j = 1; j < k; ++j) g += terms[static_cast<size_t>(j)][static_cast<size_t>(i)];
+              sum[static_cast<size_t>(i)] = g;
+            }
+            ref->update(p, sum, 8);
+            const std::vector<float> before = q;
+            if (apart) {
+              fused->update_sum(out, q, at, 8);
+              ASSERT_EQ(q, before) << what << ": the parameters are only read";
+              q = out;
+            } else {
+              fused->update_sum(q, q, at, 8);
+            }
+            ASSERT_EQ(std::memcmp(p.data(), q.data(), n * sizeof(float)), 0) << what << " step " << step;
+            ref->end_step();
+            fused->end_step();
+          }
+          EXPECT_EQ(fused->save_state(), ref->save_state()) << what;
+        }
+      }
+    }
+  }
+  auto opt = make_optimizer({.kind = "sgd", .lr = 0.1f}, 10);
+  std::vector<float> p(4), g(4);
+  std::vector<const float*> none, one = {g.data()};
+  EXPECT_THROW(opt->update_sum(p, p, none, 0), InvalidArgument) << "no terms";
+  EXPECT_THROW(opt->update_sum(p, p, one, 8), InvalidArgument) << "a piece past the range";
+}
+
 TEST(Optimizer, PoolSplitGivesTheSameBits) {
   const int64_t n = 300000;
   ThreadPool pool(2);

@@ -165,6 +165,46 @@ TEST_P(KernelsTest, SgdUpdateMatchesFormula) {
   }
 }
 
+// The summing form: g given as 1-3 terms added in order, written to out apart from p or in
+// place, is sgd_update on the sum bit for bit (every variant, every size's tail).
+TEST_P(KernelsTest, SgdUpdateSumIsTheUpdateOfTheSum) {
+  for (float momentum : {0.0f, 0.9f}) {
+    for (bool nesterov : {false, true}) {
+      if (nesterov && momentum == 0.0f) continue;
+      for (int terms : {1, 2, 3}) {
+        for (int64_t n : kSizes) {
+          std::vector<std::vector<float>> g;
+          std::vector<const float*> at;
+          for (int j = 0; j < terms; ++j) g.push_back(random_vec(n, 20 + static_cast<uint64_t>(j)));
+          for (const auto& t : g) at.push_back(t.data());
+          std::vector<float> sum(static_cast<size_t>(n));
+          for (int64_t i = 0; i < n; ++i) {
+            float s = g[0][static_cast<size_t>(i)];
+            for (int j = 1; j < terms; ++j) s += g[static_cast<size_t>(j)][static_cast<size_t>(i)];
+            sum[static_cast<size_t>(i)] = s;
+          }
+          const auto p = random_vec(n, 8), v = random_vec(n, 10);
+          SgdUpdate u{0.1f, momentum, 0.01f, nesterov};
+          auto p_ref = p, v_ref = v;
+          k().sgd_update(p_ref.data(), sum.data(), v_ref.data(), n, u);
+          auto out = std::vector<float>(static_cast<size_t>(n), -1.0f), v_apart = v;
+          k().sgd_update_sum(out.data(), p.data(), at.data(), terms, v_apart.data(), n, u);
+          auto p_in = p, v_in = v;
+          k().sgd_update_sum(p_in.data(), p_in.data(), at.data(), terms, v_in.data(), n, u);
+          const std::string what = "momentum " + std::to_string(momentum) + (nesterov ? " nesterov" : "") + " terms " +
+                                   std::to_string(terms) + " n " + std::to_string(n);
+          ASSERT_EQ(out, p_ref) << what;
+          ASSERT_EQ(p_in, p_ref) << what;
+          if (momentum != 0.0f) {
+            ASSERT_EQ(v_apart, v_ref) << what;
+            ASSERT_EQ(v_in, v_ref) << what;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_P(KernelsTest, AdamUpdateMatchesFormula) {
   for (bool decoupled : {false, true}) {
     for (int64_t n : kSizes) {
