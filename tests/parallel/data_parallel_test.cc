@@ -260,6 +260,53 @@ TEST(DdpFloat, LearnsASmallProblem) {
 namespace dtrain {
 namespace {
 
+// Where the buckets run does not change the model: on the progress thread as backward
+// finishes each (DdpOptions::overlap, on a host with a core beyond one per rank) or after
+// backward (overlap off, or no such core) — the same parameters bit for bit on every rank,
+// plain and with the fused ZeRO step; every rank reports its straggler figures.
+TEST(Ddp, BucketsInBetweenOrAfterBackwardGiveTheSameBits) {
+  const data::Dataset ds = dense_blobs(96, 12, 4, 23);
+  OptimizerConfig oc{.kind = "sgd", .lr = 0.05f, .momentum = 0.9f};
+  for (int ranks : {2, 3}) {
+    for (int zero : {0, 1}) {
+      std::vector<std::vector<float>> by_mode;
+      for (bool overlap : {true, false}) {
+        DdpOptions o;
+        o.bucket_bytes = 64;  // several buckets
+        o.zero = zero;
+        o.overlap = overlap;
+        std::mutex mu;
+        std::vector<Metrics> metrics;
+        DistRun r = run_steps(
+            ranks, ds, kSpec, oc, 24, 4,
+            [&](TrainableModel& m, Optimizer&, Communicator& c) -> std::unique_ptr<ModelStrategy> {
+              return std::make_unique<DataParallel>(m, oc, c, o, nullptr);
+            },
+            [&](ModelStrategy& s, std::span<const int64_t> b) {
+              auto& d = static_cast<DataParallel&>(s);
+              d.step(b);
+              if (d.steps() == 4) {
+                Metrics m = d.epoch_metrics();
+                std::lock_guard<std::mutex> lock(mu);
+                metrics.push_back(m);
+              }
+            });
+        for (int k = 1; k < ranks; ++k)
+          ASSERT_TRUE(same_bits(r.params_after[0].back(), r.params_after[static_cast<size_t>(k)].back()))
+              << ranks << " ranks, zero " << zero << ", overlap " << overlap << ": rank " << k << " differs";
+        by_mode.push_back(r.params_after[0].back());
+        ASSERT_EQ(metrics.size(), static_cast<size_t>(ranks));
+        for (const Metrics& m : metrics) {
+          auto wait = std::find_if(m.begin(), m.end(), [](const auto& kv) { return kv.first == "straggler_wait_ms"; });
+          ASSERT_NE(wait, m.end()) << "every rank reports its stragglers";
+          EXPECT_GE(wait->second, 0.0);
+        }
+      }
+      EXPECT_TRUE(same_bits(by_mode[0], by_mode[1])) << ranks << " ranks, zero " << zero << ": the schedules differ";
+    }
+  }
+}
+
 // ZeRO on ddp's buckets: stages 1 and 2 reduce-scatter each bucket as backward finishes it,
 // step only this rank's slices and all-gather them; the parameters match plain ddp (stage 0)
 // on every rank to float rounding, and each rank keeps about 1/N of the optimizer state.
