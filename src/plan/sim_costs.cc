@@ -29,14 +29,14 @@ double gap_factor(const Cluster& c, int ranks) {
 
 }  // namespace
 
-double allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks) {
+double allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks, bool gapped) {
   if (g.size <= 1 || bytes <= 0) return 0;
   int rpn = c.ranks_per_node > 0 ? c.ranks_per_node : g.size * g.stride;
   int per_node = std::clamp(rpn / g.stride, 1, g.size);
   if (per_node >= g.size) {
     // Measured at this many ranks: the time itself, oversubscription included.
     const double t = c.measured_allreduce_s(g.size, bytes);
-    if (t >= 0) return t * gap_factor(c, g.size) * beyond(c, node_ranks, g.size);
+    if (t >= 0) return t * (gapped ? gap_factor(c, g.size) : 1.0) * beyond(c, node_ranks, g.size);
     return best_allreduce_s(g.size, bytes, c.link_at(false, bytes, false)) * beyond(c, node_ranks, 2);
   }
   return hierarchical_allreduce_s(g.size / per_node, per_node, bytes, c.link_at(false, bytes, false),
@@ -49,11 +49,11 @@ double lockstep_refill_s(const Cluster& c, int node_ranks, double bytes) {
   return k * k * bytes / c.elementwise_bps;
 }
 
-double window_allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks) {
+double window_allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks, bool gapped) {
   if (g.size <= 1 || bytes <= 0) return 0;
   const double t = g.stride == 1 ? c.measured_allreduce_window_s(g.size, bytes) : -1;
-  if (t < 0) return allreduce_s(c, g, bytes, node_ranks);
-  return t * gap_factor(c, g.size) * beyond(c, node_ranks, g.size);
+  if (t < 0) return allreduce_s(c, g, bytes, node_ranks, gapped);
+  return t * (gapped ? gap_factor(c, g.size) : 1.0) * beyond(c, node_ranks, g.size);
 }
 
 // Reduce-scatter and all-gather of `bytes` (the whole buffer) in group g: measured at this

@@ -46,11 +46,14 @@ struct Group {
 
 // How much slower a figure measured with `measured` ranks on the node runs with node_ranks.
 double beyond(const Cluster& c, int node_ranks, int measured);
-double allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks);
+// gapped: with the calibration's gap factor (training computes between the calls); false:
+// back to back, where the caller prices the compute's imbalance itself (Cluster::
+// meeting_penalty).
+double allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks, bool gapped = true);
 // ddp's all-reduce of a bucket on one host, in place in its shared-memory window
 // (Cluster::allreduce_window_by_ranks), slowed as allreduce_s slows its figures; allreduce_s
 // where the calibration did not time it at this many ranks.
-double window_allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks);
+double window_allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks, bool gapped = true);
 double reduce_scatter_s(const Cluster& c, Group g, double bytes, int node_ranks);
 double allgather_s(const Cluster& c, Group g, double bytes, int node_ranks);
 CostParams link_of(const Cluster& c, Group g, double bytes, bool p2p);

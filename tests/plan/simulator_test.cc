@@ -554,7 +554,9 @@ TEST(Simulator, CalibratedGapFactorPricesCollectivesBetweenComputeSteps) {
 // Local SGD's steps between averages, fedavg's rounds and the GPT's pipelines and ZeRO pay
 // (1 + alpha) on that compute; the penalty is 0 where the ranks fit the cores, linear between
 // calibrated counts (from 0 at the cores) and flat beyond them; tensor-parallel layouts
-// (timed across their ranks) and ddp (the busiest core and its gap factor) keep their price.
+// (timed across their ranks) keep their price. ddp pays it on forward and backward, and its
+// buckets' all-reduces are then priced back to back: the gap factor, which took the same
+// imbalance as a multiple of the call, is not charged as well.
 TEST(Simulator, RanksBeyondTheCoresPayTheCoresImbalanceBetweenMeetings) {
   Cluster c = ideal(2);
   c.intra_sizes.meeting_penalty_by_ranks = {{4, 0.1}, {8, 0.3}};
@@ -577,8 +579,18 @@ TEST(Simulator, RanksBeyondTheCoresPayTheCoresImbalanceBetweenMeetings) {
   // fedavg: 4 clients on 4 ranks, all training at once, then the round's meeting.
   const Layout fed{.strategy = "fedavg", .dp = 4, .clients = 4, .client_fraction = 1};
   EXPECT_NEAR(simulate(m, fed, c, 64).compute_s, 1.1 * simulate(m, fed, none, 64).compute_s, 1e-12);
-  const Layout ddp{.strategy = "ddp", .dp = 8};
-  EXPECT_DOUBLE_EQ(simulate(m, ddp, c, 64).step_s, simulate(m, ddp, none, 64).step_s);
+  const Layout ddp{.strategy = "ddp", .dp = 8, .bucket_mb = 16};
+  c.intra_sizes.allreduce_by_ranks[8] = {{1e3, 1e-4}, {1e9, 1e-4}};  // 100 us at every size
+  none.intra_sizes.allreduce_by_ranks = c.intra_sizes.allreduce_by_ranks;
+  const Prediction d_none = simulate(m, ddp, none, 64), d_met = simulate(m, ddp, c, 64);
+  EXPECT_NEAR(d_met.compute_s, 1.3 * d_none.compute_s, 1e-12);
+  EXPECT_DOUBLE_EQ(d_met.comm_s, d_none.comm_s);
+  Cluster gapped = c, gapped_none = none;
+  gapped.intra_sizes.gap_factor_by_ranks[8] = gapped_none.intra_sizes.gap_factor_by_ranks[8] = 1.5;
+  EXPECT_DOUBLE_EQ(simulate(m, ddp, gapped, 64).comm_s, d_met.comm_s) << "back to back where the penalty is charged";
+  EXPECT_GT(simulate(m, ddp, gapped_none, 64).comm_s, d_none.comm_s) << "the gap factor where none is calibrated";
+  EXPECT_DOUBLE_EQ(simulate(m, {.strategy = "ddp", .dp = 2}, c, 64).step_s,
+                   simulate(m, {.strategy = "ddp", .dp = 2}, none, 64).step_s);
 
   ModelSpec g = ModelSpec::parse(kGpt);
   const Layout pp{.strategy = "pp", .pp = 4, .micro = 4};
