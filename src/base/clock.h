@@ -2,7 +2,8 @@
 //
 // Contract: Deadline is a point on the steady clock; Deadline::after(seconds) with seconds <= 0
 // means "already expired"; a negative one (kForever) is infinite. remaining_ms() is clamped to [0, INT_MAX]
-// and is what poll()/futex timeouts take. Thread-safety: value types.
+// and is what poll()/futex timeouts take. Deadline::from_first_check starts its clock at its
+// first check. Thread-safety: value types (a from_first_check one checked by one thread).
 //
 // Timeouts everywhere are seconds as a double, with two reserved values:
 //   kDefaultTimeout  "the owner's default": a store's, a transport's or a communicator's
@@ -45,12 +46,23 @@ class Deadline {
     }
     return d;
   }
+  // The same limit counted from the deadline's first check (expired, remaining_*,
+  // time_point) instead of from now, so that a call that is done before anything checks
+  // reads no clock for it: a small collective's waits check only once they sleep, after
+  // spinning, and most calls never get there. The limit falls later than after(seconds)'s by
+  // the time until that first check. Checked by one thread (the call's own).
+  static Deadline from_first_check(double seconds) {
+    Deadline d;
+    if (seconds < 0) d.infinite_ = true;
+    else d.pending_s_ = seconds;
+    return d;
+  }
   static Deadline never() { return after(kForever); }
   bool infinite() const { return infinite_; }
-  bool expired() const { return !infinite_ && Clock::now() >= at_; }
+  bool expired() const { return !infinite_ && Clock::now() >= at(); }
   double remaining_seconds() const {
     if (infinite_) return 1e18;
-    double r = std::chrono::duration<double>(at_ - Clock::now()).count();
+    double r = std::chrono::duration<double>(at() - Clock::now()).count();
     return r > 0 ? r : 0;
   }
   int remaining_ms() const {
@@ -58,10 +70,18 @@ class Deadline {
     double ms = remaining_seconds() * 1000.0;
     return ms >= INT_MAX ? INT_MAX : static_cast<int>(ms + 0.999);
   }
-  Clock::time_point time_point() const { return infinite_ ? Clock::time_point::max() : at_; }
+  Clock::time_point time_point() const { return infinite_ ? Clock::time_point::max() : at(); }
 
  private:
-  Clock::time_point at_{};
+  Clock::time_point at() const {
+    if (pending_s_ >= 0) {
+      at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(pending_s_));
+      pending_s_ = -1;
+    }
+    return at_;
+  }
+  mutable Clock::time_point at_{};
+  mutable double pending_s_ = -1;  // from_first_check: the limit, not started yet
   bool infinite_ = false;
 };
 

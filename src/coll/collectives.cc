@@ -86,8 +86,10 @@ Fingerprint small_call(Communicator& comm, CollOp op, DType t, uint64_t count, i
   return fp;
 }
 
+// A small call's one phase: its waits check the deadline only once they sleep, so it starts
+// there (a clock read less per call: the 2-rank 8-byte all-reduce is ~0.5 us).
 Deadline call_deadline(const Communicator& comm, const CollOptions& opts) {
-  return Deadline::after(resolve_timeout(opts.timeout_s, comm.timeout()));
+  return Deadline::from_first_check(resolve_timeout(opts.timeout_s, comm.timeout()));
 }
 
 // A call on the context's paths has completed here: the context counts it towards its next

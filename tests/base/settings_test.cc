@@ -122,5 +122,25 @@ TEST(Timeouts, OneWayToSayTheDefault) {
   EXPECT_TRUE(Deadline::after(kForever).infinite());
 }
 
+// A deadline from its first check: its limit counts from the first time anything asks (a
+// small collective's waits ask only once they sleep), then stays put; 0 has expired at once
+// and a negative limit is infinite, as with after().
+TEST(Timeouts, DeadlineFromFirstCheck) {
+  EXPECT_TRUE(Deadline::from_first_check(kForever).infinite());
+  EXPECT_FALSE(Deadline::from_first_check(kForever).expired());
+  EXPECT_TRUE(Deadline::from_first_check(0).expired());
+  const Clock::time_point made = Clock::now();
+  const Deadline d = Deadline::from_first_check(10);
+  while (Clock::now() < made + std::chrono::milliseconds(2)) {
+  }  // the clock moves on before the first check (bounded: 2 ms)
+  const Clock::time_point first = d.time_point();
+  EXPECT_GE(first - made, std::chrono::seconds(10) + std::chrono::milliseconds(2)) << "counted from the first check";
+  EXPECT_LE(first - Clock::now(), std::chrono::seconds(10));
+  EXPECT_FALSE(d.expired());
+  EXPECT_EQ(d.time_point(), first) << "fixed once checked";
+  EXPECT_GT(d.remaining_seconds(), 9.0);
+  EXPECT_LE(d.remaining_ms(), 10000);
+}
+
 }  // namespace
 }  // namespace dtrain
