@@ -125,7 +125,8 @@ Algorithm ZeroOptimizer::reduce(int bucket, std::span<float> grads, std::span<fl
   // and writing its gradient, as forward and backward do): the sum, copy in, step, copy
   // back 1.47-1.74 ms; one pass into the scratch, copied back, 1.14-1.30 ms.
   ApplySumFn apply_sum;
-  if (params_shared && inv == 1.0f)
+  // (Past Optimizer::kMaxTerms ranks: the sum, then the step.)
+  if (params_shared && inv == 1.0f && ranks_ <= static_cast<int>(Optimizer::kMaxTerms))
     apply_sum = [&](size_t off, const float* const* inputs, int k, size_t len) {
       const int64_t at = s.at + static_cast<int64_t>(off) - mine;
       std::span<const float* const> terms(inputs, static_cast<size_t>(k));
