@@ -83,6 +83,11 @@ void Optimizer::update_sum(std::span<float> out, std::span<const float> params, 
                            int64_t offset) {
   check_piece(out, params, offset);
   check_terms(terms);
+  if (out.data() != params.data()) std::memcpy(out.data(), params.data(), out.size() * sizeof(float));
+  if (terms.size() == 1) {
+    update(out, std::span<const float>(terms[0], out.size()), offset);
+    return;
+  }
   // Through a buffer small enough to stay in the first-level cache, so the sum is read back
   // from there by the update.
   constexpr size_t kChunk = 2048;
@@ -94,7 +99,6 @@ void Optimizer::update_sum(std::span<float> out, std::span<const float> params, 
       for (size_t j = 1; j < terms.size(); ++j) g += terms[j][at + i];
       sum[i] = g;
     }
-    if (out.data() != params.data()) std::memcpy(out.data() + at, params.data() + at, len * sizeof(float));
     update(out.subspan(at, len), std::span<const float>(sum, len), offset + static_cast<int64_t>(at));
   }
 }

@@ -17,24 +17,22 @@ Sgd::Sgd(int64_t size, const SgdOptions& options) : Optimizer(size, options.lr),
 
 void Sgd::update(std::span<float> params, std::span<const float> grads, int64_t offset) {
   check_piece(params, grads, offset);
-  SgdUpdate u{lr_, options_.momentum, options_.weight_decay, options_.nesterov};
-  // PyTorch initializes the momentum buffer to g' on the first step; with v = 0 the formula
-  // v = mu v + g' gives exactly that.
-  float* p = params.data();
   const float* g = grads.data();
-  float* v = velocity_.empty() ? nullptr : velocity_.data() + offset;
-  const auto n = static_cast<int64_t>(params.size());
-  const Kernels& k = kernels();
-  auto run = [&](int64_t lo, int64_t hi) { k.sgd_update(p + lo, g + lo, v ? v + lo : nullptr, hi - lo, u); };
-  if (pool_ && pool_->size() > 1 && n >= (1 << 16)) pool_->parallel_for(0, n, 1 << 15, run);
-  else run(0, n);
+  step_terms(params, params, std::span<const float* const>(&g, 1), offset);
 }
 
 void Sgd::update_sum(std::span<float> out, std::span<const float> params, std::span<const float* const> terms,
                      int64_t offset) {
   check_piece(out, params, offset);
   check_terms(terms);
+  step_terms(out, params, terms, offset);
+}
+
+void Sgd::step_terms(std::span<float> out, std::span<const float> params, std::span<const float* const> terms,
+                     int64_t offset) {
   SgdUpdate u{lr_, options_.momentum, options_.weight_decay, options_.nesterov};
+  // PyTorch initializes the momentum buffer to g' on the first step; with v = 0 the formula
+  // v = mu v + g' gives exactly that.
   float* v = velocity_.empty() ? nullptr : velocity_.data() + offset;
   const auto n = static_cast<int64_t>(out.size());
   const Kernels& k = kernels();

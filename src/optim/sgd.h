@@ -35,6 +35,9 @@ class Sgd : public Optimizer {
   void set_hyper_params(std::span<const float> values) override;
 
  private:
+  // update and update_sum after their checks: out = params stepped with the sum of terms.
+  void step_terms(std::span<float> out, std::span<const float> params, std::span<const float* const> terms,
+                  int64_t offset);
   SgdOptions options_;
   AlignedVector<float> velocity_;  // empty when momentum == 0
 };

@@ -103,19 +103,24 @@ Algorithm ZeroOptimizer::reduce(int bucket, std::span<float> grads, std::span<fl
   const ShmContext* ctx = dp_->shm_context();
   const bool via_scratch = params_shared && (!ctx || ctx->oversubscribed() || ctx->cores_far());
   std::vector<float>& tmp = step_scratch_;
+  // Steps this rank's piece at `off` with the sum of k gradient terms (Optimizer::update_sum).
+  auto step_piece = [&](size_t off, const float* const* terms, int k, size_t len) {
+    const int64_t at = s.at + static_cast<int64_t>(off) - mine;
+    const std::span<const float* const> ts(terms, static_cast<size_t>(k));
+    const std::span<float> here(p + off, len);
+    if (!via_scratch) {
+      opt.update_sum(here, here, ts, at);
+      return;
+    }
+    if (tmp.size() < len) tmp.resize(len);
+    opt.update_sum(std::span<float>(tmp.data(), len), here, ts, at);
+    copy_elements(p + off, tmp.data(), len);
+  };
   auto apply = [&](size_t off, float* values, size_t len) {
     if (inv != 1.0f)
       for (size_t i = 0; i < len; ++i) values[i] *= inv;
-    if (via_scratch) {
-      if (tmp.size() < len) tmp.resize(len);
-      copy_elements(tmp.data(), p + off, len);
-      opt.update(std::span<float>(tmp.data(), len), std::span<const float>(values, len),
-                 s.at + static_cast<int64_t>(off) - mine);
-      copy_elements(p + off, tmp.data(), len);
-      return true;
-    }
-    opt.update(std::span<float>(p + off, len), std::span<const float>(values, len),
-               s.at + static_cast<int64_t>(off) - mine);
+    const float* sum = values;
+    step_piece(off, &sum, 1, len);
     return true;
   };
   // Where the owners read every rank's gradient where it lies (the window, the shared
@@ -124,21 +129,9 @@ Algorithm ZeroOptimizer::reduce(int bucket, std::span<float> grads, std::span<fl
   // A two-core loop over the sitting's 11.6 MB model (each core first reading the parameters
   // and writing its gradient, as forward and backward do): the sum, copy in, step, copy
   // back 1.47-1.74 ms; one pass into the scratch, copied back, 1.14-1.30 ms.
-  ApplySumFn apply_sum;
   // (Past Optimizer::kMaxTerms ranks: the sum, then the step.)
-  if (params_shared && inv == 1.0f && ranks_ <= static_cast<int>(Optimizer::kMaxTerms))
-    apply_sum = [&](size_t off, const float* const* inputs, int k, size_t len) {
-      const int64_t at = s.at + static_cast<int64_t>(off) - mine;
-      std::span<const float* const> terms(inputs, static_cast<size_t>(k));
-      std::span<float> here(p + off, len);
-      if (!via_scratch) {
-        opt.update_sum(here, here, terms, at);
-        return;
-      }
-      if (tmp.size() < len) tmp.resize(len);
-      opt.update_sum(std::span<float>(tmp.data(), len), here, terms, at);
-      copy_elements(p + off, tmp.data(), len);
-    };
+  ApplySumFn apply_sum;
+  if (params_shared && inv == 1.0f && ranks_ <= static_cast<int>(Optimizer::kMaxTerms)) apply_sum = step_piece;
   if (ranks_ > 1) {
     const Algorithm a =
         allreduce_apply(*dp_, grads.data() + s.begin, p, counts, apply, {}, window_, params_shared, apply_sum);
