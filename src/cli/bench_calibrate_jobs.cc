@@ -141,7 +141,8 @@ int run_sampled(const std::string& path, const std::string& before, Job&& job, s
   // (The job's launcher reads this sampler's file instead of starting a second one.)
   std::pair<int64_t, int64_t> counts{0, 0};
   const size_t slash = path.rfind('/');
-  const int rc = run_sampled_job(job, kSampleEvery, slash == std::string::npos ? "." : path.substr(0, slash), &counts);
+  const int rc = run_sampled_job(job, kSampleEvery, slash == std::string::npos ? "." : path.substr(0, slash), &counts,
+                                 kSamplerCpuShare);
   *verdict = counts.first + counts.second >= 3 ? sampled_verdict({0, 0}, counts)
                                                : (cores_now() == before ? before : std::string());
   return rc;

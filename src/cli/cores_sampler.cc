@@ -4,6 +4,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -12,7 +14,14 @@
 
 namespace dtrain::cli {
 
-CoresSampler::CoresSampler(const std::string& dir, std::chrono::milliseconds every) {
+std::chrono::milliseconds sampler_wait(std::chrono::milliseconds every, double max_cpu_share, int64_t taken,
+                                       double last_cpu_s) {
+  if (max_cpu_share <= 0 || taken < kDenseSamples || !(last_cpu_s > 0)) return every;
+  const double ms = std::min(last_cpu_s / max_cpu_share * 1e3, 3.6e6);  // (an hour at most)
+  return std::max(every, std::chrono::milliseconds(static_cast<int64_t>(std::ceil(ms))));
+}
+
+CoresSampler::CoresSampler(const std::string& dir, std::chrono::milliseconds every, double max_cpu_share) {
   std::string named = (dir.empty() ? std::string(".") : dir) + "/dtrain-cores-XXXXXX";
   // Not close-on-exec: a launcher that replaces itself (srun inside a multi-node sbatch
   // allocation, launch/launch.cc) keeps the descriptor, so the path it exported still names
@@ -32,7 +41,8 @@ CoresSampler::CoresSampler(const std::string& dir, std::chrono::milliseconds eve
   // The first sample before returning: the job has not started, so its ranks cannot keep the
   // probe's two threads from meeting, and a job shorter than a probe under load (a 10 ms run
   // of 4 ranks on 2 cores) still has one sample in the file.
-  if (!sample()) return;
+  double cpu_s = 0;
+  if (!sample(&cpu_s)) return;
   // The thread takes none of the process's signals: a launcher that blocks SIGINT and SIGTERM
   // to handle them (launch/launch.cc) would otherwise be ended by their default action here.
   struct Quiet {  // every signal blocked for this scope (the new thread inherits the mask)
@@ -44,19 +54,22 @@ CoresSampler::CoresSampler(const std::string& dir, std::chrono::milliseconds eve
     }
     ~Quiet() { pthread_sigmask(SIG_SETMASK, &before, nullptr); }
   } quiet;
-  thread_ = std::thread([this, every] {
+  thread_ = std::thread([this, every, max_cpu_share, cpu_s] {
     std::unique_lock<std::mutex> lock(mu_);
-    while (!cv_.wait_for(lock, every, [this] { return stop_; })) {
+    int64_t taken = 1;
+    double last_cpu_s = cpu_s;
+    while (!cv_.wait_for(lock, sampler_wait(every, max_cpu_share, taken, last_cpu_s), [this] { return stop_; })) {
       lock.unlock();
-      const bool written = sample();
+      const bool written = sample(&last_cpu_s);
       lock.lock();
       if (!written) return;
+      ++taken;
     }
   });
 }
 
-bool CoresSampler::sample() {
-  const double ns = plan::probe_core_round_trip_ns(kSampleProbeSeconds);
+bool CoresSampler::sample(double* cpu_s) {
+  const double ns = plan::probe_core_round_trip_ns(kSampleProbeSeconds, cpu_s);
   std::lock_guard<std::mutex> lock(mu_);
   if (ns > 0) ++(std::string(plan::core_distance(ns)) == "far" ? far_ : close_);
   char line[64];
@@ -93,7 +106,7 @@ std::optional<std::pair<int64_t, int64_t>> read_sampler_file(const std::string& 
 }
 
 int run_sampled_job(const std::function<int()>& job, std::chrono::milliseconds every, const std::string& dir,
-                    std::pair<int64_t, int64_t>* counts) {
+                    std::pair<int64_t, int64_t>* counts, double max_cpu_share) {
   if (counts) *counts = {0, 0};
   if (Settings::process().has("DTRAIN_CORES_SAMPLES") || std::thread::hardware_concurrency() < 2) return job();
   std::string where = dir;
@@ -102,7 +115,7 @@ int run_sampled_job(const std::function<int()>& job, std::chrono::milliseconds e
     const std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
     if (!ec) where = tmp.string();
   }
-  CoresSampler sampler(where, every);
+  CoresSampler sampler(where, every, max_cpu_share);
   struct Exported {  // for the job's length, thrown out of or not
     bool on;
     ~Exported() {

@@ -12,10 +12,17 @@
 //   (plan::probe_core_round_trip_ns) for kSampleProbeSeconds before it returns, then starts a
 //   thread that does so every `every` (kSampleEvery unless told), counting each verdict
 //   (plan::core_distance), until destruction (which joins it). The first sample is taken before
-//   the job starts, so every job has at least one. Each sample costs both CPUs ~0.2 ms: the
-//   probe's threads preempt the ranks to meet (under a two-core spin load it still read 123-146
-//   ns), and a round that timed the scheduler instead is passed over (the probe reads its
-//   fastest).
+//   the job starts, so every job has at least one. With no ranks running a sample costs the
+//   CPUs ~0.8 ms; a round that timed the scheduler instead is passed over (the probe reads
+//   its fastest).
+// - The probe's two threads must run at once, and ranks that keep both cores busy make them
+//   wait for each other: with 2 or 4 ranks of the sitting's ddp job on 2 cores a sample took
+//   1-18 ms of CPU (means of 20; 2026-12-01), so at 10 a second up to a tenth of a core.
+//   Given a CPU share (`max_cpu_share`, of one CPU; 0: none), the sampler takes its first
+//   kDenseSamples samples every `every` (a short run keeps its count of samples) and after
+//   that waits sampler_wait(): at least `every`, and long enough that the last sample's CPU
+//   time is that share of the wait. `dtrain train` and the calibration's passes use
+//   kSamplerCpuShare; `bench collectives`' rows (0.2 s each) sample at full rate.
 // - counts() is {close, far} so far. The counts are also kept in a private temporary file
 //   (path(), "close far\n", rewritten in place at every sample) for processes that read
 //   them (DTRAIN_CORES_SAMPLES: rank 0 of `dtrain train`, before and after each row of
@@ -61,11 +68,20 @@ constexpr auto kSampleEvery = std::chrono::milliseconds(100);
 // `bench collectives` rows last ~0.2 s: a sample every 20 ms gives each about 10 (~1% of the
 // two CPUs).
 constexpr auto kRowSampleEvery = std::chrono::milliseconds(20);
+constexpr int64_t kDenseSamples = 10;
+constexpr double kSamplerCpuShare = 0.01;
+
+// The wait before the next sample (contract above): `every` for the first kDenseSamples
+// (`taken` so far, the first included) or where max_cpu_share <= 0, else at least `every` and
+// at least last_cpu_s / max_cpu_share.
+std::chrono::milliseconds sampler_wait(std::chrono::milliseconds every, double max_cpu_share, int64_t taken,
+                                       double last_cpu_s);
 
 class CoresSampler {
  public:
   // dir: where its file goes ("": the working directory).
-  explicit CoresSampler(const std::string& dir, std::chrono::milliseconds every = kSampleEvery);
+  explicit CoresSampler(const std::string& dir, std::chrono::milliseconds every = kSampleEvery,
+                        double max_cpu_share = 0);
   ~CoresSampler();
   CoresSampler(const CoresSampler&) = delete;
   CoresSampler& operator=(const CoresSampler&) = delete;
@@ -75,7 +91,9 @@ class CoresSampler {
   std::pair<int64_t, int64_t> counts() const;
 
  private:
-  bool sample();  // probes once, counts and rewrites the file; false where the write failed
+  // Probes once, counts and rewrites the file; false where the write failed. *cpu_s: the
+  // probe's CPU time.
+  bool sample(double* cpu_s);
 
   std::string path_;
   std::string named_;  // the file's name while it has one (no /proc): removed on destruction
@@ -92,7 +110,8 @@ class CoresSampler {
 std::optional<std::pair<int64_t, int64_t>> read_sampler_file(const std::string& path);
 
 int run_sampled_job(const std::function<int()>& job, std::chrono::milliseconds every = kSampleEvery,
-                    const std::string& dir = "", std::pair<int64_t, int64_t>* counts = nullptr);
+                    const std::string& dir = "", std::pair<int64_t, int64_t>* counts = nullptr,
+                    double max_cpu_share = 0);
 
 std::function<std::pair<int64_t, int64_t>()> launcher_samples(const Settings& settings);
 

@@ -195,7 +195,7 @@ int launch_job(const TrainConfig& f, const Args& args) {
   std::snprintf(probe, sizeof probe, "%.9g", plan::probe_core_round_trip_ns(kCoresProbeSeconds));
   ::setenv("DTRAIN_CORES_PROBE_NS", probe, 1);
   // Sampled while the ranks run (cli/cores_sampler.h).
-  const int rc = run_sampled_job([&] { return launch::relaunch_self(lo, again); });
+  const int rc = run_sampled_job([&] { return launch::relaunch_self(lo, again); }, kSampleEvery, "", nullptr, kSamplerCpuShare);
   ::unsetenv("DTRAIN_PROGRESS_FD");
   ::unsetenv("DTRAIN_SPEED_PROBE_S");
   ::unsetenv("DTRAIN_CORES_PROBE_NS");

@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -55,6 +56,19 @@ double median(std::vector<double> v) {
 
 constexpr int kPingTrips = 32;
 
+double thread_cpu_seconds() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// Writes the CPU time the calling thread takes over this object's life into *to.
+struct ChargeThreadCpu {
+  double* to;
+  double t0 = thread_cpu_seconds();
+  ~ChargeThreadCpu() { *to = thread_cpu_seconds() - t0; }
+};
+
 }  // namespace
 
 double ping_pong(std::atomic<uint64_t>& line, uint64_t& count, int me, int trips) {
@@ -87,19 +101,22 @@ double ping_pong(std::atomic<uint64_t>& line, uint64_t& count, int me, int trips
 
 const char* core_distance(double round_trip_ns) { return round_trip_ns < kCloseRoundTripNs ? "close" : "far"; }
 
-double probe_core_round_trip_ns(double seconds) {
+double probe_core_round_trip_ns(double seconds, double* cpu_seconds) {
+  double cpu[2] = {0, 0};  // each thread's own CPU time
   alignas(64) std::atomic<uint64_t> line{0};
   std::atomic<int> first_cpu{-2}, rounds{-1};  // rounds: -1 until the second thread has pinned (0: it could not)
   std::vector<double> trips;
   std::thread a([&] {
-    const int cpu = pin_to_a_cpu(-1);
-    first_cpu.store(cpu, std::memory_order_release);
-    if (cpu < 0) return;
+    const ChargeThreadCpu charge{&cpu[0]};
+    const int pinned = pin_to_a_cpu(-1);
+    first_cpu.store(pinned, std::memory_order_release);
+    if (pinned < 0) return;
     while (rounds.load(std::memory_order_acquire) == -1) std::this_thread::yield();
     uint64_t count = 0;
     for (int r = 0; r < rounds.load(); ++r) trips.push_back(ping_pong(line, count, 0, kPingTrips));
   });
   std::thread b([&] {
+    const ChargeThreadCpu charge{&cpu[1]};
     while (first_cpu.load(std::memory_order_acquire) == -2) std::this_thread::yield();
     const int first = first_cpu.load();
     // Both sides must agree on the number of rounds before spinning: `seconds` over ~20 us a
@@ -114,6 +131,7 @@ double probe_core_round_trip_ns(double seconds) {
   });
   a.join();
   b.join();
+  if (cpu_seconds) *cpu_seconds = cpu[0] + cpu[1];
   // The fastest round, not the median: a round can only read slower than the cores' distance
   // (its threads preempted, as by ranks that outnumber the cores), never faster.
   return trips.empty() ? 0 : *std::min_element(trips.begin(), trips.end());

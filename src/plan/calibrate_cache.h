@@ -84,6 +84,8 @@ const char* core_distance(double round_trip_ns);
 // rounds read "far" for 8-20% of the samples of 4- and 8-rank runs whose steps ran at the close
 // speed, 2026-11-30). 0 where two CPUs cannot be had. `dtrain train --probe-speed` records it
 // beside a run, so that a run of any rank count is priced with the figures of its verdict.
-double probe_core_round_trip_ns(double seconds);
+// *cpu_seconds (if given): the CPU time the two threads took, which under ranks that
+// outnumber the cores is far more than `seconds` (cli/cores_sampler.h).
+double probe_core_round_trip_ns(double seconds, double* cpu_seconds = nullptr);
 
 }  // namespace dtrain::plan

@@ -1,6 +1,7 @@
 // The launcher's sampler of the cores' distance: its file while it runs, none after, and the
 // verdict a pass takes from its samples.
 #include "cli/cores_sampler.h"
+#include "plan/calibrate_cache.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -32,6 +33,31 @@ TEST(CoresSampler, KeepsItsCountsInAPrivateFileWhileItRuns) {
   }
   EXPECT_NE(::access(path.c_str(), F_OK), 0) << path << " left behind";
   EXPECT_FALSE(read_sampler_file(path).has_value());
+}
+
+// The sampler's pace: every `every` for its first kDenseSamples samples or without a CPU
+// share; after that, slower where a sample costs more than the share of the wait.
+TEST(CoresSampler, WaitsLongEnoughToKeepItsShareOfTheCpu) {
+  using std::chrono::milliseconds;
+  const milliseconds every(100);
+  EXPECT_EQ(sampler_wait(every, 0, 100, 0.05), every);                    // no share asked
+  EXPECT_EQ(sampler_wait(every, 0.01, kDenseSamples - 1, 0.05), every);   // still dense
+  EXPECT_EQ(sampler_wait(every, 0.01, kDenseSamples, 0.05), milliseconds(5000));
+  EXPECT_EQ(sampler_wait(every, 0.01, kDenseSamples, 0.0004), every);     // cheap: never faster
+  EXPECT_EQ(sampler_wait(every, 0.01, kDenseSamples, 0.0015), milliseconds(150));
+  EXPECT_EQ(sampler_wait(every, 0.01, kDenseSamples, 0), every);          // no probe ran
+  EXPECT_EQ(sampler_wait(every, 0.01, kDenseSamples, 1e9), milliseconds(3600000));
+}
+
+// The probe reports the CPU its two threads took: at least what one spinning round costs.
+TEST(CoresSampler, TheProbeChargesItsThreadsCpu) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: nothing to probe against";
+  double cpu_s = -1;
+  const double ns = plan::probe_core_round_trip_ns(0.0002, &cpu_s);
+  if (ns == 0) GTEST_SKIP() << "two CPUs could not be had";
+  EXPECT_GT(ns, 0);
+  EXPECT_GT(cpu_s, 0);
+  EXPECT_LT(cpu_s, 60);
 }
 
 // A launcher's job sees the sampler's file named in DTRAIN_CORES_SAMPLES for its length and
