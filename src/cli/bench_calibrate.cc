@@ -410,7 +410,13 @@ int bench_calibrate(const Args& args) {
   for (size_t pos = 0; pos < models.size();) {
     size_t semi = models.find(';', pos);
     if (semi == std::string::npos) semi = models.size();
-    if (semi > pos) extra.push_back(models.substr(pos, semi - pos));
+    // Timed under the name predictions look its lines up by (ModelSpec::unit_spec): a GPT's
+    // one-block spec of its shape, whatever its layers; an MLP's own spec. A malformed spec
+    // is refused here, naming it.
+    if (semi > pos) {
+      const std::string unit_spec = plan::ModelSpec::parse(models.substr(pos, semi - pos)).unit_spec;
+      if (std::find(extra.begin(), extra.end(), unit_spec) == extra.end()) extra.push_back(unit_spec);
+    }
     pos = semi + 1;
   }
   std::vector<TransportKind> kinds;

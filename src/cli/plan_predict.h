@@ -22,8 +22,11 @@
 //   (a calibration file, or the defaults with the command that calibrates) and, where the
 //   calibration had figures for the cores' verdict the run probed, that verdict (the share of
 //   each where the launcher sampled them while the ranks ran, "cores_sampled", or where the
-//   probes before and after the run differ: plan_predict.cc); "" for an
-//   {"error": ...} object (a strategy the simulator does not cover says nothing).
+//   probes before and after the run differ: plan_predict.cc), and where a unit of the model
+//   is priced far past the shapes the calibration timed ("extrapolated",
+//   plan::extrapolated_unit), which unit and the `dtrain bench calibrate --models` command
+//   that times the model's own; "" for an {"error": ...} object (a strategy the simulator
+//   does not cover says nothing).
 // Thread-safety: call from the main thread.
 #pragma once
 

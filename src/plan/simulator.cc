@@ -67,4 +67,18 @@ Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64
                : sim::simulate_data_parallel(m, l, c, batch, b);
 }
 
+std::optional<UnitExtrapolation> extrapolated_unit(const ModelSpec& m, const Cluster& c, double factor) {
+  std::optional<UnitExtrapolation> worst;
+  for (const Unit& u : m.units) {
+    const UnitCost* uc = c.unit_for(u.kind, m.unit_spec);
+    if (!uc || uc->timed.count({m.unit_spec, u.params})) continue;
+    double largest = 0;
+    for (const auto& [key, points] : uc->timed) largest = std::max(largest, key.second);
+    if (!(largest > 0) || u.params <= factor * largest) continue;
+    if (!worst || u.params / largest > worst->params / worst->largest_timed_params)
+      worst = UnitExtrapolation{u.name, u.kind, u.params, largest};
+  }
+  return worst;
+}
+
 }  // namespace dtrain::plan

@@ -41,6 +41,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -145,6 +146,20 @@ struct Prediction {
 // two where b has any weight: the paths' scratch differs by a slot's worth, and the heap's
 // high-water mark keeps whichever a call took.
 Prediction blend_times(const Prediction& a, const Prediction& b, double w_b);
+
+// The unit of `m` priced furthest past what the calibration timed: one not timed itself (no
+// points of its own model and size, UnitCost::timed) whose parameters are more than `factor`
+// x those of the largest unit of its kind that was. Its time is then the kind's fit carried
+// out to a shape it never saw (the default calibration times the MLP 784-256-128-10: its
+// plane priced the 784-1024-1024-1024-10 MLP's step 8.7 ms where it took ~14 at 128 rows,
+// and the same run against a calibration with that model's own points, 13.1). nullopt where
+// every unit is timed or within `factor`, or the cluster has no calibrated line for a kind.
+// Of several past `factor`, the one with the largest ratio.
+struct UnitExtrapolation {
+  std::string unit, kind;
+  double params = 0, largest_timed_params = 0;
+};
+std::optional<UnitExtrapolation> extrapolated_unit(const ModelSpec& m, const Cluster& c, double factor = 2.0);
 
 // memory_limit_b: a layout predicted to need more per rank stops after its memory (over_memory).
 Prediction simulate(const ModelSpec& m, const Layout& l, const Cluster& c, int64_t batch,

@@ -118,6 +118,40 @@ TEST(CalibrateUnits, FitsGroupByKindAndRoundTripThroughJson) {
   EXPECT_THROW(units_from_json(nlohmann::json::array(), "test"), InvalidArgument);
 }
 
+// A unit priced far past the shapes its kind was timed at is named (the prediction says so
+// with the command that times the model's own); a timed unit, one within 2x of the largest
+// timed, or a machine without calibrated lines is not.
+TEST(CalibrateUnits, AUnitFarPastTheTimedShapesIsNamed) {
+  const std::string small = "mlp:784-256-128-10", wide = "mlp:784-1024-1024-1024-10";
+  auto points_of_model = [](const std::string& spec) {
+    std::vector<UnitPoint> pts;
+    const ModelSpec m = ModelSpec::parse(spec);
+    for (size_t u = 0; u < m.units.size(); ++u)
+      for (int64_t items : {8, 16}) {
+        const double work = static_cast<double>(items) * unit_work(m.units[u]);
+        pts.push_back({"mlp_layer", spec, static_cast<int>(u), items, work, work * 5e-12, work * 6e-12});
+      }
+    return pts;
+  };
+  Cluster c;
+  c.units = fit_units(points_of_model(small));
+  const auto x = extrapolated_unit(ModelSpec::parse(wide), c);
+  ASSERT_TRUE(x.has_value());
+  EXPECT_EQ(x->unit, "fc1");  // the first 1024x1024 layer (fc2 is the same size)
+  EXPECT_EQ(x->kind, "mlp_layer");
+  EXPECT_DOUBLE_EQ(x->params, 1024.0 * 1024 + 1024);
+  EXPECT_DOUBLE_EQ(x->largest_timed_params, 784.0 * 256 + 256);
+  EXPECT_FALSE(extrapolated_unit(ModelSpec::parse(small), c).has_value());            // timed itself
+  EXPECT_FALSE(extrapolated_unit(ModelSpec::parse("mlp:784-300-10"), c).has_value());  // 235,500: within 2x
+  EXPECT_TRUE(extrapolated_unit(ModelSpec::parse("mlp:784-300-10"), c, 1.1).has_value());
+  EXPECT_FALSE(extrapolated_unit(ModelSpec::parse(wide), Cluster{}).has_value());       // nothing calibrated
+  // Once the wide model is timed as well (`bench calibrate --models`), its own lines price it.
+  std::vector<UnitPoint> both = points_of_model(small), more = points_of_model(wide);
+  both.insert(both.end(), more.begin(), more.end());
+  c.units = fit_units(both);
+  EXPECT_FALSE(extrapolated_unit(ModelSpec::parse(wide), c).has_value());
+}
+
 // A kind timed on two models also gets each model's own line ("kind@spec"), which the
 // simulator's lookup (Cluster::unit_for) prefers for that model; other models get the kind's.
 TEST(CalibrateUnits, EachTimedModelKeepsItsOwnLine) {
