@@ -361,8 +361,12 @@ ComputeRates measure_compute(double seconds, const std::vector<std::string>& ext
   // The executors' units, fitted per kind, between two speed probes.
   const double probe_before = speed_probe(per);
   r.unit_points = default_unit_points();
-  for (const auto& spec : extra_specs)
-    for (auto& p : unit_points_for(spec)) r.unit_points.push_back(p);
+  for (const auto& spec : extra_specs) {
+    // (A spec already timed, one of the defaults named again, is not timed twice.)
+    const bool timed = std::any_of(r.unit_points.begin(), r.unit_points.end(), [&](const UnitPoint& p) { return p.spec == spec; });
+    if (!timed)
+      for (auto& p : unit_points_for(spec)) r.unit_points.push_back(p);
+  }
   measure_units(r.unit_points, 4 * per * static_cast<double>(shapes.size()));
   r.units = fit_units(r.unit_points);
   std::vector<std::string> mlps;
