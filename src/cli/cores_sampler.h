@@ -65,8 +65,8 @@ namespace dtrain::cli {
 
 constexpr double kSampleProbeSeconds = 0.0002;
 constexpr auto kSampleEvery = std::chrono::milliseconds(100);
-// `bench collectives` rows last ~0.2 s: a sample every 20 ms gives each about 10 (~1% of the
-// two CPUs).
+// `bench collectives` rows last ~0.2 s: a sample every 20 ms gives each about 10 (with the
+// ranks outnumbering the cores, at a cost of several ms of CPU a sample, above).
 constexpr auto kRowSampleEvery = std::chrono::milliseconds(20);
 constexpr int64_t kDenseSamples = 10;
 constexpr double kSamplerCpuShare = 0.01;
