@@ -180,8 +180,8 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
     if (by_verdict && far_share >= 0) j[shm_verdict ? "two_rank_far_share" : "cores_far_share"] = far_share;
     if (by_verdict && by_samples) j["cores_samples"] = closes + fars;
     // A unit priced by its kind's line far past the shapes the calibration timed (the
-    // default MLP's line read a 1024-wide MLP's compute 35% short): said, with the command
-    // that times this model's own.
+    // default MLP's line priced a 1024-wide MLP's compute 30% below its own timed points,
+    // plan/simulator.h): said, with the command that times this model's own.
     if (const auto x = plan::extrapolated_unit(m, c))
       j["extrapolated"] = {{"unit", x->unit}, {"kind", x->kind}, {"params", x->params},
                            {"largest_timed_params", x->largest_timed_params},
@@ -253,8 +253,8 @@ std::string prediction_line(const nlohmann::json& p) {
     const nlohmann::json& x = p["extrapolated"];
     char ext[512];
     std::snprintf(ext, sizeof ext,
-                  "; its %s (%.0f parameters) is priced by a line fitted on units of at most %.0f, which can miss "
-                  "by a third: `%s` times this model's own",
+                  "; its %s (%.0f parameters) is priced past the largest unit of its kind the calibration timed "
+                  "(%.0f): `%s` times this model's own",
                   x.value("unit", std::string()).c_str(), x.value("params", 0.0), x.value("largest_timed_params", 0.0),
                   x.value("calibrate", std::string()).c_str());
     out += ext;

@@ -151,8 +151,9 @@ Prediction blend_times(const Prediction& a, const Prediction& b, double w_b);
 // points of its own model and size, UnitCost::timed) whose parameters are more than `factor`
 // x those of the largest unit of its kind that was. Its time is then the kind's fit carried
 // out to a shape it never saw (the default calibration times the MLP 784-256-128-10: its
-// plane priced the 784-1024-1024-1024-10 MLP's step 8.7 ms where it took ~14 at 128 rows,
-// and the same run against a calibration with that model's own points, 13.1). nullopt where
+// plane priced the compute of the 784-1024-1024-1024-10 MLP's 2-rank step, 128 rows a rank,
+// at 9.9 ms where that model's own timed points price 14.2; the step measured 16.1 against
+// 12.2 and 16.6 predicted). nullopt where
 // every unit is timed or within `factor`, or the cluster has no calibrated line for a kind.
 // Of several past `factor`, the one with the largest ratio.
 struct UnitExtrapolation {

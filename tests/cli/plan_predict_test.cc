@@ -85,11 +85,12 @@ TEST(PlanPredict, ARunWhoseCoresMovedIsPricedHalfWithEachVerdict) {
 // time the model's own lines.
 TEST(PlanPredict, TheLineNamesAUnitPricedPastTheTimedShapes) {
   nlohmann::json p = {{"step_ms", 8.7}, {"memory_mb", 47.1}, {"calibrated", true}, {"cluster", "calibrated(x)"}};
-  EXPECT_EQ(prediction_line(p).find("priced by a line"), std::string::npos) << prediction_line(p);
+  EXPECT_EQ(prediction_line(p).find("priced past"), std::string::npos) << prediction_line(p);
   p["extrapolated"] = {{"unit", "fc1"}, {"kind", "mlp_layer"}, {"params", 1049600.0}, {"largest_timed_params", 200960.0},
                        {"calibrate", "dtrain bench calibrate --models 'mlp:784-1024-1024-1024-10'"}};
   const std::string line = prediction_line(p);
-  EXPECT_NE(line.find("its fc1 (1049600 parameters) is priced by a line fitted on units of at most 200960"),
+  EXPECT_NE(line.find("its fc1 (1049600 parameters) is priced past the largest unit of its kind the calibration timed "
+                      "(200960)"),
             std::string::npos)
       << line;
   EXPECT_NE(line.find("`dtrain bench calibrate --models 'mlp:784-1024-1024-1024-10'` times this model's own"),
