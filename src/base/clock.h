@@ -16,6 +16,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdint>
+#include <ctime>
 
 namespace dtrain {
 
@@ -26,6 +27,13 @@ inline double now_seconds() {
 }
 inline int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+// The calling thread's CPU time: unlike wall time it does not count the time other threads
+// or processes hold the core.
+inline double thread_cpu_seconds() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
 inline constexpr double kDefaultTimeout = -2;

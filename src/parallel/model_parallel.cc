@@ -73,15 +73,6 @@ GptTrainer::GptTrainer(Communicator& world, const MpConfig& config, const data::
 
 GptTrainer::~GptTrainer() = default;
 
-namespace {
-// Thread CPU time: unlike wall time it does not count the time other processes hold the core.
-double cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-}  // namespace
-
 std::vector<double> gpt_flops_costs(const GptConfig& c) {
   std::vector<double> costs(static_cast<size_t>(c.num_units()));
   const double w = static_cast<double>(c.width), t = static_cast<double>(c.context);
@@ -112,13 +103,13 @@ std::vector<double> GptTrainer::unit_costs() {
       double best = 1e30;
       Tensor out;
       for (int rep = 0; rep < 5; ++rep) {
-        const double t0 = cpu_seconds();
+        const double t0 = thread_cpu_seconds();
         Graph g;
         Var in = act.defined() ? g.leaf(act) : Var();
         Var o = s.forward_stage(g, in, x, y, seqs, c.context);
         if (o.value().numel() == 1) g.backward(o);
         else g.backward(o, Tensor::full(o.value().shape(), 1e-3f));
-        best = std::min(best, cpu_seconds() - t0);
+        best = std::min(best, thread_cpu_seconds() - t0);
         out = o.value();
       }
       costs[static_cast<size_t>(u)] = best;

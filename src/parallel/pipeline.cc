@@ -15,12 +15,6 @@
 namespace dtrain {
 namespace {
 
-double thread_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
 uint32_t make_tag(int64_t step, bool grad, int piece, int micro) {
   return (static_cast<uint32_t>(step & 0x7f) << 24) | (static_cast<uint32_t>(grad) << 23) |
          (static_cast<uint32_t>(piece & 0x3f) << 17) | static_cast<uint32_t>(micro);

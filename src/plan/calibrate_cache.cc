@@ -10,7 +10,6 @@
 
 #include <pthread.h>
 #include <sched.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -55,12 +54,6 @@ double median(std::vector<double> v) {
 }
 
 constexpr int kPingTrips = 32;
-
-double thread_cpu_seconds() {
-  timespec t{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
 
 // Writes the CPU time the calling thread takes over this object's life into *to.
 struct ChargeThreadCpu {

@@ -257,13 +257,11 @@ namespace {
 // Burns `seconds` of this thread's CPU time (not wall time: a rank that shares its core with
 // others computes as long as a training rank's step would, however long it waits for the core).
 void compute_for(double seconds) {
-  timespec t0{}, t{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+  const double t0 = thread_cpu_seconds();
   volatile double sink = 1.0;
   for (;;) {
     for (int i = 0; i < 256; ++i) sink = sink * 1.0000001 + 1e-9;
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    if ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) * 1e-9 >= seconds) return;
+    if (thread_cpu_seconds() - t0 >= seconds) return;
   }
 }
 
