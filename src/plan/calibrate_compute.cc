@@ -362,7 +362,7 @@ ComputeRates measure_compute(double seconds, const std::vector<std::string>& ext
   const double probe_before = speed_probe(per);
   r.unit_points = default_unit_points();
   for (const auto& spec : extra_specs) {
-    // (A spec already timed, one of the defaults named again, is not timed twice.)
+    // (A spec already timed, one of the defaults or an extra named again, is not timed twice.)
     const bool timed = std::any_of(r.unit_points.begin(), r.unit_points.end(), [&](const UnitPoint& p) { return p.spec == spec; });
     if (!timed)
       for (auto& p : unit_points_for(spec)) r.unit_points.push_back(p);
