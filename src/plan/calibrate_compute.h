@@ -7,8 +7,9 @@
 //     per shape, and gemm_gflops = their median;
 //     an element-wise a = a * b + c over 16 MiB arrays -> GB/s of bytes touched;
 //     one optimizer step (sgd with momentum, adamw) over 1M parameters -> ns per parameter;
-//     the executors' units (calibrate_units.h): forward/backward of an MLP layer and of the
-//     GPT's embedding, block and head at a few shapes, fitted per kind (plus `extra_specs`);
+//     the executors' units (calibrate_units.h): forward/backward of an MLP layer (two MLPs,
+//     784-256-128-10 and kWideMlp) and of the GPT's embedding, block and head at a few
+//     shapes, fitted per kind (plus `extra_specs`), each point the same share of `seconds`;
 //     the MLP executors' whole step (parallel/share_grad.h ShareGradient::compute, the call
 //     ddp/localsgd/gossip/fedavg/ps make, on a synthetic 256 MiB dataset of the model's
 //     shape, minibatches of rows drawn at random as training draws them) at 8, 16, 64 and

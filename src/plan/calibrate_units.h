@@ -33,8 +33,8 @@
 //   a run pays the typical pass on a shared machine; the rounds: a change of the machine's
 //   speed hits every point alike). The heap is kept warm first (base/heap_warm.h), as a
 //   training run's is.
-// - default_unit_points() are the shapes `dtrain bench calibrate` measures: the MLP
-//   784-256-128-10's three layers at 8, 16, 64 and 128 examples, and the GPT's embedding, block
+// - default_unit_points() are the shapes `dtrain bench calibrate` measures: the MLPs
+//   784-256-128-10's and kWideMlp's three layers at 8, 16, 64 and 128 examples, and the GPT's embedding, block
 //   (also as kZero3Block) and head at widths 64 and 128 (heads 4 and 8, context 64) and 2, 6, 12 and 24 sequences.
 //   extra points come from `--models` (any mlp:/gpt: spec, at the same item counts).
 // - fit_units(points) groups the points by kind and fits each direction; memory is the
@@ -136,6 +136,11 @@ constexpr double kMaxFixedShare = 0.2;
 // The examples per pass the MLP points are timed at: down to 8, what each of 8 ranks gets of
 // a 64-example minibatch (below 16 a wide layer's pass is mostly its weights, not its FLOPs).
 inline const std::vector<int64_t> kMlpItems{8, 16, 64, 128};
+// The wide MLP the default calibration times beside the 784-256-128-10 one: an MLP's step
+// beyond its layers grows with them (simulate_data_parallel.cc around_untimed_s), so an
+// untimed MLP is priced between two timed sizes, 0.24M and 1.9M parameters, rather than from
+// the small one alone (the 2.9M-parameter 784-1024-1024-1024-10, ddp at 2 ranks: -24%).
+inline constexpr const char* kWideMlp = "mlp:784-1024-1024-10";
 UnitFit fit_line(const std::vector<std::pair<double, double>>& xy, double max_fixed_share = 1e300);
 struct PlanePoint {
   double work = 0, params = 0, t = 0;

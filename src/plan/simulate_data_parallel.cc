@@ -4,6 +4,8 @@
 // push and pull, an average every few steps, neighbours' exchanges, a round of clients).
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "base/error.h"
 #include "parallel/batch_split.h"
@@ -15,6 +17,70 @@
 #include "tensor/gemm_small.h"
 
 namespace dtrain::plan::sim {
+
+namespace {
+
+// Gathering a step's rows from the dataset, where the step line carries it (timed on random
+// rows of a large dataset: Cluster::mlp_step_random_rows); 0 where it does not.
+double gather_in_line_s(const Cluster& c, const ModelSpec& m, double items) {
+  if (!c.mlp_step_random_rows || c.gather_bps <= 0 || m.units.empty()) return 0;
+  return kF * items * in_elems(m.units.front()) / c.gather_bps;
+}
+
+// The input gradients of an MLP's layers: every layer but the first also computes the
+// gradient of its input in backward (dX = dY x W, as many FLOPs as its forward), which the
+// calibration's units do not (a layer is timed alone, on an input that needs no gradient),
+// priced as the layer's forward pass. Per layer, 0 for the first, and 0 for a layer without
+// a calibrated line (unit_pass's formula already charges backward twice the forward).
+std::vector<double> input_grads_s(const Cluster& c, const ModelSpec& m, double items) {
+  std::vector<double> out(m.units.size(), 0.0);
+  for (size_t i = 1; i < m.units.size(); ++i)
+    if (c.unit_for(m.units[i].kind, m.unit_spec)) out[i] = unit_pass(c, m.units[i], items, 1, m.unit_spec).f;
+  return out;
+}
+
+double sum_of(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return s;
+}
+
+// What an MLP's step spends around its layers beyond their input gradients and the gather of
+// its rows, for a model the calibration did not time itself: the timed models' figure at
+// these items (their step less their layers, input gradients and gather), interpolated in
+// log(parameters) between the two on either side of the model (beyond them, the nearest
+// one's).
+//
+// Before (to 2026-12-01), an untimed model took the timed one's whole step-around-layers as
+// a time. That figure is mostly the input gradients, which grow with the layers: at 128
+// examples, 784-256-128-10's step spent 0.21 ms around its layers, 784-1024-1024-10's 2.03
+// ms, of which its 1024x1024 layer's input gradient is ~1.5. The 784-1024-1024-1024-10 MLP
+// at 1 rank, batch 128, was priced -19% with the two timed, and its 2-rank ddp at batch 256
+// -24% with the small one alone; the 784-2048-10 one, with one hidden layer and so almost no
+// input gradient to pay, +17%. What is left once the input gradients and the gather are
+// taken out is 0.1-0.3 ms a step for MLPs from 784-64-10 to 784-512-512-10 and grows less
+// than their layers (1-rank runs against one calibration, docs/PLANNER.md, fifty-third
+// session).
+double rest_untimed_s(const Cluster& c, const UnitCost& step, const ModelSpec& m, double items) {
+  std::vector<std::pair<double, double>> rests;  // (log parameters, seconds)
+  for (const auto& [key, ts] : step.timed) {
+    const ModelSpec s = ModelSpec::parse(key.first);
+    if (s.gpt || s.units.empty()) continue;
+    const double around = step.pass(key.first, key.second, items, items * mlp_step_work(s)).first;
+    rests.push_back({std::log(key.second), around - gather_in_line_s(c, s, items) - sum_of(input_grads_s(c, s, items))});
+  }
+  if (rests.empty()) return step.fwd.at(items * mlp_step_work(m), m.params()) - sum_of(input_grads_s(c, m, items));
+  std::sort(rests.begin(), rests.end());
+  const double x = std::log(m.params());
+  if (x <= rests.front().first) return rests.front().second;
+  if (x >= rests.back().first) return rests.back().second;
+  size_t i = 1;
+  while (rests[i].first < x) ++i;
+  const auto &lo = rests[i - 1], &hi = rests[i];
+  return lo.second + (x - lo.first) / (hi.first - lo.first) * (hi.second - lo.second);
+}
+
+}  // namespace
 
 Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Cluster& c, int64_t batch,
                                   const StepBasics& b) {
@@ -43,21 +109,29 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // fedavg's concurrency is the sample's (below): its passes are priced alone here.
   const double pass_slow = fed ? 1.0 : slow;
   std::vector<double> bwd(m.units.size());
+  const std::vector<double> dx = input_grads_s(c, m, items);
   double fwd = 0, bwd_total = 0;
   for (size_t i = 0; i < m.units.size(); ++i) {
     Pass ps = unit_pass(c, m.units[i], items, 1, m.unit_spec);
     fwd += ps.f * pass_slow;
-    bwd[i] = ps.b * pass_slow;
+    bwd[i] = (ps.b + dx[i]) * pass_slow;
     bwd_total += bwd[i];
   }
   p.compute_s = fwd + bwd_total;
-  // The step around the units (mlp_step_work), when calibrated.
+  // The step around the units (mlp_step_work), when calibrated: this model's own points less
+  // the input gradients now in its backward, or for a model not timed, what the timed ones
+  // spent beyond theirs (rest_untimed_s) and the gather of its own rows.
   const UnitCost* step = c.unit_for("mlp_step", m.unit_spec);
   if (step) {
     // The step less its layers' timed points: negative where the whole step ran faster
     // than its layers timed apart ("mlp_step_of_timed_layers", calibrate_compute.h), but never more than
-    // the forward it comes before.
-    const double around = step->pass(m.unit_spec, m.params(), items, items * mlp_step_work(m)).first * pass_slow;
+    // the forward it comes before. A line with no points (a cluster file's fit) is taken as
+    // this model's own.
+    const bool own = step->timed.empty() || step->timed.count({m.unit_spec, m.params()}) > 0;
+    const double around =
+        (own ? step->pass(m.unit_spec, m.params(), items, items * mlp_step_work(m)).first - sum_of(dx)
+             : gather_in_line_s(c, m, items) + rest_untimed_s(c, *step, m, items)) *
+        pass_slow;
     const double added = std::max(around, -fwd);
     p.compute_s += added;
     fwd += added;  // before backward: the batch and the loss come first

@@ -390,7 +390,8 @@ TEST(CalibrateUnits, TimedPointsPriceTheirOwnUnit) {
   c.units = fits;
   const Prediction one = simulate(m, {.strategy = "single"}, c, 32);
   const double P2 = m.units[1].params, w2 = 32 * unit_work(m.units[1]);  // the second layer: fitted
-  EXPECT_NEAR(one.compute_s, at(32).first + at(32).second + u.fwd.at(w2, P2) + u.bwd.at(w2, P2), 1e-12);
+  // (and, not the first, its input's gradient: its forward once more)
+  EXPECT_NEAR(one.compute_s, at(32).first + at(32).second + 2 * u.fwd.at(w2, P2) + u.bwd.at(w2, P2), 1e-12);
   // A cluster written out and read back (`plan --json`, then --cluster) keeps the points.
   const Cluster back_cluster = cluster_from_json(cluster_to_json(c), "roundtrip");
   EXPECT_NEAR(simulate(m, {.strategy = "single"}, back_cluster, 32).compute_s, one.compute_s, 1e-12);

@@ -723,6 +723,58 @@ TEST(Simulator, TheMlpStepGathersItsRowsAtTheCalibratedRate) {
   EXPECT_THROW(cluster_from_json(j, "file"), InvalidArgument);
 }
 
+// Every MLP layer but the first computes its input's gradient in backward, which the timed
+// layers do not: priced as the layer's forward. An MLP the calibration did not time spends
+// around its layers what the timed ones spent beyond their input gradients and gather,
+// interpolated in log(parameters) between the two on either side (the nearest beyond them).
+TEST(Simulator, AnUntimedMlpPaysItsInputGradientsAndTheTimedOnesRest) {
+  Cluster c = ideal();
+  c.units["mlp_layer"] = {{0, 1e-9}, {0, 2e-9}};  // forward 1 ns a work, backward 2
+  auto work = [](const ModelSpec& m, size_t from) {
+    double w = 0;
+    for (size_t i = from; i < m.units.size(); ++i) w += 50 * unit_work(m.units[i]);
+    return w;
+  };
+  auto layers_s = [&](const ModelSpec& m) { return 3e-9 * work(m, 0); };
+  auto input_grads_s = [&](const ModelSpec& m) { return 1e-9 * work(m, 1); };
+  auto compute = [&](const ModelSpec& m) { return simulate(m, {.strategy = "single"}, c, 50).compute_s; };
+  const ModelSpec small = ModelSpec::parse("mlp:100-10"), wide = ModelSpec::parse("mlp:100-400-10");
+  // Without a step line the layers still pay their input gradients; without a layer line the
+  // formula's backward (twice the forward) already holds them.
+  EXPECT_NEAR(compute(wide), layers_s(wide) + input_grads_s(wide), 1e-12);
+  Cluster bare = ideal();
+  const ModelSpec two = ModelSpec::parse("mlp:100-40-10");
+  EXPECT_NEAR(simulate(two, {.strategy = "single"}, bare, 50).compute_s,
+              3 * 50 * (two.units[0].fwd_flops + two.units[1].fwd_flops) / bare.gemm_flops, 1e-12);
+  // The timed steps: the gather of 400-byte rows at 1 MB/s, the input gradients, and 100 us
+  // (small) and 300 us (wide) beyond them, in the lines as a calibration on random rows
+  // times them.
+  c.gather_bps = 1e6, c.mlp_step_random_rows = true;
+  const double gather = 50 * 400 / 1e6;
+  UnitCost step;
+  for (const auto& [m, rest] : {std::pair{small, 100e-6}, std::pair{wide, 300e-6}})
+    for (double items : {50.0, 100.0})
+      step.timed[{m.spec, m.params()}].push_back({items, (items / 50) * (gather + input_grads_s(m)) + rest, 0});
+  c.units["mlp_step"] = step;
+  // A timed model takes its own points: its step in all.
+  EXPECT_NEAR(compute(small), layers_s(small) + gather + 100e-6, 1e-12);
+  EXPECT_NEAR(compute(wide), layers_s(wide) + input_grads_s(wide) + gather + 300e-6, 1e-12);
+  // Between them, in log(parameters), with its own input gradients.
+  const ModelSpec mid = two;
+  const double x = std::log(mid.params() / small.params()) / std::log(wide.params() / small.params());
+  ASSERT_GT(x, 0.3);
+  ASSERT_LT(x, 0.7);
+  EXPECT_NEAR(compute(mid), layers_s(mid) + input_grads_s(mid) + gather + 100e-6 + x * 200e-6, 1e-12);
+  // Beyond them, the nearest one's rest.
+  const ModelSpec wider = ModelSpec::parse("mlp:100-1000-10"), smaller = ModelSpec::parse("mlp:100-2-10");
+  EXPECT_NEAR(compute(wider), layers_s(wider) + input_grads_s(wider) + gather + 300e-6, 1e-12);
+  EXPECT_NEAR(compute(smaller), layers_s(smaller) + input_grads_s(smaller) + gather + 100e-6, 1e-12);
+  // A model with another input width gathers its own rows.
+  const ModelSpec narrow = ModelSpec::parse("mlp:50-40-10");
+  const double xn = std::log(narrow.params() / small.params()) / std::log(wide.params() / small.params());
+  EXPECT_NEAR(compute(narrow), layers_s(narrow) + input_grads_s(narrow) + 50 * 200 / 1e6 + 100e-6 + xn * 200e-6, 1e-12);
+}
+
 // The calibration times one block of a shape and files its lines under the one-block spec
 // (gpt_block@gpt:layers=1,...); a GPT of that shape with any number of layers prices its
 // blocks with them, not with the kind's line over every timed shape.
