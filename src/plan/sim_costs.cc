@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
 #include <utility>
 
+#include "plan/calibrate_units.h"
 #include "plan/closed_forms.h"
 
 namespace dtrain::plan::sim {
@@ -92,13 +96,50 @@ CostParams link_of(const Cluster& c, Group g, double bytes, bool p2p) {
 // the calibrated line of its kind (calibrate_units.h) at its work, a block's work split over
 // tp ranks; without one, FLOPs at the GEMM rate plus its activations at the element-wise rate,
 // backward twice forward.
+std::optional<Pass> untimed_gpt_rate(const Cluster& c, const std::string& kind, const std::string& spec, double params,
+                                     double items) {
+  if (spec.rfind("gpt:", 0) != 0 || kind == "gpt_layernorm" || c.units.count(kind + "@" + spec) || items <= 0)
+    return std::nullopt;
+  // The unit of the timed one-block model that `kind` prices (the ZeRO-3 block is a block).
+  const std::string unit_kind = kind == kZero3Block ? "gpt_block" : kind;
+  struct Rate {
+    double log_p, f, b;
+  };
+  std::vector<Rate> rates;
+  const std::string prefix = kind + "@";
+  for (auto it = c.units.lower_bound(prefix); it != c.units.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+    const std::string timed = it->first.substr(prefix.size());
+    if (timed.rfind("gpt:", 0) != 0) continue;
+    const ModelSpec m = ModelSpec::parse(timed);
+    const auto u = std::find_if(m.units.begin(), m.units.end(), [&](const Unit& x) { return x.kind == unit_kind; });
+    if (u == m.units.end() || unit_work(*u) <= 0 || u->params <= 0) continue;
+    const double w = items * unit_work(*u);
+    const auto [f, b] = it->second.pass(timed, u->params, items, w);
+    rates.push_back({std::log(u->params), f / w, b / w});
+  }
+  if (rates.empty() || params <= 0) return std::nullopt;
+  std::sort(rates.begin(), rates.end(), [](const Rate& a, const Rate& b) { return a.log_p < b.log_p; });
+  const double x = std::log(params);
+  if (x <= rates.front().log_p) return Pass{rates.front().f, rates.front().b};
+  if (x >= rates.back().log_p) return Pass{rates.back().f, rates.back().b};
+  size_t i = 1;
+  while (rates[i].log_p < x) ++i;
+  const Rate &lo = rates[i - 1], &hi = rates[i];
+  const double t = (x - lo.log_p) / (hi.log_p - lo.log_p);
+  return Pass{lo.f + t * (hi.f - lo.f), lo.b + t * (hi.b - lo.b)};
+}
+
 Pass unit_pass(const Cluster& c, const Unit& u, double items, int tp, const std::string& spec) {
   const double split = u.block ? tp : 1;
   if (const UnitCost* uc = c.unit_for(u.kind, spec)) {
     const double w = items * unit_work(u) / split;
     const double params = u.params / split;
     // Unsplit, the unit's own timed points where it has them (UnitCost::pass); split, the fit.
-    const auto [f, b] = split == 1 ? uc->pass(spec, params, items, w) : std::pair{uc->fwd.at(w, params), uc->bwd.at(w, params)};
+    // A GPT shape not timed: the timed shapes' cost per work at these items.
+    const std::optional<Pass> rate = untimed_gpt_rate(c, u.kind, spec, u.params, items);
+    const auto [f, b] = rate            ? std::pair{rate->f * w, rate->b * w}
+                        : split == 1 ? uc->pass(spec, params, items, w)
+                                     : std::pair{uc->fwd.at(w, params), uc->bwd.at(w, params)};
     Pass p{f, b};
     // Every tp rank normalises the whole width (the block's two layernorms are replicated,
     // as in Megatron without sequence parallelism), so the share of them the split took off

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "coll/config.h"
@@ -73,6 +74,18 @@ struct Pass {
   double f = 0, b = 0;
 };
 Pass unit_pass(const Cluster& c, const Unit& u, double items, int tp, const std::string& spec);
+// A GPT unit of a shape the calibration did not time (no "kind@spec" lines of its own):
+// seconds per unit of work (unit_work) of its forward and backward over `items` sequences,
+// the timed shapes' at those items (each its own points' pass over its own work),
+// interpolated in log(parameters) between the two on either side of `params`, the nearest
+// one's beyond them. nullopt for an MLP, a shape with lines of its own, a kind no other shape
+// was timed for, and the layernorm (one line over every width: its work is elements).
+// Why: a block's GEMMs run faster per FLOP as the width grows (their inner dimension is the
+// width), which one line in work over the timed widths 64 and 128 did not follow: 4-layer
+// GPTs at 1 rank, batch 8, widths 192 / 256 / 384 were priced +36 / +105 / +141% (2026-12-01,
+// fifty-third session).
+std::optional<Pass> untimed_gpt_rate(const Cluster& c, const std::string& kind, const std::string& spec, double params,
+                                     double items);
 
 struct StepBasics {
   int n = 1;               // the job's ranks

@@ -133,7 +133,9 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
         // nothing, and the re-run forward with the backward on the activations it just wrote.
         // (Charged as the stacked block's f + b + f, the 2- and 4-rank gpt-zero3 rows read
         // +17% and +15%: its 18.1 ms a block measured against ~21 predicted.)
-        const auto [f, b] = z3->pass(m.unit_spec, x.params, items, items * unit_work(x));
+        const double w = items * unit_work(x);
+        const std::optional<Pass> rate = untimed_gpt_rate(c, kZero3Block, m.unit_spec, x.params, items);
+        const auto [f, b] = rate ? std::pair{rate->f * w, rate->b * w} : z3->pass(m.unit_spec, x.params, items, w);
         pc.f += f;
         pc.b += b;
       } else {

@@ -798,6 +798,50 @@ TEST(Simulator, AGptTakesTheLinesTimedForItsShape) {
   EXPECT_EQ(ModelSpec::parse("mlp:100-10").unit_spec, "mlp:100-10");
 }
 
+// A GPT of a width the calibration did not time takes the timed widths' cost per work at its
+// items, interpolated in log(parameters) between the two around it, the nearest one's beyond
+// them; never the one line over every width, which follows neither.
+TEST(Simulator, AGptOfAnUntimedWidthTakesTheTimedWidthsCostPerWork) {
+  Cluster c = ideal();
+  const std::string w64 = gpt_block_spec(4, 64, 32), w256 = gpt_block_spec(4, 256, 32);
+  UnitCost narrow, wide, line;
+  narrow.fwd.s_per_work = 4e-9, narrow.bwd.s_per_work = 8e-9;
+  wide.fwd.s_per_work = 1e-9, wide.bwd.s_per_work = 2e-9;
+  line.fwd.s_per_work = 100e-9, line.bwd.s_per_work = 100e-9;
+  c.units["gpt_block"] = line;
+  c.units["gpt_block@" + w64] = narrow;
+  c.units["gpt_block@" + w256] = wide;
+  c.units[std::string(kZero3Block) + "@" + w64] = wide;  // the ZeRO-3 block: its own entries
+  c.units[std::string(kZero3Block) + "@" + w256] = narrow;
+  auto block = [](const std::string& spec) { return ModelSpec::parse(spec).units[1]; };
+  const double p64 = block(w64).params, p256 = block(w256).params;
+  const std::string w128 = gpt_block_spec(4, 128, 32);
+  const Unit b128 = block(w128);
+  const double x = std::log(b128.params / p64) / std::log(p256 / p64);
+  ASSERT_GT(x, 0.3);
+  ASSERT_LT(x, 0.7);
+  const auto mid = sim::untimed_gpt_rate(c, "gpt_block", w128, b128.params, 6);
+  ASSERT_TRUE(mid.has_value());
+  EXPECT_NEAR(mid->f, 4e-9 - 3e-9 * x, 1e-18);
+  EXPECT_NEAR(mid->b, 8e-9 - 6e-9 * x, 1e-18);
+  // The pass prices the unit's own work at that rate.
+  const sim::Pass ps = sim::unit_pass(c, b128, 6, 1, w128);
+  EXPECT_NEAR(ps.f, mid->f * 6 * unit_work(b128), 1e-15);
+  EXPECT_NEAR(ps.b, mid->b * 6 * unit_work(b128), 1e-15);
+  // Beyond the timed widths: the nearest one's rate.
+  const std::string w512 = gpt_block_spec(4, 512, 32), w32 = gpt_block_spec(4, 32, 32);
+  EXPECT_NEAR(sim::untimed_gpt_rate(c, "gpt_block", w512, block(w512).params, 6)->f, 1e-9, 1e-18);
+  EXPECT_NEAR(sim::untimed_gpt_rate(c, "gpt_block", w32, block(w32).params, 6)->b, 8e-9, 1e-18);
+  // The ZeRO-3 block from its own kind's entries.
+  EXPECT_NEAR(sim::untimed_gpt_rate(c, kZero3Block, w512, block(w512).params, 6)->f, 4e-9, 1e-18);
+  // A timed width keeps its own lines; an MLP, the layernorm and a kind with no timed shape
+  // have no rate.
+  EXPECT_FALSE(sim::untimed_gpt_rate(c, "gpt_block", w64, p64, 6).has_value());
+  EXPECT_FALSE(sim::untimed_gpt_rate(c, "mlp_layer", "mlp:100-10", 1010, 6).has_value());
+  EXPECT_FALSE(sim::untimed_gpt_rate(c, "gpt_layernorm", w128, 256, 6).has_value());
+  EXPECT_FALSE(sim::untimed_gpt_rate(c, "gpt_head", w128, 1000, 6).has_value());
+}
+
 }  // namespace
 
 // Ranks beyond the cores (gossip, sync ps): the memory-bound part of the node's work in a step
