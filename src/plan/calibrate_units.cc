@@ -447,6 +447,10 @@ std::vector<UnitPoint> default_unit_points() {
   for (const char* g : {"gpt:layers=1,heads=4,width=64,context=64", "gpt:layers=1,heads=8,width=128,context=64",
                         "gpt:layers=1,heads=8,width=256,context=64"})
     for (auto& p : points_of(g, {2, 6, 12, 24})) pts.push_back(p);
+  // Width 512 up to 12 sequences: a wider GPT is priced at the widest timed width's cost per
+  // work (sim_costs.h untimed_gpt_rate), and per FLOP a block at 768 costs about 0.76x one at
+  // 256 (fifty-third session); 24 sequences of it would add ~15 s to the calibration.
+  for (auto& p : points_of("gpt:layers=1,heads=8,width=512,context=64", {2, 6, 12})) pts.push_back(p);
   return pts;
 }
 

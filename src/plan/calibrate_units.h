@@ -35,7 +35,8 @@
 //   training run's is.
 // - default_unit_points() are the shapes `dtrain bench calibrate` measures: the MLPs
 //   784-256-128-10's and kWideMlp's three layers at 8, 16, 64 and 128 examples, and the GPT's embedding, block
-//   (also as kZero3Block) and head at widths 64 and 128 (heads 4 and 8, context 64) and 2, 6, 12 and 24 sequences.
+//   (also as kZero3Block) and head at widths 64, 128 and 256 (heads 4, 8 and 8, context 64) and 2, 6, 12
+//   and 24 sequences, and at width 512 (heads 8) and 2, 6 and 12.
 //   extra points come from `--models` (any mlp:/gpt: spec, at the same item counts).
 // - fit_units(points) groups the points by kind and fits each direction; memory is the
 //   least-squares slope through the origin of the heap bytes (base/heap_stats.h) the forward
@@ -136,10 +137,10 @@ constexpr double kMaxFixedShare = 0.2;
 // The examples per pass the MLP points are timed at: down to 8, what each of 8 ranks gets of
 // a 64-example minibatch (below 16 a wide layer's pass is mostly its weights, not its FLOPs).
 inline const std::vector<int64_t> kMlpItems{8, 16, 64, 128};
-// The wide MLP the default calibration times beside the 784-256-128-10 one: an MLP's step
-// beyond its layers grows with them (simulate_data_parallel.cc around_untimed_s), so an
-// untimed MLP is priced between two timed sizes, 0.24M and 1.9M parameters, rather than from
-// the small one alone (the 2.9M-parameter 784-1024-1024-1024-10, ddp at 2 ranks: -24%).
+// The wide MLP the default calibration times beside the 784-256-128-10 one, so that an MLP
+// of neither shape has its layers' line and the rest of its step (simulate_data_parallel.cc
+// rest_untimed_s) from two timed sizes, 0.24M and 1.9M parameters, around it or nearer it
+// than the small one alone.
 inline constexpr const char* kWideMlp = "mlp:784-1024-1024-10";
 UnitFit fit_line(const std::vector<std::pair<double, double>>& xy, double max_fixed_share = 1e300);
 struct PlanePoint {

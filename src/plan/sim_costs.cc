@@ -4,8 +4,8 @@
 #include <cmath>
 #include <optional>
 #include <string>
-#include <vector>
 #include <utility>
+#include <vector>
 
 #include "plan/calibrate_units.h"
 #include "plan/closed_forms.h"
@@ -92,10 +92,6 @@ CostParams link_of(const Cluster& c, Group g, double bytes, bool p2p) {
   return c.link_at(g.size * g.stride > rpn, bytes, p2p);
 }
 
-// One unit's forward and backward seconds over `items`, before any oversubscription slowdown:
-// the calibrated line of its kind (calibrate_units.h) at its work, a block's work split over
-// tp ranks; without one, FLOPs at the GEMM rate plus its activations at the element-wise rate,
-// backward twice forward.
 std::optional<Pass> untimed_gpt_rate(const Cluster& c, const std::string& kind, const std::string& spec, double params,
                                      double items) {
   if (spec.rfind("gpt:", 0) != 0 || kind == "gpt_layernorm" || c.units.count(kind + "@" + spec) || items <= 0)
@@ -129,6 +125,10 @@ std::optional<Pass> untimed_gpt_rate(const Cluster& c, const std::string& kind, 
   return Pass{lo.f + t * (hi.f - lo.f), lo.b + t * (hi.b - lo.b)};
 }
 
+// One unit's forward and backward seconds over `items`, before any oversubscription slowdown:
+// the calibrated line of its kind (calibrate_units.h) at its work, a block's work split over
+// tp ranks; without one, FLOPs at the GEMM rate plus its activations at the element-wise rate,
+// backward twice forward.
 Pass unit_pass(const Cluster& c, const Unit& u, double items, int tp, const std::string& spec) {
   const double split = u.block ? tp : 1;
   if (const UnitCost* uc = c.unit_for(u.kind, spec)) {

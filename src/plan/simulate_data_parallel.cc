@@ -4,6 +4,7 @@
 // push and pull, an average every few steps, neighbours' exchanges, a round of clients).
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -39,11 +40,7 @@ std::vector<double> input_grads_s(const Cluster& c, const ModelSpec& m, double i
   return out;
 }
 
-double sum_of(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += x;
-  return s;
-}
+double sum_of(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); }
 
 // What an MLP's step spends around its layers beyond their input gradients and the gather of
 // its rows, for a model the calibration did not time itself: the timed models' figure at
@@ -69,7 +66,7 @@ double rest_untimed_s(const Cluster& c, const UnitCost& step, const ModelSpec& m
     const double around = step.pass(key.first, key.second, items, items * mlp_step_work(s)).first;
     rests.push_back({std::log(key.second), around - gather_in_line_s(c, s, items) - sum_of(input_grads_s(c, s, items))});
   }
-  if (rests.empty()) return step.fwd.at(items * mlp_step_work(m), m.params()) - sum_of(input_grads_s(c, m, items));
+  if (rests.empty()) return 0;  // (no timed MLP among the points: nothing to go by)
   std::sort(rests.begin(), rests.end());
   const double x = std::log(m.params());
   if (x <= rests.front().first) return rests.front().second;
