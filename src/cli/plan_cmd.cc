@@ -11,7 +11,9 @@
 //       [--strategy S] [--optimizer O] [--top K] [--json] [--measure K --data D --steps S]
 // enumerates the layouts, drops those over memory, ranks by predicted step time
 // (plan/planner.h); --measure K runs the top K here with `dtrain train` and prints predicted
-// against measured (plan/plan_measure.h).
+// against measured (plan/plan_measure.h). Where a unit of the model is priced far past the
+// shapes the calibration timed, a note under the table says which and the command that times
+// the model's own ("extrapolated" in the JSON; cli/plan_predict.h extrapolation_json).
 //
 //   dtrain plan scale --model SPEC [--max-ranks N] [--batch-per-rank B] [--cluster FILE]
 //       [--svg FILE] [--json]
@@ -157,11 +159,14 @@ int plan_train_cmd(const Args& args) {
                           {"enumerated", r.enumerated}, {"dropped_memory", r.dropped_memory},
                           {"plan_seconds", r.seconds}, {"why", r.why}, {"close_to_best", r.close_to_best},
                           {"layouts", nlohmann::json::array()}};
+    if (const nlohmann::json x = extrapolation_json(model, c); !x.is_null()) out["extrapolated"] = x;
     for (int i = 0; i < std::min<int>(top, static_cast<int>(r.ranked.size())); ++i)
       out["layouts"].push_back(prediction_json(r.ranked[i].layout, r.ranked[i].pred));
     std::printf("%s\n", out.dump(2).c_str());
   } else {
     std::printf("%s", plan::format_plan_table(m, ranks, batch, c, r, top).c_str());
+    if (const nlohmann::json x = extrapolation_json(model, c); !x.is_null())
+      std::printf("note: %s\n", extrapolation_words(x).c_str());
   }
   if (measure > 0) {
     DT_CHECK(!r.ranked.empty(), InvalidArgument, "--measure: no layout fits; nothing to run");

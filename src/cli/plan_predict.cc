@@ -179,13 +179,9 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
     if (as_calibrated_ms >= 0) j["step_ms_at_calibration_pace"] = as_calibrated_ms;
     if (by_verdict && far_share >= 0) j[shm_verdict ? "two_rank_far_share" : "cores_far_share"] = far_share;
     if (by_verdict && by_samples) j["cores_samples"] = closes + fars;
-    // A unit priced by its kind's line far past the shapes the calibration timed (the
-    // default MLP's line priced a 1024-wide MLP's compute 30% below its own timed points,
-    // plan/simulator.h): said, with the command that times this model's own.
-    if (const auto x = plan::extrapolated_unit(m, c))
-      j["extrapolated"] = {{"unit", x->unit}, {"kind", x->kind}, {"params", x->params},
-                           {"largest_timed_params", x->largest_timed_params},
-                           {"calibrate", "dtrain bench calibrate --models '" + f.model + "'"}};
+    // A unit priced far past the shapes the calibration timed: said, with the command that
+    // times this model's own.
+    if (const nlohmann::json x = extrapolation_json(f.model, c); !x.is_null()) j["extrapolated"] = x;
     // Measured step: a global minibatch's steady time (plan_measure.h steady_step_s: the median
     // round after the first for the GPT's rounds of steps, batch / examples per second for the
     // MLP's epoch; ps workers and fedavg's fresh local optimizers count no steps on rank 0, so
@@ -249,17 +245,28 @@ std::string prediction_line(const nlohmann::json& p) {
                : ", priced for cores " + v + " (as the run probed them)";
   }
   if (!p.value("calibrated", false)) out += " (compute not measured here: `dtrain bench calibrate` measures it)";
-  if (p.contains("extrapolated")) {
-    const nlohmann::json& x = p["extrapolated"];
-    char ext[512];
-    std::snprintf(ext, sizeof ext,
-                  "; its %s (%.0f parameters) is priced past the largest unit of its kind the calibration timed "
-                  "(%.0f): `%s` times this model's own",
-                  x.value("unit", std::string()).c_str(), x.value("params", 0.0), x.value("largest_timed_params", 0.0),
-                  x.value("calibrate", std::string()).c_str());
-    out += ext;
-  }
+  if (p.contains("extrapolated")) out += "; " + extrapolation_words(p["extrapolated"]);
   return out;
+}
+
+// A unit priced far past the shapes the calibration timed: the MLP's layer lines carried to a
+// 1024-wide layer (before the fifty-third session's two default MLPs), a GPT block wider than
+// any timed one (priced at the widest's cost per work: width 768 +14% at 512's).
+nlohmann::json extrapolation_json(const std::string& model, const plan::Cluster& c) {
+  const auto x = plan::extrapolated_unit(plan::ModelSpec::parse(model), c);
+  if (!x) return nullptr;
+  return {{"unit", x->unit}, {"kind", x->kind}, {"params", x->params}, {"largest_timed_params", x->largest_timed_params},
+          {"calibrate", "dtrain bench calibrate --models '" + model + "'"}};
+}
+
+std::string extrapolation_words(const nlohmann::json& x) {
+  char ext[512];
+  std::snprintf(ext, sizeof ext,
+                "its %s (%.0f parameters) is priced past the largest unit of its kind the calibration timed (%.0f): "
+                "`%s` times this model's own",
+                x.value("unit", std::string()).c_str(), x.value("params", 0.0), x.value("largest_timed_params", 0.0),
+                x.value("calibrate", std::string()).c_str());
+  return ext;
 }
 
 }  // namespace dtrain::cli

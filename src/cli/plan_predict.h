@@ -36,6 +36,7 @@
 
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "plan/cluster.h"
 #include "train/config.h"
 
 namespace dtrain::cli {
@@ -46,5 +47,14 @@ Args resolve_plan_flag(const Args& args);
 // and the object records "speed_probe_ms" and "compute_scale".
 nlohmann::json prediction_for_run(const TrainConfig& config, const nlohmann::json& measured, double probe_s = 0);
 std::string prediction_line(const nlohmann::json& prediction);
+// Where a unit of `model` is priced far past the shapes the calibration timed
+// (plan::extrapolated_unit): {"unit", "kind", "params", "largest_timed_params", "calibrate"
+// (the command that times the model's own)}; null where none is. The prediction's
+// "extrapolated" and `dtrain plan train`'s note.
+nlohmann::json extrapolation_json(const std::string& model, const plan::Cluster& c);
+// That object as the report's words: "its fc1 (1049600 parameters) is priced past the largest
+// unit of its kind the calibration timed (200960): `dtrain bench calibrate --models '...'`
+// times this model's own".
+std::string extrapolation_words(const nlohmann::json& x);
 
 }  // namespace dtrain::cli

@@ -4,6 +4,8 @@
 
 #include "base/error.h"
 #include "cli/commands.h"
+#include "plan/cluster.h"
+#include "plan/simulator.h"
 
 #include <gtest/gtest.h>
 
@@ -96,6 +98,44 @@ TEST(PlanPredict, TheLineNamesAUnitPricedPastTheTimedShapes) {
   EXPECT_NE(line.find("`dtrain bench calibrate --models 'mlp:784-1024-1024-1024-10'` times this model's own"),
             std::string::npos)
       << line;
+}
+
+// `dtrain plan train` says the same where its model's unit is priced far past the timed
+// shapes: a note under the table, "extrapolated" in its JSON.
+TEST(PlanPredict, PlanTrainNamesAUnitPricedPastTheTimedShapes) {
+  plan::Cluster c;
+  c.cores_per_node = 2;
+  const std::string timed = plan::gpt_block_spec(8, 128, 64);
+  const double block_params = plan::ModelSpec::parse(timed).units[1].params;
+  plan::UnitCost blk({0, 1e-9}, {0, 2e-9});
+  blk.timed[{timed, block_params}] = {{2, 1e-3, 2e-3}, {6, 3e-3, 6e-3}};
+  c.units["gpt_block"] = blk;
+  const std::string path = ::testing::TempDir() + "/plan-train-cluster-" + std::to_string(::getpid()) + ".json";
+  {
+    std::ofstream o(path);
+    o << plan::cluster_to_json(c).dump();
+  }
+  auto run = [&](const std::string& model, bool json) {
+    Args args = {"train", "--model", model, "--ranks", "2", "--cluster", path, "--top", "1"};
+    if (json) args.push_back("--json");
+    ::testing::internal::CaptureStdout();
+    EXPECT_EQ(plan_main(args), 0);
+    return ::testing::internal::GetCapturedStdout();
+  };
+  const std::string wide = "gpt:layers=2,heads=16,width=1024,context=64";
+  const std::string table = run(wide, false);
+  EXPECT_NE(table.find("note: its block0 (12596224 parameters) is priced past the largest unit of its kind the "
+                       "calibration timed (" +
+                       std::to_string(static_cast<int64_t>(block_params)) + ")"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("`dtrain bench calibrate --models '" + wide + "'`"), std::string::npos) << table;
+  const nlohmann::json j = nlohmann::json::parse(run(wide, true));
+  EXPECT_EQ(j["extrapolated"]["unit"], "block0");
+  EXPECT_EQ(j["extrapolated"]["largest_timed_params"].get<double>(), block_params);
+  // The timed shape itself: no note.
+  EXPECT_EQ(run("gpt:layers=2,heads=8,width=128,context=64", false).find("note:"), std::string::npos);
+  std::remove(path.c_str());
 }
 
 // `dtrain plan run` prices a recorded run again: the same object the run's own report holds,
