@@ -98,10 +98,7 @@ std::optional<Pass> untimed_gpt_rate(const Cluster& c, const std::string& kind, 
     return std::nullopt;
   // The unit of the timed one-block model that `kind` prices (the ZeRO-3 block is a block).
   const std::string unit_kind = kind == kZero3Block ? "gpt_block" : kind;
-  struct Rate {
-    double log_p, f, b;
-  };
-  std::vector<Rate> rates;
+  std::vector<std::pair<double, double>> fwd, bwd;  // (parameters, seconds per work)
   const std::string prefix = kind + "@";
   for (auto it = c.units.lower_bound(prefix); it != c.units.end() && it->first.rfind(prefix, 0) == 0; ++it) {
     const std::string timed = it->first.substr(prefix.size());
@@ -111,18 +108,14 @@ std::optional<Pass> untimed_gpt_rate(const Cluster& c, const std::string& kind, 
     if (u == m.units.end() || unit_work(*u) <= 0 || u->params <= 0) continue;
     const double w = items * unit_work(*u);
     const auto [f, b] = it->second.pass(timed, u->params, items, w);
-    rates.push_back({std::log(u->params), f / w, b / w});
+    fwd.push_back({u->params, f / w});
+    bwd.push_back({u->params, b / w});
   }
-  if (rates.empty() || params <= 0) return std::nullopt;
-  std::sort(rates.begin(), rates.end(), [](const Rate& a, const Rate& b) { return a.log_p < b.log_p; });
-  const double x = std::log(params);
-  if (x <= rates.front().log_p) return Pass{rates.front().f, rates.front().b};
-  if (x >= rates.back().log_p) return Pass{rates.back().f, rates.back().b};
-  size_t i = 1;
-  while (rates[i].log_p < x) ++i;
-  const Rate &lo = rates[i - 1], &hi = rates[i];
-  const double t = (x - lo.log_p) / (hi.log_p - lo.log_p);
-  return Pass{lo.f + t * (hi.f - lo.f), lo.b + t * (hi.b - lo.b)};
+  if (fwd.empty() || params <= 0) return std::nullopt;
+  std::sort(fwd.begin(), fwd.end());
+  std::sort(bwd.begin(), bwd.end());
+  // In log(parameters), flat beyond the ends (Cluster's beta_at).
+  return Pass{beta_at(fwd, params, 0), beta_at(bwd, params, 0)};
 }
 
 // One unit's forward and backward seconds over `items`, before any oversubscription slowdown:

@@ -59,22 +59,15 @@ double sum_of(const std::vector<double>& v) { return std::accumulate(v.begin(), 
 // than their layers (1-rank runs against one calibration, docs/PLANNER.md, fifty-third
 // session).
 double rest_untimed_s(const Cluster& c, const UnitCost& step, const ModelSpec& m, double items) {
-  std::vector<std::pair<double, double>> rests;  // (log parameters, seconds)
+  std::vector<std::pair<double, double>> rests;  // (parameters, seconds)
   for (const auto& [key, ts] : step.timed) {
     const ModelSpec s = ModelSpec::parse(key.first);
     if (s.gpt || s.units.empty()) continue;
     const double around = step.pass(key.first, key.second, items, items * mlp_step_work(s)).first;
-    rests.push_back({std::log(key.second), around - gather_in_line_s(c, s, items) - sum_of(input_grads_s(c, s, items))});
+    rests.push_back({key.second, around - gather_in_line_s(c, s, items) - sum_of(input_grads_s(c, s, items))});
   }
-  if (rests.empty()) return 0;  // (no timed MLP among the points: nothing to go by)
   std::sort(rests.begin(), rests.end());
-  const double x = std::log(m.params());
-  if (x <= rests.front().first) return rests.front().second;
-  if (x >= rests.back().first) return rests.back().second;
-  size_t i = 1;
-  while (rests[i].first < x) ++i;
-  const auto &lo = rests[i - 1], &hi = rests[i];
-  return lo.second + (x - lo.first) / (hi.first - lo.first) * (hi.second - lo.second);
+  return beta_at(rests, m.params(), 0);  // in log(parameters), flat beyond the ends; none timed: 0
 }
 
 }  // namespace
