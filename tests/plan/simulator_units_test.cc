@@ -1,0 +1,175 @@
+// The simulator's compute from the calibration's unit lines (plan/calibrate_units.h): the MLP
+// step around its layers and the gather of its rows, the input gradients every layer but the
+// first pays, and models whose shape the calibration did not time (an MLP between or beyond
+// the timed ones, a GPT of another width), against a GPT of a timed shape.
+#include "plan/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "base/error.h"
+#include "plan/calibrate_units.h"
+#include "plan/sim_costs.h"
+#include "plan/sim_test_util.h"
+
+namespace dtrain::plan {
+namespace {
+
+using testing::ideal;
+using testing::kGpt;
+
+TEST(Simulator, TheMlpStepGathersItsRowsAtTheCalibratedRate) {
+  ModelSpec m = ModelSpec::parse("mlp:100-10");  // 100 inputs: 400 bytes a row
+  Cluster c = ideal();
+  const Prediction none = simulate(m, {.strategy = "single"}, c, 50);
+  c.gather_bps = 1e6;
+  const Prediction with = simulate(m, {.strategy = "single"}, c, 50);
+  EXPECT_NEAR(with.compute_s - none.compute_s, 50 * 400.0 / 1e6, 1e-12);
+  // Read from a cluster file; absent, there is no term.
+  nlohmann::json j = cluster_to_json(c);
+  EXPECT_DOUBLE_EQ(cluster_from_json(j, "file").gather_bps, 1e6);
+  j.erase("gather_gbps");
+  EXPECT_DOUBLE_EQ(cluster_from_json(j, "file").gather_bps, 0);
+  // A step line timed on random rows of a large dataset carries the gather itself: the term
+  // is not added again. Without a step line there is nothing that carries it.
+  c.mlp_step_random_rows = true;
+  EXPECT_NEAR(simulate(m, {.strategy = "single"}, c, 50).compute_s, with.compute_s, 1e-12);
+  UnitCost step;
+  step.fwd.s_per_work = 1e-9;
+  c.units["mlp_step"] = step;
+  const double around = 50 * mlp_step_work(m) * 1e-9;
+  EXPECT_NEAR(simulate(m, {.strategy = "single"}, c, 50).compute_s, none.compute_s + around, 1e-12);
+  c.mlp_step_random_rows = false;  // an older file's step line: hot rows, the term on top
+  EXPECT_NEAR(simulate(m, {.strategy = "single"}, c, 50).compute_s, with.compute_s + around, 1e-12);
+  // The flag round-trips, and must be a boolean.
+  c.mlp_step_random_rows = true;
+  j = cluster_to_json(c);
+  EXPECT_TRUE(cluster_from_json(j, "file").mlp_step_random_rows);
+  j["mlp_step_random_rows"] = 1;
+  EXPECT_THROW(cluster_from_json(j, "file"), InvalidArgument);
+}
+
+// Every MLP layer but the first computes its input's gradient in backward, which the timed
+// layers do not: priced as the layer's forward. An MLP the calibration did not time spends
+// around its layers what the timed ones spent beyond their input gradients and gather,
+// interpolated in log(parameters) between the two on either side (the nearest beyond them).
+TEST(Simulator, AnUntimedMlpPaysItsInputGradientsAndTheTimedOnesRest) {
+  Cluster c = ideal();
+  c.units["mlp_layer"] = {{0, 1e-9}, {0, 2e-9}};  // forward 1 ns a work, backward 2
+  auto work = [](const ModelSpec& m, size_t from) {
+    double w = 0;
+    for (size_t i = from; i < m.units.size(); ++i) w += 50 * unit_work(m.units[i]);
+    return w;
+  };
+  auto layers_s = [&](const ModelSpec& m) { return 3e-9 * work(m, 0); };
+  auto input_grads_s = [&](const ModelSpec& m) { return 1e-9 * work(m, 1); };
+  auto compute = [&](const ModelSpec& m) { return simulate(m, {.strategy = "single"}, c, 50).compute_s; };
+  const ModelSpec small = ModelSpec::parse("mlp:100-10"), wide = ModelSpec::parse("mlp:100-400-10");
+  // Without a step line the layers still pay their input gradients; without a layer line the
+  // formula's backward (twice the forward) already holds them.
+  EXPECT_NEAR(compute(wide), layers_s(wide) + input_grads_s(wide), 1e-12);
+  Cluster bare = ideal();
+  const ModelSpec two = ModelSpec::parse("mlp:100-40-10");
+  EXPECT_NEAR(simulate(two, {.strategy = "single"}, bare, 50).compute_s,
+              3 * 50 * (two.units[0].fwd_flops + two.units[1].fwd_flops) / bare.gemm_flops, 1e-12);
+  // The timed steps: the gather of 400-byte rows at 1 MB/s, the input gradients, and 100 us
+  // (small) and 300 us (wide) beyond them, in the lines as a calibration on random rows
+  // times them.
+  c.gather_bps = 1e6, c.mlp_step_random_rows = true;
+  const double gather = 50 * 400 / 1e6;
+  UnitCost step;
+  for (const auto& [m, rest] : {std::pair{small, 100e-6}, std::pair{wide, 300e-6}})
+    for (double items : {50.0, 100.0})
+      step.timed[{m.spec, m.params()}].push_back({items, (items / 50) * (gather + input_grads_s(m)) + rest, 0});
+  c.units["mlp_step"] = step;
+  // A timed model takes its own points: its step in all.
+  EXPECT_NEAR(compute(small), layers_s(small) + gather + 100e-6, 1e-12);
+  EXPECT_NEAR(compute(wide), layers_s(wide) + input_grads_s(wide) + gather + 300e-6, 1e-12);
+  // Between them, in log(parameters), with its own input gradients.
+  const ModelSpec mid = two;
+  const double x = std::log(mid.params() / small.params()) / std::log(wide.params() / small.params());
+  ASSERT_GT(x, 0.3);
+  ASSERT_LT(x, 0.7);
+  EXPECT_NEAR(compute(mid), layers_s(mid) + input_grads_s(mid) + gather + 100e-6 + x * 200e-6, 1e-12);
+  // Beyond them, the nearest one's rest.
+  const ModelSpec wider = ModelSpec::parse("mlp:100-1000-10"), smaller = ModelSpec::parse("mlp:100-2-10");
+  EXPECT_NEAR(compute(wider), layers_s(wider) + input_grads_s(wider) + gather + 300e-6, 1e-12);
+  EXPECT_NEAR(compute(smaller), layers_s(smaller) + input_grads_s(smaller) + gather + 100e-6, 1e-12);
+  // A model with another input width gathers its own rows.
+  const ModelSpec narrow = ModelSpec::parse("mlp:50-40-10");
+  const double xn = std::log(narrow.params() / small.params()) / std::log(wide.params() / small.params());
+  EXPECT_NEAR(compute(narrow), layers_s(narrow) + input_grads_s(narrow) + 50 * 200 / 1e6 + 100e-6 + xn * 200e-6, 1e-12);
+}
+
+// The calibration times one block of a shape and files its lines under the one-block spec
+// (gpt_block@gpt:layers=1,...); a GPT of that shape with any number of layers prices its
+// blocks with them, not with the kind's line over every timed shape.
+TEST(Simulator, AGptTakesTheLinesTimedForItsShape) {
+  Cluster c = ideal();
+  UnitCost own, other;
+  own.fwd.s_per_work = 1e-9, own.bwd.s_per_work = 2e-9;
+  other.fwd.s_per_work = 5e-9, other.bwd.s_per_work = 10e-9;
+  c.units["gpt_block"] = other;
+  c.units["gpt_block@" + gpt_block_spec(4, 64, 32)] = own;
+  const ModelSpec m = ModelSpec::parse(kGpt);  // 4 layers of heads 4, width 64, context 32
+  EXPECT_EQ(m.unit_spec, "gpt:layers=1,heads=4,width=64,context=32");
+  EXPECT_EQ(c.unit_for("gpt_block", m.unit_spec), &c.units.at("gpt_block@" + m.unit_spec));
+  const Prediction p = simulate(m, {.strategy = "single"}, c, 8);
+  double blocks = 0;
+  for (const Unit& u : m.units)
+    if (u.block) blocks += 8 * unit_work(u) * (1e-9 + 2e-9);
+  EXPECT_GE(p.compute_s, blocks * 0.999);
+  EXPECT_LT(p.compute_s, blocks * 2);  // far below the other shape's 5x
+  // The MLP's own spec is its unit spec.
+  EXPECT_EQ(ModelSpec::parse("mlp:100-10").unit_spec, "mlp:100-10");
+}
+
+// A GPT of a width the calibration did not time takes the timed widths' cost per work at its
+// items, interpolated in log(parameters) between the two around it, the nearest one's beyond
+// them; never the one line over every width, which follows neither.
+TEST(Simulator, AGptOfAnUntimedWidthTakesTheTimedWidthsCostPerWork) {
+  Cluster c = ideal();
+  const std::string w64 = gpt_block_spec(4, 64, 32), w256 = gpt_block_spec(4, 256, 32);
+  UnitCost narrow, wide, line;
+  narrow.fwd.s_per_work = 4e-9, narrow.bwd.s_per_work = 8e-9;
+  wide.fwd.s_per_work = 1e-9, wide.bwd.s_per_work = 2e-9;
+  line.fwd.s_per_work = 100e-9, line.bwd.s_per_work = 100e-9;
+  c.units["gpt_block"] = line;
+  c.units["gpt_block@" + w64] = narrow;
+  c.units["gpt_block@" + w256] = wide;
+  c.units[std::string(kZero3Block) + "@" + w64] = wide;  // the ZeRO-3 block: its own entries
+  c.units[std::string(kZero3Block) + "@" + w256] = narrow;
+  auto block = [](const std::string& spec) { return ModelSpec::parse(spec).units[1]; };
+  const double p64 = block(w64).params, p256 = block(w256).params;
+  const std::string w128 = gpt_block_spec(4, 128, 32);
+  const Unit b128 = block(w128);
+  const double x = std::log(b128.params / p64) / std::log(p256 / p64);
+  ASSERT_GT(x, 0.3);
+  ASSERT_LT(x, 0.7);
+  const auto mid = sim::untimed_gpt_rate(c, "gpt_block", w128, b128.params, 6);
+  ASSERT_TRUE(mid.has_value());
+  EXPECT_NEAR(mid->f, 4e-9 - 3e-9 * x, 1e-18);
+  EXPECT_NEAR(mid->b, 8e-9 - 6e-9 * x, 1e-18);
+  // The pass prices the unit's own work at that rate.
+  const sim::Pass ps = sim::unit_pass(c, b128, 6, 1, w128);
+  EXPECT_NEAR(ps.f, mid->f * 6 * unit_work(b128), 1e-15);
+  EXPECT_NEAR(ps.b, mid->b * 6 * unit_work(b128), 1e-15);
+  // Beyond the timed widths: the nearest one's rate.
+  const std::string w512 = gpt_block_spec(4, 512, 32), w32 = gpt_block_spec(4, 32, 32);
+  EXPECT_NEAR(sim::untimed_gpt_rate(c, "gpt_block", w512, block(w512).params, 6)->f, 1e-9, 1e-18);
+  EXPECT_NEAR(sim::untimed_gpt_rate(c, "gpt_block", w32, block(w32).params, 6)->b, 8e-9, 1e-18);
+  // The ZeRO-3 block from its own kind's entries.
+  EXPECT_NEAR(sim::untimed_gpt_rate(c, kZero3Block, w512, block(w512).params, 6)->f, 4e-9, 1e-18);
+  // A timed width keeps its own lines; an MLP, the layernorm and a kind with no timed shape
+  // have no rate.
+  EXPECT_FALSE(sim::untimed_gpt_rate(c, "gpt_block", w64, p64, 6).has_value());
+  EXPECT_FALSE(sim::untimed_gpt_rate(c, "mlp_layer", "mlp:100-10", 1010, 6).has_value());
+  EXPECT_FALSE(sim::untimed_gpt_rate(c, "gpt_layernorm", w128, 256, 6).has_value());
+  EXPECT_FALSE(sim::untimed_gpt_rate(c, "gpt_head", w128, 1000, 6).has_value());
+}
+
+}  // namespace
+}  // namespace dtrain::plan
