@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -400,6 +401,21 @@ std::pair<double, double> UnitCost::pass(const std::string& spec, double params,
   return {a.fwd_s + x * (b.fwd_s - a.fwd_s), a.bwd_s + x * (b.bwd_s - a.bwd_s)};
 }
 
+namespace {
+
+// Least squares through the origin of y on two variables x1 and x2, from the sums of x1^2,
+// x1 x2, x2^2, x1 y and x2 y: nullopt where the points hold x1 and x2 in (nearly) one
+// proportion (one shape, or no x2 at all) or a slope comes out <= 0.
+std::optional<std::pair<double, double>> two_slopes(double x11, double x12, double x22, double x1y, double x2y) {
+  const double det = x11 * x22 - x12 * x12;
+  if (x11 <= 0 || x22 <= 0 || det <= 1e-4 * x11 * x22) return std::nullopt;
+  const double a = (x1y * x22 - x2y * x12) / det, b = (x2y * x11 - x1y * x12) / det;
+  if (a <= 0 || b <= 0) return std::nullopt;
+  return std::pair{a, b};
+}
+
+}  // namespace
+
 std::map<std::string, UnitCost> fit_units(const std::vector<UnitPoint>& points) {
   ModelSpec cache;
   const FitKeys keys(points);
@@ -418,24 +434,40 @@ std::map<std::string, UnitCost> fit_units(const std::vector<UnitPoint>& points) 
   }
   // Bytes per item: the least-squares slope through the origin (memory has no fixed part
   // worth keeping: the weights are counted apart).
-  // Per item, and per element of the unit's memory basis (items x mem_elems).
-  std::map<std::string, std::array<double, 6>> mem;  // sums x^2, x act, x peak for x = items, then x = elements
+  // Per item, and per element of the unit's memory basis (items x mem_elems); a block's also
+  // per attention probability and per element of the rest where the points tell them apart.
+  struct MemSums {
+    double nn = 0, n_act = 0, n_peak = 0;  // x = items
+    double ee = 0, e_act = 0, e_peak = 0;  // x = elements
+    double dd = 0, ds = 0, ss = 0, d_act = 0, s_act = 0, d_peak = 0, s_peak = 0;  // (rest, probabilities)
+  };
+  std::map<std::string, MemSums> mem;
   for (const auto& p : points) {
     if (p.kind == "gpt_layernorm") continue;  // its memory is inside the block's
-    const double n = static_cast<double>(p.items), e = n * mem_elems(unit_of(p.spec, p.unit, &cache));
+    const Unit& u = unit_of(p.spec, p.unit, &cache);
+    const double n = static_cast<double>(p.items), e = n * mem_elems(u), sc = n * u.score_elems, d = e - sc;
     for (const auto& key : keys(p)) {
       auto& m = mem[key];
-      m[0] += n * n, m[1] += n * p.act_b, m[2] += n * p.peak_b;
-      m[3] += e * e, m[4] += e * p.act_b, m[5] += e * p.peak_b;
+      m.nn += n * n, m.n_act += n * p.act_b, m.n_peak += n * p.peak_b;
+      m.ee += e * e, m.e_act += e * p.act_b, m.e_peak += e * p.peak_b;
+      m.dd += d * d, m.ds += d * sc, m.ss += sc * sc;
+      m.d_act += d * p.act_b, m.s_act += sc * p.act_b, m.d_peak += d * p.peak_b, m.s_peak += sc * p.peak_b;
     }
   }
   for (auto& [kind, m] : mem) {
-    if (m[0] <= 0) continue;
-    out[kind].act_b_per_item = std::max(0.0, m[1] / m[0]);
-    out[kind].peak_b_per_item = std::max(out[kind].act_b_per_item, m[2] / m[0]);
-    if (m[3] <= 0) continue;
-    out[kind].act_b_per_elem = std::max(0.0, m[4] / m[3]);
-    out[kind].peak_b_per_elem = std::max(out[kind].act_b_per_elem, m[5] / m[3]);
+    UnitCost& c = out[kind];
+    if (m.nn <= 0) continue;
+    c.act_b_per_item = std::max(0.0, m.n_act / m.nn);
+    c.peak_b_per_item = std::max(c.act_b_per_item, m.n_peak / m.nn);
+    if (m.ee <= 0) continue;
+    c.act_b_per_elem = std::max(0.0, m.e_act / m.ee);
+    c.peak_b_per_elem = std::max(c.act_b_per_elem, m.e_peak / m.ee);
+    const auto act = two_slopes(m.dd, m.ds, m.ss, m.d_act, m.s_act), peak = two_slopes(m.dd, m.ds, m.ss, m.d_peak, m.s_peak);
+    // (The ZeRO-3 block keeps nothing between its passes: a high-water mark alone.)
+    const bool keeps_nothing = m.e_act <= 0;
+    if (!peak || (!act && !keeps_nothing)) continue;
+    if (act) c.act_b_per_elem = act->first, c.act_b_per_score = act->second;
+    c.peak_b_per_elem = std::max(c.act_b_per_elem, peak->first), c.peak_b_per_score = std::max(c.act_b_per_score, peak->second);
   }
   attach_timed(out, points);
   return out;
@@ -494,7 +526,8 @@ nlohmann::json units_json(const std::vector<UnitPoint>& points, const std::map<s
   for (const auto& [kind, c] : fits)
     j["fits"][kind] = {{"forward", fj(c.fwd)}, {"backward", fj(c.bwd)}, {"act_bytes_per_item", c.act_b_per_item},
                        {"peak_bytes_per_item", c.peak_b_per_item}, {"act_bytes_per_elem", c.act_b_per_elem},
-                       {"peak_bytes_per_elem", c.peak_b_per_elem}};
+                       {"peak_bytes_per_elem", c.peak_b_per_elem}, {"act_bytes_per_score", c.act_b_per_score},
+                       {"peak_bytes_per_score", c.peak_b_per_score}};
   for (const auto& p : points)
     j["points"].push_back({{"kind", p.kind}, {"spec", p.spec}, {"unit", p.unit}, {"items", p.items}, {"work", p.work},
                            {"forward_us", p.fwd_s * 1e6}, {"backward_us", p.bwd_s * 1e6},
@@ -534,7 +567,9 @@ std::map<std::string, UnitCost> units_from_json(const nlohmann::json& j, const s
     for (auto [key, dst] : {std::pair<const char*, double*>{"act_bytes_per_item", &out[kind].act_b_per_item},
                             {"peak_bytes_per_item", &out[kind].peak_b_per_item},
                             {"act_bytes_per_elem", &out[kind].act_b_per_elem},
-                            {"peak_bytes_per_elem", &out[kind].peak_b_per_elem}}) {
+                            {"peak_bytes_per_elem", &out[kind].peak_b_per_elem},
+                            {"act_bytes_per_score", &out[kind].act_b_per_score},
+                            {"peak_bytes_per_score", &out[kind].peak_b_per_score}}) {
       if (!c.contains(key)) continue;
       DT_CHECK(c[key].is_number() && c[key].get<double>() >= 0, InvalidArgument, w << "." << key << " must be a number >= 0");
       *dst = c[key].get<double>();

@@ -44,6 +44,13 @@
 //   items (per item) and against items x mem_elems of the point's unit (per element: the
 //   default points mix widths 64 and 128, whose bytes per item differ 2x; per element of the
 //   closed form they agree within 1%, so the per-item slope under-counted width 128 by 25%).
+//   A block's per-element figure is two where its points tell them apart: bytes per
+//   attention probability (Unit::score_elems, heads x context^2) and per element of the rest
+//   (least squares through the origin in both). The default widths have heads x context /
+//   width 4, 4, 2 and 1: on the EPYC VM they read 4.03 and 5.18 bytes kept (the block keeps
+//   22 s h floats a sequence where the closed form counts 17, and one float per probability),
+//   9.06 and 4.03 at the high-water mark, every point within 1%; the one figure of 5.06 had
+//   priced a block at context 256 (the ratio 16) +28% (fifty-fourth session).
 // - units_json / units_from_json move the points and the fits to and from the calibration
 //   file's "units" section (each fit's coefficients, and every point so a fit can be redone).
 //   A malformed section is InvalidArgument naming the field.
@@ -84,9 +91,22 @@ struct UnitCost {
   // The same per element of the unit's memory basis (simulator.h mem_elems: its closed-form
   // activations + output per item), so one fit serves every width: 0 in files before it.
   double act_b_per_elem = 0, peak_b_per_elem = 0;
-  // Heap bytes per item of unit u: the per-element fit when there is one, else per item.
-  double act_b(double mem_elems) const { return act_b_per_elem > 0 ? act_b_per_elem * mem_elems : act_b_per_item; }
-  double peak_b(double mem_elems) const { return peak_b_per_elem > 0 ? peak_b_per_elem * mem_elems : peak_b_per_item; }
+  // Bytes per element of a block's attention probabilities (Unit::score_elems) where the
+  // points tell them apart from the rest (blocks whose heads x context / width differ); the
+  // per-element figures above are then per element of the rest. 0: one figure for all.
+  double act_b_per_score = 0, peak_b_per_score = 0;
+  // Heap bytes per item of a unit with mem_elems elements of memory basis, score_elems of
+  // them attention probabilities: the per-element fits when there are some, else per item.
+  double act_b(double mem_elems, double score_elems = 0) const {
+    return bytes_of(act_b_per_elem, act_b_per_score, act_b_per_item, mem_elems, score_elems);
+  }
+  double peak_b(double mem_elems, double score_elems = 0) const {
+    return bytes_of(peak_b_per_elem, peak_b_per_score, peak_b_per_item, mem_elems, score_elems);
+  }
+  static double bytes_of(double per_elem, double per_score, double per_item, double elems, double scores) {
+    if (per_elem <= 0) return per_item;
+    return per_score > 0 ? per_elem * (elems - scores) + per_score * scores : per_elem * elems;
+  }
   bool has_memory() const { return peak_b_per_item > 0 || peak_b_per_elem > 0; }
   // The points the kind was timed at, by (model spec, the unit's parameters), items
   // increasing (fit_units and units_from_json fill it from the points; every kind but the

@@ -37,7 +37,8 @@ ModelSpec ModelSpec::parse(const std::string& spec) {
     m.units.push_back({"embedding", "gpt_embedding", (V + s) * h, 0, 0, s * h, false});
     for (int64_t l = 0; l < g.layers; ++l)
       m.units.push_back({"block" + std::to_string(l), "gpt_block", 12 * h * h + 13 * h, 24 * s * h * h + 4 * s * s * h,
-                         block_activation_elems(g.context, 1, g.width, g.heads, 1, false), s * h, true});
+                         block_activation_elems(g.context, 1, g.width, g.heads, 1, false), s * h, true,
+                         static_cast<double>(g.heads) * s * s});
     m.units.push_back({"head", "gpt_head", V * h + 2 * h, 2 * s * h * V, 2 * s * h + 2 * s * V, 0, false});
     return m;
   }

@@ -161,7 +161,7 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     if (uc && uc->has_memory()) {
       // The graph keeps every node's gradient until it is destroyed: a unit's footprint at
       // the end of backward is its whole high-water mark, not its forward share.
-      p.activations_b += uc->peak_b(mem_elems(u)) * mem_items;
+      p.activations_b += uc->peak_b(mem_elems(u), u.score_elems) * mem_items;
     } else {
       p.activations_b += kF * u.act_elems * mem_items;
     }

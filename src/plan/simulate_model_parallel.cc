@@ -154,7 +154,7 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
       if (measured && x.block && recompute) {
         // Inputs kept; in backward one unit at a time is re-run and holds its high-water mark.
         pc.act += kF * items * closed;
-        pc.transient = std::max(pc.transient, uc->peak_b(me) * items);
+        pc.transient = std::max(pc.transient, uc->peak_b(me, x.score_elems) * items);
       } else if (measured) {
         // A tensor-parallel block keeps much of what it keeps unsplit (the f/g copies, the
         // replicated LayerNorm and residual tensors and their gradients), and more than a
@@ -166,10 +166,10 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
         // +3.0 / +7.9%, and tp 2 inside a pipeline, the gpt-hybrid-tp rows, at -4.9 / -7.6%.)
         constexpr double kTpKept = 0.572, kTpSplit = 0.591;
         const double share = x.block && l.tp > 1 ? kTpKept + kTpSplit / l.tp : 1.0;
-        pc.act += uc->act_b(me) * items * share;
+        pc.act += uc->act_b(me, x.score_elems) * items * share;
         // Gradients of the activations stay until the graph goes: the live micro-batch in
         // backward holds the whole high-water mark.
-        pc.transient += (uc->peak_b(me) - uc->act_b(me)) * items * share;
+        pc.transient += (uc->peak_b(me, x.score_elems) - uc->act_b(me, x.score_elems)) * items * share;
       } else {
         pc.act += kF * items * closed;
       }

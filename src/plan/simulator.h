@@ -57,6 +57,9 @@ struct Unit {
   double act_elems = 0;   // kept for backward, per item (no recompute)
   double out_elems = 0;   // the output it sends onwards, per item
   bool block = false;     // a transformer block (tp-split and recomputable)
+  // Of act_elems, the attention probabilities a block keeps (heads x context^2 per item; 0
+  // for every other unit): calibrated apart from the rest (UnitCost::act_b).
+  double score_elems = 0;
 };
 
 // What a unit's calibrated cost line is a function of, per item: fwd_flops + out_elems.

@@ -198,6 +198,51 @@ TEST(CalibrateUnits, MemoryIsFittedPerElementAcrossWidths) {
   EXPECT_DOUBLE_EQ(old.act_b(wide_elems), 7);
 }
 
+TEST(CalibrateUnits, AttentionProbabilitiesAreFittedApartWhereTheWidthsTellThemApart) {
+  // Blocks keeping 5 bytes per element of their memory basis outside the attention
+  // probabilities and 4 per probability (high-water 9 and 4): widths 64, 128 and 256 hold
+  // heads x context / width 4, 4 and 2, so the fit tells the two apart, and prices a block
+  // at context 256 (ratio 16) exactly, where one figure per element would over-count it.
+  const std::vector<const char*> specs = {"gpt:layers=1,heads=4,width=64,context=64", "gpt:layers=1,heads=8,width=128,context=64",
+                                          "gpt:layers=1,heads=8,width=256,context=64"};
+  auto bytes = [](const Unit& u, double rest, double per_score) {
+    return rest * (mem_elems(u) - u.score_elems) + per_score * u.score_elems;
+  };
+  std::vector<UnitPoint> pts;
+  for (const char* spec : specs)
+    for (int64_t items : {2, 6}) {
+      const Unit u = ModelSpec::parse(spec).units[1];
+      const double n = static_cast<double>(items);
+      pts.push_back({"gpt_block", spec, 1, items, 1, 1e-6, 1e-6, n * bytes(u, 5, 4), n * bytes(u, 9, 4)});
+      pts.push_back({kZero3Block, spec, 1, items, 1, 1e-6, 1e-6, 0, n * bytes(u, 9, 4)});
+    }
+  auto fits = fit_units(pts);
+  const UnitCost& c = fits["gpt_block"];
+  EXPECT_NEAR(c.act_b_per_elem, 5, 1e-6);
+  EXPECT_NEAR(c.act_b_per_score, 4, 1e-6);
+  EXPECT_NEAR(c.peak_b_per_elem, 9, 1e-6);
+  EXPECT_NEAR(c.peak_b_per_score, 4, 1e-6);
+  // ZeRO-3's block keeps nothing between passes: its high-water mark is fitted apart alone.
+  EXPECT_EQ(fits[kZero3Block].act_b_per_elem, 0);
+  EXPECT_NEAR(fits[kZero3Block].peak_b_per_score, 4, 1e-6);
+  const Unit longer = ModelSpec::parse("gpt:layers=1,heads=8,width=128,context=256").units[1];
+  EXPECT_GT(longer.score_elems, 0);
+  EXPECT_NEAR(c.act_b(mem_elems(longer), longer.score_elems), bytes(longer, 5, 4), 1e-6);
+  UnitCost one;
+  one.act_b_per_elem = 5.1;
+  EXPECT_GT(one.act_b(mem_elems(longer), longer.score_elems), 1.05 * bytes(longer, 5, 4));
+  // The file keeps both figures.
+  auto back = units_from_json(units_json(pts, fits), "test");
+  EXPECT_NEAR(back["gpt_block"].act_b_per_score, 4, 1e-6);
+  EXPECT_NEAR(back["gpt_block"].peak_b_per_elem, 9, 1e-6);
+  // One shape alone cannot tell them apart: its own line keeps one figure per element.
+  std::vector<UnitPoint> alone(pts.begin(), pts.begin() + 4);
+  const UnitCost& own = fit_units(alone)["gpt_block"];
+  EXPECT_EQ(own.act_b_per_score, 0);
+  EXPECT_GT(own.act_b_per_elem, 4);  // a blend of the two, exact for that shape
+  EXPECT_LT(own.act_b_per_elem, 5);
+}
+
 // A calibration file in the temporary directory, removed when it goes out of scope (an
 // assertion that ends the test early included).
 class TmpFile {
