@@ -483,6 +483,13 @@ std::vector<UnitPoint> default_unit_points() {
   // work (sim_costs.h untimed_gpt_rate), and per FLOP a block at 768 costs about 0.76x one at
   // 256 (fifty-third session); 24 sequences of it would add ~15 s to the calibration.
   for (auto& p : points_of("gpt:layers=1,heads=8,width=512,context=64", {2, 6, 12})) pts.push_back(p);
+  // Context 256 at head dimensions 16 and 64, beside widths 128 and 256 at context 64: they
+  // tell the attention's cost per probability (sim_costs.h untimed_gpt_rate) from the rest,
+  // which grows as the context's square where the rest grows as the context. Priced at one
+  // rate per work from context 64, blocks at 256 read 12-28% short, at 512 38% (fifty-fourth
+  // session). Two to four sequences: 4 of width 256 at 256 cost as much as 24 at 64.
+  for (const char* g : {"gpt:layers=1,heads=8,width=128,context=256", "gpt:layers=1,heads=4,width=256,context=256"})
+    for (auto& p : points_of(g, {2, 4})) pts.push_back(p);
   return pts;
 }
 

@@ -36,7 +36,8 @@
 // - default_unit_points() are the shapes `dtrain bench calibrate` measures: the MLPs
 //   784-256-128-10's and kWideMlp's three layers at 8, 16, 64 and 128 examples, and the GPT's embedding, block
 //   (also as kZero3Block) and head at widths 64, 128 and 256 (heads 4, 8 and 8, context 64) and 2, 6, 12
-//   and 24 sequences, and at width 512 (heads 8) and 2, 6 and 12.
+//   and 24 sequences, at width 512 (heads 8) and 2, 6 and 12, and at context 256 at widths
+//   128 and 256 (heads 8 and 4) and 2 and 4 sequences.
 //   extra points come from `--models` (any mlp:/gpt: spec, at the same item counts).
 // - fit_units(points) groups the points by kind and fits each direction; memory is the
 //   least-squares slope through the origin of the heap bytes (base/heap_stats.h) the forward

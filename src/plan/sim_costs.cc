@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -92,30 +93,98 @@ CostParams link_of(const Cluster& c, Group g, double bytes, bool p2p) {
   return c.link_at(g.size * g.stride > rpn, bytes, p2p);
 }
 
+// A timed GPT shape of one unit kind, per item: its work (unit_work), the part of it that is
+// not attention (dense: less the 4 x head-dim FLOPs of each attention probability), its
+// attention probabilities and head dimension; and its seconds over the items asked for.
+namespace {
+
+struct TimedShape {
+  double params = 0, width = 0, work = 0, dense = 0, scores = 0, head_dim = 0;
+  Pass t;
+};
+
+TimedShape shape_of(const ModelSpec& m, const Unit& u) {
+  TimedShape x;
+  x.params = u.params, x.width = static_cast<double>(m.width), x.work = unit_work(u), x.scores = u.score_elems;
+  x.head_dim = static_cast<double>(m.width) / static_cast<double>(std::max<int64_t>(1, m.heads));
+  x.dense = x.work - 4 * x.head_dim * x.scores;
+  return x;
+}
+
+// Seconds per attention probability, tau0 + tau1 x head_dim, in one direction (dir picks f or
+// b): least squares over every pair of timed shapes of one width whose probabilities differ
+// (contexts or heads). Two shapes of one width share the dense rate rho, so
+//   T_L - T_Q r = tau0 (S_L - S_Q r) + tau1 (S_L hd_L - S_Q hd_Q r),  r = dense_L / dense_Q,
+// per item. With pairs of a single head dimension, tau1 = 0. nullopt: no such pair.
+std::optional<std::pair<double, double>> attention_rate(const std::vector<TimedShape>& shapes, double Pass::*dir) {
+  double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
+  std::vector<double> dims;
+  for (size_t i = 0; i < shapes.size(); ++i)
+    for (size_t j = i + 1; j < shapes.size(); ++j) {
+      const TimedShape &L = shapes[i], &Q = shapes[j];
+      if (L.width != Q.width || Q.dense <= 0) continue;
+      const double r = L.dense / Q.dense, x1 = L.scores - Q.scores * r, x2 = L.scores * L.head_dim - Q.scores * Q.head_dim * r;
+      if (std::abs(x1) < 1e-9 * (L.scores + Q.scores) && std::abs(x2) < 1e-9 * (L.scores * L.head_dim + Q.scores * Q.head_dim)) continue;
+      const double y = L.t.*dir - Q.t.*dir * r;
+      a11 += x1 * x1, a12 += x1 * x2, a22 += x2 * x2, b1 += x1 * y, b2 += x2 * y;
+      for (double d : {L.head_dim, Q.head_dim})
+        if (std::find(dims.begin(), dims.end(), d) == dims.end()) dims.push_back(d);
+    }
+  if (a11 <= 0) return std::nullopt;
+  const double det = a11 * a22 - a12 * a12;
+  if (dims.size() >= 2 && det > 1e-6 * a11 * a22) return std::pair{(b1 * a22 - b2 * a12) / det, (b2 * a11 - b1 * a12) / det};
+  // One head dimension (x2 = hd x1 in every pair): one figure per probability, tau1 = 0.
+  return std::pair{b1 / a11, 0.0};
+}
+
+}  // namespace
+
 std::optional<Pass> untimed_gpt_rate(const Cluster& c, const std::string& kind, const std::string& spec, double params,
                                      double items) {
   if (spec.rfind("gpt:", 0) != 0 || kind == "gpt_layernorm" || c.units.count(kind + "@" + spec) || items <= 0)
     return std::nullopt;
   // The unit of the timed one-block model that `kind` prices (the ZeRO-3 block is a block).
   const std::string unit_kind = kind == kZero3Block ? "gpt_block" : kind;
-  std::vector<std::pair<double, double>> fwd, bwd;  // (parameters, seconds per work)
+  auto unit_in = [&](const ModelSpec& m) {
+    return std::find_if(m.units.begin(), m.units.end(), [&](const Unit& x) { return x.kind == unit_kind; });
+  };
+  std::vector<TimedShape> shapes;
   const std::string prefix = kind + "@";
   for (auto it = c.units.lower_bound(prefix); it != c.units.end() && it->first.rfind(prefix, 0) == 0; ++it) {
     const std::string timed = it->first.substr(prefix.size());
     if (timed.rfind("gpt:", 0) != 0) continue;
     const ModelSpec m = ModelSpec::parse(timed);
-    const auto u = std::find_if(m.units.begin(), m.units.end(), [&](const Unit& x) { return x.kind == unit_kind; });
+    const auto u = unit_in(m);
     if (u == m.units.end() || unit_work(*u) <= 0 || u->params <= 0) continue;
-    const double w = items * unit_work(*u);
-    const auto [f, b] = it->second.pass(timed, u->params, items, w);
-    fwd.push_back({u->params, f / w});
-    bwd.push_back({u->params, b / w});
+    TimedShape x = shape_of(m, *u);
+    const auto [f, b] = it->second.pass(timed, u->params, items, items * x.work);
+    x.t = {f / items, b / items};
+    shapes.push_back(x);
   }
-  if (fwd.empty() || params <= 0) return std::nullopt;
-  std::sort(fwd.begin(), fwd.end());
-  std::sort(bwd.begin(), bwd.end());
-  // In log(parameters), flat beyond the ends (Cluster's beta_at).
-  return Pass{beta_at(fwd, params, 0), beta_at(bwd, params, 0)};
+  const ModelSpec target_model = ModelSpec::parse(spec);
+  const auto target_unit = unit_in(target_model);
+  if (shapes.empty() || params <= 0 || target_unit == target_model.units.end()) return std::nullopt;
+  const TimedShape target = shape_of(target_model, *target_unit);
+  // Per direction: the attention's rate where the shapes tell it (else none: every shape's
+  // whole work at one rate, as before), the dense rate of each timed width after it,
+  // interpolated in log(parameters) (Cluster's beta_at: flat beyond the ends), and the
+  // target's seconds back as seconds per unit of its work.
+  auto rate = [&](double Pass::*dir) {
+    const auto tau = attention_rate(shapes, dir);
+    auto per_prob = [&](double hd) { return tau ? std::max(0.0, tau->first + tau->second * hd) : 0.0; };
+    std::map<double, std::pair<double, int>> by_params;  // parameters -> (sum of rho, shapes)
+    for (const TimedShape& x : shapes) {
+      const double base = tau ? x.dense : x.work;
+      if (base <= 0) continue;
+      auto& [sum, count] = by_params[x.params];
+      sum += std::max(0.0, x.t.*dir - x.scores * per_prob(x.head_dim)) / base, ++count;
+    }
+    std::vector<std::pair<double, double>> rho;
+    for (const auto& [p, sc] : by_params) rho.push_back({p, sc.first / sc.second});
+    const double dense = beta_at(rho, params, 0) * (tau ? target.dense : target.work);
+    return target.work > 0 ? (dense + target.scores * per_prob(target.head_dim)) / target.work : 0.0;
+  };
+  return Pass{rate(&Pass::f), rate(&Pass::b)};
 }
 
 // One unit's forward and backward seconds over `items`, before any oversubscription slowdown:

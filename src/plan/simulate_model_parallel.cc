@@ -5,6 +5,9 @@
 // instruction list.
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "base/error.h"
@@ -121,11 +124,17 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
   const bool recompute = l.recompute || l.zero >= 3;
   const TpRatio tpr = tp_block_ratio(c, m, items, l.tp, l.dp * l.tp * l.pp);
   std::vector<Piece> pieces(cut.size() - 1);
+  // The blocks are alike: each kind's pass is worked out once (an untimed shape's pricing
+  // reads every timed shape's spec).
+  std::map<std::string, Pass> passes;
+  std::optional<std::optional<Pass>> zero3_rate;  // outer: worked out yet
   for (size_t k = 0; k + 1 < cut.size(); ++k) {
     Piece& pc = pieces[k];
     for (int u = cut[k]; u < cut[k + 1]; ++u) {
       const Unit& x = m.units[u];
-      Pass ps = unit_pass(c, x, items, l.tp, m.unit_spec);
+      auto known = passes.find(x.kind);
+      if (known == passes.end()) known = passes.emplace(x.kind, unit_pass(c, x, items, l.tp, m.unit_spec)).first;
+      const Pass ps = known->second;
       const double rf = x.block ? tpr.f : 1, rb = x.block ? tpr.b : 1;
       const UnitCost* z3 = l.zero >= 3 && x.block ? c.unit_for(kZero3Block, m.unit_spec) : nullptr;
       if (z3) {
@@ -134,7 +143,8 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
         // (Charged as the stacked block's f + b + f, the 2- and 4-rank gpt-zero3 rows read
         // +17% and +15%: its 18.1 ms a block measured against ~21 predicted.)
         const double w = items * unit_work(x);
-        const std::optional<Pass> rate = untimed_gpt_rate(c, kZero3Block, m.unit_spec, x.params, items);
+        if (!zero3_rate) zero3_rate = untimed_gpt_rate(c, kZero3Block, m.unit_spec, x.params, items);
+        const std::optional<Pass>& rate = *zero3_rate;
         const auto [f, b] = rate ? std::pair{rate->f * w, rate->b * w} : z3->pass(m.unit_spec, x.params, items, w);
         pc.f += f;
         pc.b += b;

@@ -171,5 +171,56 @@ TEST(Simulator, AGptOfAnUntimedWidthTakesTheTimedWidthsCostPerWork) {
   EXPECT_FALSE(sim::untimed_gpt_rate(c, "gpt_head", w128, 1000, 6).has_value());
 }
 
+TEST(Simulator, AGptOfAnUntimedContextPaysItsAttentionPerProbability) {
+  // Blocks whose time is a dense rate per width over their work less attention, plus
+  // tau0 + tau1 x head_dim a probability (heads x context^2 per sequence): widths 128 and 256
+  // timed at context 64 and at context 256 (heads 8 and 4: head dimensions 16 and 64). The
+  // pairs of one width tell tau0 and tau1, and an untimed context or head count of a timed
+  // width is priced exactly; one rate per work from the timed shapes reads it short.
+  constexpr double kTau0 = 2e-9, kTau1 = 0.1e-9;
+  auto block = [](const std::string& spec) { return ModelSpec::parse(spec).units[1]; };
+  auto truth = [&](int64_t heads, int64_t width, int64_t context, double scale) {
+    const Unit u = block(gpt_block_spec(heads, width, context));
+    const double hd = static_cast<double>(width) / heads, rho = (width == 128 ? 20e-12 : 11e-12) * scale;
+    return rho * (unit_work(u) - 4 * hd * u.score_elems) + u.score_elems * scale * (kTau0 + kTau1 * hd);
+  };
+  auto timed = [&](Cluster& c, int64_t heads, int64_t width, int64_t context) {
+    const std::string spec = gpt_block_spec(heads, width, context);
+    UnitCost u;  // per work, so that a pass over any items is `items` times the truth
+    u.fwd.s_per_work = truth(heads, width, context, 1) / unit_work(block(spec));
+    u.bwd.s_per_work = truth(heads, width, context, 2) / unit_work(block(spec));
+    c.units["gpt_block@" + spec] = u;
+  };
+  Cluster c = ideal();
+  c.units["gpt_block"] = UnitCost{};
+  timed(c, 8, 128, 64), timed(c, 8, 256, 64);
+  Cluster short_only = c;
+  timed(c, 8, 128, 256), timed(c, 4, 256, 256);
+  struct Case {
+    int64_t heads, width, context;
+  };
+  for (const Case& t : {Case{8, 256, 512}, Case{2, 128, 128}, Case{16, 256, 64}, Case{8, 128, 32}}) {
+    const std::string spec = gpt_block_spec(t.heads, t.width, t.context);
+    const Unit u = block(spec);
+    const auto r = sim::untimed_gpt_rate(c, "gpt_block", spec, u.params, 6);
+    ASSERT_TRUE(r.has_value()) << spec;
+    EXPECT_NEAR(r->f * unit_work(u) / truth(t.heads, t.width, t.context, 1), 1, 1e-9) << spec;
+    EXPECT_NEAR(r->b * unit_work(u) / truth(t.heads, t.width, t.context, 2), 1, 1e-9) << spec;
+  }
+  // Without the context-256 shapes: the timed shapes' rate per work, short at context 512.
+  const std::string longer = gpt_block_spec(8, 256, 512);
+  const auto flat = sim::untimed_gpt_rate(short_only, "gpt_block", longer, block(longer).params, 6);
+  ASSERT_TRUE(flat.has_value());
+  EXPECT_LT(flat->f * unit_work(block(longer)), 0.8 * truth(8, 256, 512, 1));
+  // One head dimension among the pairs (width 128's alone): one figure a probability, exact
+  // at that head dimension.
+  Cluster one = short_only;
+  timed(one, 8, 128, 256);
+  const std::string hd16 = gpt_block_spec(4, 64, 128);  // width 64 is priced at width 128's dense rate
+  const Unit u16 = block(hd16);
+  const double rho128 = 20e-12, expect = rho128 * (unit_work(u16) - 4 * 16 * u16.score_elems) + u16.score_elems * (kTau0 + kTau1 * 16);
+  EXPECT_NEAR(sim::untimed_gpt_rate(one, "gpt_block", hd16, u16.params, 6)->f * unit_work(u16) / expect, 1, 1e-9);
+}
+
 }  // namespace
 }  // namespace dtrain::plan
