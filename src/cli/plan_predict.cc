@@ -122,6 +122,8 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
     l.seed = f.seed;
     l.rounds = f.epochs;
     l.optimizer = f.optimizer;
+    // The training set the run read (its epoch's order is part of every rank's heap).
+    l.train_rows = measured.value("train_examples", int64_t{0});
     // The step on a machine model: a 2-rank run whose context probed close or far prices that
     // path (the calibration's tables of the same verdict, plan::with_core_distance), and a
     // run re-probed during itself (coll/shm_context.h after_call) prices the minority

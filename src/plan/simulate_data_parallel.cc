@@ -235,7 +235,11 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // step's receives into one set before it waits for the other's). Measured, 4 and 8 ranks:
   // 7.19 / 7.14 MB with inboxes, 5.31 / 5.26 through the window.
   else if (s == "gossip") copies = 1 + 2 * (gossip_window ? 1 : degree);
-  else if (s == "fedavg") copies = 3;
+  // fedavg: its global model and the round's sum (a third, fitted when the model was 0.94 MB,
+  // was its clients' partition and the epoch's order, 0.96 MB of Fashion-MNIST's rows: at
+  // 0.2 and 0.94 MB models and 20,000 and 60,000 rows, the heap was 1.9 copies + 16 bytes a
+  // row, 2026-12-02).
+  else if (s == "fedavg") copies = 2;
   else if (s == "single") copies = 0;  // it steps its shard's gradient where it lies (threads.cc)
   // Beyond two ranks the all-reduce's ring keeps a receive buffer of the model's size
   // (measured: +1.4 copies from 2 to 4 ranks, flat from 4 to 8), except where it goes
@@ -260,8 +264,9 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   const bool ddp_window = s == "ddp" && workers > 1 && one_node;
   if (workers > 2 && s != "ps" && s != "single" && s != "gossip" && !slots && !reads && !ddp_window) copies += 1;
   // Through the slots, ddp's and localsgd's all-reduce keep one model-sized copy less than
-  // the cross-memory path's scratch, and 0.5 MB besides (measured at 2 and 4 ranks, not
-  // traced: the slot path's leased staging): ddp 5.08 -> 4.55 MB at 2 ranks.
+  // the cross-memory path's scratch (measured at 2 and 4 ranks: ddp 5.08 -> 4.55 MB at 2
+  // ranks; the 0.5 MB beside it, once taken for the slot path's staging, is the epoch's
+  // order, counted below).
   // ddp on one node keeps its gradient in a shared-memory window that the owners read in
   // place (data_parallel.h): no slot staging, no copy less; with its (default) fused ZeRO
   // and the shared copy of the parameters below, counted on rank 0, the busiest (measured
@@ -275,7 +280,7 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   const bool reads_ar = reads && (s == "localsgd" || (s == "ddp" && !ddp_window));
   if (reads_ar) copies -= 1;
   // The window is the gradient (share_grad.h place_grad releases the process's own buffer):
-  // no model-sized copy beyond it, and 0.5 MB besides. With its (default) fused ZeRO, a model
+  // no model-sized copy beyond it. With its (default) fused ZeRO, a model
   // of kSharedParamsMinBytes or more also keeps one copy of the parameters for the node
   // (data_parallel.h), counted on rank 0, and a 256 KiB piece; below that size each rank
   // keeps its own and copies the owners' slices out of the slots, which keeps nothing more.
@@ -306,13 +311,10 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // (-7.7%). (Under the shared parameters the piece above is the same buffer.)
   const bool streamed_piece = ddp_window && !shared_params && workers == 2 &&
                               c.ranks_on_node(workers) <= c.cores_per_node && c.cores_verdict == "far";
-  p.buffers_b = copies * bytes + (slot_ar || reads_ar || ddp_window ? kStagingBytes : 0) +
+  p.buffers_b = copies * bytes +
                 (read_pieces ? (workers - 1) * std::min(kReadPieceBytes, bytes / workers) : 0) +
                 (shared_params ? kReadPieceBytes : 0) +
                 (streamed_piece ? std::min(kReadPieceBytes, call_b / workers) : 0);
-  // gossip's heap holds 0.50 MB more than its copies at 2, 4 and 8 ranks alike (measured,
-  // not traced; the size of a 512 KiB staging buffer for its model-sized isend/irecv).
-  if (s == "gossip" && workers > 1) p.buffers_b += kStagingBytes;
   if (s == "ps") {
     // The reported memory is the busiest rank's: a worker's gradient and replies, or a
     // server's (param_server.cc), in model-sized copies (the slice's share of them with
@@ -328,11 +330,18 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     //          copies whatever w (4.25 MB at 2, 4 and 8 ranks).
     const double per_worker = l.ps_sync ? 1.0 : 2.0, fixed = l.ps_sync ? 3.0 : 1.0;
     const double pushes = ps_window ? 1.0 : per_worker * workers;
-    const double server = (pushes + fixed + opt_states) * bytes / l.servers + kStagingBytes;
+    const double server = (pushes + fixed + opt_states) * bytes / l.servers;
     // A worker's replies land in its parameters; through the window its gradient is its slot.
-    const double worker = p.weights_b + p.grads_b + p.optimizer_b + p.activations_b + (ps_window ? 0 : bytes);
+    // (Async workers keep no reply beside their parameters: at 0.2 and 0.94 MB models the
+    // 2-rank heap read 0.8 copies under what one more priced, 2026-12-02.)
+    const double worker =
+        p.weights_b + p.grads_b + p.optimizer_b + p.activations_b + (ps_window || !l.ps_sync ? 0 : bytes);
     p.buffers_b = std::max(worker, server) - (p.weights_b + p.grads_b + p.optimizer_b + p.activations_b);
   }
+  // The epoch's order of the training set (sim_costs.h kOrderBytesPerRow), and fedavg's
+  // partition of it among its clients.
+  const double train_rows = static_cast<double>(l.train_rows > 0 ? l.train_rows : kDefaultTrainRows);
+  p.buffers_b += kOrderBytesPerRow * train_rows * (s == "fedavg" ? 2 : 1);
   Group all{workers, 1};
   // What rewriting a buffer a peer core read last costs a byte, where the buffer is zeroed or
   // copied into whole (ddp's gradient, ps's slots): Cluster::handoff_overwrite_s_per_byte.

@@ -127,9 +127,14 @@ struct Layout {
   // default there (AdamW for the GPT, plain SGD for the MLP). Sets the optimizer's state
   // (memory) and the calibrated rate of its step (cluster.h optimizer_family).
   std::string optimizer = "";
+  // The MLP's training set, in rows (each rank holds the epoch's order of them: sim_costs.h
+  // kOrderBytesPerRow); 0: kDefaultTrainRows, Fashion-MNIST's 60,000 (dtrain train's default).
+  int64_t train_rows = 0;
   int ranks() const { return dp * tp * pp; }
   std::string describe() const;
 };
+
+inline constexpr int64_t kDefaultTrainRows = 60000;
 
 struct Prediction {
   double step_s = 0, compute_s = 0, comm_s = 0, bubble_s = 0, optimizer_s = 0;

@@ -237,7 +237,8 @@ TEST(CalibrateUnits, AttentionProbabilitiesAreFittedApartWhereTheWidthsTellThemA
   EXPECT_NEAR(back["gpt_block"].peak_b_per_elem, 9, 1e-6);
   // One shape alone cannot tell them apart: its own line keeps one figure per element.
   std::vector<UnitPoint> alone(pts.begin(), pts.begin() + 4);
-  const UnitCost& own = fit_units(alone)["gpt_block"];
+  auto alone_fits = fit_units(alone);
+  const UnitCost& own = alone_fits["gpt_block"];
   EXPECT_EQ(own.act_b_per_score, 0);
   EXPECT_GT(own.act_b_per_elem, 4);  // a blend of the two, exact for that shape
   EXPECT_LT(own.act_b_per_elem, 5);

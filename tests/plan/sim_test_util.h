@@ -3,6 +3,7 @@
 #pragma once
 
 #include "plan/cluster.h"
+#include "plan/simulator.h"
 
 namespace dtrain::plan::testing {
 
@@ -16,6 +17,10 @@ inline Cluster ideal(int cores = 64) {
   c.inter = c.intra;
   return c;
 }
+
+// The epoch's order of the default training set, which every MLP strategy's ranks hold
+// (plan/sim_costs.h kOrderBytesPerRow: 8 bytes a row of Fashion-MNIST's 60,000).
+inline constexpr double kOrder = 8.0 * kDefaultTrainRows;
 
 inline const char* const kGpt = "gpt:layers=4,heads=4,width=64,context=32";
 

@@ -44,7 +44,11 @@ TEST(Simulator, SingleRankIsComputePlusOptimizer) {
   // Its one gradient and nothing more: SyncThreads steps its one shard's gradient in place
   // (no summed copy), and the model keeps no gradient buffer of its own (both 2026-11-27).
   EXPECT_DOUBLE_EQ(p.grads_b, 1010 * 4.0);
-  EXPECT_DOUBLE_EQ(p.buffers_b, 0);
+  EXPECT_DOUBLE_EQ(p.buffers_b, testing::kOrder);  // the epoch's order of the rows
+  // ... of the training set the run reads.
+  Layout l{.strategy = "single"};
+  l.train_rows = 1000;
+  EXPECT_DOUBLE_EQ(simulate(m, l, c, 50).buffers_b, 8.0 * 1000);
 }
 
 TEST(Simulator, DdpBucketsOverlapWithBackward) {
@@ -292,22 +296,22 @@ TEST(Simulator, FarGossipBeyondTheCoresPaysTheCrossCoreRateAtTheArcsEndsOnly) {
 // too (ShmContext::count_decision): localsgd holds the pieces as well.
 TEST(Simulator, AllreduceScratchFollowsThePathTheCollectiveTakes) {
   ModelSpec mlp = ModelSpec::parse("mlp:784-256-128-10");
-  const double bytes = mlp.params() * 4, staging = 512.0 * 1024;
+  const double bytes = mlp.params() * 4, order = testing::kOrder;
   auto buffers = [&](const Cluster& c, const char* s, int n) {
     return simulate(mlp, {.strategy = s, .dp = n}, c, 64).buffers_b;
   };
   const Cluster wide = ideal(16);
   for (int n : {2, 4, 8}) {
     const double pieces = (n - 1) * std::min(256.0 * 1024, bytes / n);
-    EXPECT_NEAR(buffers(wide, "localsgd", n), staging + pieces, 1e-6) << n;  // its one copy is the scratch's
-    EXPECT_NEAR(buffers(wide, "fedavg", n), 3 * bytes + pieces, 1e-6) << n;
+    EXPECT_NEAR(buffers(wide, "localsgd", n), order + pieces, 1e-6) << n;  // its one copy is the scratch's
+    EXPECT_NEAR(buffers(wide, "fedavg", n), 2 * bytes + 2 * order + pieces, 1e-6) << n;  // and the clients' partition
   }
   const Cluster narrow = ideal(2);  // 4 ranks on 2 cores: the slots
-  EXPECT_NEAR(buffers(narrow, "localsgd", 4), staging + 3 * std::min(256.0 * 1024, bytes / 4), 1e-6);
-  EXPECT_NEAR(buffers(narrow, "fedavg", 4), 3 * bytes, 1e-6);
+  EXPECT_NEAR(buffers(narrow, "localsgd", 4), order + 3 * std::min(256.0 * 1024, bytes / 4), 1e-6);
+  EXPECT_NEAR(buffers(narrow, "fedavg", 4), 2 * bytes + 2 * order, 1e-6);
   Cluster hosts = ideal(16);  // across hosts: the ring's receive buffer
   hosts.nodes = 2, hosts.ranks_per_node = 2;
-  EXPECT_NEAR(buffers(hosts, "localsgd", 4), 2 * bytes, 1e-6);
+  EXPECT_NEAR(buffers(hosts, "localsgd", 4), 2 * bytes + order, 1e-6);
 }
 
 // ddp at 2 ranks with a core each, its gradient in the window: where the cores are far apart
@@ -428,20 +432,20 @@ TEST(Simulator, SlotAllReduceKeepsNoModelSizedBuffer) {
   ModelSpec m = ModelSpec::parse("mlp:784-256-128-10");
   const double bytes = m.params() * 4;
   // Four ranks on two cores: localsgd's all-reduce goes through the shared-memory slots, which
-  // keep no model-sized buffer (its one copy less one, and 0.5 MB of staging); with a core
+  // keep no model-sized buffer (its one copy less one; the epoch's order besides); with a core
   // each the cross-memory reads keep none either, but a piece of scratch per peer (measured on
   // a 16-core Xeon; AllreduceScratchFollowsThePathTheCollectiveTakes). Ranks beyond the cores
   // time both paths (ShmContext::count_decision): the pieces are held on the slots too.
   Prediction slots = simulate(m, {.strategy = "localsgd", .dp = 4}, ideal(2), 64);
   Prediction reads4 = simulate(m, {.strategy = "localsgd", .dp = 4}, ideal(8), 64);
-  EXPECT_NEAR(slots.buffers_b, 512.0 * 1024 + 3 * std::min(256.0 * 1024, bytes / 4), 1e-6);
-  EXPECT_NEAR(reads4.buffers_b, 512.0 * 1024 + 3 * bytes / 4, 1e-6);
+  EXPECT_NEAR(slots.buffers_b, testing::kOrder + 3 * std::min(256.0 * 1024, bytes / 4), 1e-6);
+  EXPECT_NEAR(reads4.buffers_b, testing::kOrder + 3 * bytes / 4, 1e-6);
   // ddp on one node reduces from its gradient window in place, and the window is its
-  // gradient: no model-sized copy on either path, 0.5 MB of staging. With its fused ZeRO a
+  // gradient: no model-sized copy on either path, the epoch's order. With its fused ZeRO a
   // model below kSharedParamsMinBytes keeps its own parameters (nothing more); asked to share
   // them, or from that size on, the node's shared copy and a 256 KiB piece are counted too.
   ModelSpec big = ModelSpec::parse("mlp:784-1024-1024-1024-10");
-  const double big_bytes = big.params() * 4, staging = 512.0 * 1024, piece = 256.0 * 1024;
+  const double big_bytes = big.params() * 4, staging = testing::kOrder, piece = 256.0 * 1024;
   ASSERT_LT(bytes, kSharedParamsMinBytes);
   ASSERT_GE(big_bytes, kSharedParamsMinBytes);
   for (int cores : {2, 8}) {
@@ -460,16 +464,16 @@ TEST(Simulator, SlotAllReduceKeepsNoModelSizedBuffer) {
   }
   // A core per rank: the slots only where the calibration saw the executors take them (the
   // cores close), from the size it saw; 2 ranks on 8 cores, localsgd's 0.94 MB all-reduce.
-  // Elsewhere 2 ranks read each other's buffers: no model-sized copy either, the same staging
+  // Elsewhere 2 ranks read each other's buffers: no model-sized copy either, the same order
   // and a 256 KiB piece of the peer's half besides. Two ranks that take the slots have timed
   // the reads too (DTRAIN_SHM_TIMED_PATHS): the piece is held either way.
-  const double reads = 512.0 * 1024 + 256.0 * 1024;
+  const double reads = testing::kOrder + 256.0 * 1024;
   Cluster close = ideal(8);
   EXPECT_NEAR(simulate(m, {.strategy = "localsgd", .dp = 2}, close, 64).buffers_b, reads, 1e-6);
   close.intra_sizes.allreduce_slots_from_by_ranks[2] = 256 << 10;
   EXPECT_NEAR(simulate(m, {.strategy = "localsgd", .dp = 2}, close, 64).buffers_b, reads, 1e-6);
   close.intra_sizes.allreduce_slots_from_by_ranks[4] = 256 << 10;  // 4 ranks time no paths
-  EXPECT_NEAR(simulate(m, {.strategy = "localsgd", .dp = 4}, close, 64).buffers_b, 512.0 * 1024, 1e-6);
+  EXPECT_NEAR(simulate(m, {.strategy = "localsgd", .dp = 4}, close, 64).buffers_b, testing::kOrder, 1e-6);
   close.intra_sizes.allreduce_slots_from_by_ranks[2] = 4 << 20;  // slots only above the model's size
   EXPECT_NEAR(simulate(m, {.strategy = "localsgd", .dp = 2}, close, 64).buffers_b, reads, 1e-6);
   // From the calibration's rows: the sizes from which every larger call took the slots.
@@ -685,7 +689,7 @@ TEST(Simulator, OptimizerStateLivesWhereTheStrategyKeepsIt) {
     Layout l{.strategy = "ps", .dp = ranks};
     l.ps_sync = true;
     l.optimizer = "sgd";
-    return simulate(m, l, on, 56).memory_b();
+    return simulate(m, l, on, 1).memory_b();  // a row in all: the server is the busiest rank
   };
   EXPECT_DOUBLE_EQ(sync_ps(8, c), sync_ps(4, c));
   Cluster hosts = ideal();
