@@ -124,6 +124,9 @@ int plan_train_cmd(const Args& args) {
   int64_t batch = f.get_int("batch", 0, 0, int64_t{1} << 40, "global batch (default: 12 x ranks for the GPT, 64 for the MLP)");
   std::string strategy = f.get_string("strategy", "", "only this strategy (ddp, ps, localsgd, gossip, fedavg, tp, pp, zero, hybrid)");
   std::string optimizer = f.get_string("optimizer", "", "as dtrain train --optimizer (default: its default, adamw for the GPT, sgd for the MLP)");
+  const int64_t train_rows = f.get_int("train-rows", 0, 0, int64_t{1} << 40,
+                                      "the MLP's training set in rows, for its memory (each rank holds the epoch's order: "
+                                      "8 bytes a row; default 60000, Fashion-MNIST's)");
   int top = static_cast<int>(f.get_int("top", 10, 1, 1000000, "rows to print"));
   int measure = static_cast<int>(f.get_int("measure", 0, 0, 1000, "run the top K here and print predicted vs measured"));
   std::string data = f.get_string("data", "", "--data for the measured runs (the GPT: text:FILE)");
@@ -153,6 +156,7 @@ int plan_train_cmd(const Args& args) {
   o.strategy = strategy;
   o.memory_gb = memory;
   o.optimizer = optimizer;
+  o.train_rows = train_rows;
   auto r = plan::plan(m, ranks, c, batch, o);
   if (json) {
     nlohmann::json out = {{"model", model}, {"ranks", ranks}, {"batch", batch}, {"cluster", plan::cluster_to_json(c)},

@@ -99,7 +99,7 @@ PlanResult plan(const ModelSpec& m, int ranks, const Cluster& c, int64_t batch, 
   const double mem_limit = (o.memory_gb > 0 ? o.memory_gb : c.memory_gb) * 1e9;
   auto layouts = enumerate_layouts(m, ranks, batch, o);
   optimizer_family(o.optimizer, m.gpt);  // an unknown name fails here, once
-  for (auto& l : layouts) l.optimizer = o.optimizer;
+  for (auto& l : layouts) l.optimizer = o.optimizer, l.train_rows = o.train_rows;
   r.enumerated = static_cast<int>(layouts.size());
   for (const auto& l : layouts) {
     Prediction p = simulate(m, l, c, batch, mem_limit);

@@ -31,6 +31,7 @@ struct PlanOptions {
   int max_micro = 64;
   bool measure_only_runnable = false;
   std::string optimizer = "";  // Layout::optimizer of every candidate ("" = the model's default)
+  int64_t train_rows = 0;      // Layout::train_rows of every candidate (0: kDefaultTrainRows)
 };
 
 struct Candidate {

@@ -71,6 +71,15 @@ TEST(Planner, RanksByPredictedStepAndDropsWhatDoesNotFit) {
   PlanResult none = plan(m, 4, c, 48, {.strategy = "", .memory_gb = 1e-9});
   EXPECT_TRUE(none.ranked.empty());
   EXPECT_NE(none.why.find("--memory-gb"), std::string::npos);
+  // An MLP's candidates hold the epoch's order of the training set they are told of.
+  ModelSpec mlp = ModelSpec::parse("mlp:784-256-128-10");
+  PlanOptions rows{.strategy = "ddp"};
+  const PlanResult fashion = plan(mlp, 2, c, 64, rows);
+  rows.train_rows = 1000000;
+  const PlanResult million = plan(mlp, 2, c, 64, rows);
+  ASSERT_FALSE(fashion.ranked.empty());
+  ASSERT_EQ(million.ranked.size(), fashion.ranked.size());
+  EXPECT_NEAR(million.ranked[0].pred.memory_b() - fashion.ranked[0].pred.memory_b(), 8.0 * (1000000 - kDefaultTrainRows), 1e-3);
 }
 
 TEST(Planner, ScaleStartsAtOneAndFitsBothLaws) {
