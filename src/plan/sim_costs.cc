@@ -93,11 +93,11 @@ CostParams link_of(const Cluster& c, Group g, double bytes, bool p2p) {
   return c.link_at(g.size * g.stride > rpn, bytes, p2p);
 }
 
+namespace {
+
 // A timed GPT shape of one unit kind, per item: its work (unit_work), the part of it that is
 // not attention (dense: less the 4 x head-dim FLOPs of each attention probability), its
 // attention probabilities and head dimension; and its seconds over the items asked for.
-namespace {
-
 struct TimedShape {
   double params = 0, width = 0, work = 0, dense = 0, scores = 0, head_dim = 0;
   Pass t;

@@ -88,6 +88,12 @@ Pass unit_pass(const Cluster& c, const Unit& u, double items, int tp, const std:
 // width), which one line in work over the timed widths 64 and 128 did not follow: 4-layer
 // GPTs at 1 rank, batch 8, widths 192 / 256 / 384 were priced +36 / +105 / +141% (2026-12-01,
 // fifty-third session).
+// Where two timed shapes of one width differ in their attention probabilities (Unit::
+// score_elems: another context or head count), the attention is priced apart: tau0 + tau1 x
+// head_dim a probability, least squares over those pairs, and the per-work rates above are
+// then over each shape's work less its attention's FLOPs (its dense work). One rate per work
+// from context 64 had priced blocks at context 256 12-28% short and at 512 38% (fifty-fourth
+// session; the default calibration times context 256 at widths 128 and 256).
 std::optional<Pass> untimed_gpt_rate(const Cluster& c, const std::string& kind, const std::string& spec, double params,
                                      double items);
 
