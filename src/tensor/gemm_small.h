@@ -16,10 +16,10 @@
 // - gemm_small(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc) computes what
 //   gemm(..., alpha = 1, ...) does (tensor/blas.h) and returns true, or returns false having
 //   touched nothing when the shape is not one it takes (then OpenBLAS runs it):
-//     forward          C[m,n] = A[m,k] B[n,k]^T   (trans_b only), m <= R, n >= 256, k >= 256
-//     weight gradient  C[m,n] = A[k,m]^T B[k,n]   (trans_a only), k <= R, m >= 256, n >= 256
+//     forward          C[m,n] = A[m,k] B[n,k]^T   (trans_b only), m <= R, n >= L, k >= L
+//     weight gradient  C[m,n] = A[k,m]^T B[k,n]   (trans_a only), k <= R, m >= L, n >= L
 //     input gradient   C[m,n] = A[m,k] B[k,n]     (neither), only where OpenBLAS runs
-//                      narrower kernels (below), n >= 256, k >= 256
+//                      narrower kernels (below), n >= L, k >= L
 //   where R, measured per instruction set against OpenBLAS's kernels of the same width, is
 //   128 (forward) and 64 (weight gradient) on AVX-512 and 256 for both on AVX2; and has no
 //   limit where OpenBLAS runs narrower kernels than the set (blas_vector_bits(), tensor/
@@ -32,6 +32,11 @@
 //   blocks of 64. The input gradient (B read in place, a panel of columns at a time) ran at
 //   0.7-0.9x OpenBLAS's kernels of the same width and is left to them; against Haswell's on
 //   AVX-512 it ran 1.6-1.7x (128 rows 1.9 against 3.1 ms, 1024 rows 14.1 against 23.9).
+//   L, the large sides' least extent, is 256, and 32 where OpenBLAS runs narrower kernels:
+//   there narrow layers ran at half the rate of wide ones (on the EPYC VM, 128 rows, one core,
+//   2026-12-02: the 784x128 layer's forward 261 us, 98 GFLOP/s, against 784x256's 277), and
+//   these products took them to 1.4-1.6x (784x128 161 us and backward 258 -> 167; 784x64 135
+//   -> 97; 128x256 86 -> 57); below 32, OpenBLAS as before.
 //   beta is 0 (C is overwritten, NaN-safe) or 1 (accumulated); anything else is declined.
 // - gemm_small_every_size(): whether the limits R are lifted in this process (below the
 //   declarations).

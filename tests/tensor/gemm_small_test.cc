@@ -97,15 +97,23 @@ void check_forward_shapes(Product product, bool any_rows = false) {
   if (!any_rows) return;
   for (int64_t m : {129, 300})
     for (float beta : {0.0f, 1.0f}) check({false, true, m, 263, 300}, beta, product);
+  // Narrow layers (from 32 outputs and inputs), only against a narrower OpenBLAS.
+  for (int64_t n : {32, 40, 64, 100, 128})
+    for (int64_t k : {32, 100, 255})
+      for (float beta : {0.0f, 1.0f}) check({false, true, 70, n, k}, beta, product);
 }
 
-void check_weight_gradient_shapes(Product product, int64_t most_rows) {
+void check_weight_gradient_shapes(Product product, int64_t most_rows, bool any_rows = false) {
   for (int64_t k : {1, 7, 32, 64, 65, 130, 256, 300}) {
     if (k > most_rows) break;
     for (int64_t m : {256, 259})
       for (int64_t n : {256, 300, 321})
         for (float beta : {0.0f, 1.0f}) check({true, false, m, n, k}, beta, product);
   }
+  if (!any_rows) return;
+  for (int64_t m : {32, 64, 100})
+    for (int64_t n : {32, 50, 128})
+      for (float beta : {0.0f, 1.0f}) check({true, false, m, n, 70}, beta, product);
 }
 
 // The input gradient C = A B, taken only where OpenBLAS runs narrower vectors: rows in and
@@ -115,6 +123,9 @@ void check_input_gradient_shapes(Product product) {
     for (int64_t n : {256, 300})
       for (float beta : {0.0f, 1.0f}) check({false, false, m, n, 263}, beta, product);
   check({false, false, 128, 1024, 1024}, 0.0f, product);
+  for (int64_t n : {32, 64, 100})
+    for (int64_t k : {32, 128})
+      for (float beta : {0.0f, 1.0f}) check({false, false, 70, n, k}, beta, product);
 }
 
 TEST(GemmSmall, ForwardShapesMatchTheReference) { check_forward_shapes(through_gemm); }
@@ -126,13 +137,13 @@ TEST(GemmSmall, EachInstructionSetMatchesTheReference) {
   check_forward_shapes(isa_product<gemm_small_avx2, false>);
   check_weight_gradient_shapes(isa_product<gemm_small_avx2, false>, 256);
   check_forward_shapes(isa_product<gemm_small_avx2, true>, true);
-  check_weight_gradient_shapes(isa_product<gemm_small_avx2, true>, 300);
+  check_weight_gradient_shapes(isa_product<gemm_small_avx2, true>, 300, true);
   check_input_gradient_shapes(isa_product<gemm_small_avx2, true>);
   if (!isa_supported(Isa::kAvx512)) return;  // the AVX2 set above is all this CPU runs
   check_forward_shapes(isa_product<gemm_small_avx512, false>);
   check_weight_gradient_shapes(isa_product<gemm_small_avx512, false>, 64);
   check_forward_shapes(isa_product<gemm_small_avx512, true>, true);
-  check_weight_gradient_shapes(isa_product<gemm_small_avx512, true>, 300);
+  check_weight_gradient_shapes(isa_product<gemm_small_avx512, true>, 300, true);
   check_input_gradient_shapes(isa_product<gemm_small_avx512, true>);
 }
 
@@ -173,11 +184,12 @@ TEST(GemmSmall, TakesOnlyItsShapesAndIsRepeatable) {
   EXPECT_TRUE(gemm_small(false, true, m, n, k, a.data(), k, b.data(), k, 0.0f, c2.data(), n));
   EXPECT_EQ(c1, c2) << "the same inputs give the same bits";
   const std::vector<float> before = c2;
-  // Declined, C untouched: a beta other than 0 and 1, either large side too small, and the
-  // form it does not implement (the small side too large and the input gradient: the test
-  // above).
+  // Declined, C untouched: a beta other than 0 and 1, either large side too small (below 256,
+  // or below 32 where OpenBLAS runs narrower kernels), and the form it does not implement (the
+  // small side too large and the input gradient: the test above).
   EXPECT_FALSE(gemm_small(false, true, m, n, k, a.data(), k, b.data(), k, 0.5f, c2.data(), n));
-  EXPECT_FALSE(gemm_small(false, true, m, 255, k, a.data(), k, b.data(), k, 0.0f, c2.data(), 255));
+  const int64_t narrow = gemm_small_every_size() ? 31 : 255;
+  EXPECT_FALSE(gemm_small(false, true, m, narrow, k, a.data(), k, b.data(), k, 0.0f, c2.data(), narrow));
   EXPECT_FALSE(gemm_small(true, true, m, n, k, a.data(), m, b.data(), k, 0.0f, c2.data(), n));
   EXPECT_EQ(c2, before);
 }
