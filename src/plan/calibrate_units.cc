@@ -15,6 +15,7 @@
 #include "base/heap_stats.h"
 #include "nn/mlp.h"
 #include "nn/transformer.h"
+#include "plan/closed_forms.h"
 #include "plan/simulator.h"
 #include "tensor/blas.h"
 #include "tensor/denormals.h"
@@ -407,11 +408,9 @@ namespace {
 // x1 x2, x2^2, x1 y and x2 y: nullopt where the points hold x1 and x2 in (nearly) one
 // proportion (one shape, or no x2 at all) or a slope comes out <= 0.
 std::optional<std::pair<double, double>> two_slopes(double x11, double x12, double x22, double x1y, double x2y) {
-  const double det = x11 * x22 - x12 * x12;
-  if (x11 <= 0 || x22 <= 0 || det <= 1e-4 * x11 * x22) return std::nullopt;
-  const double a = (x1y * x22 - x2y * x12) / det, b = (x2y * x11 - x1y * x12) / det;
-  if (a <= 0 || b <= 0) return std::nullopt;
-  return std::pair{a, b};
+  const auto ab = fit_two_through_origin(x11, x12, x22, x1y, x2y, 1e-4);
+  if (!ab || ab->first <= 0 || ab->second <= 0) return std::nullopt;
+  return ab;
 }
 
 }  // namespace

@@ -136,4 +136,11 @@ double fit_gustafson(const std::vector<std::pair<double, double>>& pts) {
   return std::clamp(num / den, 0.0, 1.0);
 }
 
+std::optional<std::pair<double, double>> fit_two_through_origin(double x11, double x12, double x22, double x1y, double x2y,
+                                                                double min_independence) {
+  const double det = x11 * x22 - x12 * x12;
+  if (x11 <= 0 || x22 <= 0 || det <= min_independence * x11 * x22) return std::nullopt;
+  return std::pair{(x1y * x22 - x2y * x12) / det, (x2y * x11 - x1y * x12) / det};
+}
+
 }  // namespace dtrain::plan

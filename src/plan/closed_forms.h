@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -69,5 +70,12 @@ double gustafson_speedup(double serial, double n);
 // points: (N, measured speedup). Need at least one point with N > 1, else InvalidArgument.
 double fit_amdahl(const std::vector<std::pair<double, double>>& points);
 double fit_gustafson(const std::vector<std::pair<double, double>>& points);
+
+// Least squares through the origin of y on two variables, y ~ a x1 + b x2, from the sums of
+// x1^2, x1 x2, x2^2, x1 y and x2 y (the normal equations): {a, b}, or nullopt where the points
+// hold x1 and x2 in nearly one proportion (det <= min_independence x x1^2 x x2^2 summed, or
+// either variable absent). Shared by the calibration's memory fit and the attention's rate.
+std::optional<std::pair<double, double>> fit_two_through_origin(double x11, double x12, double x22, double x1y, double x2y,
+                                                                double min_independence);
 
 }  // namespace dtrain::plan

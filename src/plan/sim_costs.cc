@@ -131,8 +131,8 @@ std::optional<std::pair<double, double>> attention_rate(const std::vector<TimedS
         if (std::find(dims.begin(), dims.end(), d) == dims.end()) dims.push_back(d);
     }
   if (a11 <= 0) return std::nullopt;
-  const double det = a11 * a22 - a12 * a12;
-  if (dims.size() >= 2 && det > 1e-6 * a11 * a22) return std::pair{(b1 * a22 - b2 * a12) / det, (b2 * a11 - b1 * a12) / det};
+  if (dims.size() >= 2)
+    if (const auto tau = fit_two_through_origin(a11, a12, a22, b1, b2, 1e-6)) return tau;
   // One head dimension (x2 = hd x1 in every pair): one figure per probability, tau1 = 0.
   return std::pair{b1 / a11, 0.0};
 }
