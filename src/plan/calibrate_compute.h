@@ -7,8 +7,8 @@
 //     per shape, and gemm_gflops = their median;
 //     an element-wise a = a * b + c over 16 MiB arrays -> GB/s of bytes touched;
 //     one optimizer step (sgd with momentum, adamw) over 1M parameters -> ns per parameter;
-//     the executors' units (calibrate_units.h): forward/backward of an MLP layer (two MLPs,
-//     784-256-128-10 and kWideMlp) and of the GPT's embedding, block and head at a few
+//     the executors' units (calibrate_units.h): forward/backward of an MLP layer (three MLPs,
+//     784-256-128-10, kWideMlp and kNarrowMlp) and of the GPT's embedding, block and head at a few
 //     shapes, fitted per kind (plus `extra_specs`), each point the same share of `seconds`;
 //     the MLP executors' whole step (parallel/share_grad.h ShareGradient::compute, the call
 //     ddp/localsgd/gossip/fedavg/ps make, on a synthetic 256 MiB dataset of the model's

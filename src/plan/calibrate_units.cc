@@ -474,7 +474,8 @@ std::map<std::string, UnitCost> fit_units(const std::vector<UnitPoint>& points) 
 
 std::vector<UnitPoint> default_unit_points() {
   std::vector<UnitPoint> pts = points_of("mlp:784-256-128-10", kMlpItems);
-  for (auto& p : points_of(kWideMlp, kMlpItems)) pts.push_back(p);
+  for (const char* mlp : {kWideMlp, kNarrowMlp})
+    for (auto& p : points_of(mlp, kMlpItems)) pts.push_back(p);
   for (const char* g : {"gpt:layers=1,heads=4,width=64,context=64", "gpt:layers=1,heads=8,width=128,context=64",
                         "gpt:layers=1,heads=8,width=256,context=64"})
     for (auto& p : points_of(g, {2, 6, 12, 24})) pts.push_back(p);

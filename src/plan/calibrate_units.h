@@ -34,7 +34,8 @@
 //   speed hits every point alike). The heap is kept warm first (base/heap_warm.h), as a
 //   training run's is.
 // - default_unit_points() are the shapes `dtrain bench calibrate` measures: the MLPs
-//   784-256-128-10's and kWideMlp's three layers at 8, 16, 64 and 128 examples, and the GPT's embedding, block
+//   784-256-128-10's and kWideMlp's three layers and kNarrowMlp's two at 8, 16, 64 and 128
+//   examples, and the GPT's embedding, block
 //   (also as kZero3Block) and head at widths 64, 128 and 256 (heads 4, 8 and 8, context 64) and 2, 6, 12
 //   and 24 sequences, at width 512 (heads 8) and 2, 6 and 12, and at context 256 at widths
 //   128 and 256 (heads 8 and 4) and 2 and 4 sequences.
@@ -163,6 +164,11 @@ inline const std::vector<int64_t> kMlpItems{8, 16, 64, 128};
 // rest_untimed_s) from two timed sizes, 0.24M and 1.9M parameters, around it or nearer it
 // than the small one alone.
 inline constexpr const char* kWideMlp = "mlp:784-1024-1024-10";
+// And a narrow one: its 784x64 layer runs at about half the rate per FLOP of the wider ones
+// and its 64x10 layer is mostly a pass's fixed cost, which no interpolation from the other two
+// models' layers reaches (sim_costs.h untimed_mlp_layer: layers of 784x32-784x64 and 32x10-
+// 64x10 read -10..-45% from the two, 1-rank runs of 784-64-10 -21.5%).
+inline constexpr const char* kNarrowMlp = "mlp:784-64-10";
 UnitFit fit_line(const std::vector<std::pair<double, double>>& xy, double max_fixed_share = 1e300);
 struct PlanePoint {
   double work = 0, params = 0, t = 0;

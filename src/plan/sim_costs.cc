@@ -187,13 +187,49 @@ std::optional<Pass> untimed_gpt_rate(const Cluster& c, const std::string& kind, 
   return Pass{rate(&Pass::f), rate(&Pass::b)};
 }
 
+// The layer's shape is what its timed passes depend on: (inputs, outputs, last). Every timed
+// model's layers are read, the kind's points for each filed under (model, parameters); a
+// model holding two layers of one parameter count (784-1024-1024-1024-10) files both under
+// one key, and both are then of one shape unless transposed, which is taken as the same.
+std::optional<Pass> untimed_mlp_layer(const Cluster& c, const Unit& u, const std::string& spec, double items) {
+  const auto kind = c.units.find("mlp_layer");
+  if (spec.rfind("mlp:", 0) != 0 || u.kind != "mlp_layer" || items <= 0 || kind == c.units.end()) return std::nullopt;
+  const UnitCost& layers = kind->second;
+  if (layers.timed.count({spec, u.params}) || c.units.count("mlp_layer@" + spec)) return std::nullopt;
+  const ModelSpec model = ModelSpec::parse(spec);
+  const bool last = !model.units.empty() && model.units.back().name == u.name;
+  std::map<double, std::pair<Pass, int>> by_params;  // of the same role: parameters -> (sum of per-work rates, layers)
+  for (const auto& [key, points] : layers.timed) {
+    if (key.first.rfind("mlp:", 0) != 0) continue;
+    const ModelSpec timed = ModelSpec::parse(key.first);
+    for (size_t i = 0; i < timed.units.size(); ++i) {
+      const Unit& t = timed.units[i];
+      if (t.params != key.second || (i + 1 == timed.units.size()) != last) continue;
+      const double work = items * unit_work(t);
+      const auto [f, b] = layers.pass(key.first, key.second, items, work);
+      if (t.out_elems == u.out_elems && in_elems(t) == in_elems(u)) return Pass{f, b};
+      auto& [sum, count] = by_params[t.params];
+      sum.f += f / work, sum.b += b / work, ++count;
+      break;  // one rate per key (a second layer under it is the same shape)
+    }
+  }
+  if (by_params.empty()) return std::nullopt;
+  std::vector<std::pair<double, double>> fwd, bwd;
+  for (const auto& [params, sc] : by_params) fwd.push_back({params, sc.first.f / sc.second}), bwd.push_back({params, sc.first.b / sc.second});
+  const double work = items * unit_work(u);
+  return Pass{beta_at(fwd, u.params, 0) * work, beta_at(bwd, u.params, 0) * work};
+}
+
 // One unit's forward and backward seconds over `items`, before any oversubscription slowdown:
 // the calibrated line of its kind (calibrate_units.h) at its work, a block's work split over
-// tp ranks; without one, FLOPs at the GEMM rate plus its activations at the element-wise rate,
-// backward twice forward.
+// tp ranks (an untimed GPT shape or MLP layer: untimed_gpt_rate, untimed_mlp_layer); without
+// one, FLOPs at the GEMM rate plus its activations at the element-wise rate, backward twice
+// forward.
 Pass unit_pass(const Cluster& c, const Unit& u, double items, int tp, const std::string& spec) {
   const double split = u.block ? tp : 1;
   if (const UnitCost* uc = c.unit_for(u.kind, spec)) {
+    // An MLP layer of a model not timed: the timed layers of its shape or role.
+    if (const std::optional<Pass> layer = untimed_mlp_layer(c, u, spec, items)) return *layer;
     const double w = items * unit_work(u) / split;
     const double params = u.params / split;
     // Unsplit, the unit's own timed points where it has them (UnitCost::pass); split, the fit.

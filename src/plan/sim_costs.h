@@ -96,6 +96,19 @@ Pass unit_pass(const Cluster& c, const Unit& u, double items, int tp, const std:
 // session; the default calibration times context 256 at widths 128 and 256).
 std::optional<Pass> untimed_gpt_rate(const Cluster& c, const std::string& kind, const std::string& spec, double params,
                                      double items);
+// An MLP layer `u` of model `spec` without timed points of its own (the model not timed):
+// forward and backward seconds over `items` examples from the layers the calibration did
+// time, in any model. A layer is timed alone (calibrate_units.cc time_unit), so what it costs
+// is its shape (inputs, outputs, and whether it is the last, without an activation), not the
+// model around it: a timed layer of the same shape gives its own points (UnitCost::pass);
+// else the timed layers of its role (last or not) give their seconds per unit of work at
+// these items, interpolated in log(parameters) between the two on either side of the layer
+// (flat beyond them). nullopt: not an MLP, its own points exist, or no timed layer of its role.
+// Why: the kind's one plane in work and parameters, fitted over wide and narrow, first and
+// last layers at once, priced 25 shapes timed alone (2026-12-02, 8-128 examples) with a
+// median error of 13-33% and up to +160..+700% (tiny last layers), and 784-64-10 at 1 rank
+// -21.5% on its step; the interpolation read 7-12% (docs/PLANNER.md, fifty-fifth session).
+std::optional<Pass> untimed_mlp_layer(const Cluster& c, const Unit& u, const std::string& spec, double items);
 
 struct StepBasics {
   int n = 1;               // the job's ranks

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "base/error.h"
@@ -102,6 +103,67 @@ TEST(Simulator, AnUntimedMlpPaysItsInputGradientsAndTheTimedOnesRest) {
   const ModelSpec narrow = ModelSpec::parse("mlp:50-40-10");
   const double xn = std::log(narrow.params() / small.params()) / std::log(wide.params() / small.params());
   EXPECT_NEAR(compute(narrow), layers_s(narrow) + input_grads_s(narrow) + 50 * 200 / 1e6 + 100e-6 + xn * 200e-6, 1e-12);
+}
+
+// A layer is timed alone, so an MLP the calibration did not time prices each layer by the
+// timed layers: one of its shape (in any timed model) gives its own points; else the timed
+// layers of its role (last, or not) give their cost per work at these items, interpolated in
+// log(parameters) between the two around it and the nearest one's beyond them. The kind's
+// one plane (here 100 ns a work) prices none of them.
+TEST(Simulator, AnUntimedMlpLayerTakesTheTimedLayersOfItsShapeOrRole) {
+  Cluster c = ideal();
+  UnitCost layers{{0, 100e-9}, {0, 100e-9}};
+  // Two timed models, each layer at 10 and 20 examples: 100-40-10 at 1 ns a work forward and
+  // 2 backward, 100-400-10 at 3 and 5.
+  const ModelSpec small = ModelSpec::parse("mlp:100-40-10"), wide = ModelSpec::parse("mlp:100-400-10");
+  for (const auto& [m, f, b] : {std::tuple{small, 1e-9, 2e-9}, std::tuple{wide, 3e-9, 5e-9}})
+    for (const Unit& u : m.units)
+      for (double items : {10.0, 20.0})
+        layers.timed[{m.spec, u.params}].push_back({items, f * items * unit_work(u), b * items * unit_work(u)});
+  c.units["mlp_layer"] = layers;
+  // 100-400-20: its first layer is the wide model's (its own points, at 15 examples between
+  // them); its last layer, 400x20, is bigger than either timed last layer: the wide one's rate.
+  const ModelSpec m = ModelSpec::parse("mlp:100-400-20");
+  const auto first = sim::untimed_mlp_layer(c, m.units[0], m.spec, 15);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_NEAR(first->f, 3e-9 * 15 * unit_work(m.units[0]), 1e-15);
+  EXPECT_NEAR(first->b, 5e-9 * 15 * unit_work(m.units[0]), 1e-15);
+  const auto last = sim::untimed_mlp_layer(c, m.units[1], m.spec, 15);
+  ASSERT_TRUE(last.has_value());
+  EXPECT_NEAR(last->f, 3e-9 * 15 * unit_work(m.units[1]), 1e-15);
+  // 100-100-10: its 100x100 layer lies between the timed first layers 100x40 and 100x400 in
+  // log(parameters); its last layer, 100x10, between 40x10 and 400x10.
+  const ModelSpec mid = ModelSpec::parse("mlp:100-100-10");
+  auto between = [&](const Unit& u, const Unit& lo, const Unit& hi) {
+    const double x = std::log(u.params / lo.params) / std::log(hi.params / lo.params);
+    EXPECT_GT(x, 0.2);
+    EXPECT_LT(x, 0.8);
+    return x;
+  };
+  for (size_t i = 0; i < 2; ++i) {
+    const double x = between(mid.units[i], small.units[i], wide.units[i]);
+    const sim::Pass ps = sim::unit_pass(c, mid.units[i], 10, 1, mid.spec);
+    EXPECT_NEAR(ps.f, (1e-9 + 2e-9 * x) * 10 * unit_work(mid.units[i]), 1e-15) << i;
+    EXPECT_NEAR(ps.b, (2e-9 + 3e-9 * x) * 10 * unit_work(mid.units[i]), 1e-15) << i;
+  }
+  // A hidden layer takes the hidden layers' rate, a last layer the last layers': 100-40-40-10's
+  // 40x40 is no last layer, though its shape is nearest 40x10's.
+  const ModelSpec deep = ModelSpec::parse("mlp:100-40-40-10");
+  EXPECT_NEAR(sim::untimed_mlp_layer(c, deep.units[1], deep.spec, 10)->f, 1e-9 * 10 * unit_work(deep.units[1]), 1e-15);
+  EXPECT_NEAR(sim::untimed_mlp_layer(c, deep.units[2], deep.spec, 10)->f, 1e-9 * 10 * unit_work(deep.units[2]), 1e-15);
+  // A timed model keeps its own points; a GPT, a model without timed layers or without one of
+  // the layer's role has none.
+  EXPECT_FALSE(sim::untimed_mlp_layer(c, small.units[0], small.spec, 10).has_value());
+  const ModelSpec gpt = ModelSpec::parse(kGpt);
+  EXPECT_FALSE(sim::untimed_mlp_layer(c, gpt.units[1], gpt.unit_spec, 10).has_value());
+  Cluster plane = ideal();
+  plane.units["mlp_layer"] = {{0, 100e-9}, {0, 100e-9}};
+  EXPECT_FALSE(sim::untimed_mlp_layer(plane, mid.units[0], mid.spec, 10).has_value());
+  EXPECT_NEAR(sim::unit_pass(plane, mid.units[0], 10, 1, mid.spec).f, 100e-9 * 10 * unit_work(mid.units[0]), 1e-15);
+  Cluster hidden_only = c;
+  hidden_only.units["mlp_layer"].timed.erase({small.spec, small.units[1].params});
+  hidden_only.units["mlp_layer"].timed.erase({wide.spec, wide.units[1].params});
+  EXPECT_FALSE(sim::untimed_mlp_layer(hidden_only, mid.units[1], mid.spec, 10).has_value());
 }
 
 // The calibration times one block of a shape and files its lines under the one-block spec
