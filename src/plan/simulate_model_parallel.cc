@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "base/error.h"
 #include "nn/transformer.h"
@@ -17,6 +18,7 @@
 #include "parallel/pipeline_schedule.h"
 #include "plan/closed_forms.h"
 #include "plan/sim_costs.h"
+#include "tensor/gemm_small.h"
 
 namespace dtrain::plan::sim {
 
@@ -99,6 +101,22 @@ std::vector<int> balance(const ModelSpec& m, int pieces) {
 
 }  // namespace
 
+// (sim_costs.h)
+double gpt_scratch_b(const ModelSpec& m, int tp, int64_t rows, bool blocks, bool head) {
+  const int64_t w = m.width;
+  std::vector<std::pair<int64_t, int64_t>> products;  // (outputs, inputs)
+  if (blocks) products = {{3 * w / tp, w}, {w, w / tp}, {4 * w / tp, w}, {w, 4 * w / tp}};
+  if (head)
+    for (const Unit& u : m.units)
+      if (u.kind == "gpt_head") products.push_back({std::llround(u.fwd_flops / (2.0 * m.context * w)), w});
+  size_t fwd = 0, wgrad = 0;
+  for (const auto& [out, in] : products) {
+    fwd = std::max(fwd, gemm_small_scratch_bytes(false, true, rows, out, in));
+    wgrad = std::max(wgrad, gemm_small_scratch_bytes(true, false, out, in, rows));
+  }
+  return static_cast<double>(fwd + wgrad);
+}
+
 Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cluster& c, int64_t batch,
                                    double memory_limit_b, const StepBasics& b) {
   const int n = b.n, node_n = b.node_n;
@@ -118,6 +136,7 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
   // f, b: forward and backward compute before any slowdown; fc, bc: the tp all-reduces in them.
   struct Piece {
     double f = 0, b = 0, fc = 0, bc = 0, params = 0, act = 0, out = 0, transient = 0;
+    bool blocks = false, head = false;  // what products it runs (gpt_scratch_b)
   };
   // dtrain's ZeRO-3 (parallel/zero3.h) re-runs each unit's forward in backward, keeping unit
   // inputs only: activation recompute, whatever --recompute says.
@@ -155,6 +174,7 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
       pc.fc += x.block ? 2 * tp_ar * rf : 0;
       pc.bc += x.block ? 2 * tp_ar * rb : 0;
       pc.params += x.block ? x.params / l.tp : x.params;
+      pc.blocks |= x.block, pc.head |= x.kind == "gpt_head";
       // Kept activations: calibrated heap bytes per item (a block's scaled by the closed
       // form's tp share), or the closed form; with recompute a block keeps its input only.
       const UnitCost* uc = c.unit_for(x.kind, m.unit_spec);
@@ -197,13 +217,17 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
   // its backward (the unit timings measure a unit's activations without its input), and the
   // receives posted ahead (kPostedAhead). Sent tensors are freed as each send completes.
   constexpr double kPostedAhead = 2;
+  const auto rows = static_cast<int64_t>(std::ceil(items)) * m.context;
   double stage_params = 0, stage_act = 0;
   for (int st = 0; st < l.pp; ++st) {
     double par = 0, transient = 0;
+    bool blocks = false, head = false;
     for (int ch = 0; ch < V; ++ch) {
       const Piece& pc = pieces[sched.piece(st, ch)];
       par += pc.params, transient = std::max(transient, pc.transient);
+      blocks |= pc.blocks, head |= pc.head;
     }
+    transient += gpt_scratch_b(m, l.tp, rows, blocks, head);
     double live = 0, peak = 0;
     for (const PipeInstr& in : sched.per_stage[st]) {
       const int piece = sched.piece(st, in.chunk);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "base/error.h"
@@ -12,7 +13,9 @@
 #include "parallel/data_parallel.h"
 #include "parallel/pipeline_schedule.h"
 #include "plan/closed_forms.h"
+#include "plan/sim_costs.h"
 #include "plan/sim_test_util.h"
+#include "tensor/gemm_small.h"
 
 namespace dtrain::plan {
 namespace {
@@ -96,8 +99,10 @@ TEST(Simulator, TensorParallelAndZeroMemoryTerms) {
   Prediction t1 = simulate(m, {.strategy = "tp", .tp = 1}, c, 8), t2 = simulate(m, {.strategy = "tp", .tp = 2}, c, 8),
              t4 = simulate(m, {.strategy = "tp", .tp = 4}, c, 8);
   const double blocks = 4 * 8 * 6 * mem_elems(m.units[1]);  // 4 blocks x 8 items x peak bytes
-  EXPECT_NEAR(t1.activations_b - t2.activations_b, blocks * (1 - (0.572 + 0.591 / 2)), 1e-6);
-  EXPECT_NEAR(t1.activations_b - t4.activations_b, blocks * (1 - (0.572 + 0.591 / 4)), 1e-6);
+  // (Less each degree's packing scratch of the small products, whose split shapes differ.)
+  auto heap = [&](const Prediction& p, int tp) { return p.activations_b - sim::gpt_scratch_b(m, tp, 8 * m.context, true, true); };
+  EXPECT_NEAR(heap(t1, 1) - heap(t2, 2), blocks * (1 - (0.572 + 0.591 / 2)), 1e-6);
+  EXPECT_NEAR(heap(t1, 1) - heap(t4, 4), blocks * (1 - (0.572 + 0.591 / 4)), 1e-6);
   // ZeRO 1-2's buffers: shard gradient and parameters (P/N each) + the padded copy of the one
   // bucket (the whole gradient) and its slice.
   Prediction z = simulate(m, {.strategy = "zero", .dp = 4, .zero = 1}, c, 8);
@@ -117,6 +122,26 @@ TEST(Simulator, TensorParallelAndZeroMemoryTerms) {
   // Through the window the model is copied once, not sent: less communication on one host.
   EXPECT_LT(simulate(mlp, {.strategy = "gossip", .dp = 4}, ideal(), 64).comm_s,
             simulate(mlp, {.strategy = "gossip", .dp = 4}, two_hosts, 64).comm_s);
+}
+
+// Every GPT rank keeps the packing scratch of the small products it runs (tensor/gemm_small.h):
+// the largest forward's and the largest weight gradient's, a block's products split over tp
+// ranks, the head's whole; a stage of blocks alone has no head product, the embedding none.
+TEST(Simulator, AGptRankKeepsItsSmallProductsScratch) {
+  const ModelSpec m = ModelSpec::parse("gpt:layers=4,heads=4,width=256,context=32");
+  const int64_t rows = 4 * 32, w = 256;
+  auto fwd = [&](int64_t out, int64_t in) { return gemm_small_scratch_bytes(false, true, rows, out, in); };
+  auto wgrad = [&](int64_t out, int64_t in) { return gemm_small_scratch_bytes(true, false, out, in, rows); };
+  // The block's products at tp 2: qkv 3w/2 x w, proj w x w/2, fc 4w/2 x w, fc2 w x 4w/2.
+  const size_t block_fwd = std::max({fwd(3 * w / 2, w), fwd(w, w / 2), fwd(2 * w, w), fwd(w, 2 * w)});
+  const size_t block_wgrad = std::max({wgrad(3 * w / 2, w), wgrad(w, w / 2), wgrad(2 * w, w), wgrad(w, 2 * w)});
+  EXPECT_DOUBLE_EQ(sim::gpt_scratch_b(m, 2, rows, true, false), static_cast<double>(block_fwd + block_wgrad));
+  // The head: 65 outputs (the default vocabulary) by the width.
+  EXPECT_DOUBLE_EQ(sim::gpt_scratch_b(m, 2, rows, false, true), static_cast<double>(fwd(65, w) + wgrad(65, w)));
+  EXPECT_DOUBLE_EQ(sim::gpt_scratch_b(m, 2, rows, true, true),
+                   static_cast<double>(std::max(block_fwd, fwd(65, w)) + std::max(block_wgrad, wgrad(65, w))));
+  EXPECT_DOUBLE_EQ(sim::gpt_scratch_b(m, 2, rows, false, false), 0);
+  // (That a rank's heap holds it: Simulator.TensorParallelAndZeroMemoryTerms, each degree's.)
 }
 
 TEST(Simulator, ZeroStepsPassOverTheStagesParameters) {
