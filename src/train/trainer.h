@@ -62,7 +62,7 @@ struct TrainReport {
   int64_t steps = 0;             // optimizer steps in total
   int64_t resumed_from_epoch = 0;
   TimeSplit split;               // this rank's compute / comm / wait (distributed strategies)
-  int64_t train_heap_peak = 0;   // bytes: heap high-water mark inside train_round (base/heap_stats.h), max over rounds, each round counted from its own start on top of the first round's (trainer.cc)
+  int64_t train_heap_peak = 0;   // bytes: heap high-water mark inside train_round (base/heap_stats.h), max over rounds, less what the evaluations between rounds left live (trainer.cc)
 };
 
 class Trainer {
