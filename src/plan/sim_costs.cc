@@ -198,7 +198,10 @@ std::optional<Pass> untimed_mlp_layer(const Cluster& c, const Unit& u, const std
   if (layers.timed.count({spec, u.params}) || c.units.count("mlp_layer@" + spec)) return std::nullopt;
   const ModelSpec model = ModelSpec::parse(spec);
   const bool last = !model.units.empty() && model.units.back().name == u.name;
-  std::map<double, std::pair<Pass, int>> by_params;  // of the same role: parameters -> (sum of per-work rates, layers)
+  // Where a layer of its role sits among the timed ones: a hidden layer by its narrower side,
+  // a last layer (its outputs the classes) by its parameters.
+  auto coordinate = [&](const Unit& x) { return last ? x.params : std::min(in_elems(x), x.out_elems); };
+  std::map<double, std::pair<Pass, int>> by_coordinate;  // of the same role: (sum of per-work rates, layers)
   for (const auto& [key, points] : layers.timed) {
     if (key.first.rfind("mlp:", 0) != 0) continue;
     const ModelSpec timed = ModelSpec::parse(key.first);
@@ -208,16 +211,16 @@ std::optional<Pass> untimed_mlp_layer(const Cluster& c, const Unit& u, const std
       const double work = items * unit_work(t);
       const auto [f, b] = layers.pass(key.first, key.second, items, work);
       if (t.out_elems == u.out_elems && in_elems(t) == in_elems(u)) return Pass{f, b};
-      auto& [sum, count] = by_params[t.params];
+      auto& [sum, count] = by_coordinate[coordinate(t)];
       sum.f += f / work, sum.b += b / work, ++count;
       break;  // one rate per key (a second layer under it is the same shape)
     }
   }
-  if (by_params.empty()) return std::nullopt;
+  if (by_coordinate.empty()) return std::nullopt;
   std::vector<std::pair<double, double>> fwd, bwd;
-  for (const auto& [params, sc] : by_params) fwd.push_back({params, sc.first.f / sc.second}), bwd.push_back({params, sc.first.b / sc.second});
+  for (const auto& [x, sc] : by_coordinate) fwd.push_back({x, sc.first.f / sc.second}), bwd.push_back({x, sc.first.b / sc.second});
   const double work = items * unit_work(u);
-  return Pass{beta_at(fwd, u.params, 0) * work, beta_at(bwd, u.params, 0) * work};
+  return Pass{beta_at(fwd, coordinate(u), 0) * work, beta_at(bwd, coordinate(u), 0) * work};
 }
 
 // One unit's forward and backward seconds over `items`, before any oversubscription slowdown:

@@ -101,13 +101,17 @@ std::optional<Pass> untimed_gpt_rate(const Cluster& c, const std::string& kind, 
 // time, in any model. A layer is timed alone (calibrate_units.cc time_unit), so what it costs
 // is its shape (inputs, outputs, and whether it is the last, without an activation), not the
 // model around it: a timed layer of the same shape gives its own points (UnitCost::pass);
-// else the timed layers of its role (last or not) give their seconds per unit of work at
-// these items, interpolated in log(parameters) between the two on either side of the layer
-// (flat beyond them). nullopt: not an MLP, its own points exist, or no timed layer of its role.
-// Why: the kind's one plane in work and parameters, fitted over wide and narrow, first and
-// last layers at once, priced 25 shapes timed alone (2026-12-02, 8-128 examples) with a
-// median error of 13-33% and up to +160..+700% (tiny last layers), and 784-64-10 at 1 rank
-// -21.5% on its step; the interpolation read 7-12% (docs/PLANNER.md, fifty-fifth session).
+// else the timed layers of its role give their seconds per unit of work at these items,
+// interpolated between the two on either side of the layer (flat beyond them): a hidden
+// layer in log of its narrower side (inputs or outputs: what the products' kernels fill
+// well or not), a last layer, whose outputs are the classes, in log(parameters). nullopt:
+// not an MLP, its own points exist, or no timed layer of its role.
+// Why: the kind's one plane in work and parameters, fitted over wide and narrow, hidden and
+// last layers at once, priced the layers of 15 untimed MLPs timed alone (784x32 to 2048x2048,
+// 32x10 to 2048x10; 2026-12-02) at a median error of 27-44% by item count (8-128), every last
+// layer -60..-75%; 1-rank runs of 784-64-10 read -9..-22% on their step. This reads them at a
+// median 5-12% (in parameters alone the hidden layers read worse: 256x256 sits beside 784x64
+// there and runs at 1.5x its rate per work). Docs: docs/PLANNER.md, fifty-fifth session.
 std::optional<Pass> untimed_mlp_layer(const Cluster& c, const Unit& u, const std::string& spec, double items);
 
 // The small products' packing scratch (tensor/gemm_small.h) that a GPT rank's thread keeps

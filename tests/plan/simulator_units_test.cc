@@ -107,9 +107,9 @@ TEST(Simulator, AnUntimedMlpPaysItsInputGradientsAndTheTimedOnesRest) {
 
 // A layer is timed alone, so an MLP the calibration did not time prices each layer by the
 // timed layers: one of its shape (in any timed model) gives its own points; else the timed
-// layers of its role (last, or not) give their cost per work at these items, interpolated in
-// log(parameters) between the two around it and the nearest one's beyond them. The kind's
-// one plane (here 100 ns a work) prices none of them.
+// layers of its role give their cost per work at these items, interpolated between the two
+// around it (the nearest one's beyond them): a hidden layer in log of its narrower side, a
+// last layer in log(parameters). The kind's one plane (here 100 ns a work) prices none of them.
 TEST(Simulator, AnUntimedMlpLayerTakesTheTimedLayersOfItsShapeOrRole) {
   Cluster c = ideal();
   UnitCost layers{{0, 100e-9}, {0, 100e-9}};
@@ -122,7 +122,8 @@ TEST(Simulator, AnUntimedMlpLayerTakesTheTimedLayersOfItsShapeOrRole) {
         layers.timed[{m.spec, u.params}].push_back({items, f * items * unit_work(u), b * items * unit_work(u)});
   c.units["mlp_layer"] = layers;
   // 100-400-20: its first layer is the wide model's (its own points, at 15 examples between
-  // them); its last layer, 400x20, is bigger than either timed last layer: the wide one's rate.
+  // them); its last layer, 400x20, has more parameters than either timed last layer: the
+  // wide one's rate.
   const ModelSpec m = ModelSpec::parse("mlp:100-400-20");
   const auto first = sim::untimed_mlp_layer(c, m.units[0], m.spec, 15);
   ASSERT_TRUE(first.has_value());
@@ -131,26 +132,25 @@ TEST(Simulator, AnUntimedMlpLayerTakesTheTimedLayersOfItsShapeOrRole) {
   const auto last = sim::untimed_mlp_layer(c, m.units[1], m.spec, 15);
   ASSERT_TRUE(last.has_value());
   EXPECT_NEAR(last->f, 3e-9 * 15 * unit_work(m.units[1]), 1e-15);
-  // 100-100-10: its 100x100 layer lies between the timed first layers 100x40 and 100x400 in
-  // log(parameters); its last layer, 100x10, between 40x10 and 400x10.
-  const ModelSpec mid = ModelSpec::parse("mlp:100-100-10");
-  auto between = [&](const Unit& u, const Unit& lo, const Unit& hi) {
-    const double x = std::log(u.params / lo.params) / std::log(hi.params / lo.params);
-    EXPECT_GT(x, 0.2);
-    EXPECT_LT(x, 0.8);
-    return x;
+  // 100-70-10: its 100x70 layer's narrower side, 70, lies between the timed hidden layers'
+  // 40 and 100; its last layer, 70x10, between 40x10 and 400x10 in parameters.
+  const ModelSpec mid = ModelSpec::parse("mlp:100-70-10");
+  auto between = [](double x, double lo, double hi) {
+    const double at = std::log(x / lo) / std::log(hi / lo);
+    EXPECT_GT(at, 0.2);
+    EXPECT_LT(at, 0.8);
+    return at;
   };
+  const double xs[] = {between(70, 40, 100), between(mid.units[1].params, small.units[1].params, wide.units[1].params)};
   for (size_t i = 0; i < 2; ++i) {
-    const double x = between(mid.units[i], small.units[i], wide.units[i]);
     const sim::Pass ps = sim::unit_pass(c, mid.units[i], 10, 1, mid.spec);
-    EXPECT_NEAR(ps.f, (1e-9 + 2e-9 * x) * 10 * unit_work(mid.units[i]), 1e-15) << i;
-    EXPECT_NEAR(ps.b, (2e-9 + 3e-9 * x) * 10 * unit_work(mid.units[i]), 1e-15) << i;
+    EXPECT_NEAR(ps.f, (1e-9 + 2e-9 * xs[i]) * 10 * unit_work(mid.units[i]), 1e-15) << i;
+    EXPECT_NEAR(ps.b, (2e-9 + 3e-9 * xs[i]) * 10 * unit_work(mid.units[i]), 1e-15) << i;
   }
-  // A hidden layer takes the hidden layers' rate, a last layer the last layers': 100-40-40-10's
-  // 40x40 is no last layer, though its shape is nearest 40x10's.
-  const ModelSpec deep = ModelSpec::parse("mlp:100-40-40-10");
+  // A hidden layer is placed by its narrower side, not its parameters: 100-40-400-10's
+  // 40x400 has ten times 100x40's parameters and its narrower side, 40.
+  const ModelSpec deep = ModelSpec::parse("mlp:100-40-400-10");
   EXPECT_NEAR(sim::untimed_mlp_layer(c, deep.units[1], deep.spec, 10)->f, 1e-9 * 10 * unit_work(deep.units[1]), 1e-15);
-  EXPECT_NEAR(sim::untimed_mlp_layer(c, deep.units[2], deep.spec, 10)->f, 1e-9 * 10 * unit_work(deep.units[2]), 1e-15);
   // A timed model keeps its own points; a GPT, a model without timed layers or without one of
   // the layer's role has none.
   EXPECT_FALSE(sim::untimed_mlp_layer(c, small.units[0], small.spec, 10).has_value());
