@@ -164,10 +164,10 @@ inline const std::vector<int64_t> kMlpItems{8, 16, 64, 128};
 // rest_untimed_s) from two timed sizes, 0.24M and 1.9M parameters, around it or nearer it
 // than the small one alone.
 inline constexpr const char* kWideMlp = "mlp:784-1024-1024-10";
-// And a narrow one: its 784x64 layer runs at about half the rate per FLOP of the wider ones
-// and its 64x10 layer is mostly a pass's fixed cost, which no interpolation from the other two
-// models' layers reaches (sim_costs.h untimed_mlp_layer: layers of 784x32-784x64 and 32x10-
-// 64x10 read -10..-45% from the two, 1-rank runs of 784-64-10 -21.5%).
+// And a narrow one: its 784x64 layer runs at two thirds the rate per work of 784x256, which
+// an untimed narrow layer placed among the other two models' hidden layers (the narrowest
+// 256x128) does not reach: timed alone, 784x48 and 784x32 read -14..-51% without it, -34..+15%
+// with it (sim_costs.h untimed_mlp_layer; 2026-12-02).
 inline constexpr const char* kNarrowMlp = "mlp:784-64-10";
 UnitFit fit_line(const std::vector<std::pair<double, double>>& xy, double max_fixed_share = 1e300);
 struct PlanePoint {
