@@ -58,14 +58,15 @@ struct SmallGemm {
   // (weight gradient), or of any size where `any_rows` (OpenBLAS runs narrower vectors than
   // S), worked in blocks of kMaxSmall; the large sides at least 256, or 32 where `any_rows`
   // (gemm_small.h: narrow layers against narrower kernels).
+  static constexpr int64_t large_side(bool any_rows) { return any_rows ? 32 : 256; }
   static bool takes_forward(int64_t m, int64_t n, int64_t k, bool any_rows) {
-    return m >= 1 && (any_rows || m <= S::kForwardRows) && n >= (any_rows ? 32 : 256) && k >= (any_rows ? 32 : 256);
+    return m >= 1 && (any_rows || m <= S::kForwardRows) && least(n, k) >= large_side(any_rows);
   }
   static bool takes_weight_gradient(int64_t m, int64_t n, int64_t k, bool any_rows) {
-    return k >= 1 && (any_rows || k <= S::kGradientRows) && m >= (any_rows ? 32 : 256) && n >= (any_rows ? 32 : 256);
+    return k >= 1 && (any_rows || k <= S::kGradientRows) && least(m, n) >= large_side(any_rows);
   }
   static bool takes_input_gradient(int64_t m, int64_t n, int64_t k, bool any_rows) {
-    return any_rows && m >= 1 && n >= 32 && k >= 32;
+    return any_rows && m >= 1 && least(n, k) >= large_side(any_rows);
   }
 
   // C[mr x W*NV] (+)= sum over k of A(i, k) * B[k][0 .. W*NV), rows of C ldc apart. Rows of
