@@ -10,6 +10,7 @@
 
 #include "plan/calibrate_units.h"
 #include "plan/closed_forms.h"
+#include "tensor/gemm_small.h"
 
 namespace dtrain::plan::sim {
 
@@ -256,6 +257,15 @@ Pass unit_pass(const Cluster& c, const Unit& u, double items, int tp, const std:
   }
   const double f = u.fwd_flops * items / split / c.gemm_flops + 2 * kF * u.act_elems * items / c.elementwise_bps;
   return {f, 2 * f};
+}
+
+double products_scratch_b(int64_t rows, const std::vector<std::pair<int64_t, int64_t>>& products) {
+  size_t fwd = 0, wgrad = 0;
+  for (const auto& [out, in] : products) {
+    fwd = std::max(fwd, gemm_small_scratch_bytes(false, true, rows, out, in));
+    wgrad = std::max(wgrad, gemm_small_scratch_bytes(true, false, out, in, rows));
+  }
+  return static_cast<double>(fwd + wgrad);
 }
 
 double StepBasics::optimizer_step_s(double params) const {

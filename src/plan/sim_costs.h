@@ -22,6 +22,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "coll/config.h"
 #include "plan/simulator.h"
@@ -114,17 +116,18 @@ std::optional<Pass> untimed_gpt_rate(const Cluster& c, const std::string& kind, 
 // there and runs at 1.5x its rate per work). Docs: docs/PLANNER.md, fifty-fifth session.
 std::optional<Pass> untimed_mlp_layer(const Cluster& c, const Unit& u, const std::string& spec, double items);
 
-// The small products' packing scratch (tensor/gemm_small.h) that a GPT rank's thread keeps
-// from its first step on, counted as simulate_data_parallel.cc counts the MLP's: the largest
-// forward's plus the largest weight gradient's (a bound: they share one of their buffers)
-// among the products of a stage that runs blocks and/or the head, `rows` tokens a
+// The small products' packing scratch (tensor/gemm_small.h) that a rank's thread keeps from
+// its first product on: the largest forward's plus the largest weight gradient's (a bound:
+// they share one of their buffers) among `products` ((outputs, inputs) of each weight) at
+// `rows` rows. 0 where gemm_small takes none of them.
+double products_scratch_b(int64_t rows, const std::vector<std::pair<int64_t, int64_t>>& products);
+// A GPT rank's: the products of a stage that runs blocks and/or the head, `rows` tokens a
 // micro-batch. A block's four products are split over tp ranks as Megatron splits them (qkv
 // and fc by their outputs, the two projections by their inputs); the head (vocabulary x
-// width) is whole; the embedding is a lookup. 0 where no product is one gemm_small takes.
-// Since the products take large sides from 32 where OpenBLAS runs narrower kernels
-// (2026-12-02), every rank of the 6x128 GPT keeps 0.3 MB of it: dv-z1's runs measured 0.25-
-// 0.27 MB more than dv-p5's on every GPT row below tp 8 (0.13 at tp 2), and the pipelines at
-// 8 ranks read -5.0..-5.8% under without it.
+// width) is whole; the embedding is a lookup. Since the products take large sides from 32
+// where OpenBLAS runs narrower kernels (2026-12-02), every rank of the 6x128 GPT keeps 0.3
+// MB of it: dv-z1's runs measured 0.25-0.27 MB more than dv-p5's on every GPT row below tp 8
+// (0.13 at tp 2), and the pipelines at 8 ranks read -5.0..-5.8% under without it.
 double gpt_scratch_b(const ModelSpec& m, int tp, int64_t rows, bool blocks, bool head);
 
 struct StepBasics {

@@ -15,7 +15,6 @@
 #include "parallel/share_grad.h"
 #include "plan/closed_forms.h"
 #include "plan/sim_costs.h"
-#include "tensor/gemm_small.h"
 
 namespace dtrain::plan::sim {
 
@@ -33,10 +32,17 @@ double gather_in_line_s(const Cluster& c, const ModelSpec& m, double items) {
 // calibration's units do not (a layer is timed alone, on an input that needs no gradient),
 // priced as the layer's forward pass. Per layer, 0 for the first, and 0 for a layer without
 // a calibrated line (unit_pass's formula already charges backward twice the forward).
-std::vector<double> input_grads_s(const Cluster& c, const ModelSpec& m, double items) {
+// `passes`: each layer's unit_pass at the items asked for.
+std::vector<double> input_grads_s(const Cluster& c, const ModelSpec& m, const std::vector<Pass>& passes) {
   std::vector<double> out(m.units.size(), 0.0);
   for (size_t i = 1; i < m.units.size(); ++i)
-    if (c.unit_for(m.units[i].kind, m.unit_spec)) out[i] = unit_pass(c, m.units[i], items, 1, m.unit_spec).f;
+    if (c.unit_for(m.units[i].kind, m.unit_spec)) out[i] = passes[i].f;
+  return out;
+}
+
+std::vector<Pass> layer_passes(const Cluster& c, const ModelSpec& m, double items) {
+  std::vector<Pass> out;
+  for (const Unit& u : m.units) out.push_back(unit_pass(c, u, items, 1, m.unit_spec));
   return out;
 }
 
@@ -64,7 +70,7 @@ double rest_untimed_s(const Cluster& c, const UnitCost& step, const ModelSpec& m
     const ModelSpec s = ModelSpec::parse(key.first);
     if (s.gpt || s.units.empty()) continue;
     const double around = step.pass(key.first, key.second, items, items * mlp_step_work(s)).first;
-    rests.push_back({key.second, around - gather_in_line_s(c, s, items) - sum_of(input_grads_s(c, s, items))});
+    rests.push_back({key.second, around - gather_in_line_s(c, s, items) - sum_of(input_grads_s(c, s, layer_passes(c, s, items)))});
   }
   std::sort(rests.begin(), rests.end());
   return beta_at(rests, m.params(), 0);  // in log(parameters), flat beyond the ends; none timed: 0
@@ -99,10 +105,11 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // fedavg's concurrency is the sample's (below): its passes are priced alone here.
   const double pass_slow = fed ? 1.0 : slow;
   std::vector<double> bwd(m.units.size());
-  const std::vector<double> dx = input_grads_s(c, m, items);
+  const std::vector<Pass> passes = layer_passes(c, m, items);
+  const std::vector<double> dx = input_grads_s(c, m, passes);
   double fwd = 0, bwd_total = 0;
   for (size_t i = 0; i < m.units.size(); ++i) {
-    Pass ps = unit_pass(c, m.units[i], items, 1, m.unit_spec);
+    const Pass& ps = passes[i];
     fwd += ps.f * pass_slow;
     bwd[i] = (ps.b + dx[i]) * pass_slow;
     bwd_total += bwd[i];
@@ -167,19 +174,12 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     }
   }
   p.activations_b += transient + input_mem_b;
-  // The small-batch products' packing scratch (tensor/gemm_small.h), which a rank's thread
-  // keeps from its first step on: the largest forward's and the largest weight gradient's
-  // (a bound: the two share one of their buffers). Counted whatever the CPU, so a plan reads
-  // the same everywhere; where no AVX-512 runs them it is a few hundred KiB too many.
-  const int64_t rows = static_cast<int64_t>(std::ceil(mem_items));
-  size_t fwd_scratch = 0, wgrad_scratch = 0;
-  for (const auto& u : m.units) {
-    if (u.kind != "mlp_layer") continue;
-    const auto d_out = static_cast<int64_t>(u.out_elems), d_in = static_cast<int64_t>(in_elems(u));
-    fwd_scratch = std::max(fwd_scratch, gemm_small_scratch_bytes(false, true, rows, d_out, d_in));
-    wgrad_scratch = std::max(wgrad_scratch, gemm_small_scratch_bytes(true, false, d_out, d_in, rows));
-  }
-  p.activations_b += static_cast<double>(fwd_scratch + wgrad_scratch);
+  // The small-batch products' packing scratch (sim_costs.h products_scratch_b), which a
+  // rank's thread keeps from its first step on, of the busiest rank's rows.
+  std::vector<std::pair<int64_t, int64_t>> products;
+  for (const auto& u : m.units)
+    if (u.kind == "mlp_layer") products.push_back({static_cast<int64_t>(u.out_elems), static_cast<int64_t>(in_elems(u))});
+  p.activations_b += products_scratch_b(static_cast<int64_t>(std::ceil(mem_items)), products);
   p.optimizer_s = b.optimizer_step_s(P) * pass_slow;
   // The executors' own copies of the parameters (parallel/*.h): ddp's gradient and scratch
   // buffers (share_grad.h), localsgd's and gossip's gradient, gossip's mean and one inbox per

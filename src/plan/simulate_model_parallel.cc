@@ -18,7 +18,6 @@
 #include "parallel/pipeline_schedule.h"
 #include "plan/closed_forms.h"
 #include "plan/sim_costs.h"
-#include "tensor/gemm_small.h"
 
 namespace dtrain::plan::sim {
 
@@ -109,12 +108,7 @@ double gpt_scratch_b(const ModelSpec& m, int tp, int64_t rows, bool blocks, bool
   if (head)
     for (const Unit& u : m.units)
       if (u.kind == "gpt_head") products.push_back({std::llround(u.fwd_flops / (2.0 * m.context * w)), w});
-  size_t fwd = 0, wgrad = 0;
-  for (const auto& [out, in] : products) {
-    fwd = std::max(fwd, gemm_small_scratch_bytes(false, true, rows, out, in));
-    wgrad = std::max(wgrad, gemm_small_scratch_bytes(true, false, out, in, rows));
-  }
-  return static_cast<double>(fwd + wgrad);
+  return products_scratch_b(rows, products);
 }
 
 Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cluster& c, int64_t batch,
