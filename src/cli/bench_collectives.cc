@@ -68,6 +68,9 @@ int bench_collectives(const Args& args) {
   double settle = f.get_double("settle", 2, 0, 3600,
                                "after the warm-up, untimed calls while the shared-memory path choice still learns the "
                                "row's op and size, up to this many seconds (0: none; JSON settle_calls)");
+  int passes = static_cast<int>(f.get_int("passes", 1, 1, 1000,
+                                          "time every row this many times, in passes over all rows, and report the median "
+                                          "pass with the fastest and slowest (spread)"));
   bool check = f.get_bool("check", "verify every result against closed-form values (#wrong)");
   bool in_place = f.get_bool("inplace", "in-place all-reduce");
   bool deterministic = f.get_bool("deterministic", "rank-ordered reduction (bit-identical across algorithms)");
@@ -102,6 +105,7 @@ int bench_collectives(const Args& args) {
   cfg.seconds = seconds;
   cfg.warmup = warmup;
   cfg.settle_s = settle;
+  cfg.passes = passes;
   cfg.check = check;
   cfg.in_place = in_place;
   cfg.deterministic = deterministic;

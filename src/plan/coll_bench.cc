@@ -16,6 +16,7 @@
 #include "base/env.h"
 #include "base/error.h"
 #include "base/large_blocks.h"
+#include "base/median.h"
 #include "base/settings.h"
 #include "coll/call.h"
 #include "coll/collectives.h"
@@ -277,6 +278,30 @@ plan::Cluster calibrated_tables(const std::string& path) {
 
 }  // namespace
 
+// One shape's passes as one row: the median pass's time and prediction (the mean of the middle
+// two for an even count), the fastest and slowest pass beside them, and the rest (path, cores'
+// share) from the pass nearest the median. One pass is itself.
+CollBenchRow median_pass(const std::vector<CollBenchRow>& of_shape) {
+  std::vector<CollBenchRow> sorted = of_shape;
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.time_us < b.time_us; });
+  CollBenchRow row = sorted[(sorted.size() - 1) / 2];
+  std::vector<double> times, preds;
+  for (const CollBenchRow& r : of_shape) {
+    times.push_back(r.time_us);
+    preds.push_back(r.predicted_us);
+    row.wrong = std::max(row.wrong, r.wrong);
+  }
+  row.passes = static_cast<int>(of_shape.size());
+  row.time_us = median(times, "collective bench passes");
+  row.predicted_us = median(preds, "collective bench passes");
+  row.time_min_us = sorted.front().time_us;
+  row.time_max_us = sorted.back().time_us;
+  const double bus = row.algbw_gbps > 0 ? row.busbw_gbps / row.algbw_gbps : 1;  // the op's bus factor
+  row.algbw_gbps = static_cast<double>(row.size_bytes) / (row.time_us * 1e-6) / 1e9;
+  row.busbw_gbps = row.algbw_gbps * bus;
+  return row;
+}
+
 double calibrated_seconds(const plan::Cluster& cal, CollOp op, int p, double bytes, const CollBenchConfig& cfg,
                           Algorithm requested, bool shm) {
   if (!shm || cfg.ranks_are_threads || requested != Algorithm::kAuto || cfg.dtype != DType::kFloat32 ||
@@ -359,136 +384,161 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
                   cfg.settle_s);
     std::printf("# time = max over ranks of the mean per call; GB/s = 1e9 bytes/s; pred = the calibration's own\n"
                 "# measurement of this shape where it has one (src cal), else the cost model's formula (src model)\n");
-    std::printf("%12s %12s %9s %6s %5s %18s %11s %8s %8s %7s %10s %7s %5s\n", "size(B)", "count", "type", "redop",
-                "root", "algo", "time(us)", "algbw", "busbw", "#wrong", "pred(us)", "err", "src");
+    if (cfg.passes > 1)
+      std::printf("# %d passes, each every row once in order: time (and pred) = the median pass's; spread = the fastest and\n"
+                  "# slowest pass against it (JSON time_min_us, time_max_us)\n",
+                  cfg.passes);
+    std::printf("%12s %12s %9s %6s %5s %18s %11s %8s %8s %7s %10s %7s %5s%s\n", "size(B)", "count", "type", "redop",
+                "root", "algo", "time(us)", "algbw", "busbw", "#wrong", "pred(us)", "err", "src",
+                cfg.passes > 1 ? "  spread" : "");
     std::fflush(stdout);
   }
   // The sampler's counts at the start of each row's timed calls (rank 0, with cores_samples).
   std::vector<std::pair<int64_t, int64_t>> sample_marks;
-  for (CollOp op : cfg.ops) {
-    for (Algorithm requested : algorithms_for(op, cfg.algos, shm)) {
-      for (size_t bytes : cfg.sizes) {
-        Point pt = shape(op, bytes, es, p);
-        // On cache lines, as tensors and gradients are (base/aligned.h).
-        AlignedVector<char> in_heap(pt.in_elems * es), out(pt.out_elems * es);
-        std::unique_ptr<WindowBuffer> window;
-        if (cfg.window && op == CollOp::kAllreduce)
-          window.reset(new WindowBuffer{std::make_unique<ShmWindow>(c, pt.in_elems * es), even_counts(pt.total, p)});
-        char* const in = window ? window->window->mine() : in_heap.data();
-        for (size_t i = 0; i < pt.in_elems; ++i) put(cfg.dtype, in, i, value(c.rank(), i, cfg.redop));
-        Algorithm used = requested;
-        for (int w = 0; w < cfg.warmup; ++w) used = run_once(c, pt, requested, cfg, in, out.data(), ctx.get(), window.get());
-        const int64_t settle_calls = cfg.settle_s > 0 && used == Algorithm::kShmDirect
-                                         ? settle_paths(c, pt, op, requested, cfg, in, out.data(), ctx.get(), window.get())
-                                         : 0;
-        // Trial: the slowest rank's time of one call decides the iteration count everywhere.
-        double t0 = now_seconds();
-        if (cfg.gap_s > 0) compute_for(cfg.gap_s);
-        run_once(c, pt, requested, cfg, in, out.data(), ctx.get(), window.get());
-        double trial = now_seconds() - t0;
-        allreduce(c, &trial, 1, DType::kFloat64, ReduceOp::kMax);
-        int64_t iters = std::clamp<int64_t>(static_cast<int64_t>(cfg.seconds / std::max(trial, 1e-7)), 1, cfg.max_iters);
-        c.barrier();
-        const int64_t close0 = verdict ? verdict->close_calls() : 0, far0 = verdict ? verdict->far_calls() : 0;
-        const int64_t slots0 = verdict ? verdict->slots_calls() : 0, reads0 = verdict ? verdict->reads_calls() : 0;
-        const bool sampled = cfg.cores_samples && c.rank() == 0;
-        const std::pair<int64_t, int64_t> samples0 = sampled ? cfg.cores_samples() : std::pair<int64_t, int64_t>{};
-        if (sampled) sample_marks.push_back(samples0);
-        t0 = now_seconds();
-        for (int64_t i = 0; i < iters; ++i) {
-          if (cfg.gap_s > 0) compute_for(cfg.gap_s);
-          run_once(c, pt, requested, cfg, in, out.data(), ctx.get(), window.get());
-        }
-        double per_call = (now_seconds() - t0) / static_cast<double>(iters);
-        const std::pair<int64_t, int64_t> samples1 = sampled ? cfg.cores_samples() : std::pair<int64_t, int64_t>{};
-        // (read before the next collective, which may count itself)
-        const int64_t closes = verdict ? verdict->close_calls() - close0 : 0, fars = verdict ? verdict->far_calls() - far0 : 0;
-        const int64_t slotted = verdict ? verdict->slots_calls() - slots0 : 0, read = verdict ? verdict->reads_calls() - reads0 : 0;
-        allreduce(c, &per_call, 1, DType::kFloat64, ReduceOp::kMax);
-        int64_t wrong = -1;
-        if (cfg.check) {
-          wrong = check_once(c, pt, requested, cfg, in, out.data(), ctx.get(), window.get());
-          allreduce(c, &wrong, 1, DType::kInt64, ReduceOp::kSum);
-        }
-        CollBenchRow row;
-        row.op = coll_op_name(op);
-        row.algo = window ? std::string("window/") + algorithm_name(used) : std::string(algorithm_name(used));
-        if (used == Algorithm::kShmDirect) {
-          const ShmContext* eff = ctx ? ctx.get() : c.shm_context();
-          const size_t call = pt.total * es;
-          // Under the verdict most of the row's calls ran under, where it was re-probed.
-          const bool far = closes + fars > 0 ? 2 * fars > closes + fars : eff && eff->cores_far();
-          // Where the context timed the paths (ShmContext::take_slots), the path most calls took.
-          const bool slots = shm_direct_one_phase(op, c, eff, call) ||
-                             (slotted + read > 0 ? slotted >= read : shm_direct_takes_slots_under(op, c, eff, call, far));
-          row.path = slots ? "slots" : "reads";
-        }
-        row.transport = kind;
-        row.type = dtype_name(cfg.dtype);
-        row.redop = (op == CollOp::kAllreduce || op == CollOp::kReduce || op == CollOp::kReduceScatter)
-                        ? reduce_op_name(cfg.redop)
-                        : "none";
-        row.root = (op == CollOp::kBroadcast || op == CollOp::kReduce || op == CollOp::kGather || op == CollOp::kScatter)
-                       ? cfg.root
-                       : -1;
-        row.world_size = p;
-        row.size_bytes = pt.total * es;
-        row.count = pt.total;
-        row.time_us = per_call * 1e6;
-        row.algbw_gbps = row.size_bytes / per_call / 1e9;
-        row.busbw_gbps = row.algbw_gbps * bus_factor(op, p);
-        if (closes + fars > 0) row.far_share = static_cast<double>(fars) / static_cast<double>(closes + fars);
-        // More ranks than two: the cores as the launcher's sampler saw them during the calls;
-        // where it took fewer than 3 then (its probe's two threads meet late among ranks that
-        // spin on every core), the latest 3 or more before the row's end: the placement
-        // holds for seconds to minutes, and the mixed tables price neither. In cc-k1 (8
-        // ranks, every sample far) 6 of 16 rows had under 3 samples, and all 6 ran 1.3-2.9x
-        // their prediction from the mixed tables.
-        if (sampled && row.far_share < 0) {
-          for (auto mark = sample_marks.rbegin(); mark != sample_marks.rend(); ++mark) {
-            const int64_t fars_sampled = samples1.second - mark->second;
-            const int64_t n = (samples1.first - mark->first) + fars_sampled;
-            if (n < 3) continue;
-            row.far_share = static_cast<double>(fars_sampled) / static_cast<double>(n);
-            row.far_share_from = mark == sample_marks.rbegin() ? "calls" : "recent";
-            break;
-          }
-        }
-        row.predicted_from = "none";  // with --gap-us: the row is not a collective's time alone
-        if (cfg.gap_s <= 0) {
-          const double b = static_cast<double>(row.size_bytes);
-          double cal_s = calibrated_seconds(cal, op, p, b, cfg, requested, shm);
-          if (row.far_share >= 0) {
-            const double cs = calibrated_seconds(cal_close, op, p, b, cfg, requested, shm);
-            const double fs = calibrated_seconds(cal_far, op, p, b, cfg, requested, shm);
-            if (cs > 0 && fs > 0) cal_s = (1 - row.far_share) * cs + row.far_share * fs;
-          }
-          row.predicted_from = cal_s > 0 ? "cal" : "model";
-          row.predicted_us =
-              (cal_s > 0 ? cal_s
-                         : predict_seconds(op, used, p, row.size_bytes, cp, resolve_segment_bytes(c.coll_config(), seg_opts))) *
-              1e6;
-        }
-        row.wrong = wrong;
-        row.settle_calls = settle_calls;
-        row.iters = iters;
-        rows.push_back(row);
-        if (lead) {
-          // No prediction (--gap-us): "-" in both columns rather than 0 us and -100%.
-          char pred[32] = "-", err[32] = "-";
-          if (row.predicted_from != "none") {
-            std::snprintf(pred, sizeof pred, "%.1f", row.predicted_us);
-            std::snprintf(err, sizeof err, "%.0f%%", row.time_us > 0 ? (row.predicted_us - row.time_us) / row.time_us * 100 : 0);
-          }
-          const std::string algo = row.path.empty() ? row.algo : row.algo + "/" + row.path;
-          std::printf("%12zu %12zu %9s %6s %5d %18s %11.2f %8.3f %8.3f %7s %10s %7s %5s\n", row.size_bytes, row.count,
-                      row.type.c_str(), row.redop.c_str(), row.root, algo.c_str(), row.time_us, row.algbw_gbps,
-                      row.busbw_gbps, wrong < 0 ? "N/A" : std::to_string(wrong).c_str(), pred, err,
-                      row.predicted_from.c_str());
-          std::fflush(stdout);
-        }
+  // One row: warm up, settle the path, time about cfg.seconds of calls, price it.
+  auto measure = [&](CollOp op, Algorithm requested, size_t bytes) {
+    Point pt = shape(op, bytes, es, p);
+    // On cache lines, as tensors and gradients are (base/aligned.h).
+    AlignedVector<char> in_heap(pt.in_elems * es), out(pt.out_elems * es);
+    std::unique_ptr<WindowBuffer> window;
+    if (cfg.window && op == CollOp::kAllreduce)
+      window.reset(new WindowBuffer{std::make_unique<ShmWindow>(c, pt.in_elems * es), even_counts(pt.total, p)});
+    char* const in = window ? window->window->mine() : in_heap.data();
+    for (size_t i = 0; i < pt.in_elems; ++i) put(cfg.dtype, in, i, value(c.rank(), i, cfg.redop));
+    Algorithm used = requested;
+    for (int w = 0; w < cfg.warmup; ++w) used = run_once(c, pt, requested, cfg, in, out.data(), ctx.get(), window.get());
+    const int64_t settle_calls = cfg.settle_s > 0 && used == Algorithm::kShmDirect
+                                     ? settle_paths(c, pt, op, requested, cfg, in, out.data(), ctx.get(), window.get())
+                                     : 0;
+    // Trial: the slowest rank's time of one call decides the iteration count everywhere.
+    double t0 = now_seconds();
+    if (cfg.gap_s > 0) compute_for(cfg.gap_s);
+    run_once(c, pt, requested, cfg, in, out.data(), ctx.get(), window.get());
+    double trial = now_seconds() - t0;
+    allreduce(c, &trial, 1, DType::kFloat64, ReduceOp::kMax);
+    int64_t iters = std::clamp<int64_t>(static_cast<int64_t>(cfg.seconds / std::max(trial, 1e-7)), 1, cfg.max_iters);
+    c.barrier();
+    const int64_t close0 = verdict ? verdict->close_calls() : 0, far0 = verdict ? verdict->far_calls() : 0;
+    const int64_t slots0 = verdict ? verdict->slots_calls() : 0, reads0 = verdict ? verdict->reads_calls() : 0;
+    const bool sampled = cfg.cores_samples && c.rank() == 0;
+    const std::pair<int64_t, int64_t> samples0 = sampled ? cfg.cores_samples() : std::pair<int64_t, int64_t>{};
+    if (sampled) sample_marks.push_back(samples0);
+    t0 = now_seconds();
+    for (int64_t i = 0; i < iters; ++i) {
+      if (cfg.gap_s > 0) compute_for(cfg.gap_s);
+      run_once(c, pt, requested, cfg, in, out.data(), ctx.get(), window.get());
+    }
+    double per_call = (now_seconds() - t0) / static_cast<double>(iters);
+    const std::pair<int64_t, int64_t> samples1 = sampled ? cfg.cores_samples() : std::pair<int64_t, int64_t>{};
+    // (read before the next collective, which may count itself)
+    const int64_t closes = verdict ? verdict->close_calls() - close0 : 0, fars = verdict ? verdict->far_calls() - far0 : 0;
+    const int64_t slotted = verdict ? verdict->slots_calls() - slots0 : 0, read = verdict ? verdict->reads_calls() - reads0 : 0;
+    allreduce(c, &per_call, 1, DType::kFloat64, ReduceOp::kMax);
+    int64_t wrong = -1;
+    if (cfg.check) {
+      wrong = check_once(c, pt, requested, cfg, in, out.data(), ctx.get(), window.get());
+      allreduce(c, &wrong, 1, DType::kInt64, ReduceOp::kSum);
+    }
+    CollBenchRow row;
+    row.op = coll_op_name(op);
+    row.algo = window ? std::string("window/") + algorithm_name(used) : std::string(algorithm_name(used));
+    if (used == Algorithm::kShmDirect) {
+      const ShmContext* eff = ctx ? ctx.get() : c.shm_context();
+      const size_t call = pt.total * es;
+      // Under the verdict most of the row's calls ran under, where it was re-probed.
+      const bool far = closes + fars > 0 ? 2 * fars > closes + fars : eff && eff->cores_far();
+      // Where the context timed the paths (ShmContext::take_slots), the path most calls took.
+      const bool slots = shm_direct_one_phase(op, c, eff, call) ||
+                         (slotted + read > 0 ? slotted >= read : shm_direct_takes_slots_under(op, c, eff, call, far));
+      row.path = slots ? "slots" : "reads";
+    }
+    row.transport = kind;
+    row.type = dtype_name(cfg.dtype);
+    row.redop = (op == CollOp::kAllreduce || op == CollOp::kReduce || op == CollOp::kReduceScatter)
+                    ? reduce_op_name(cfg.redop)
+                    : "none";
+    row.root = (op == CollOp::kBroadcast || op == CollOp::kReduce || op == CollOp::kGather || op == CollOp::kScatter)
+                   ? cfg.root
+                   : -1;
+    row.world_size = p;
+    row.size_bytes = pt.total * es;
+    row.count = pt.total;
+    row.time_us = per_call * 1e6;
+    row.algbw_gbps = row.size_bytes / per_call / 1e9;
+    row.busbw_gbps = row.algbw_gbps * bus_factor(op, p);
+    if (closes + fars > 0) row.far_share = static_cast<double>(fars) / static_cast<double>(closes + fars);
+    // More ranks than two: the cores as the launcher's sampler saw them during the calls;
+    // where it took fewer than 3 then (its probe's two threads meet late among ranks that
+    // spin on every core), the latest 3 or more before the row's end: the placement
+    // holds for seconds to minutes, and the mixed tables price neither. In cc-k1 (8
+    // ranks, every sample far) 6 of 16 rows had under 3 samples, and all 6 ran 1.3-2.9x
+    // their prediction from the mixed tables.
+    if (sampled && row.far_share < 0) {
+      for (auto mark = sample_marks.rbegin(); mark != sample_marks.rend(); ++mark) {
+        const int64_t fars_sampled = samples1.second - mark->second;
+        const int64_t n = (samples1.first - mark->first) + fars_sampled;
+        if (n < 3) continue;
+        row.far_share = static_cast<double>(fars_sampled) / static_cast<double>(n);
+        row.far_share_from = mark == sample_marks.rbegin() ? "calls" : "recent";
+        break;
       }
     }
+    row.predicted_from = "none";  // with --gap-us: the row is not a collective's time alone
+    if (cfg.gap_s <= 0) {
+      const double b = static_cast<double>(row.size_bytes);
+      double cal_s = calibrated_seconds(cal, op, p, b, cfg, requested, shm);
+      if (row.far_share >= 0) {
+        const double cs = calibrated_seconds(cal_close, op, p, b, cfg, requested, shm);
+        const double fs = calibrated_seconds(cal_far, op, p, b, cfg, requested, shm);
+        if (cs > 0 && fs > 0) cal_s = (1 - row.far_share) * cs + row.far_share * fs;
+      }
+      row.predicted_from = cal_s > 0 ? "cal" : "model";
+      row.predicted_us =
+          (cal_s > 0 ? cal_s
+                     : predict_seconds(op, used, p, row.size_bytes, cp, resolve_segment_bytes(c.coll_config(), seg_opts))) *
+          1e6;
+    }
+    row.wrong = wrong;
+    row.settle_calls = settle_calls;
+    row.iters = iters;
+    return row;
+  };
+  auto print_row = [&](const CollBenchRow& row) {
+    if (!lead) return;
+    // No prediction (--gap-us): "-" in both columns rather than 0 us and -100%.
+    char pred[32] = "-", err[32] = "-", spread[32] = "";
+    if (row.predicted_from != "none") {
+      std::snprintf(pred, sizeof pred, "%.1f", row.predicted_us);
+      std::snprintf(err, sizeof err, "%.0f%%", row.time_us > 0 ? (row.predicted_us - row.time_us) / row.time_us * 100 : 0);
+    }
+    if (cfg.passes > 1)
+      std::snprintf(spread, sizeof spread, " %+5.0f/%+.0f%%", (row.time_min_us / row.time_us - 1) * 100,
+                    (row.time_max_us / row.time_us - 1) * 100);
+    const std::string algo = row.path.empty() ? row.algo : row.algo + "/" + row.path;
+    std::printf("%12zu %12zu %9s %6s %5d %18s %11.2f %8.3f %8.3f %7s %10s %7s %5s%s\n", row.size_bytes, row.count,
+                row.type.c_str(), row.redop.c_str(), row.root, algo.c_str(), row.time_us, row.algbw_gbps, row.busbw_gbps,
+                row.wrong < 0 ? "N/A" : std::to_string(row.wrong).c_str(), pred, err, row.predicted_from.c_str(), spread);
+    std::fflush(stdout);
+  };
+  struct Shape {
+    CollOp op;
+    Algorithm requested;
+    size_t bytes;
+  };
+  std::vector<Shape> shapes;
+  for (CollOp op : cfg.ops)
+    for (Algorithm requested : algorithms_for(op, cfg.algos, shm))
+      for (size_t bytes : cfg.sizes) shapes.push_back({op, requested, bytes});
+  // Passes: every row once in order, cfg.passes times over; one pass prints as it goes.
+  std::vector<std::vector<CollBenchRow>> passes(shapes.size());
+  for (int pass = 0; pass < cfg.passes; ++pass)
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      passes[i].push_back(measure(shapes[i].op, shapes[i].requested, shapes[i].bytes));
+      if (cfg.passes == 1) print_row(passes[i].back());
+    }
+  for (const auto& of_shape : passes) {
+    rows.push_back(median_pass(of_shape));
+    if (cfg.passes > 1) print_row(rows.back());
   }
   if (lead && verdict && verdict->probes() > 1)
     std::printf("# the two ranks' distance was probed %lld times and changed %lld times; calls past 16 KiB: %lld "
@@ -565,6 +615,9 @@ std::string rows_to_json(const std::vector<CollBenchRow>& rows) {
                    {"wrong", r.wrong},
                    {"predicted_us", r.predicted_us},
                    {"predicted_from", r.predicted_from},
+                   {"passes", r.passes},
+                   {"time_min_us", r.time_min_us},
+                   {"time_max_us", r.time_max_us},
                    {"iters", r.iters}});
   return out.dump(2) + "\n";
 }

@@ -9,7 +9,10 @@
 //   decides from a trial run so each point takes about cfg.seconds), times the loop on every
 //   rank and reduces the per-iteration time with max over ranks (the nccl-tests convention).
 //   With cfg.check it then runs the collective once more on closed-form inputs and counts
-//   wrong elements over all ranks.
+//   wrong elements over all ranks. With cfg.passes > 1 all of that is repeated in passes over
+//   every row in order, and a row reports its median pass (time and prediction) with the
+//   fastest and slowest pass's time: a single pass on a shared VM agrees with a repeat minutes
+//   later within 15% in about half the rows (docs/PLANNER.md).
 // - Sizes are bytes of the whole buffer as nccl-tests counts them: the all-reduce/broadcast/
 //   reduce buffer, the all-gather/gather output, the reduce-scatter/scatter/all-to-all input;
 //   counts are rounded down to a multiple of the group size where the op needs it (and to at
@@ -54,6 +57,10 @@ struct CollBenchConfig {
   // than a 0.2 s row of 4-16 MiB calls holds with ranks beyond the cores). The calls it took
   // are the row's settle_calls.
   double settle_s = 0;
+  // Every row is timed this many times, in passes over all rows in order (a row's passes are
+  // seconds to minutes apart, as the machine's moods are), and reported as its median pass
+  // with the fastest and slowest beside it. 1: one pass, printed as it goes.
+  int passes = 1;
   bool check = false;
   bool in_place = false;
   bool deterministic = false;
@@ -98,6 +105,10 @@ struct CollBenchRow {
   int64_t wrong = -1;  // -1: not checked
   int64_t iters = 0;
   int64_t settle_calls = 0;  // untimed calls while the path choice settled (CollBenchConfig::settle_s)
+  // CollBenchConfig::passes: how many passes timed the row (time_us and predicted_us are the
+  // median pass's), and the fastest and slowest pass's time.
+  int passes = 1;
+  double time_min_us = 0, time_max_us = 0;
 };
 
 std::vector<size_t> parse_size_range(const std::string& spec, int factor);

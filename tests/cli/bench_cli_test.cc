@@ -127,6 +127,42 @@ TEST(BenchCollectivesCli, ARowIsTimedAfterThePathChoiceSettled) {
   EXPECT_EQ(rows[0].settle_calls, 0);
 }
 
+// --passes: every row is timed once a pass, the passes going over all rows in order, and a
+// row reports its median pass with the fastest and slowest beside it: one row per shape, not
+// one per pass. The fake sampler counts rank 0's reads, two around each timed row.
+TEST(BenchCollectivesCli, PassesTimeEveryRowAgainAndReportTheMedianPass) {
+  CollBenchConfig cfg = one_short_row(4096);
+  cfg.sizes = {4096, 65536};
+  cfg.passes = 3;
+  cfg.check = true;
+  auto reads = std::make_shared<std::atomic<int64_t>>(0);
+  cfg.cores_samples = [reads] {
+    const int64_t k = reads->fetch_add(1) + 1;
+    return std::pair<int64_t, int64_t>{k, k};
+  };
+  auto rows = bench_collectives_threads(4, TransportKind::kShm, cfg);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(reads->load(), 2 * 2 * 3);
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.passes, 3);
+    EXPECT_EQ(r.wrong, 0);
+    EXPECT_GT(r.time_min_us, 0);
+    EXPECT_LE(r.time_min_us, r.time_us);
+    EXPECT_LE(r.time_us, r.time_max_us);
+    EXPECT_NEAR(r.algbw_gbps, static_cast<double>(r.size_bytes) / r.time_us / 1e3, 1e-9 * r.algbw_gbps);
+    EXPECT_NEAR(r.busbw_gbps, r.algbw_gbps * bus_factor(CollOp::kAllreduce, 4), 1e-9 * r.busbw_gbps);
+  }
+  EXPECT_EQ(rows[0].size_bytes, 4096u);
+  EXPECT_EQ(rows[1].size_bytes, 65536u);
+  // One pass is itself: its fastest and slowest are its time.
+  cfg.passes = 1;
+  rows = bench_collectives_threads(2, TransportKind::kShm, cfg);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].passes, 1);
+  EXPECT_EQ(rows[0].time_min_us, rows[0].time_us);
+  EXPECT_EQ(rows[0].time_max_us, rows[0].time_us);
+}
+
 // More ranks than two have no verdict of their own: rank 0 reads the launcher's sampler of the
 // cores before and after each row's timed calls, and the row carries the far share of the
 // samples taken in between (here a fake sampler: every read adds one close and three far).
