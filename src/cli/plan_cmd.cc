@@ -8,10 +8,12 @@
 // `dtrain bench calibrate`) or the per-transport defaults.
 //
 //   dtrain plan train --model SPEC --ranks N [--cluster FILE] [--memory-gb M] [--batch B]
-//       [--strategy S] [--optimizer O] [--top K] [--json] [--measure K --data D --steps S]
+//       [--strategy S] [--optimizer O] [--top K] [--json] [--measure K --data D --steps S [--repeats R]]
 // enumerates the layouts, drops those over memory, ranks by predicted step time
 // (plan/planner.h); --measure K runs the top K here with `dtrain train` and prints predicted
-// against measured (plan/plan_measure.h). Where a unit of the model is priced far past the
+// against measured (plan/plan_measure.h); --repeats R runs each R times in rounds, compares
+// the medians and says whether the measured fastest is apart from the chosen or a draw
+// within the runs' spread ("measured" in the JSON). Where a unit of the model is priced far past the
 // shapes the calibration timed, a note under the table says which and the command that times
 // the model's own ("extrapolated" in the JSON; cli/plan_predict.h extrapolation_json).
 //
@@ -37,6 +39,7 @@
 #include "base/env.h"
 #include "base/settings.h"
 #include "base/error.h"
+#include "base/median.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "cli/plan_predict.h"
@@ -115,6 +118,87 @@ nlohmann::json prediction_json(const plan::Layout& l, const plan::Prediction& p)
           {"dp_bytes", p.dp_bytes}, {"tp_bytes", p.tp_bytes}, {"pp_bytes", p.pp_bytes}};
 }
 
+// A measured layout's prediction: where its runs each priced themselves with the 2-rank path
+// their probe chose (the run's own prediction, which the plan, made before the run, could
+// not know), the median of those; else the plan's.
+double measured_prediction(const plan::LayoutRuns& lr, double planned, std::string* cores) {
+  std::vector<double> own;
+  for (const plan::Measured& m : lr.runs)
+    if (m.predicted_step_s > 0 && !m.shm_cores.empty()) {
+      own.push_back(m.predicted_step_s);
+      if (cores->empty() || *cores == m.shm_cores) *cores = m.shm_cores;
+      else *cores = "mixed";
+    }
+  return own.size() == lr.runs.size() ? median(own, "the runs' own predictions") : planned;
+}
+
+std::string verdict_words(const plan::PlanResult& r, const std::vector<plan::LayoutRuns>& runs) {
+  const plan::MeasuredVerdict v = plan::judge_measured(runs);
+  char line[512];
+  if (runs.size() == 1) return "";
+  if (v.fastest == 0) {
+    std::snprintf(line, sizeof line, "the chosen layout measured fastest of the %zu (median %.3f ms)%s", runs.size(),
+                  runs[0].median_s * 1e3, runs.size() > 1 && runs[0].runs.size() < 2 ? "; one run each" : "");
+    return line;
+  }
+  std::snprintf(line, sizeof line, "measured fastest: #%zu %s, median %.3f ms; the chosen (#1) %.3f ms, %+.1f%%", v.fastest + 1,
+                r.ranked[v.fastest].layout.describe().c_str(), runs[v.fastest].median_s * 1e3, runs[0].median_s * 1e3,
+                v.chosen_excess * 100);
+  std::string out = line;
+  if (!v.judged)
+    out += ": one run each cannot tell a lead from the machine's noise (--repeats 3)";
+  else if (v.apart)
+    out += ": apart (every run of the chosen slower than every run of the other)";
+  else {
+    std::snprintf(line, sizeof line, ": a draw here (their runs overlap: the chosen's fastest %.3f ms, the other's slowest %.3f)",
+                  runs[0].min_s * 1e3, runs[v.fastest].max_s * 1e3);
+    out += line;
+  }
+  return out;
+}
+
+std::string measured_table(const plan::PlanResult& r, const std::vector<plan::LayoutRuns>& runs) {
+  std::string out;
+  char line[512];
+  const bool several = !runs.empty() && runs[0].runs.size() > 1;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    std::string cores;
+    const double pred = measured_prediction(runs[i], r.ranked[i].pred.step_s, &cores);
+    std::snprintf(line, sizeof line, "%-48s predicted %9.3f ms  measured %9.3f ms  error %+6.1f%%", r.ranked[i].layout.describe().c_str(),
+                  pred * 1e3, runs[i].median_s * 1e3, (pred / runs[i].median_s - 1) * 100);
+    out += line;
+    if (several) {
+      std::snprintf(line, sizeof line, "  (median of %zu: %.3f-%.3f)", runs[i].runs.size(), runs[i].min_s * 1e3,
+                    runs[i].max_s * 1e3);
+      out += line;
+    }
+    if (!cores.empty()) out += "  (2-rank path: cores " + cores + ")";
+    out += "\n";
+  }
+  const std::string verdict = verdict_words(r, runs);
+  return verdict.empty() ? out : out + verdict + "\n";
+}
+
+nlohmann::json measured_json(const plan::PlanResult& r, const std::vector<plan::LayoutRuns>& runs) {
+  nlohmann::json layouts = nlohmann::json::array();
+  for (size_t i = 0; i < runs.size(); ++i) {
+    std::string cores;
+    nlohmann::json steps = nlohmann::json::array();
+    for (const plan::Measured& m : runs[i].runs) steps.push_back(m.step_s * 1e3);
+    layouts.push_back({{"layout", r.ranked[i].layout.describe()},
+                       {"predicted_step_ms", measured_prediction(runs[i], r.ranked[i].pred.step_s, &cores) * 1e3},
+                       {"step_ms", runs[i].median_s * 1e3}, {"step_min_ms", runs[i].min_s * 1e3},
+                       {"step_max_ms", runs[i].max_s * 1e3}, {"runs_ms", steps}, {"shm_cores", cores}});
+  }
+  const plan::MeasuredVerdict v = plan::judge_measured(runs);
+  return {{"layouts", layouts},
+          {"fastest", v.fastest},
+          {"chosen_excess", v.chosen_excess},
+          {"judged", v.judged},
+          {"apart", v.apart},
+          {"verdict", verdict_words(r, runs)}};
+}
+
 int plan_train_cmd(const Args& args) {
   Flags f("plan train", args);
   std::string model = f.get_string("model", "gpt:layers=4,heads=4,width=128,context=64", "model spec, as dtrain train --model");
@@ -129,6 +213,9 @@ int plan_train_cmd(const Args& args) {
                                       "8 bytes a row; default 60000, Fashion-MNIST's)");
   int top = static_cast<int>(f.get_int("top", 10, 1, 1000000, "rows to print"));
   int measure = static_cast<int>(f.get_int("measure", 0, 0, 1000, "run the top K here and print predicted vs measured"));
+  int repeats = static_cast<int>(f.get_int("repeats", 1, 1, 100,
+                                           "with --measure: run each layout this many times, in rounds, and compare the "
+                                           "medians (3 or more tell a lead from the runs' spread)"));
   std::string data = f.get_string("data", "", "--data for the measured runs (the GPT: text:FILE)");
   int64_t steps = f.get_int("steps", 20, 1, 1000000, "GPT steps per measured run");
   bool json = f.get_bool("json", "print JSON instead of a table");
@@ -158,6 +245,10 @@ int plan_train_cmd(const Args& args) {
   o.optimizer = optimizer;
   o.train_rows = train_rows;
   auto r = plan::plan(m, ranks, c, batch, o);
+  DT_CHECK(measure == 0 || !r.ranked.empty(), InvalidArgument, "--measure: no layout fits; nothing to run");
+  std::vector<plan::Layout> to_measure;
+  for (int i = 0; i < std::min<int>(measure, static_cast<int>(r.ranked.size())); ++i)
+    to_measure.push_back(r.ranked[i].layout);
   if (json) {
     nlohmann::json out = {{"model", model}, {"ranks", ranks}, {"batch", batch}, {"cluster", plan::cluster_to_json(c)},
                           {"enumerated", r.enumerated}, {"dropped_memory", r.dropped_memory},
@@ -166,26 +257,33 @@ int plan_train_cmd(const Args& args) {
     if (const nlohmann::json x = extrapolation_json(model, c); !x.is_null()) out["extrapolated"] = x;
     for (int i = 0; i < std::min<int>(top, static_cast<int>(r.ranked.size())); ++i)
       out["layouts"].push_back(prediction_json(r.ranked[i].layout, r.ranked[i].pred));
+    if (!to_measure.empty()) {
+      const auto runs = plan::measure_layouts(
+          model, to_measure, batch, data, steps, repeats, [&](int round, size_t i, const plan::Measured& meas) {
+            std::fprintf(stderr, "round %d/%d: %s measured %.3f ms\n", round + 1, repeats, to_measure[i].describe().c_str(),
+                         meas.step_s * 1e3);
+          });
+      out["measured"] = measured_json(r, runs);
+    }
     std::printf("%s\n", out.dump(2).c_str());
   } else {
     std::printf("%s", plan::format_plan_table(m, ranks, batch, c, r, top).c_str());
     if (const nlohmann::json x = extrapolation_json(model, c); !x.is_null())
       std::printf("note: %s\n", extrapolation_words(x).c_str());
   }
-  if (measure > 0) {
-    DT_CHECK(!r.ranked.empty(), InvalidArgument, "--measure: no layout fits; nothing to run");
-    std::printf("\nmeasuring the top %d here (dtrain train):\n", measure);
-    for (int i = 0; i < std::min<int>(measure, static_cast<int>(r.ranked.size())); ++i) {
-      const auto& cand = r.ranked[i];
-      auto meas = plan::measure_layout(model, cand.layout, batch, data, steps);
-      // A 2-rank group's run is priced with the path its probe chose (its own prediction),
-      // which the plan, made before the run, could not know.
-      const bool own = meas.predicted_step_s > 0 && !meas.shm_cores.empty();
-      const double pred = own ? meas.predicted_step_s : cand.pred.step_s;
-      std::printf("%-48s predicted %9.3f ms  measured %9.3f ms  error %+6.1f%%%s\n", cand.layout.describe().c_str(),
-                  pred * 1e3, meas.step_s * 1e3, (pred / meas.step_s - 1) * 100,
-                  own ? ("  (2-rank path: cores " + meas.shm_cores + ")").c_str() : "");
-    }
+  if (!json && !to_measure.empty()) {
+    std::printf("\nmeasuring the top %zu here (dtrain train)%s:\n", to_measure.size(),
+                repeats > 1 ? (", " + std::to_string(repeats) + " rounds, each layout once a round, every other round in "
+                               "reverse order").c_str()
+                            : "");
+    const auto runs = plan::measure_layouts(model, to_measure, batch, data, steps, repeats,
+                                            [&](int round, size_t i, const plan::Measured& meas) {
+                                              if (repeats == 1) return;
+                                              std::printf("  round %d: %-44s %9.3f ms\n", round + 1,
+                                                          to_measure[i].describe().c_str(), meas.step_s * 1e3);
+                                              std::fflush(stdout);
+                                            });
+    std::printf("%s", measured_table(r, runs).c_str());
   }
   return 0;
 }

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/median.h"
 
 namespace dtrain::plan {
 
@@ -117,6 +118,42 @@ Measured measure_layout(const std::string& model, const Layout& l, int64_t batch
     m.predicted_step_s = j["prediction"].value("step_ms", 0.0) * 1e-3;
   m.shm_cores = j.value("shm_cores", std::string());
   return m;
+}
+
+void summarise(LayoutRuns& r) {
+  DT_CHECK(!r.runs.empty(), InvalidArgument, "a measured layout without runs");
+  std::vector<double> steps;
+  for (const Measured& m : r.runs) steps.push_back(m.step_s);
+  r.median_s = median(steps, "measured runs");
+  r.min_s = *std::min_element(steps.begin(), steps.end());
+  r.max_s = *std::max_element(steps.begin(), steps.end());
+}
+
+std::vector<LayoutRuns> measure_layouts(const std::string& model, const std::vector<Layout>& layouts, int64_t batch,
+                                        const std::string& data, int64_t steps, int repeats,
+                                        const std::function<void(int round, size_t index, const Measured&)>& on_run) {
+  DT_CHECK(repeats >= 1, InvalidArgument, "--repeats " << repeats << ": run each layout at least once");
+  std::vector<LayoutRuns> out(layouts.size());
+  for (int round = 0; round < repeats; ++round)
+    for (size_t k = 0; k < layouts.size(); ++k) {
+      const size_t i = round % 2 ? layouts.size() - 1 - k : k;
+      out[i].runs.push_back(measure_layout(model, layouts[i], batch, data, steps));
+      if (on_run) on_run(round, i, out[i].runs.back());
+    }
+  for (LayoutRuns& r : out) summarise(r);
+  return out;
+}
+
+MeasuredVerdict judge_measured(const std::vector<LayoutRuns>& runs) {
+  DT_CHECK(!runs.empty(), InvalidArgument, "no measured layouts to judge");
+  MeasuredVerdict v;
+  for (size_t i = 1; i < runs.size(); ++i)
+    if (runs[i].median_s < runs[v.fastest].median_s) v.fastest = i;
+  const LayoutRuns &chosen = runs[0], &best = runs[v.fastest];
+  v.chosen_excess = chosen.median_s / best.median_s - 1;
+  v.judged = v.fastest != 0 && chosen.runs.size() >= 2 && best.runs.size() >= 2;
+  v.apart = v.judged && chosen.min_s > best.max_s;
+  return v;
 }
 
 }  // namespace dtrain::plan

@@ -16,10 +16,21 @@
 //   0.1-0.5 s for a later step here), which a long run amortises and a 6-step run does not.
 //   A single-round run (the MLP's epoch of ~900 steps) gives batch / examples per second of the
 //   whole run. 0 when the run reports neither.
-// Thread-safety: starts a process; one call at a time per caller.
+// - measure_layouts(..., repeats, on_run) runs every layout `repeats` times in rounds: each
+//   round runs each layout once, in predicted order on even rounds and reversed on odd ones,
+//   so a drift of the machine over the rounds weighs on every layout alike. Each layout's
+//   figure is the median of its runs' steady steps, with the fastest and slowest beside it;
+//   on_run (may be empty) is called after every run, for progress.
+// - judge_measured(runs) compares the chosen layout (index 0, the planner's first) with the
+//   one of the lowest median: how much slower the chosen measured, and whether the runs tell
+//   the two apart (every run of the chosen slower than every run of the other; needs two runs
+//   each). On a shared VM a layout's runs spread 10-25% (docs/PLANNER.md), more than the
+//   planner's layouts differ by, so a lead inside the spread is called a draw, not a miss.
+// Thread-safety: starts processes; one call at a time per caller.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,5 +56,23 @@ std::vector<std::string> train_args(const std::string& model, const Layout& l, i
                                     int64_t steps);
 double steady_step_s(const nlohmann::json& run, int64_t batch);
 Measured measure_layout(const std::string& model, const Layout& l, int64_t batch, const std::string& data, int64_t steps);
+
+struct LayoutRuns {
+  std::vector<Measured> runs;  // in the order they ran
+  double median_s = 0, min_s = 0, max_s = 0;  // over the runs' steady steps
+};
+// Fills median_s, min_s and max_s from runs (non-empty).
+void summarise(LayoutRuns& r);
+std::vector<LayoutRuns> measure_layouts(const std::string& model, const std::vector<Layout>& layouts, int64_t batch,
+                                        const std::string& data, int64_t steps, int repeats,
+                                        const std::function<void(int round, size_t index, const Measured&)>& on_run);
+
+struct MeasuredVerdict {
+  size_t fastest = 0;        // index of the lowest median (0: the chosen layout itself)
+  double chosen_excess = 0;  // the chosen's median over the fastest's, minus 1 (0 when it is the fastest)
+  bool apart = false;        // the chosen's fastest run is slower than the fastest layout's slowest
+  bool judged = false;       // both have two runs or more (else `apart` says nothing)
+};
+MeasuredVerdict judge_measured(const std::vector<LayoutRuns>& runs);
 
 }  // namespace dtrain::plan

@@ -138,7 +138,7 @@ PlanResult plan(const ModelSpec& m, int ranks, const Cluster& c, int64_t batch, 
       r.close = std::to_string(r.close_to_best) + (r.close_to_best == 1 ? " layout is" : " layouts are") +
                 " predicted within " + fmt("%.0f", kCloseShare * 100) +
                 "% of the winner's step, closer than the model's error on a shared machine: time the first " + first +
-                " here (--measure " + first + ") before settling on one";
+                " here (--measure " + first + " --repeats 3: each run three times, the medians compared) before settling on one";
     }
   } else if (r.ranked.size() == 1) {
     r.why = "the only layout that fits";
