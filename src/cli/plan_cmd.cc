@@ -276,6 +276,7 @@ int plan_train_cmd(const Args& args) {
                 repeats > 1 ? (", " + std::to_string(repeats) + " rounds, each layout once a round, every other round in "
                                "reverse order").c_str()
                             : "");
+    std::fflush(stdout);
     const auto runs = plan::measure_layouts(model, to_measure, batch, data, steps, repeats,
                                             [&](int round, size_t i, const plan::Measured& meas) {
                                               if (repeats == 1) return;
