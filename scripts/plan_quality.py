@@ -7,6 +7,9 @@ step: plan/plan_measure.h steady_step_s, the median round after the first) and p
 predicted against measured, then the issue's two checks:
   - the chosen layout (predicted #1) measures within 10% of the best measured one;
   - the best measured layout is among the predicted top 3.
+With --repeats 2 or more it also says which layouts the runs cannot tell from the best
+measured (a layout whose fastest run beats the best's slowest: a draw), and whether the
+chosen is one of them, as `dtrain plan train --measure K --repeats R` does.
 
 Which layouts are measured: the predicted top TOP (default 5) always, then one layout per
 "shape" (strategy, dp x tp x pp, ZeRO stage, schedule and virtual stages, recompute) -- the
@@ -130,6 +133,18 @@ def main():
             print(f"chosen (predicted #1) measured {first[0][2]:.2f} ms: {gap:+.1f}% from the best measured "
                   f"({'within' if within else 'NOT within'} 10%); best measured is predicted #{best[0] + 1} "
                   f"({'in' if in_top3 else 'NOT in'} the top 3)", flush=True)
+        # What the runs can tell (plan/plan_measure.h judge_measured, `plan train --measure K
+        # --repeats R`): a layout whose fastest run beats the best's slowest is a draw with it.
+        if o.repeats > 1:
+            lo = {r[0]: min(times[r[0]]) for r in rows}
+            best_hi = max(times[best[0]])
+            draws = sorted(r[0] for r in rows if lo[r[0]] <= best_hi)
+            words = ("the best measured itself" if first and first[0][0] == best[0] else
+                     "a draw with the best measured (their runs overlap)" if first and lo[0] <= best_hi else
+                     "apart from the best measured (every run slower)")
+            print(f"the runs: {len(draws)} of {len(rows)} layouts are a draw with the best measured (their fastest run "
+                  f"beats its slowest, {best_hi:.2f} ms), predicted #{', #'.join(str(i + 1) for i in draws)}; "
+                  f"the chosen is {words}", flush=True)
     return 0 if ok_all else 1
 
 
