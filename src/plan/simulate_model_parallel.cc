@@ -394,8 +394,18 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
   // forty-ninth and fiftieth sessions' validations read the pipelines, ZeRO and hybrid at 4
   // and 8 ranks on 2 cores 13-21% short (dv-u1) and the 8-rank plan-quality sweep 8-28%
   // (pq-t1).
+  // How much compute lies between two meetings sets how much of the imbalance is left
+  // (Cluster::meeting_penalty): the kernel's balancer evens out a long stretch. A pipeline's
+  // ranks meet at every forward and backward of a micro-batch, ZeRO-3's at every unit's gather
+  // in either pass, the others once a step: the data-parallel GPT at 4 ranks on 2 cores, a
+  // 53 ms stretch, had been charged the 600 us gap's 0.21 and read +20..+31% in two
+  // plan-quality sweeps (pq-z1, pq-a1), gpt-zero1 at 8 ranks +27% (dv-z2).
   if (l.tp == 1) {
-    const double a = c.meeting_penalty(c.ranks_on_node(n));
+    int meetings = 1;
+    if (l.pp > 1) meetings = 2 * l.micro * V;
+    if (l.zero >= 3)
+      meetings = std::max(meetings, 2 * l.micro * std::max(1, static_cast<int>(m.units.size()) / l.pp));
+    const double a = c.meeting_penalty(c.ranks_on_node(n), p.compute_s / meetings);
     r.makespan *= 1 + a;
     p.compute_s *= 1 + a;
     p.bubble_s *= 1 + a;

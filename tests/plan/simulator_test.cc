@@ -598,8 +598,11 @@ TEST(Simulator, RanksBeyondTheCoresPayTheCoresImbalanceBetweenMeetings) {
                    simulate(m, {.strategy = "ddp", .dp = 2}, none, 64).step_s);
 
   ModelSpec g = ModelSpec::parse(kGpt);
+  // The GPT's layouts pay it by their stretch between meetings (the next test): a pipeline's
+  // ranks meet at every forward and backward of a micro-batch.
   const Layout pp{.strategy = "pp", .pp = 4, .micro = 4};
-  EXPECT_NEAR(simulate(g, pp, c, 8).compute_s, 1.1 * simulate(g, pp, none, 8).compute_s, 1e-9);
+  const double pp_none = simulate(g, pp, none, 8).compute_s;
+  EXPECT_NEAR(simulate(g, pp, c, 8).compute_s, (1 + c.meeting_penalty(4, pp_none / (2 * 4))) * pp_none, 1e-9);
   const Layout tp{.strategy = "tp", .tp = 4};
   EXPECT_DOUBLE_EQ(simulate(g, tp, c, 8).step_s, simulate(g, tp, none, 8).step_s);
   // Through the calibration file and back; a negative penalty is refused.
@@ -608,6 +611,40 @@ TEST(Simulator, RanksBeyondTheCoresPayTheCoresImbalanceBetweenMeetings) {
   nlohmann::json bad = link_sizes_json(c.intra_sizes);
   bad["meeting_penalty_by_ranks"]["8"] = -0.1;
   EXPECT_THROW(link_sizes_from_json(bad, "links"), InvalidArgument);
+}
+
+// The kernel's balancer evens out a long stretch of compute between meetings: alpha is the
+// short gap's up to the knee (kMeetingKneeS), a straight line in log-log from there to the
+// long gap's alpha at its stretch (never above the short's), then down with the tail's
+// exponent; without a long gap timed, that tail from the knee.
+TEST(Simulator, TheMeetingPenaltyShrinksWithTheStretchBetweenMeetings) {
+  Cluster c = ideal(2);
+  c.intra_sizes.meeting_penalty_by_ranks = {{4, 0.2}, {8, 0.4}};
+  const double knee = kMeetingKneeS, g_long = kMeetingLongGapUs * 1e-6 * 4 / 2;
+  EXPECT_DOUBLE_EQ(c.meeting_penalty(4, 0), 0.2);
+  EXPECT_DOUBLE_EQ(c.meeting_penalty(4, knee), 0.2);
+  EXPECT_NEAR(c.meeting_penalty(4, 4 * knee), 0.2 * std::pow(0.25, kMeetingTailExponent), 1e-12);
+  c.intra_sizes.meeting_penalty_long_by_ranks = {{4, 0.02}, {8, 0.02}};
+  EXPECT_DOUBLE_EQ(c.meeting_penalty(4, knee), 0.2);
+  EXPECT_NEAR(c.meeting_penalty(4, g_long), 0.02, 1e-12);
+  EXPECT_NEAR(c.meeting_penalty(4, std::sqrt(knee * g_long)), std::sqrt(0.2 * 0.02), 1e-12);  // halfway in log-log
+  EXPECT_NEAR(c.meeting_penalty(4, 9 * g_long), 0.02 * std::pow(1.0 / 9, kMeetingTailExponent), 1e-12);
+  EXPECT_NEAR(c.meeting_penalty(8, kMeetingLongGapUs * 1e-6 * 8 / 2), 0.02, 1e-12);
+  EXPECT_DOUBLE_EQ(c.meeting_penalty(2, 1.0), 0.0);  // ranks that fit the cores
+  c.intra_sizes.meeting_penalty_long_by_ranks = {{4, 0.5}};
+  EXPECT_DOUBLE_EQ(c.meeting_penalty(4, g_long), 0.2);
+  // A data-parallel GPT meets once a step: its whole forward and backward is one stretch.
+  c.intra_sizes.meeting_penalty_long_by_ranks = {{4, 0.02}, {8, 0.02}};
+  Cluster none = c;
+  none.intra_sizes.meeting_penalty_by_ranks.clear();
+  ModelSpec g = ModelSpec::parse(kGpt);
+  const Layout zero1{.strategy = "zero", .dp = 4, .zero = 1};
+  const double z_none = simulate(g, zero1, none, 16).compute_s;
+  EXPECT_NEAR(simulate(g, zero1, c, 16).compute_s, (1 + c.meeting_penalty(4, z_none)) * z_none, 1e-9);
+  EXPECT_LT(c.meeting_penalty(4, z_none), 0.2);
+  // Through the calibration file and back.
+  const LinkSizes back = link_sizes_from_json(link_sizes_json(c.intra_sizes), "roundtrip");
+  EXPECT_EQ(back.meeting_penalty_long_by_ranks, c.intra_sizes.meeting_penalty_long_by_ranks);
 }
 
 TEST(Simulator, TheOptimizerSetsItsStateAndTheRateOfItsStep) {
