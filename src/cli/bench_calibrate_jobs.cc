@@ -181,7 +181,6 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
            "bench calibrate: " << path << " has no intra-host link figures to add the collectives by rank count to");
   nlohmann::json by_ranks = nlohmann::json::object(), rs = nlohmann::json::object(), ag = nlohmann::json::object(),
                  bc = nlohmann::json::object(), gap = nlohmann::json::object(), penalty = nlohmann::json::object(),
-                 penalty_long = nlohmann::json::object(),
                  slots_from = nlohmann::json::object(),
                  two_rank = nlohmann::json::object(), by_cores_by_ranks = nlohmann::json::object(),
                  window = nlohmann::json::object();
@@ -312,20 +311,6 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
       // 600 us pass on 2026-12-01 read 0.12, 0.31 and 0.44 at 8 ranks, 0, 0.14 and 0.16 at
       // 4; the gap factor above keeps the least disturbed pass).
       if (static_cast<int>(alphas.size()) >= kGapMinCounted) penalty[key] = dtrain::median(alphas, "meeting penalty");
-      // After a long stretch the penalty is a few hundredths whatever the cores' placement and
-      // the call's path (the back-to-back call is under 2% of it): the median of the passes.
-      std::vector<double> long_alphas;
-      const double long_g = plan::kMeetingLongGapUs * 1e-6 * static_cast<double>(p) / cores;
-      for (int pass = 0; pass < kLongGapPasses; ++pass) {
-        nlohmann::json got;
-        std::string verdict;
-        const std::vector<std::string> args{"--op",      "allreduce", "--sizes", "1M", "--seconds", "1",
-                                            "--gap-us", std::to_string(plan::kMeetingLongGapUs)};
-        if (const int rc = timed(".gap", args, &got, &verdict); rc != 0) return rc;
-        const double t = got[0]["time_us"].get<double>() * 1e-6;
-        long_alphas.push_back(std::max(0.0, (t - long_g - b2b->second.median()) / long_g));
-      }
-      penalty_long[key] = dtrain::median(long_alphas, "long meeting penalty");
       std::printf("shm allreduce, %d ranks (processes), 1 MiB with %d us of compute before each call: ", p, kGapUs);
       if (factor > 0) std::printf("x%.2f", factor);
       else std::printf("fewer than %d passes in one placement of the cores (no factor: 1)", kGapMinCounted);
@@ -333,7 +318,6 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
       if (penalty.contains(key))
         std::printf("; meeting penalty %.2f (the median pass's excess per second of the node's compute)",
                     penalty[key].get<double>());
-      std::printf("; after %d us of compute %.3f", plan::kMeetingLongGapUs, penalty_long[key].get<double>());
       std::printf("\n");
       std::fflush(stdout);  // before the next job's ranks write to the same stream
     }
@@ -415,7 +399,6 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
   j["links_by_size"]["intra"]["broadcast_by_ranks"] = bc;
   j["links_by_size"]["intra"]["gap_factor_by_ranks"] = gap;
   if (!penalty.empty()) j["links_by_size"]["intra"]["meeting_penalty_by_ranks"] = penalty;
-  if (!penalty_long.empty()) j["links_by_size"]["intra"]["meeting_penalty_long_by_ranks"] = penalty_long;
   j["links_by_size"]["intra"]["allreduce_slots_from_by_ranks"] = slots_from;
   j["links_by_size"]["intra"]["two_rank_by_cores"] = two_rank;
   j["links_by_size"]["intra"]["by_cores_by_ranks"] = by_cores_by_ranks;

@@ -38,9 +38,6 @@ constexpr int kVerdictMaxPasses = 5;
 // The compute each rank burns before every call when the gap factor is measured: about an
 // MLP step's per-rank compute at 4-8 ranks (training's calls are that far apart).
 constexpr int kGapUs = plan::kMeetingGapUs;
-// The meeting penalty again after a long stretch (a GPT step's per-rank compute here), this
-// many passes of about a second (plan/cluster.h meeting_penalty_long_by_ranks).
-constexpr int kLongGapPasses = 3;
 // Passes of it, the lowest factor kept: three calibrations a few minutes apart read x1.40,
 // x1.40 and x2.04 at 8 ranks with two. A factor, mixed or of one verdict, needs
 // kGapMinCounted passes that counted (ran in one placement of the cores): with three passes

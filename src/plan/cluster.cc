@@ -18,11 +18,11 @@ int Cluster::ranks_on_node(int n) const {
 }
 
 namespace {
-// alpha at r ranks from one calibrated table: walk the counts up from an implicit 0 at the
+// alpha at r ranks from the calibrated table: walk the counts up from an implicit 0 at the
 // cores (ranks that fit them meet balanced); no allocation: the planner calls this once per
-// layout it prices. -1 where the table is empty.
+// layout it prices. 0 where the table is empty.
 double penalty_at(const std::map<int, double>& by_ranks, int cores, int ranks_on_node) {
-  if (by_ranks.empty()) return -1;
+  if (by_ranks.empty()) return 0;
   double lo_r = std::max(1, cores), lo_a = 0;
   for (const auto& [r, a] : by_ranks) {
     if (r <= cores) continue;
@@ -35,18 +35,8 @@ double penalty_at(const std::map<int, double>& by_ranks, int cores, int ranks_on
 
 double Cluster::meeting_penalty(int ranks_on_node, double stretch_s) const {
   if (ranks_on_node <= cores_per_node) return 0;
-  const double a_short = std::max(0.0, penalty_at(intra_sizes.meeting_penalty_by_ranks, cores_per_node, ranks_on_node));
-  if (stretch_s <= kMeetingKneeS || a_short <= 0) return a_short;
-  const double share = static_cast<double>(ranks_on_node) / std::max(1, cores_per_node);
-  const double g_long = kMeetingLongGapUs * 1e-6 * share;
-  const double a_long = penalty_at(intra_sizes.meeting_penalty_long_by_ranks, cores_per_node, ranks_on_node);
-  // Without a long gap timed, or past it: the tail's exponent from the knee or the long gap.
-  if (a_long < 0 || g_long <= kMeetingKneeS) return a_short * std::pow(kMeetingKneeS / stretch_s, kMeetingTailExponent);
-  const double a_at_long = std::min(a_short, a_long);  // (a long gap read above the short one: flat)
-  if (stretch_s >= g_long) return a_at_long * std::pow(g_long / stretch_s, kMeetingTailExponent);
-  // Between the knee and the long gap: a straight line in log-log.
-  const double t = std::log(stretch_s / kMeetingKneeS) / std::log(g_long / kMeetingKneeS);
-  return a_short * std::pow(a_at_long / a_short, t);
+  const double a = std::max(0.0, penalty_at(intra_sizes.meeting_penalty_by_ranks, cores_per_node, ranks_on_node));
+  return stretch_s <= kMeetingKneeS ? a : a * std::pow(kMeetingKneeS / stretch_s, kMeetingTailExponent);
 }
 
 int Cluster::busiest_core_ranks(int n) const {
@@ -282,7 +272,6 @@ LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where
   };
   numbers_by_ranks("gap_factor_by_ranks", 1, "factor", &t.gap_factor_by_ranks);
   numbers_by_ranks("meeting_penalty_by_ranks", 0, "penalty", &t.meeting_penalty_by_ranks);
-  numbers_by_ranks("meeting_penalty_long_by_ranks", 0, "penalty", &t.meeting_penalty_long_by_ranks);
   if (j.contains("allreduce_slots_from_by_ranks")) {
     const auto& g = j["allreduce_slots_from_by_ranks"];
     DT_CHECK(g.is_object(), InvalidArgument, where << ".allreduce_slots_from_by_ranks must be {\"ranks\": bytes}");
@@ -359,7 +348,6 @@ nlohmann::json link_sizes_json(const LinkSizes& t) {
   for (const auto& [p, v] : t.broadcast_by_ranks) j["broadcast_by_ranks"][std::to_string(p)] = v;
   for (const auto& [p, f] : t.gap_factor_by_ranks) j["gap_factor_by_ranks"][std::to_string(p)] = f;
   for (const auto& [p, a] : t.meeting_penalty_by_ranks) j["meeting_penalty_by_ranks"][std::to_string(p)] = a;
-  for (const auto& [p, a] : t.meeting_penalty_long_by_ranks) j["meeting_penalty_long_by_ranks"][std::to_string(p)] = a;
   for (const auto& [p, b] : t.allreduce_slots_from_by_ranks) j["allreduce_slots_from_by_ranks"][std::to_string(p)] = b;
   for (const auto& [k, r] : t.two_rank_by_cores) j["two_rank_by_cores"][k] = verdict_tables_json(r);
   for (const auto& [p, by] : t.by_cores_by_ranks)

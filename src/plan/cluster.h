@@ -51,13 +51,12 @@
 namespace dtrain::plan {
 
 // The CPU each rank computes before every all-reduce when the calibration times the meeting
-// penalty (LinkSizes::meeting_penalty_by_ranks and meeting_penalty_long_by_ranks).
+// penalty (LinkSizes::meeting_penalty_by_ranks).
 inline constexpr int kMeetingGapUs = 600;
-inline constexpr int kMeetingLongGapUs = 20000;
-// Cluster::meeting_penalty's shape in the stretch of compute between meetings: the short gap's
-// alpha up to the knee (about the kernel's scheduling period on 2 cores: the 2026-12-02 sweep
-// read no decay up to 4.8 ms at 4 ranks and 0.21 -> 0.13 from 2.4 to 9.6 ms at 8), and the
-// exponent of its decay past the long gap (0.5 at 8 ranks from 40 to 200 ms, 0.3 at 4).
+// Cluster::meeting_penalty's shape in the stretch of compute between meetings: the calibrated
+// alpha up to the knee (about the kernel's scheduling period on 2 cores: a sweep of the gap,
+// 2026-12-02, read no decay up to 4.8 ms at 4 ranks and 0.21 -> 0.13 from 2.4 to 9.6 ms at 8),
+// then down with this exponent (the same sweep: 0.5 at 8 ranks from 40 to 200 ms, 0.3 at 4).
 inline constexpr double kMeetingKneeS = 0.010;
 inline constexpr double kMeetingTailExponent = 0.5;
 
@@ -101,11 +100,9 @@ struct LinkSizes {
   // the EPYC VM, 2026-12-01) put that excess at 9-17% of g p / c at 4 ranks and 20-31% at
   // 8 (the rounds' medians), the excess growing with g, where free-running processes share the cores evenly (the slowdown
   // curve: 2.0-2.2 at 4 processes on 2 cores). Cluster::meeting_penalty reads it.
-  // Timed with g = kMeetingGapUs; "meeting_penalty_long_by_ranks" the same with g =
-  // kMeetingLongGapUs: the kernel's balancer evens out a long stretch, so its share shrinks
-  // (1 MiB all-reduce, three rounds, 2026-12-02: at 8 ranks 0.21 / 0.13 / 0.04 / 0.02 / 0.02 at
-  // g = 0.6 / 2.4 / 10 / 25 / 50 ms, at 4 ranks 0.04 / 0.08 / 0.03 / 0.02 / 0.02).
-  std::map<int, double> meeting_penalty_by_ranks, meeting_penalty_long_by_ranks;
+  // Timed with g = kMeetingGapUs. The kernel's balancer evens out a long stretch, so its
+  // share shrinks (Cluster::meeting_penalty's stretch).
+  std::map<int, double> meeting_penalty_by_ranks;
   // By rank count: the smallest all-reduce, in bytes, from which every measured size went
   // through the shared-memory context's slots ("allreduce_slots_from_by_ranks": {"2": 262144};
   // a rank count absent: none did). With a core per rank the executors take the slots only
@@ -293,10 +290,8 @@ struct Cluster {
   // largest count's beyond them.
   // Such compute costs (1 + alpha) x its time-shared time.
   // stretch_s > 0: the node's time-shared compute between two meetings (a rank's CPU between
-  // them x ranks / cores), and alpha follows it: the short gap's alpha up to kMeetingKneeS,
-  // then a straight line in log-log to the long gap's at its stretch
-  // (meeting_penalty_long_by_ranks, never above the short one's), then down with
-  // kMeetingTailExponent; where the calibration timed no long gap, that tail from the knee.
+  // them x ranks / cores), and alpha follows it: the calibrated alpha up to kMeetingKneeS,
+  // then alpha x (knee / stretch)^kMeetingTailExponent.
   double meeting_penalty(int ranks_on_node, double stretch_s = 0) const;
   // ns per parameter of one step of `family` over `params` parameters (see optimizer_rates).
   double optimizer_ns(const std::string& family, double params) const;

@@ -276,8 +276,6 @@ plan::Cluster calibrated_tables(const std::string& path) {
   }
 }
 
-}  // namespace
-
 // One shape's passes as one row: the median pass's time and prediction (the mean of the middle
 // two for an even count), the fastest and slowest pass beside them, and the rest (path, cores'
 // share) from the pass nearest the median. One pass is itself.
@@ -301,6 +299,8 @@ CollBenchRow median_pass(const std::vector<CollBenchRow>& of_shape) {
   row.busbw_gbps = row.algbw_gbps * bus;
   return row;
 }
+
+}  // namespace
 
 double calibrated_seconds(const plan::Cluster& cal, CollOp op, int p, double bytes, const CollBenchConfig& cfg,
                           Algorithm requested, bool shm) {

@@ -614,27 +614,19 @@ TEST(Simulator, RanksBeyondTheCoresPayTheCoresImbalanceBetweenMeetings) {
 }
 
 // The kernel's balancer evens out a long stretch of compute between meetings: alpha is the
-// short gap's up to the knee (kMeetingKneeS), a straight line in log-log from there to the
-// long gap's alpha at its stretch (never above the short's), then down with the tail's
-// exponent; without a long gap timed, that tail from the knee.
+// calibrated one up to the knee (kMeetingKneeS), then falls with the tail's exponent.
 TEST(Simulator, TheMeetingPenaltyShrinksWithTheStretchBetweenMeetings) {
   Cluster c = ideal(2);
   c.intra_sizes.meeting_penalty_by_ranks = {{4, 0.2}, {8, 0.4}};
-  const double knee = kMeetingKneeS, g_long = kMeetingLongGapUs * 1e-6 * 4 / 2;
+  const double knee = kMeetingKneeS;
   EXPECT_DOUBLE_EQ(c.meeting_penalty(4, 0), 0.2);
+  EXPECT_DOUBLE_EQ(c.meeting_penalty(4, knee / 2), 0.2);
   EXPECT_DOUBLE_EQ(c.meeting_penalty(4, knee), 0.2);
   EXPECT_NEAR(c.meeting_penalty(4, 4 * knee), 0.2 * std::pow(0.25, kMeetingTailExponent), 1e-12);
-  c.intra_sizes.meeting_penalty_long_by_ranks = {{4, 0.02}, {8, 0.02}};
-  EXPECT_DOUBLE_EQ(c.meeting_penalty(4, knee), 0.2);
-  EXPECT_NEAR(c.meeting_penalty(4, g_long), 0.02, 1e-12);
-  EXPECT_NEAR(c.meeting_penalty(4, std::sqrt(knee * g_long)), std::sqrt(0.2 * 0.02), 1e-12);  // halfway in log-log
-  EXPECT_NEAR(c.meeting_penalty(4, 9 * g_long), 0.02 * std::pow(1.0 / 9, kMeetingTailExponent), 1e-12);
-  EXPECT_NEAR(c.meeting_penalty(8, kMeetingLongGapUs * 1e-6 * 8 / 2), 0.02, 1e-12);
+  EXPECT_NEAR(c.meeting_penalty(8, 9 * knee), 0.4 * std::pow(1.0 / 9, kMeetingTailExponent), 1e-12);
+  EXPECT_NEAR(c.meeting_penalty(6, 9 * knee), 0.3 * std::pow(1.0 / 9, kMeetingTailExponent), 1e-12);
   EXPECT_DOUBLE_EQ(c.meeting_penalty(2, 1.0), 0.0);  // ranks that fit the cores
-  c.intra_sizes.meeting_penalty_long_by_ranks = {{4, 0.5}};
-  EXPECT_DOUBLE_EQ(c.meeting_penalty(4, g_long), 0.2);
   // A data-parallel GPT meets once a step: its whole forward and backward is one stretch.
-  c.intra_sizes.meeting_penalty_long_by_ranks = {{4, 0.02}, {8, 0.02}};
   Cluster none = c;
   none.intra_sizes.meeting_penalty_by_ranks.clear();
   ModelSpec g = ModelSpec::parse(kGpt);
@@ -642,9 +634,6 @@ TEST(Simulator, TheMeetingPenaltyShrinksWithTheStretchBetweenMeetings) {
   const double z_none = simulate(g, zero1, none, 16).compute_s;
   EXPECT_NEAR(simulate(g, zero1, c, 16).compute_s, (1 + c.meeting_penalty(4, z_none)) * z_none, 1e-9);
   EXPECT_LT(c.meeting_penalty(4, z_none), 0.2);
-  // Through the calibration file and back.
-  const LinkSizes back = link_sizes_from_json(link_sizes_json(c.intra_sizes), "roundtrip");
-  EXPECT_EQ(back.meeting_penalty_long_by_ranks, c.intra_sizes.meeting_penalty_long_by_ranks);
 }
 
 TEST(Simulator, TheOptimizerSetsItsStateAndTheRateOfItsStep) {
