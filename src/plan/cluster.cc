@@ -22,7 +22,6 @@ namespace {
 // cores (ranks that fit them meet balanced); no allocation: the planner calls this once per
 // layout it prices. 0 where the table is empty.
 double penalty_at(const std::map<int, double>& by_ranks, int cores, int ranks_on_node) {
-  if (by_ranks.empty()) return 0;
   double lo_r = std::max(1, cores), lo_a = 0;
   for (const auto& [r, a] : by_ranks) {
     if (r <= cores) continue;
