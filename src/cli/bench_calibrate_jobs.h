@@ -23,7 +23,6 @@
 #include <nlohmann/json.hpp>
 
 #include "plan/calibration_carry.h"
-#include "plan/cluster.h"
 
 namespace dtrain::cli {
 
@@ -37,7 +36,7 @@ constexpr const char* kWindowSizes = "16K,64K,256K,1M,4M,16M,64M";
 constexpr int kVerdictMaxPasses = 5;
 // The compute each rank burns before every call when the gap factor is measured: about an
 // MLP step's per-rank compute at 4-8 ranks (training's calls are that far apart).
-constexpr int kGapUs = plan::kMeetingGapUs;
+constexpr int kGapUs = 600;
 // Passes of it, the lowest factor kept: three calibrations a few minutes apart read x1.40,
 // x1.40 and x2.04 at 8 ranks with two. A factor, mixed or of one verdict, needs
 // kGapMinCounted passes that counted (ran in one placement of the cores): with three passes

@@ -132,13 +132,13 @@ double measured_prediction(const plan::LayoutRuns& lr, double planned, std::stri
   return own.size() == lr.runs.size() ? median(own, "the runs' own predictions") : planned;
 }
 
-std::string verdict_words(const plan::PlanResult& r, const std::vector<plan::LayoutRuns>& runs) {
-  const plan::MeasuredVerdict v = plan::judge_measured(runs);
+std::string verdict_words(const plan::PlanResult& r, const std::vector<plan::LayoutRuns>& runs,
+                          const plan::MeasuredVerdict& v) {
   char line[512];
   if (runs.size() == 1) return "";
   if (v.fastest == 0) {
     std::snprintf(line, sizeof line, "the chosen layout measured fastest of the %zu (median %.3f ms)%s", runs.size(),
-                  runs[0].median_s * 1e3, runs.size() > 1 && runs[0].runs.size() < 2 ? "; one run each" : "");
+                  runs[0].median_s * 1e3, runs[0].runs.size() < 2 ? "; one run each" : "");
     return line;
   }
   std::snprintf(line, sizeof line, "measured fastest: #%zu %s, median %.3f ms; the chosen (#1) %.3f ms, %+.1f%%", v.fastest + 1,
@@ -175,7 +175,7 @@ std::string measured_table(const plan::PlanResult& r, const std::vector<plan::La
     if (!cores.empty()) out += "  (2-rank path: cores " + cores + ")";
     out += "\n";
   }
-  const std::string verdict = verdict_words(r, runs);
+  const std::string verdict = verdict_words(r, runs, plan::judge_measured(runs));
   return verdict.empty() ? out : out + verdict + "\n";
 }
 
@@ -196,7 +196,7 @@ nlohmann::json measured_json(const plan::PlanResult& r, const std::vector<plan::
           {"chosen_excess", v.chosen_excess},
           {"judged", v.judged},
           {"apart", v.apart},
-          {"verdict", verdict_words(r, runs)}};
+          {"verdict", verdict_words(r, runs, v)}};
 }
 
 int plan_train_cmd(const Args& args) {

@@ -17,24 +17,20 @@ int Cluster::ranks_on_node(int n) const {
   return n;
 }
 
-namespace {
-// alpha at r ranks from the calibrated table: walk the counts up from an implicit 0 at the
-// cores (ranks that fit them meet balanced); no allocation: the planner calls this once per
-// layout it prices. 0 where the table is empty.
-double penalty_at(const std::map<int, double>& by_ranks, int cores, int ranks_on_node) {
-  double lo_r = std::max(1, cores), lo_a = 0;
-  for (const auto& [r, a] : by_ranks) {
-    if (r <= cores) continue;
-    if (r >= ranks_on_node) return lo_a + (a - lo_a) * (ranks_on_node - lo_r) / (r - lo_r);
-    lo_r = r, lo_a = a;
-  }
-  return lo_a;
-}
-}  // namespace
-
 double Cluster::meeting_penalty(int ranks_on_node, double stretch_s) const {
   if (ranks_on_node <= cores_per_node) return 0;
-  const double a = std::max(0.0, penalty_at(intra_sizes.meeting_penalty_by_ranks, cores_per_node, ranks_on_node));
+  // Walk the calibrated counts up from an implicit 0 at the cores (ranks that fit them meet
+  // balanced); no allocation: the planner calls this once per layout it prices.
+  double lo_r = std::max(1, cores_per_node), lo_a = 0, a = -1;
+  for (const auto& [r, at] : intra_sizes.meeting_penalty_by_ranks) {
+    if (r <= cores_per_node) continue;
+    if (r >= ranks_on_node) {
+      a = lo_a + (at - lo_a) * (ranks_on_node - lo_r) / (r - lo_r);
+      break;
+    }
+    lo_r = r, lo_a = at;
+  }
+  if (a < 0) a = lo_a;
   return stretch_s <= kMeetingKneeS ? a : a * std::pow(kMeetingKneeS / stretch_s, kMeetingTailExponent);
 }
 

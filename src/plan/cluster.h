@@ -50,9 +50,6 @@
 
 namespace dtrain::plan {
 
-// The CPU each rank computes before every all-reduce when the calibration times the meeting
-// penalty (LinkSizes::meeting_penalty_by_ranks).
-inline constexpr int kMeetingGapUs = 600;
 // Cluster::meeting_penalty's shape in the stretch of compute between meetings: the calibrated
 // alpha up to the knee (about the kernel's scheduling period on 2 cores: a sweep of the gap,
 // 2026-12-02, read no decay up to 4.8 ms at 4 ranks and 0.21 -> 0.13 from 2.4 to 9.6 ms at 8),
@@ -100,8 +97,8 @@ struct LinkSizes {
   // the EPYC VM, 2026-12-01) put that excess at 9-17% of g p / c at 4 ranks and 20-31% at
   // 8 (the rounds' medians), the excess growing with g, where free-running processes share the cores evenly (the slowdown
   // curve: 2.0-2.2 at 4 processes on 2 cores). Cluster::meeting_penalty reads it.
-  // Timed with g = kMeetingGapUs. The kernel's balancer evens out a long stretch, so its
-  // share shrinks (Cluster::meeting_penalty's stretch).
+  // Timed with g = 600 us (cli/bench_calibrate_jobs.h kGapUs). The kernel's balancer evens
+  // out a long stretch, so its share shrinks (Cluster::meeting_penalty's stretch).
   std::map<int, double> meeting_penalty_by_ranks;
   // By rank count: the smallest all-reduce, in bytes, from which every measured size went
   // through the shared-memory context's slots ("allreduce_slots_from_by_ranks": {"2": 262144};
