@@ -116,6 +116,18 @@ for round in $(seq 1 "$ROUNDS"); do
       # tp inside a job whose ranks outnumber the cores (simulator.cc tp_block_ratio)
       run gpt-hybrid-tp "$n" --strategy hybrid --dp $((n / 4)) --tp 2 --pp 2 --microbatches 4 "${GARGS[@]}" --batch 16
     fi
+    # The same strategies over tcp (loopback on this host; TCP=0 leaves them out): the run
+    # records its transport and the prediction prices the tcp link's tables instead of the
+    # shared-memory paths (plan/fabric.cc over_fabric).
+    if [ "${TCP:-1}" = 1 ] && [ "$n" -le 4 ]; then
+      run ddp-tcp "$n" --strategy ddp --transport tcp "${MLP[@]}"
+      run localsgd-tcp "$n" --strategy localsgd --transport tcp "${MLP[@]}"
+      run gossip-tcp "$n" --strategy gossip --transport tcp "${MLP[@]}"
+      run ps-tcp "$n" --strategy ps --servers 1 --sync --transport tcp "${MLP[@]}"
+      run gpt-zero1-tcp "$n" --strategy zero --zero 1 --transport tcp "${GARGS[@]}" --batch $((12 * n))
+      run gpt-tp-tcp "$n" --strategy tp --transport tcp "${GARGS[@]}" --batch 12
+      run gpt-pp-1f1b-tcp "$n" --strategy pp --microbatches $((2 * n)) --schedule 1f1b --transport tcp "${GARGS[@]}" --batch $((4 * n))
+    fi
   done
 done
 

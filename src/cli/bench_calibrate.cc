@@ -167,6 +167,8 @@ Calibrated calibrate(Communicator& c, double seconds) {
   cp.source = "measured";
   Calibrated out{cp, {{"p", p}, {"allreduce", nlohmann::json::array()}, {"exchange", nlohmann::json::array()}}};
   const int peer = (c.rank() ^ 1) < p ? (c.rank() ^ 1) : c.rank();
+  const bool tcp = std::string(c.transport().kind()) == "tcp" && p > 1;
+  if (tcp) out.by_size["send"] = nlohmann::json::array();
   std::vector<float> rx(big);
   for (size_t bytes = 16u << 10; bytes <= big * 4; bytes *= 4) {
     const size_t count = bytes / 4;
@@ -186,7 +188,33 @@ Calibrated calibrate(Communicator& c, double seconds) {
     });
     out.by_size["allreduce"].push_back({static_cast<double>(bytes), t_ar});
     out.by_size["exchange"].push_back({static_cast<double>(bytes), t_x});
-    if (c.rank() == 0) std::printf("      %8zu B: all-reduce %8.1f us, exchange %8.1f us\n", bytes, t_ar * 1e6, t_x * 1e6);
+    // Over tcp also one way (ps's push and pull, a pipeline's sends): the kernel copies on
+    // both sides, so a two-way exchange costs about two one-way sends (plan/cluster.h
+    // LinkSizes::send); over shared memory each side copies its own half and an exchange is
+    // one way's time. Rank 0 sends to rank 1, its receive posted first as above.
+    double t_send = -1;
+    if (tcp) {
+      t_send = median_collective(c, seconds / 2, 5, [&] {
+        if (c.rank() > 1) {
+          barrier(c);
+          return;
+        }
+        if (c.rank() == 1) {
+          Request r = c.irecv(0, rx.data(), bytes, 0x7ca2);
+          barrier(c);
+          r.wait();
+        } else {
+          barrier(c);
+          c.isend(1, b.data(), bytes, 0x7ca2).wait();
+        }
+      });
+      out.by_size["send"].push_back({static_cast<double>(bytes), t_send});
+    }
+    if (c.rank() == 0) {
+      std::printf("      %8zu B: all-reduce %8.1f us, exchange %8.1f us", bytes, t_ar * 1e6, t_x * 1e6);
+      if (t_send >= 0) std::printf(", one way %8.1f us", t_send * 1e6);
+      std::printf("\n");
+    }
   }
   if (c.rank() == 0) {
     std::printf("%-5s p=%d  alpha %.2f us   beta %.3f GB/s   gamma %.3f GB/s   (ring 8 B: %.1f us, 16 MiB: %.1f us)\n",
@@ -257,8 +285,12 @@ void carry_other_placements(const std::string& path, const nlohmann::json& previ
     std::printf("  %s, measured %s\n", c.table.c_str(), plan::utc_minutes(c.measured_unix).c_str());
 }
 
+// hosts > 1: the ranks ran across that many hosts, and their tcp figures are the link between
+// hosts ("links_by_size"."hosts", with its alpha-beta-gamma as "link"; plan::over_fabric
+// prices a job across hosts with it), not this host's loopback tcp, which stays as it was.
 void write_calibration(const std::string& path, const std::vector<std::pair<std::string, Calibrated>>& measured,
-                       double compute_seconds, const std::vector<std::string>& models, bool by_ranks_threads) {
+                       double compute_seconds, const std::vector<std::string>& models, bool by_ranks_threads,
+                       int hosts = 1) {
   CostParams shm = default_cost_params("shm"), tcp = default_cost_params("tcp");
   std::ifstream in(path);
   nlohmann::json compute, by_size = nlohmann::json::object();
@@ -307,6 +339,13 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
                   u.fwd.fixed_s * 1e6, u.fwd.s_per_work * 1e12, u.bwd.fixed_s * 1e6, u.bwd.s_per_work * 1e12);
   }
   for (const auto& [kind, m] : measured) {
+    if (kind == "tcp" && hosts > 1) {
+      nlohmann::json& h = by_size["hosts"] = m.by_size;
+      h["hosts"] = hosts;
+      h["link"] = {{"alpha_us", m.cp.alpha_s * 1e6}, {"beta_gbps", 1e-9 / m.cp.beta_s_per_byte},
+                   {"gamma_gbps", 1e-9 / m.cp.gamma_s_per_byte}};
+      continue;
+    }
     (kind == "shm" ? shm : tcp) = m.cp;
     by_size[kind == "shm" ? "intra" : "inter"] = m.by_size;
   }
@@ -489,7 +528,11 @@ int bench_calibrate(const Args& args) {
     measured.emplace_back(transport_kind_name(kind), calibrate(c, seconds));
     c.barrier();
   }
-  if (info.rank == 0) write_calibration(out, measured, compute_seconds, extra, /*by_ranks_threads=*/false);
+  DT_CHECK(info.hosts <= 1 || std::find(kinds.begin(), kinds.end(), TransportKind::kShm) == kinds.end(), InvalidArgument,
+           "bench calibrate across " << info.hosts << " hosts times the tcp link between them: pass --transport tcp "
+           "--no-compute (shared memory and compute are each host's own: calibrate them on one host)");
+  if (info.rank == 0)
+    write_calibration(out, measured, compute_seconds, extra, /*by_ranks_threads=*/false, info.hosts);
   return 0;
 }
 

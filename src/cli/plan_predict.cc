@@ -148,9 +148,17 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
       far_share = fars / (closes + fars);
       verdict = far_share > 0.5 ? "far" : "close";
     }
+    // The fabric the run's transfers took (run.cc): over tcp, or across hosts, none of the
+    // shared-memory paths (nor the cores' verdicts, which choose among them) apply.
+    // (Ranks that the launcher put on several hosts but that share one machine's memory, as
+    // network namespaces of one host do, ran over shm: the transport is what counts.)
+    const std::string transport = measured.value("transport", std::string("shm"));
+    const bool over_tcp = transport == "tcp";
+    const int hosts = over_tcp ? measured.value("hosts", 1) : 1, ranks_per_host = measured.value("ranks_per_host", 0);
+    if (over_tcp) verdict.clear();
     auto predict = [&](const plan::Cluster& machine, plan::Cluster* used) {
-      plan::Cluster c = machine;
-      if (!verdict.empty()) c = plan::with_core_distance(machine, verdict == "far", &by_verdict);
+      plan::Cluster c = plan::over_fabric(machine, transport, hosts, ranks_per_host);
+      if (!verdict.empty()) c = plan::with_core_distance(c, verdict == "far", &by_verdict);
       plan::Prediction p = plan::simulate(m, l, c, f.batch);
       if (by_verdict && far_share > 0 && far_share < 1) {
         const bool far = verdict == "far";
@@ -175,6 +183,7 @@ nlohmann::json prediction_for_run(const TrainConfig& f, const nlohmann::json& me
          {"compute_ms", p.compute_s * 1e3}, {"comm_ms", p.comm_s * 1e3}, {"bubble_ms", p.bubble_s * 1e3},
          {"optimizer_ms", p.optimizer_s * 1e3}, {"memory_mb", p.memory_b() / 1e6},
          {"activations_mb", p.activations_b / 1e6}};
+    if (over_tcp) j["fabric"] = {{"transport", "tcp"}, {"hosts", hosts}};
     if (by_verdict) j["cores"] = verdict;  // priced with the figures of this verdict
     if (probe_s > 0) j["speed_probe_ms"] = probe_s * 1e3;
     if (machine.compute_scale != 1) j["compute_scale"] = machine.compute_scale;

@@ -244,7 +244,11 @@ int train_main(const Args& given) {
   if (launch::inside_launched_rank() && !f.was_given("ranks")) {
     // A rank of a job started by `dtrain run`, mpirun or srun: the job's size is -n, and a
     // job of several ranks trains with ddp unless told otherwise.
-    f.ranks = world_from_env().size;
+    const WorldInfo w = world_from_env();
+    f.ranks = w.size;
+    // Across hosts the transport is tcp (comm/transport.h: auto picks it), and the defaults
+    // that depend on it (ddp's ZeRO stage: config.cc) follow.
+    if (w.hosts > 1 && !f.was_given("transport")) f.transport = "tcp";
     if (!f.was_given("strategy")) f.strategy.clear();
     if (!f.was_given("zero")) f.zero = -1;  // the strategy's default, for the strategy now resolved
     resolve_defaults(f);

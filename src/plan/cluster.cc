@@ -144,10 +144,10 @@ std::map<std::string, std::vector<std::pair<double, double>>> optimizer_rates_fr
   return out;
 }
 
-std::vector<std::pair<double, double>> implied_betas(const LinkSizes& t, const CostParams& c, bool p2p) {
+std::vector<std::pair<double, double>> implied_betas(const LinkSizes& t, const CostParams& c, bool p2p, bool one_way) {
   std::vector<std::pair<double, double>> out;
   const double p = std::max(2, t.p), frac = (p - 1) / p;
-  for (const auto& [n, T] : p2p ? t.exchange : t.allreduce) {
+  for (const auto& [n, T] : !p2p ? t.allreduce : one_way && !t.send.empty() ? t.send : t.exchange) {
     if (n <= 0) continue;
     const double beta = p2p ? (T - c.alpha_s) / n : (T - 2 * (p - 1) * c.alpha_s - frac * n * c.gamma_s_per_byte) / (2 * frac * n);
     out.push_back({n, std::max(beta, 1e-12)});
@@ -209,9 +209,9 @@ double Cluster::measured_broadcast_s(int p, double bytes) const {
   return measured_in(intra_sizes.broadcast_by_ranks, p, bytes);
 }
 
-CostParams Cluster::link_at(bool inter_node, double bytes, bool p2p) const {
+CostParams Cluster::link_at(bool inter_node, double bytes, bool p2p, bool one_way) const {
   CostParams c = inter_node ? inter : intra;
-  c.beta_s_per_byte = beta_at(implied_betas(inter_node ? inter_sizes : intra_sizes, c, p2p), bytes, c.beta_s_per_byte);
+  c.beta_s_per_byte = beta_at(implied_betas(inter_node ? inter_sizes : intra_sizes, c, p2p, one_way), bytes, c.beta_s_per_byte);
   return c;
 }
 
@@ -239,6 +239,7 @@ LinkSizes link_sizes_from_json(const nlohmann::json& j, const std::string& where
   DT_CHECK(t.p >= 2, InvalidArgument, where << ".p must be >= 2 (ranks the all-reduce points were measured with)");
   t.allreduce = points(j, "allreduce", where);
   t.exchange = points(j, "exchange", where);
+  t.send = points(j, "send", where);
   for (auto [key, dst] : {std::pair<const char*, std::map<int, std::vector<std::pair<double, double>>>*>{
                               "allreduce_by_ranks", &t.allreduce_by_ranks},
                           {"reducescatter_by_ranks", &t.reducescatter_by_ranks},
@@ -336,6 +337,7 @@ double slots_from_sizes(const std::map<double, bool>& took_slots) {
 
 nlohmann::json link_sizes_json(const LinkSizes& t) {
   nlohmann::json j = {{"p", t.p}, {"allreduce", t.allreduce}, {"exchange", t.exchange}};
+  if (!t.send.empty()) j["send"] = t.send;
   for (const auto& [p, v] : t.allreduce_by_ranks) j["allreduce_by_ranks"][std::to_string(p)] = v;
   for (const auto& [p, v] : t.allreduce_window_by_ranks) j["allreduce_window_by_ranks"][std::to_string(p)] = v;
   for (const auto& [p, v] : t.reducescatter_by_ranks) j["reducescatter_by_ranks"][std::to_string(p)] = v;
@@ -704,6 +706,12 @@ Cluster this_machine(const std::string& path) {
     const auto& l = j["links_by_size"];
     if (l.contains("intra")) c.intra_sizes = link_sizes_from_json(l["intra"], path + ".links_by_size.intra");
     if (l.contains("inter")) c.inter_sizes = link_sizes_from_json(l["inter"], path + ".links_by_size.inter");
+    // The tcp link between hosts, where a calibration ran across them (bench_calibrate.cc).
+    if (l.contains("hosts") && l["hosts"].is_object() && l["hosts"].contains("link")) {
+      c.hosts_sizes = link_sizes_from_json(l["hosts"], path + ".links_by_size.hosts");
+      c.hosts_link = link(l["hosts"], "link", path + ".links_by_size.hosts");
+      c.hosts_calibrated = true;
+    }
   }
   if (!j.is_object() || !j.contains("compute") || !j["compute"].is_object()) return c;
   const auto& k = j["compute"];

@@ -67,6 +67,12 @@ constexpr int kCalibrationVersion = 3;
 struct LinkSizes {
   int p = 2;  // ranks the all-reduce points were measured with
   std::vector<std::pair<double, double>> allreduce, exchange;  // (bytes, seconds), bytes increasing
+  // A one-way transfer to one peer (bytes, seconds; "send"), timed where it differs from
+  // half an exchange: over tcp the kernel copies both ways on the two cores, and a two-way
+  // exchange of 1 MiB on loopback took 581 us where one way took 290-310 (2026-12-02). A
+  // shared-memory calibration times none (each side copies its own half: an exchange is
+  // one way's time), and one-way transfers take the exchange's figures.
+  std::vector<std::pair<double, double>> send;
   // All-reduce (bytes, seconds) measured at other rank counts (the ranks may outnumber the cores).
   std::map<int, std::vector<std::pair<double, double>>> allreduce_by_ranks;
   // Reduce-scatter and all-gather (bytes = the whole buffer, seconds) by rank count, 2 included:
@@ -138,7 +144,9 @@ nlohmann::json link_sizes_json(const LinkSizes& t);
 // The beta (s/byte) each measured point implies: all-reduce points through the ring formula
 // at t.p ranks with `base`'s alpha and gamma, exchange points as (T - alpha) / bytes; clamped
 // to >= 1e-12. Empty when the table is.
-std::vector<std::pair<double, double>> implied_betas(const LinkSizes& t, const CostParams& base, bool p2p);
+// one_way: a p2p transfer one way, from the "send" points where the table has them.
+std::vector<std::pair<double, double>> implied_betas(const LinkSizes& t, const CostParams& base, bool p2p,
+                                                     bool one_way = false);
 // Interpolates (bytes, beta) points in log(bytes); flat beyond the ends; `fallback` if empty.
 double beta_at(const std::vector<std::pair<double, double>>& betas, double bytes, double fallback);
 
@@ -244,6 +252,20 @@ struct Cluster {
   double memory_gb = 8;
   CostParams intra, inter;
   LinkSizes intra_sizes, inter_sizes;  // empty: cost every size from intra/inter's beta
+  // Whether a node's ranks reach each other through shared memory (ddp's gradient window,
+  // the collectives' slots and in-place reads, gossip's and sync ps's windows, the cores'
+  // cache hand-offs). False for a job whose transfers all go through the network stack (a
+  // run over tcp, on one host or several: over_fabric).
+  bool shared_memory = true;
+  // A job of n ranks whose ranks all share one node's memory: the executors' window paths.
+  bool shares_memory(int n) const { return shared_memory && ranks_on_node(n) >= n; }
+  // The tcp link between hosts as a calibration run across hosts timed it (the file's
+  // "links_by_size"."hosts"; `dtrain run --nnodes H ... -- dtrain bench calibrate --transport
+  // tcp --no-compute`); without it (hosts_calibrated false) over_fabric prices between hosts
+  // as this host's loopback tcp, and says so.
+  CostParams hosts_link;
+  LinkSizes hosts_sizes;
+  bool hosts_calibrated = false;
   // Calibrated forward/backward cost lines of the executors' units, by kind (calibrate_units.h);
   // a kind missing here is costed from gemm_flops and elementwise_bps.
   std::map<std::string, UnitCost> units;
@@ -303,8 +325,9 @@ struct Cluster {
   double measured_allgather_s(int p, double bytes) const;
   double measured_broadcast_s(int p, double bytes) const;
   double measured_allreduce_window_s(int p, double bytes) const;  // allreduce_window_by_ranks
-  // The link's alpha-beta-gamma for a transfer of `bytes` (see LinkSizes above).
-  CostParams link_at(bool inter_node, double bytes, bool p2p) const;
+  // The link's alpha-beta-gamma for a transfer of `bytes` (see LinkSizes above); one_way: a
+  // p2p transfer in one direction (LinkSizes::send where timed).
+  CostParams link_at(bool inter_node, double bytes, bool p2p, bool one_way = false) const;
 };
 
 Cluster load_cluster(const std::string& path);
@@ -338,6 +361,15 @@ std::map<std::string, std::vector<std::pair<double, double>>> mix_points_by_core
 Cluster at_compute_pace(Cluster c, double pace);
 // calibration_path: the calibration file (Settings::calibration_path() at the entry point).
 Cluster this_machine(const std::string& calibration_path);
+// The machine `c` as a job on `transport` ("shm", "tcp"; "" or "auto": shm on one host) over
+// `hosts` hosts of `ranks_per_host` ranks each sees it. Over tcp every transfer takes the tcp
+// link: intra becomes the calibration's tcp link and its tables (on one host, loopback), and
+// shared_memory is false, so no window, slot or hand-off of the shared-memory paths is
+// priced, nor their meeting penalty or gap factors (calibrated on them). Over several hosts
+// (always tcp), nodes = hosts and ranks_per_node = ranks_per_host, and the link between
+// nodes is hosts_link where a calibration timed it, else this host's loopback tcp; source
+// says which. hosts <= 1 and shm: c unchanged.
+Cluster over_fabric(Cluster c, const std::string& transport, int hosts, int ranks_per_host);
 // c with the 2-rank intra-node tables of the verdict "close" or "far" (a 2-rank job's
 // ShmContext::cores_far()) in place of the mixed ones, where the calibration measured that
 // verdict (LinkSizes::two_rank_by_cores), over the sizes the verdict's table spans (the mixed

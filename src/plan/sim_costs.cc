@@ -45,6 +45,9 @@ double allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks, bool
     if (t >= 0) return t * (gapped ? gap_factor(c, g.size) : 1.0) * beyond(c, node_ranks, g.size);
     return best_allreduce_s(g.size, bytes, c.link_at(false, bytes, false)) * beyond(c, node_ranks, 2);
   }
+  // Over tcp the executors run one flat collective across every rank (no hierarchy): each
+  // step of it waits on its slowest edge, a link between hosts.
+  if (!c.shared_memory) return best_allreduce_s(g.size, bytes, c.link_at(true, bytes, false)) * beyond(c, node_ranks, 2);
   return hierarchical_allreduce_s(g.size / per_node, per_node, bytes, c.link_at(false, bytes, false),
                                   c.link_at(true, bytes / per_node, false)) * beyond(c, node_ranks, 2);
 }
@@ -89,9 +92,9 @@ double allgather_s(const Cluster& c, Group g, double bytes, int node_ranks) {
 
 // The link a group's transfer of `bytes` uses: inside a node or between nodes; p2p for
 // point-to-point sends (the exchange figures), else the collective ones.
-CostParams link_of(const Cluster& c, Group g, double bytes, bool p2p) {
+CostParams link_of(const Cluster& c, Group g, double bytes, bool p2p, bool one_way) {
   int rpn = c.ranks_per_node > 0 ? c.ranks_per_node : g.size * g.stride;
-  return c.link_at(g.size * g.stride > rpn, bytes, p2p);
+  return c.link_at(g.size * g.stride > rpn, bytes, p2p, one_way);
 }
 
 namespace {

@@ -63,7 +63,7 @@ double allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks, bool
 double window_allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks, bool gapped = true);
 double reduce_scatter_s(const Cluster& c, Group g, double bytes, int node_ranks);
 double allgather_s(const Cluster& c, Group g, double bytes, int node_ranks);
-CostParams link_of(const Cluster& c, Group g, double bytes, bool p2p);
+CostParams link_of(const Cluster& c, Group g, double bytes, bool p2p, bool one_way = false);
 // Ranks that meet every step (ddp, gossip, sync ps) and share a core take turns on it, and
 // each comes back to caches its co-located peers filled: its parameters (`bytes`) are
 // fetched again every time it is switched in. Priced as k^2 refills at the element-wise rate, k the ranks

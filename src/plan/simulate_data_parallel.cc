@@ -188,7 +188,7 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // one lower than fitted: the model's unused gradient buffer went (2026-11-27, -0.94 MB).
   const int degree = workers <= 2 ? 1 : 2;  // the ring
   // gossip on one host exchanges through a shared-memory window (gossip.h), not messages.
-  const bool gossip_window = s == "gossip" && workers > 1 && c.ranks_on_node(workers) >= workers;
+  const bool gossip_window = s == "gossip" && workers > 1 && c.shares_memory(workers);
   // Models of memory traffic in gossip's mix (below), and its rate (Cluster::mix_bps),
   // looked up where the node's slots match the calibration's in all: it timed two ranks' four
   // slots of a model, and n ranks on the node hold 2n (8 ranks on 2 cores: 15 MB of slots for
@@ -222,7 +222,7 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     mix_bps = 1.0 / ((1.0 - across) / close_bps + across / mix_bps);
   }
   // So does a synchronous parameter server (param_server.h), its servers with the workers.
-  const bool ps_window = s == "ps" && l.ps_sync && c.ranks_on_node(n) >= n;
+  const bool ps_window = s == "ps" && l.ps_sync && c.shares_memory(n);
   double copies = 0;
   // (ddp keeps its one at one rank too: traced, the README's MLP at 1 rank held 23.8 MB
   // beyond weights, gradients and momentum, 2 x its 11.65 MB, one of them the model's unused
@@ -250,7 +250,7 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // Gossip's neighbour exchange is not an all-reduce (its inboxes are counted above).
   const double call_b = s == "ddp" && l.bucket_mb > 0 ? std::min(bytes, l.bucket_mb * (1 << 20)) : bytes;
   const auto measured_slots = c.intra_sizes.allreduce_slots_from_by_ranks.find(workers);
-  const bool one_node = c.ranks_on_node(workers) >= workers;
+  const bool one_node = c.shares_memory(workers);  // the shared-memory paths (not over tcp)
   const bool slots = one_node && call_b <= kShmSlotsBytes &&
                      (c.ranks_on_node(workers) > c.cores_per_node ||
                       (measured_slots != c.intra_sizes.allreduce_slots_from_by_ranks.end() && call_b >= measured_slots->second));
@@ -311,6 +311,18 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // (-7.7%). (Under the shared parameters the piece above is the same buffer.)
   const bool streamed_piece = ddp_window && !shared_params && workers == 2 &&
                               c.ranks_on_node(workers) <= c.cores_per_node && c.cores_verdict == "far";
+  // Over tcp (no shared memory: plan/fabric.cc) a message that arrives before its receive is
+  // posted waits in a buffer of its own (comm/transport.cc's unexpected messages): at worst
+  // every chunk a ring all-reduce receives, 2(N-1)/N of the model. Measured, the 0.94 MB MLP
+  // over loopback tcp, 1 run each (2026-12-02): ddp (--zero 0) 0.7 / 2.0 and localsgd 0.6 /
+  // 0.9 model copies above the other terms at 2 / 4 ranks. ddp's fused ZeRO falls back there
+  // to a reduce-scatter of a padded copy and an all-gather (coll/collectives.cc
+  // allreduce_apply): the copy, the rank's slice and the all-gather's chunks more (measured
+  // 3.0 / 2.3 copies above --zero 0's heap at 2 / 4 ranks).
+  if (!c.shared_memory && workers > 1 && (s == "ddp" || s == "localsgd" || fed)) {
+    copies += 2.0 * (workers - 1) / workers;
+    if (s == "ddp" && l.zero > 0) copies += 1 + 1.0 / workers + (workers - 1.0) / workers;
+  }
   p.buffers_b = copies * bytes +
                 (read_pieces ? (workers - 1) * std::min(kReadPieceBytes, bytes / workers) : 0) +
                 (shared_params ? kReadPieceBytes : 0) +
@@ -347,7 +359,7 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // copied into whole (ddp's gradient, ps's slots): Cluster::handoff_overwrite_s_per_byte.
   const double overwrite = c.handoff_overwrite_s_per_byte();
   if (s == "ddp" && workers > 1) {
-    if (node_n <= c.cores_per_node) {
+    if (node_n <= c.cores_per_node && c.shared_memory) {
       // One rank per core keeps its caches from step to step, except for the lines its peers
       // touched in the all-reduce: they read (N-1)/N of this rank's gradient in place (the
       // window), which the next backward takes back, and with the fused ZeRO wrote (N-1)/N
@@ -431,13 +443,15 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     // side as well, so the W transfers overlap; measured at W = 1 and 3 the push + pull took
     // about one exchange each way either way (W serial exchanges over-predicted W = 3 by 2.5x).
     double per_server = bytes / l.servers;
-    const CostParams lk = c.link_at(false, per_server, true);
+    // (Each of them one way: LinkSizes::send where the link has it; between hosts where the
+    // job spans them.)
+    const CostParams lk = link_of(c, Group{n, 1}, per_server, true, true);
     p.comm_s = 2 * (lk.alpha_s + per_server * lk.beta_s_per_byte) * comm_slow;
     // ... unless the server's own side is longer: it copies each of the W pushes out of its
     // ring and each of the W replies into one, one after another on its thread (one copy
     // of an exchange each: half its beta at the server's total, W x the slice), while the
     // workers wait for it: alone on the node, so not slowed by their number.
-    const double serial = 2 * workers * per_server * c.link_at(false, workers * per_server, true).beta_s_per_byte / 2;
+    const double serial = 2 * workers * per_server * link_of(c, Group{n, 1}, workers * per_server, true).beta_s_per_byte / 2;
     p.comm_s = std::max(p.comm_s, serial);
     // Through the window (sync, one host) a worker's gradient is computed in its slot; it
     // copies the slices out of the servers' slots, a server its slice into its slot (each
@@ -554,7 +568,7 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     // element-wise rate over 16 MiB arrays, which a model of a few MB, whose slots stay in
     // the caches, beats by ~2x (the 2-vCPU Xeon: 12.2 GB/s element-wise, the mix of the
     // validation's 0.94 MB model 22-27 GB/s).
-    const CostParams lk = c.link_at(false, gossip_window ? 1 : bytes, true);
+    const CostParams lk = link_of(c, all, gossip_window ? 1 : bytes, true);
     const double move = gossip_window ? (mix_shared ? 2 : 1) * degree * lk.alpha_s
                                       : degree * (lk.alpha_s + bytes * lk.beta_s_per_byte);
     p.comm_s = (move + mix_share * mix_models * bytes / mix_bps) * comm_slow;

@@ -247,7 +247,8 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
     p.over_memory = true;
     return p;
   }
-  const CostParams pl = link_of(c, ppg, act_bytes, true);
+  // A send goes one way: a stage's activation forward or its gradient back (LinkSizes::send).
+  const CostParams pl = link_of(c, ppg, act_bytes, true, true);
   // The stages' slowdown. A stage computes only part of the step, so fewer than n ranks
   // share the cores at any moment, and how many changes through the step: one stage in the
   // fill, up to min(P, M) in 1F1B's steady state. Each forward and backward is slowed by the

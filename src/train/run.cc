@@ -81,11 +81,13 @@ RunResult run_training(const TrainConfig& cfg, std::shared_ptr<Communicator> com
   // all of them round alike and results stay the same for any thread count.
   FlushDenormals ftz;
   const StrategyEntry& entry = check_config(cfg);
+  int hosts = 1, ranks_per_host = 0;  // as the launcher says (0: every rank on this host)
   if (!comm && (entry.distributed || cfg.is_gpt())) {
     // Flags over the environment, under any launcher (dtrain run, mpirun, srun): comm/world.h.
     WorldInfo world = world_from_env();
     if (cfg.was_given("transport")) world.transport.kind = parse_transport_kind(cfg.transport);
     if (cfg.was_given("timeout")) world.set_timeout(cfg.timeout);
+    hosts = world.hosts, ranks_per_host = world.local_size;
     comm = Communicator::from_world(std::move(world));
   }
   RunResult res;
@@ -161,6 +163,12 @@ RunResult run_training(const TrainConfig& cfg, std::shared_ptr<Communicator> com
     res.json = report_json(cfg, job, res.report, res.splits, res.world, stats);
     res.json["train_heap_mb"] = heap_mb;
     res.json["heap_baseline_mb"] = static_cast<double>(heap_baseline) / 1e6;
+    // The fabric the run's transfers took, which its prediction prices (plan::over_fabric).
+    if (comm && res.world > 1) {
+      res.json["transport"] = comm->transport().kind();
+      res.json["hosts"] = hosts;
+      if (hosts > 1) res.json["ranks_per_host"] = ranks_per_host;
+    }
     // Which 2-rank shared-memory path the run's collectives took (ShmContext's verdict; where
     // it was re-probed during the run, the verdict most of the distance-dependent calls ran
     // under, and the far share), so its prediction prices that path (cli/plan_predict.cc).

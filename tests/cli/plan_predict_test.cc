@@ -83,6 +83,34 @@ TEST(PlanPredict, ARunWhoseCoresMovedIsPricedHalfWithEachVerdict) {
   std::remove(cal.c_str());
 }
 
+// A run that went over tcp is priced on the tcp link, whatever its cores' verdict (which
+// chooses among shared-memory paths); across hosts, on the link between them, calibrated or
+// this host's loopback (and the source says which).
+TEST(PlanPredict, ARunOverTcpIsPricedOnTheTcpLink) {
+  const std::string cal = use_calibration("predict-tcp");
+  TrainConfig f;
+  f.strategy = "localsgd";
+  f.ranks = 4;
+  f.model = "mlp:784-256-128-10";
+  f.batch = 64;
+  const nlohmann::json shm = prediction_for_run(f, {{"cores_probed", "close"}, {"transport", "shm"}});
+  const nlohmann::json tcp = prediction_for_run(f, {{"cores_probed", "close"}, {"transport", "tcp"}, {"hosts", 1}});
+  ASSERT_FALSE(tcp.contains("error")) << tcp.dump();
+  EXPECT_GT(tcp["comm_ms"].get<double>(), shm["comm_ms"].get<double>());
+  EXPECT_EQ(tcp["fabric"]["transport"], "tcp");
+  EXPECT_FALSE(tcp.contains("cores")) << tcp.dump();  // no verdict's shared-memory tables
+  EXPECT_FALSE(shm.contains("fabric"));
+  EXPECT_NE(tcp["cluster"].get<std::string>().find("over tcp (loopback)"), std::string::npos) << tcp.dump();
+  const nlohmann::json hosts =
+      prediction_for_run(f, {{"transport", "tcp"}, {"hosts", 2}, {"ranks_per_host", 2}});
+  EXPECT_EQ(hosts["fabric"]["hosts"], 2);
+  EXPECT_NE(hosts["cluster"].get<std::string>().find("no calibration across hosts"), std::string::npos) << hosts.dump();
+  // Namespaces of one machine that the launcher called two hosts but whose ranks shared memory.
+  const nlohmann::json same = prediction_for_run(f, {{"cores_probed", "close"}, {"transport", "shm"}, {"hosts", 2}});
+  EXPECT_EQ(same["step_ms"], shm["step_ms"]);
+  std::remove(cal.c_str());
+}
+
 // A prediction whose unit was priced far past the calibration's shapes says which and how to
 // time the model's own lines.
 TEST(PlanPredict, TheLineNamesAUnitPricedPastTheTimedShapes) {

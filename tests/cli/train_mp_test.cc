@@ -347,7 +347,16 @@ TEST_F(TrainMp, DdpBatchSplitCutsAsAskedAndKeepsTheModel) {
   // Over TCP (no shared-memory context, so nothing says the ranks share cores) auto measures.
   Result tcp = run(common + "--transport tcp --json " + file("split-tcp.json"));
   ASSERT_EQ(tcp.code, 0) << tcp.output;
-  EXPECT_TRUE(load(file("split-tcp.json"))["epoch_rows"][1].contains("batch_share_min"));
+  const nlohmann::json over_tcp = load(file("split-tcp.json"));
+  EXPECT_TRUE(over_tcp["epoch_rows"][1].contains("batch_share_min"));
+  // The run records its fabric, which its prediction prices (plan/fabric.cc); ddp's default
+  // ZeRO stage over tcp is 0 (train/config.cc).
+  EXPECT_EQ(over_tcp["transport"], "tcp");
+  EXPECT_EQ(over_tcp["hosts"], 1);
+  EXPECT_EQ(over_tcp["prediction"]["fabric"]["transport"], "tcp") << over_tcp["prediction"].dump();
+  EXPECT_EQ(over_tcp["prediction"]["layout"].get<std::string>().find("zero"), std::string::npos)
+      << over_tcp["prediction"].dump();
+  EXPECT_EQ(runs["even"]["transport"], "shm");
   // --baseline's one-rank run takes no per-rank weights.
   Result base = run(common + "--batch-split 3,1 --baseline");
   ASSERT_EQ(base.code, 0) << base.output;

@@ -1,0 +1,47 @@
+// plan/fabric.cc — a machine model as a job over tcp, on one host or several, sees it
+// (plan/cluster.h over_fabric).
+//
+// The calibration times the links as the executors use them: shared memory inside a host
+// (windows, slots, in-place reads, each with its own tables) and tcp (on one host through
+// loopback; across hosts where `bench calibrate` ran across them). A job over tcp takes none
+// of the shared-memory paths, so its prediction keeps the compute figures and swaps the
+// links: the tcp link inside a node as well as between nodes.
+#include <algorithm>
+#include <string>
+
+#include "plan/cluster.h"
+
+namespace dtrain::plan {
+
+Cluster over_fabric(Cluster c, const std::string& transport, int hosts, int ranks_per_host) {
+  const bool tcp = transport == "tcp" || hosts > 1;
+  if (!tcp) return c;
+  // Every transfer through the network stack: the tcp link and its tables inside the node
+  // too, and none of the shared-memory paths' figures (the meeting penalty and gap factors
+  // live in the intra tables, timed on those paths).
+  c.shared_memory = false;
+  c.intra = c.inter;
+  c.intra_sizes = LinkSizes{};
+  c.intra_sizes.p = c.inter_sizes.p;
+  c.intra_sizes.allreduce = c.inter_sizes.allreduce;
+  c.intra_sizes.exchange = c.inter_sizes.exchange;
+  c.intra_sizes.send = c.inter_sizes.send;
+  // Tensor-parallel blocks were timed in place over shared memory, their all-reduces
+  // included: over tcp the formula prices them, with the tcp link's all-reduces.
+  c.tp_blocks.clear();
+  c.source += hosts > 1 ? ", over tcp" : ", over tcp (loopback)";
+  if (hosts > 1) {
+    c.nodes = hosts;
+    c.ranks_per_node = std::max(1, ranks_per_host);
+    if (c.hosts_calibrated) {
+      c.inter = c.hosts_link, c.inter_sizes = c.hosts_sizes;
+      c.source += ", " + std::to_string(hosts) + " hosts (the link between them calibrated)";
+    } else {
+      c.source += ", " + std::to_string(hosts) +
+                  " hosts (the link between them priced as this host's loopback tcp: no calibration across hosts)";
+    }
+  }
+  return c;
+}
+
+}  // namespace dtrain::plan

@@ -1,0 +1,128 @@
+// A job over tcp, on one host or across hosts, is priced on the tcp link and takes none of the
+// shared-memory paths (plan/fabric.cc over_fabric); a one-way send takes its own table.
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+#include "plan/cluster.h"
+#include "plan/simulator.h"
+#include "sim_test_util.h"
+
+namespace dtrain::plan {
+namespace {
+
+using testing::ideal;
+
+// This host: shared memory 10x faster than loopback tcp, a tcp table at 2 ranks whose one-way
+// sends take half an exchange, and a link between hosts 10x slower still.
+Cluster host() {
+  Cluster c = ideal(2);
+  c.intra.alpha_s = 1e-6, c.intra.beta_s_per_byte = 1e-10;
+  c.inter.alpha_s = 1e-5, c.inter.beta_s_per_byte = 1e-9;
+  c.inter_sizes.p = 2;
+  for (double b : {65536.0, 1048576.0, 16777216.0}) {
+    c.inter_sizes.allreduce.push_back({b, 2e-5 + b * 1e-9});
+    c.inter_sizes.exchange.push_back({b, 1e-5 + b * 1e-9});
+    c.inter_sizes.send.push_back({b, 1e-5 + b * 0.5e-9});
+  }
+  c.hosts_link.alpha_s = 5e-5, c.hosts_link.beta_s_per_byte = 1e-8;
+  c.hosts_sizes.p = 2;
+  c.hosts_calibrated = true;
+  c.intra_sizes.meeting_penalty_by_ranks[4] = 0.3;  // timed on the shared-memory paths
+  return c;
+}
+
+const ModelSpec& mlp() {
+  static const ModelSpec m = ModelSpec::parse("mlp:784-256-128-10");
+  return m;
+}
+
+Layout ddp(int n) {
+  Layout l;
+  l.strategy = "ddp";
+  l.dp = n;
+  return l;
+}
+
+TEST(Fabric, ShmLeavesTheMachineAsItIs) {
+  const Cluster c = host();
+  const Cluster same = over_fabric(c, "shm", 1, 0);
+  EXPECT_TRUE(same.shared_memory);
+  EXPECT_EQ(same.source, c.source);
+  EXPECT_DOUBLE_EQ(simulate(mlp(), ddp(2), same, 64).step_s, simulate(mlp(), ddp(2), c, 64).step_s);
+}
+
+TEST(Fabric, TcpOnOneHostTakesTheTcpLinkAndNoSharedMemoryPath) {
+  const Cluster c = host();
+  const Cluster tcp = over_fabric(c, "tcp", 1, 0);
+  EXPECT_FALSE(tcp.shared_memory);
+  EXPECT_FALSE(tcp.shares_memory(2));
+  EXPECT_TRUE(c.shares_memory(2));
+  EXPECT_DOUBLE_EQ(tcp.intra.alpha_s, c.inter.alpha_s);
+  EXPECT_NE(tcp.source.find("over tcp (loopback)"), std::string::npos) << tcp.source;
+  // The shared-memory paths' meeting penalty is not carried onto tcp.
+  EXPECT_GT(c.meeting_penalty(4), 0);
+  EXPECT_EQ(tcp.meeting_penalty(4), 0);
+  // The all-reduce is the tcp table's at its size (1 MiB: 20 us + 1.05 ms), not shared memory's.
+  const Prediction on_shm = simulate(mlp(), ddp(2), c, 64), on_tcp = simulate(mlp(), ddp(2), tcp, 64);
+  EXPECT_GT(on_tcp.comm_s, 5 * on_shm.comm_s);
+  EXPECT_NEAR(tcp.measured_allreduce_s(2, 1048576.0), 2e-5 + 1048576.0 * 1e-9, 1e-9);
+  // ddp's fused ZeRO over tcp keeps its padded copy, slice and staged chunks (simulate_data_parallel.cc).
+  Layout z = ddp(2);
+  z.zero = 1;
+  EXPECT_GT(simulate(mlp(), z, tcp, 64).memory_b(), simulate(mlp(), ddp(2), tcp, 64).memory_b());
+}
+
+TEST(Fabric, AOneWaySendTakesItsOwnTableWhereTheLinkHasOne) {
+  const Cluster tcp = over_fabric(host(), "tcp", 1, 0);
+  const double b = 1048576.0;
+  const double two_way = tcp.link_at(false, b, true).beta_s_per_byte;
+  const double one_way = tcp.link_at(false, b, true, true).beta_s_per_byte;
+  EXPECT_NEAR(two_way, 1e-9, 1e-12);
+  EXPECT_NEAR(one_way, 0.5e-9, 1e-12);
+  // Shared memory times no one-way table: a send takes the exchange's figure.
+  Cluster shm = host();
+  shm.intra_sizes = shm.inter_sizes;
+  shm.intra_sizes.send.clear();
+  EXPECT_DOUBLE_EQ(shm.link_at(false, b, true, true).beta_s_per_byte, shm.link_at(false, b, true).beta_s_per_byte);
+  // ps's push and pull are each one way.
+  Layout ps;
+  ps.strategy = "ps";
+  ps.dp = 2;
+  ps.ps_sync = true;
+  Cluster halved = tcp;
+  for (auto& [bytes, s] : halved.intra_sizes.send) s = 1e-5 + bytes * 0.25e-9;
+  EXPECT_LT(simulate(mlp(), ps, halved, 64).comm_s, simulate(mlp(), ps, tcp, 64).comm_s);
+}
+
+TEST(Fabric, AcrossHostsTheLinkBetweenThemIsTheCalibratedOne) {
+  Cluster c = host();
+  const Cluster two = over_fabric(c, "tcp", 2, 1);
+  EXPECT_EQ(two.nodes, 2);
+  EXPECT_EQ(two.ranks_per_node, 1);
+  EXPECT_DOUBLE_EQ(two.inter.beta_s_per_byte, 1e-8);
+  EXPECT_NE(two.source.find("the link between them calibrated"), std::string::npos) << two.source;
+  const Prediction one_host = simulate(mlp(), ddp(2), over_fabric(c, "tcp", 1, 0), 64);
+  const Prediction hosts = simulate(mlp(), ddp(2), two, 64);
+  EXPECT_GT(hosts.comm_s, 5 * one_host.comm_s);
+  // Without a calibration across hosts, the link is this host's loopback tcp, and it says so.
+  c.hosts_calibrated = false;
+  const Cluster guessed = over_fabric(c, "tcp", 2, 1);
+  EXPECT_DOUBLE_EQ(guessed.inter.beta_s_per_byte, c.inter.beta_s_per_byte);
+  EXPECT_NE(guessed.source.find("no calibration across hosts"), std::string::npos) << guessed.source;
+}
+
+TEST(Fabric, TheHostsTableRoundTripsThroughACalibrationFile) {
+  LinkSizes t;
+  t.p = 2;
+  t.allreduce = {{65536, 1e-3}};
+  t.exchange = {{65536, 1e-3}};
+  t.send = {{65536, 6e-4}, {1048576, 9e-3}};
+  const LinkSizes back = link_sizes_from_json(link_sizes_json(t), "test");
+  EXPECT_EQ(back.send, t.send);
+  nlohmann::json bad = link_sizes_json(t);
+  bad["send"] = nlohmann::json::array({nlohmann::json::array({1048576, 1e-3}), nlohmann::json::array({65536, 1e-3})});
+  EXPECT_THROW(link_sizes_from_json(bad, "test"), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace dtrain::plan
