@@ -42,6 +42,7 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -266,6 +267,10 @@ struct Cluster {
   CostParams hosts_link;
   LinkSizes hosts_sizes;
   bool hosts_calibrated = false;
+  // over_fabric's machine before it swapped the links (null otherwise): the tensor-parallel
+  // blocks were timed on its shared memory, so their excess over the formula is worked out
+  // against its all-reduces (simulate_model_parallel.cc tp_block_ratio).
+  std::shared_ptr<const Cluster> timed_on;
   // Calibrated forward/backward cost lines of the executors' units, by kind (calibrate_units.h);
   // a kind missing here is costed from gemm_flops and elementwise_bps.
   std::map<std::string, UnitCost> units;
@@ -365,7 +370,9 @@ Cluster this_machine(const std::string& calibration_path);
 // `hosts` hosts of `ranks_per_host` ranks each sees it. Over tcp every transfer takes the tcp
 // link: intra becomes the calibration's tcp link and its tables (on one host, loopback), and
 // shared_memory is false, so no window, slot or hand-off of the shared-memory paths is
-// priced, nor their meeting penalty or gap factors (calibrated on them). Over several hosts
+// priced, nor their gap factors; the meeting penalty (the cores' imbalance) stays, and
+// timed_on keeps the machine as calibrated for the tensor-parallel blocks timed on it,
+// and a one-way send takes LinkSizes::send. Over several hosts
 // (always tcp), nodes = hosts and ranks_per_node = ranks_per_host, and the link between
 // nodes is hosts_link where a calibration timed it, else this host's loopback tcp; source
 // says which. hosts <= 1 and shm: c unchanged.

@@ -5,8 +5,11 @@
 // (windows, slots, in-place reads, each with its own tables) and tcp (on one host through
 // loopback; across hosts where `bench calibrate` ran across them). A job over tcp takes none
 // of the shared-memory paths, so its prediction keeps the compute figures and swaps the
-// links: the tcp link inside a node as well as between nodes.
+// links: the tcp link inside a node as well as between nodes. What the shared-memory
+// calibration measured of the cores stays: the meeting penalty, and the tensor-parallel
+// blocks' excess over the formula (worked out against the machine as calibrated, timed_on).
 #include <algorithm>
+#include <memory>
 #include <string>
 
 #include "plan/cluster.h"
@@ -16,6 +19,8 @@ namespace dtrain::plan {
 Cluster over_fabric(Cluster c, const std::string& transport, int hosts, int ranks_per_host) {
   const bool tcp = transport == "tcp" || hosts > 1;
   if (!tcp) return c;
+  const Cluster machine = c;
+  c.timed_on = std::make_shared<const Cluster>(machine);
   // Every transfer through the network stack: the tcp link and its tables inside the node
   // too, and none of the shared-memory paths' figures (the meeting penalty and gap factors
   // live in the intra tables, timed on those paths).
@@ -26,9 +31,9 @@ Cluster over_fabric(Cluster c, const std::string& transport, int hosts, int rank
   c.intra_sizes.allreduce = c.inter_sizes.allreduce;
   c.intra_sizes.exchange = c.inter_sizes.exchange;
   c.intra_sizes.send = c.inter_sizes.send;
-  // Tensor-parallel blocks were timed in place over shared memory, their all-reduces
-  // included: over tcp the formula prices them, with the tcp link's all-reduces.
-  c.tp_blocks.clear();
+  // What the shared-memory tables measured of the cores rather than of the link stays: the
+  // meeting penalty (ranks beyond the cores finishing their compute one core at a time).
+  c.intra_sizes.meeting_penalty_by_ranks = machine.intra_sizes.meeting_penalty_by_ranks;
   c.source += hosts > 1 ? ", over tcp" : ", over tcp (loopback)";
   if (hosts > 1) {
     c.nodes = hosts;

@@ -73,8 +73,11 @@ TpRatio figure_ratio(const Cluster& c, const ModelSpec& m, double items, const T
 // timed degree up to it), applied to this degree's formula. Measured on 2 cores, hybrid dp2
 // tp2 pp2 at 8 ranks: 90.3 ms, predicted 106.6 with the 8-rank figure and 68.5 with the tp-2
 // one (docs/history/planner.md, eighteenth session).
-TpRatio tp_block_ratio(const Cluster& c, const ModelSpec& m, double items, int tp, int job_ranks) {
+// Over tcp (plan/fabric.cc) the blocks' excess is the one they showed on the shared memory
+// they were timed over (Cluster::timed_on); it scales the formula on the job's own link.
+TpRatio tp_block_ratio(const Cluster& job, const ModelSpec& m, double items, int tp, int job_ranks) {
   if (tp <= 1) return {};
+  const Cluster& c = job.timed_on ? *job.timed_on : job;
   const int on_node = c.ranks_on_node(job_ranks);
   if (on_node > c.cores_per_node && on_node > tp) {
     if (const TpBlockFigure* crowd = c.tp_block_for(m.heads, m.width, m.context, tp, on_node))

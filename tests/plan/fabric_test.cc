@@ -59,9 +59,11 @@ TEST(Fabric, TcpOnOneHostTakesTheTcpLinkAndNoSharedMemoryPath) {
   EXPECT_TRUE(c.shares_memory(2));
   EXPECT_DOUBLE_EQ(tcp.intra.alpha_s, c.inter.alpha_s);
   EXPECT_NE(tcp.source.find("over tcp (loopback)"), std::string::npos) << tcp.source;
-  // The shared-memory paths' meeting penalty is not carried onto tcp.
+  // The meeting penalty is the cores' imbalance, whatever the link: it stays.
   EXPECT_GT(c.meeting_penalty(4), 0);
-  EXPECT_EQ(tcp.meeting_penalty(4), 0);
+  EXPECT_EQ(tcp.meeting_penalty(4), c.meeting_penalty(4));
+  ASSERT_TRUE(tcp.timed_on);
+  EXPECT_TRUE(tcp.timed_on->shared_memory);
   // The all-reduce is the tcp table's at its size (1 MiB: 20 us + 1.05 ms), not shared memory's.
   const Prediction on_shm = simulate(mlp(), ddp(2), c, 64), on_tcp = simulate(mlp(), ddp(2), tcp, 64);
   EXPECT_GT(on_tcp.comm_s, 5 * on_shm.comm_s);
@@ -104,6 +106,23 @@ TEST(Fabric, AcrossHostsTheLinkBetweenThemIsTheCalibratedOne) {
   const Prediction one_host = simulate(mlp(), ddp(2), over_fabric(c, "tcp", 1, 0), 64);
   const Prediction hosts = simulate(mlp(), ddp(2), two, 64);
   EXPECT_GT(hosts.comm_s, 5 * one_host.comm_s);
+  // A tensor-parallel pair split across the hosts pays their link at every block (a slow one
+  // here: 1 MB/s, against compute at 1 GFLOP/s).
+  Cluster slow = c;
+  slow.hosts_link.beta_s_per_byte = 1e-6;
+  // Its blocks timed in place on this host's shared memory: their excess over the formula is
+  // worked out against that memory's all-reduces, not the hosts' link (which would read the
+  // timed block as nearly free of it).
+  TpBlockFigure fig;
+  fig.heads = 4, fig.width = 64, fig.context = 32, fig.tp = 2, fig.ranks = 2;
+  fig.points = {{8, 0.01, 0.02}};
+  slow.tp_blocks.push_back(fig);
+  Layout tp;
+  tp.strategy = "tp";
+  tp.tp = 2;
+  const ModelSpec gpt = ModelSpec::parse(testing::kGpt);
+  EXPECT_GT(simulate(gpt, tp, over_fabric(slow, "tcp", 2, 1), 8).step_s,
+            1.5 * simulate(gpt, tp, over_fabric(slow, "tcp", 1, 0), 8).step_s);
   // Without a calibration across hosts, the link is this host's loopback tcp, and it says so.
   c.hosts_calibrated = false;
   const Cluster guessed = over_fabric(c, "tcp", 2, 1);
