@@ -5,7 +5,7 @@
 # --transport tcp --no-compute`: the file's "links_by_size"."hosts"), then trains every
 # data-parallel strategy and the GPT's across the two and prints each run's predicted step
 # and memory beside the measured ones, as scripts/validate_planner.sh does on one host.
-# Usage (root, iproute2 with tbf): OUT=/tmp/dv-hosts [RATE=1gbit] [ROUNDS=1] [ONLY=regex]
+# Usage (root, iproute2 with tbf): OUT=/tmp/dv-hosts [RATE=1gbit] [BURST=32kb] [ROUNDS=1] [ONLY=regex]
 #   scripts/validate_hosts.sh [BUILD_DIR]
 # The calibration starts from $DTRAIN_CALIBRATION (or ~/.cache/dtrain/calibration.json),
 # copied into $OUT: compute and this host's links come from there (run `dtrain bench
@@ -16,6 +16,10 @@ BUILD=${1:-build}
 BIN=$(realpath "$BUILD/bin/dtrain")
 OUT=${OUT:-/tmp/dtrain-validate-hosts}
 RATE=${RATE:-1gbit}
+# The shaper's bucket: a transfer up to this size passes at the veth's own speed once the
+# bucket has refilled (compute between a job's calls refills it). 256kb let a tensor-parallel
+# step's 393 KB all-reduces through at several times the rate; 32kb holds even 16 KiB to it.
+BURST=${BURST:-32kb}
 ROUNDS=${ROUNDS:-1}
 DATA=${DTRAIN_SHARED_DATA:-../shared/data}
 TEXT=text:$(realpath -m "$DATA/tinyshakespeare/input.txt.gz")
@@ -44,8 +48,8 @@ ip -n "$H0" addr add "$NET.1/24" dev "$VA" && ip -n "$H1" addr add "$NET.2/24" d
 for n in "$H0" "$H1"; do ip -n "$n" link set lo up; done
 ip -n "$H0" link set "$VA" up && ip -n "$H1" link set "$VB" up
 if [ "$RATE" != none ]; then
-  ip netns exec "$H0" tc qdisc add dev "$VA" root tbf rate "$RATE" burst 256kb latency 50ms
-  ip netns exec "$H1" tc qdisc add dev "$VB" root tbf rate "$RATE" burst 256kb latency 50ms
+  ip netns exec "$H0" tc qdisc add dev "$VA" root tbf rate "$RATE" burst "$BURST" latency 50ms
+  ip netns exec "$H1" tc qdisc add dev "$VB" root tbf rate "$RATE" burst "$BURST" latency 50ms
 fi
 
 PORT=29700
@@ -74,9 +78,11 @@ run() {  # name args...
   local name=$1
   shift
   if [ -n "${ONLY:-}" ] && ! [[ $name =~ $ONLY ]]; then return; fi
-  local j=$OUT/$name-r$round.json
-  if ! across "$OUT/$name-r$round.log" train --quiet --json "$j" "$@"; then
-    printf "%-20s FAILED (see %s)\n" "$name" "$OUT/$name-r$round.log"
+  local j=$OUT/$name-n2-r$round.json
+  # The run's flags, one a line: scripts/repredict_validation.py prices it again from them.
+  printf '%s\n' -n 2 "$@" >"$OUT/$name-n2-r$round.args"
+  if ! across "$OUT/$name-n2-r$round.log" train --quiet --json "$j" "$@"; then
+    printf "%-20s FAILED (see %s)\n" "$name" "$OUT/$name-n2-r$round.log"
     return
   fi
   jq -r --arg name "$name" --arg r "$round" '.prediction as $p |

@@ -349,7 +349,12 @@ int plan_run_cmd(const Args& args) {
   }
   DT_CHECK(run.is_object() && run.contains("strategy") && run.contains("world_size"), InvalidArgument,
            "dtrain plan run: " << args[0] << " has no strategy or world_size: not a dtrain train --json report");
-  const TrainConfig f = parse_train_flags(Args(args.begin() + 1, args.end()));
+  Args flags(args.begin() + 1, args.end());
+  // A run across hosts went over tcp without the flag (train_cmd.cc), and the defaults that
+  // follow the transport (ddp's ZeRO stage) are the ones it ran with.
+  const bool flagged = std::any_of(flags.begin(), flags.end(), [](const std::string& a) { return a.rfind("--transport", 0) == 0; });
+  if (!flagged && run.value("transport", std::string()) == "tcp") flags.insert(flags.end(), {"--transport", "tcp"});
+  const TrainConfig f = parse_train_flags(flags);
   auto agree = [&](const char* what, const std::string& flag, const std::string& recorded) {
     DT_CHECK(flag == recorded, InvalidArgument,
              "dtrain plan run: the flags say " << what << " " << flag << " but " << args[0] << " records " << recorded

@@ -130,6 +130,11 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
   Group tpg{l.tp, 1}, ppg{l.pp, l.tp}, dpg{l.dp, l.tp * l.pp};
   const double act_bytes = items * m.context * m.width * kF;
   const double tp_ar = allreduce_s(c, tpg, act_bytes, node_n);
+  // Over tcp the blocks' ratio (tp_block_ratio) scales what they were timed with, the shared
+  // memory's all-reduce; what the job's own link adds beyond that is added as it is. (Scaled
+  // too, the ratio's waits at shared-memory speed charged the 1 Gbit/s link's transfers
+  // again: gpt-tp across two hosts +79%, scripts/validate_hosts.sh.)
+  const double tp_ar_timed = c.timed_on ? std::min(tp_ar, allreduce_s(*c.timed_on, tpg, act_bytes, node_n)) : tp_ar;
   // f, b: forward and backward compute before any slowdown; fc, bc: the tp all-reduces in them.
   struct Piece {
     double f = 0, b = 0, fc = 0, bc = 0, params = 0, act = 0, out = 0, transient = 0;
@@ -168,8 +173,8 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
         pc.f += ps.f * rf;
         pc.b += ps.b * rb + (recompute && x.block ? ps.f * rf : 0);
       }
-      pc.fc += x.block ? 2 * tp_ar * rf : 0;
-      pc.bc += x.block ? 2 * tp_ar * rb : 0;
+      pc.fc += x.block ? 2 * (tp_ar_timed * rf + tp_ar - tp_ar_timed) : 0;
+      pc.bc += x.block ? 2 * (tp_ar_timed * rb + tp_ar - tp_ar_timed) : 0;
       pc.params += x.block ? x.params / l.tp : x.params;
       pc.blocks |= x.block, pc.head |= x.kind == "gpt_head";
       // Kept activations: calibrated heap bytes per item (a block's scaled by the closed

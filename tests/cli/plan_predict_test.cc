@@ -35,13 +35,19 @@ std::string use_calibration(const std::string& name) {
   return cal;
 }
 
-TEST(PlanPredict, ARunWhoseCoresMovedIsPricedHalfWithEachVerdict) {
-  const std::string cal = use_calibration("predict-cal");
+// The run the tests price: an MLP on 4 ranks, batch 64.
+TrainConfig mlp_run(const char* strategy) {
   TrainConfig f;
-  f.strategy = "localsgd";  // its averages are all-reduces at 4 ranks, priced by the tables
+  f.strategy = strategy;
   f.ranks = 4;
   f.model = "mlp:784-256-128-10";
   f.batch = 64;
+  return f;
+}
+
+TEST(PlanPredict, ARunWhoseCoresMovedIsPricedHalfWithEachVerdict) {
+  const std::string cal = use_calibration("predict-cal");
+  const TrainConfig f = mlp_run("localsgd");  // its averages are all-reduces at 4 ranks, priced by the tables
   auto step_ms = [&](const char* start, const char* end) {
     nlohmann::json measured = {{"cores_probed", start}};
     if (end) measured["cores_probed_end"] = end;
@@ -88,11 +94,7 @@ TEST(PlanPredict, ARunWhoseCoresMovedIsPricedHalfWithEachVerdict) {
 // this host's loopback (and the source says which).
 TEST(PlanPredict, ARunOverTcpIsPricedOnTheTcpLink) {
   const std::string cal = use_calibration("predict-tcp");
-  TrainConfig f;
-  f.strategy = "localsgd";
-  f.ranks = 4;
-  f.model = "mlp:784-256-128-10";
-  f.batch = 64;
+  const TrainConfig f = mlp_run("localsgd");
   const nlohmann::json shm = prediction_for_run(f, {{"cores_probed", "close"}, {"transport", "shm"}});
   const nlohmann::json tcp = prediction_for_run(f, {{"cores_probed", "close"}, {"transport", "tcp"}, {"hosts", 1}});
   ASSERT_FALSE(tcp.contains("error")) << tcp.dump();
@@ -170,11 +172,7 @@ TEST(PlanPredict, PlanTrainNamesAUnitPricedPastTheTimedShapes) {
 // from the run's measurements and its flags; flags that contradict the report are refused.
 TEST(PlanPredict, PlanRunPricesARecordedRunAgain) {
   const std::string cal = use_calibration("plan-run-cal");
-  TrainConfig f;
-  f.strategy = "ps";
-  f.ranks = 4;
-  f.model = "mlp:784-256-128-10";
-  f.batch = 64;
+  TrainConfig f = mlp_run("ps");
   f.servers = 1;
   f.sync = true;
   nlohmann::json run = {{"strategy", "ps"}, {"world_size", 4}, {"model", f.model}, {"batch", 64},
