@@ -248,7 +248,7 @@ const std::vector<StrategyEntry>& strategies() {
          set_model_strategy<HogwildHot>(job, *job.model, &job.lr, o);
        },
        {}},
-      {"ddp", "synchronous all-reduce SGD over -n N ranks, gradient buckets overlapped with backward (default for -n > 1); by default each rank steps its 1/N of every bucket inside the bucket's all-reduce (--zero 1; --zero 0: a full optimizer per rank, --zero 2: no gradient kept between steps)",
+      {"ddp", "synchronous all-reduce SGD over -n N ranks, gradient buckets overlapped with backward (default for -n > 1); by default each rank steps its 1/N of every bucket inside the bucket's all-reduce (--zero 1; over tcp --zero 0; --zero 0: a full optimizer per rank, --zero 2: no gradient kept between steps)",
        Models::kBoth, true,
        ddp_flags,
        [](TrainJob& job, const StrategyContext& ctx) {

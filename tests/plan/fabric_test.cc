@@ -74,6 +74,22 @@ TEST(Fabric, TcpOnOneHostTakesTheTcpLinkAndNoSharedMemoryPath) {
   EXPECT_GT(simulate(mlp(), z, tcp, 64).memory_b(), simulate(mlp(), ddp(2), tcp, 64).memory_b());
 }
 
+// Over tcp a rank off its core when a peer's model arrives leaves it waiting in the
+// transport's buffers: one model more with more ranks than cores (simulate_data_parallel.cc).
+TEST(Fabric, RanksBeyondTheCoresOverTcpKeepAMessageMore) {
+  Layout g;
+  g.strategy = "gossip";
+  g.dp = 4;
+  Cluster wide = host();
+  wide.cores_per_node = 4;
+  const double model = 235146 * 4.0;
+  const double beyond = simulate(mlp(), g, over_fabric(host(), "tcp", 1, 0), 64).memory_b();
+  const double fits = simulate(mlp(), g, over_fabric(wide, "tcp", 1, 0), 64).memory_b();
+  EXPECT_NEAR(beyond - fits, model, 1.0);
+  // Over shared memory the window holds the models: no such message.
+  EXPECT_NEAR(simulate(mlp(), g, host(), 64).memory_b(), simulate(mlp(), g, wide, 64).memory_b(), 1.0);
+}
+
 TEST(Fabric, AOneWaySendTakesItsOwnTableWhereTheLinkHasOne) {
   const Cluster tcp = over_fabric(host(), "tcp", 1, 0);
   const double b = 1048576.0;
