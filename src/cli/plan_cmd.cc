@@ -221,14 +221,29 @@ int plan_train_cmd(const Args& args) {
   bool json = f.get_bool("json", "print JSON instead of a table");
   std::string cores = f.get_string("cores", "", "close or far: price 2-rank shared-memory paths and cross-core cache rates as a "
                                                 "2-rank job whose probe found its cores so (default: the calibration's mixed figures)");
+  std::string transport = f.get_string("transport", "shm", "shm or tcp: the fabric the job will run on here (tcp: the "
+                                                           "calibration's tcp tables, none of the shared-memory paths)");
+  int hosts = static_cast<int>(f.get_int("hosts", 1, 1, 1 << 20, "hosts like this one the ranks will span, --ranks / H each "
+                                                                 "(over tcp; the link between them is the one `dtrain bench "
+                                                                 "calibrate` timed across hosts: docs/PLANNER.md)"));
   if (f.help_requested()) {
     std::printf("%s", f.help_text("--model gpt:layers=4,heads=4,width=128,context=64 --ranks 8 [--measure 3 --data text:input.txt]").c_str());
     return 0;
   }
   f.finish();
+  DT_CHECK(transport == "shm" || transport == "tcp", InvalidArgument, "--transport takes shm or tcp (got '" << transport << "')");
+  const bool over_tcp = transport == "tcp" || hosts > 1;
+  DT_CHECK(cluster.empty() || !over_tcp, InvalidArgument,
+           "--transport tcp and --hosts describe jobs on this machine's calibration; a --cluster file describes its own "
+           "nodes and links (\"nodes\", \"inter\"): drop one of them");
+  DT_CHECK(ranks % hosts == 0, InvalidArgument, "--hosts " << hosts << " must divide --ranks " << ranks << " (ranks a host alike)");
+  DT_CHECK(measure == 0 || !over_tcp, InvalidArgument,
+           "--measure runs the layouts here over shared memory; plan over tcp or across hosts without it and time the "
+           "chosen layout with dtrain train --transport tcp (its --json records the prediction beside the run)");
   plan::ModelSpec m = plan::ModelSpec::parse(model);
   if (batch == 0) batch = m.gpt ? 12 * ranks : 64;
   plan::Cluster c = cluster_flag(cluster);
+  if (over_tcp) c = plan::over_fabric(std::move(c), "tcp", hosts, ranks / hosts);
   DT_CHECK(cores.empty() || cores == "close" || cores == "far", InvalidArgument,
            "--cores takes close or far (a 2-rank job's probe verdict, as dtrain train --json records it in shm_cores), got '"
                << cores << "'");

@@ -113,6 +113,39 @@ TEST(PlanPredict, ARunOverTcpIsPricedOnTheTcpLink) {
   std::remove(cal.c_str());
 }
 
+// `dtrain plan train --transport tcp` plans a job over this machine's tcp link, `--hosts H` one
+// across H hosts of it; neither with a --cluster file (which has its own links) or --measure
+// (which runs the layouts here over shared memory), and H must divide the ranks.
+TEST(PlanPredict, PlanTrainPlansForTheFabricAsked) {
+  const std::string cal = use_calibration("plan-tcp");
+  auto run = [&](std::vector<std::string> extra) {
+    Args args = {"train", "--model", "mlp:784-256-128-10", "--ranks", "2", "--top", "1", "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    ::testing::internal::CaptureStdout();
+    EXPECT_EQ(plan_main(args), 0);
+    return nlohmann::json::parse(::testing::internal::GetCapturedStdout());
+  };
+  const nlohmann::json shm = run({}), tcp = run({"--transport", "tcp"}), hosts = run({"--hosts", "2"});
+  EXPECT_GT(tcp["layouts"][0]["comm_ms"].get<double>(), shm["layouts"][0]["comm_ms"].get<double>());
+  EXPECT_EQ(tcp["cluster"]["nodes"], 1);
+  EXPECT_EQ(hosts["cluster"]["nodes"], 2);
+  EXPECT_EQ(hosts["cluster"]["ranks_per_node"], 1);
+  auto refused = [](std::vector<std::string> args, const std::string& why) {
+    args.insert(args.begin(), "train");
+    try {
+      plan_main(args);
+      ADD_FAILURE() << "accepted: " << why;
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  refused({"--ranks", "3", "--hosts", "2"}, "--hosts 2 must divide --ranks 3");
+  refused({"--transport", "tcp", "--cluster", "x.json"}, "a --cluster file describes its own");
+  refused({"--hosts", "2", "--measure", "2"}, "--measure runs the layouts here over shared memory");
+  refused({"--transport", "udp"}, "--transport takes shm or tcp");
+  std::remove(cal.c_str());
+}
+
 // A prediction whose unit was priced far past the calibration's shapes says which and how to
 // time the model's own lines.
 TEST(PlanPredict, TheLineNamesAUnitPricedPastTheTimedShapes) {
