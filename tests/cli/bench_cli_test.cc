@@ -21,6 +21,7 @@
 #include "coll/config.h"
 #include "coll/path_tuner.h"
 #include "plan/calibration_carry.h"
+#include "plan/cluster.h"
 #include "plan/coll_bench.h"
 #include "cli/commands.h"
 
@@ -316,6 +317,27 @@ TEST(BenchCalibrateCli, WritesAFileThePlannerReads) {
   EXPECT_THROW(bench_calibrate({"--probe-only", "--out", path}), InvalidArgument);
   std::remove(path.c_str());
   EXPECT_THROW(bench_calibrate({"--probe-only", "--out", path}), IoError);  // no file at all
+}
+
+// Over tcp the calibration also times a one-way send at every size (plan/cluster.h
+// LinkSizes::send: ps's push and pull, a pipeline's sends); over shared memory it times none.
+TEST(BenchCalibrateCli, TcpAlsoTimesAOneWaySend) {
+  std::string path = temp_path("calib-send.json");
+  EXPECT_EQ(bench_calibrate({"-n", "2", "--threads", "--transport", "shm,tcp", "--no-compute", "--seconds", "0.02", "--out",
+                             path}),
+            0);
+  const auto j = read_json(path);
+  const auto& inter = j["links_by_size"]["inter"];
+  ASSERT_TRUE(inter.contains("send")) << inter.dump();
+  ASSERT_EQ(inter["send"].size(), inter["exchange"].size());
+  for (size_t i = 0; i < inter["send"].size(); ++i) {
+    EXPECT_EQ(inter["send"][i][0], inter["exchange"][i][0]);
+    EXPECT_GT(inter["send"][i][1].get<double>(), 0);
+  }
+  EXPECT_FALSE(j["links_by_size"]["intra"].contains("send")) << j["links_by_size"]["intra"].dump();
+  // And the planner reads it back.
+  EXPECT_EQ(plan::this_machine(path).inter_sizes.send.size(), inter["send"].size());
+  std::remove(path.c_str());
 }
 
 TEST(BenchCalibrateCli, KeepsTheOtherPlacementFromTheFileItReplaces) {
