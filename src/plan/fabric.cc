@@ -19,11 +19,10 @@ namespace dtrain::plan {
 Cluster over_fabric(Cluster c, const std::string& transport, int hosts, int ranks_per_host) {
   const bool tcp = transport == "tcp" || hosts > 1;
   if (!tcp) return c;
-  const Cluster machine = c;
-  c.timed_on = std::make_shared<const Cluster>(machine);
+  const auto machine = std::make_shared<const Cluster>(c);
+  c.timed_on = machine;
   // Every transfer through the network stack: the tcp link and its tables inside the node
-  // too, and none of the shared-memory paths' figures (the meeting penalty and gap factors
-  // live in the intra tables, timed on those paths).
+  // too, and none of the shared-memory paths' figures (their tables and gap factors).
   c.shared_memory = false;
   c.intra = c.inter;
   c.intra_sizes = LinkSizes{};
@@ -33,7 +32,7 @@ Cluster over_fabric(Cluster c, const std::string& transport, int hosts, int rank
   c.intra_sizes.send = c.inter_sizes.send;
   // What the shared-memory tables measured of the cores rather than of the link stays: the
   // meeting penalty (ranks beyond the cores finishing their compute one core at a time).
-  c.intra_sizes.meeting_penalty_by_ranks = machine.intra_sizes.meeting_penalty_by_ranks;
+  c.intra_sizes.meeting_penalty_by_ranks = machine->intra_sizes.meeting_penalty_by_ranks;
   c.source += hosts > 1 ? ", over tcp" : ", over tcp (loopback)";
   if (hosts > 1) {
     c.nodes = hosts;
