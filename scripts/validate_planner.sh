@@ -5,6 +5,8 @@
 # object every --json run records). Each run is short (a few seconds); the whole script takes
 # several minutes a round. Usage: scripts/validate_planner.sh [BUILD_DIR] [RANKS...]; ONLY=regex
 # runs the matching rows only; REPROBE=1 re-measures the slowdown curve before each row.
+# TCP=1 (default) adds the -tcp rows (the same strategies over loopback tcp at 2 and 4 ranks);
+# scripts/validate_hosts.sh runs them across two network-namespace hosts.
 # ROUNDS=R (default 3): every row runs R times, in R interleaved rounds (every row, then every
 # row again), and the table takes each row's median measured step and heap: one run's figure
 # moves with the VM (localsgd at 2 ranks measured 0.42 and 0.52 ms a step minutes apart).
