@@ -342,8 +342,7 @@ void write_calibration(const std::string& path, const std::vector<std::pair<std:
     if (kind == "tcp" && hosts > 1) {
       nlohmann::json& h = by_size["hosts"] = m.by_size;
       h["hosts"] = hosts;
-      h["link"] = {{"alpha_us", m.cp.alpha_s * 1e6}, {"beta_gbps", 1e-9 / m.cp.beta_s_per_byte},
-                   {"gamma_gbps", 1e-9 / m.cp.gamma_s_per_byte}};
+      h["link"] = plan::link_json(m.cp);
       continue;
     }
     (kind == "shm" ? shm : tcp) = m.cp;

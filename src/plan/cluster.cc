@@ -472,11 +472,11 @@ CostParams link(const nlohmann::json& j, const char* key, const std::string& whe
   return c;
 }
 
+}  // namespace
+
 nlohmann::json link_json(const CostParams& c) {
   return {{"alpha_us", c.alpha_s * 1e6}, {"beta_gbps", 1e-9 / c.beta_s_per_byte}, {"gamma_gbps", 1e-9 / c.gamma_s_per_byte}};
 }
-
-}  // namespace
 
 Cluster cluster_from_json(const nlohmann::json& j, const std::string& where) {
   DT_CHECK(j.is_object(), InvalidArgument, where << ": a cluster file is a JSON object (see docs/clusters/)");

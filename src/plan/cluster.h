@@ -336,6 +336,9 @@ struct Cluster {
 };
 
 Cluster load_cluster(const std::string& path);
+// A link's alpha-beta-gamma as cluster and calibration files write it: {"alpha_us",
+// "beta_gbps", "gamma_gbps"}.
+nlohmann::json link_json(const CostParams& c);
 Cluster cluster_from_json(const nlohmann::json& j, const std::string& where);
 nlohmann::json cluster_to_json(const Cluster& c);
 

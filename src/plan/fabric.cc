@@ -25,11 +25,7 @@ Cluster over_fabric(Cluster c, const std::string& transport, int hosts, int rank
   // too, and none of the shared-memory paths' figures (their tables and gap factors).
   c.shared_memory = false;
   c.intra = c.inter;
-  c.intra_sizes = LinkSizes{};
-  c.intra_sizes.p = c.inter_sizes.p;
-  c.intra_sizes.allreduce = c.inter_sizes.allreduce;
-  c.intra_sizes.exchange = c.inter_sizes.exchange;
-  c.intra_sizes.send = c.inter_sizes.send;
+  c.intra_sizes = c.inter_sizes;
   // What the shared-memory tables measured of the cores rather than of the link stays: the
   // meeting penalty (ranks beyond the cores finishing their compute one core at a time).
   c.intra_sizes.meeting_penalty_by_ranks = machine->intra_sizes.meeting_penalty_by_ranks;

@@ -317,11 +317,12 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // over loopback tcp, 1 run each (2026-12-02): ddp (--zero 0) 0.7 / 2.0 and localsgd 0.6 /
   // 0.9 model copies above the other terms at 2 / 4 ranks. ddp's fused ZeRO falls back there
   // to a reduce-scatter of a padded copy and an all-gather (coll/collectives.cc
-  // allreduce_apply): the copy, the rank's slice and the all-gather's chunks more (measured
-  // 3.0 / 2.3 copies above --zero 0's heap at 2 / 4 ranks).
+  // allreduce_apply): the copy, and the rank's slice (1/N) with the all-gather's chunks
+  // ((N-1)/N) more, two models in all (measured 3.0 / 2.3 copies above --zero 0's heap at 2 /
+  // 4 ranks).
   if (!c.shared_memory && workers > 1 && (s == "ddp" || s == "localsgd" || fed)) {
     copies += 2.0 * (workers - 1) / workers;
-    if (s == "ddp" && l.zero > 0) copies += 1 + 1.0 / workers + (workers - 1.0) / workers;
+    if (s == "ddp" && l.zero > 0) copies += 2;
   }
   p.buffers_b = copies * bytes +
                 (read_pieces ? (workers - 1) * std::min(kReadPieceBytes, bytes / workers) : 0) +
