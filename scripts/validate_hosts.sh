@@ -5,6 +5,9 @@
 # --transport tcp --no-compute`: the file's "links_by_size"."hosts"), then trains every
 # data-parallel strategy and the GPT's across the two and prints each run's predicted step
 # and memory beside the measured ones, as scripts/validate_planner.sh does on one host.
+# CALIBRATE_HOSTS=0 keeps the link between hosts the calibration file already has.
+# PER_HOST=L (default 1) runs L ranks on each host (2L in all; past this machine's cores at
+# L = 2, as the ranks of two real hosts would not be).
 # Usage (root, iproute2 with tbf): OUT=/tmp/dv-hosts [RATE=1gbit] [BURST=32kb] [ROUNDS=1] [ONLY=regex]
 #   scripts/validate_hosts.sh [BUILD_DIR]
 # The calibration starts from $DTRAIN_CALIBRATION (or ~/.cache/dtrain/calibration.json),
@@ -21,6 +24,8 @@ RATE=${RATE:-1gbit}
 # step's 393 KB all-reduces through at several times the rate; 32kb holds even 16 KiB to it.
 BURST=${BURST:-32kb}
 ROUNDS=${ROUNDS:-1}
+PER_HOST=${PER_HOST:-1}
+RANKS=$((2 * PER_HOST))
 DATA=${DTRAIN_SHARED_DATA:-../shared/data}
 TEXT=text:$(realpath -m "$DATA/tinyshakespeare/input.txt.gz")
 GPT=gpt:layers=6,heads=8,width=128,context=64
@@ -53,11 +58,11 @@ if [ "$RATE" != none ]; then
 fi
 
 PORT=29700
-across() {  # log args...: one rank on each host, node 0's output to log
+across() {  # log args...: $PER_HOST ranks on each host, node 0's output to log
   local log=$1
   shift
   PORT=$((PORT + 1))
-  local common=(run -n 1 --nnodes 2 --master "$NET.1:$PORT" --timeout 120)
+  local common=(run -n "$PER_HOST" --nnodes 2 --master "$NET.1:$PORT" --timeout 120)
   # Each namespace its own host id: the transport's auto choice then takes tcp between them,
   # as between machines (one machine's namespaces could share memory).
   ip netns exec "$H1" env DTRAIN_HOST_ID=h1-$ID DTRAIN_TOKEN=hosts-$ID DTRAIN_BIND_ADDR=$NET.2 "$BIN" "${common[@]}" --node-rank 1 -- \
@@ -70,23 +75,29 @@ across() {  # log args...: one rank on each host, node 0's output to log
   return $rc
 }
 
-echo "== calibrate the link between the hosts ($RATE) -> $DTRAIN_CALIBRATION"
-across "$OUT/calibrate.log" bench calibrate --transport tcp --no-compute --seconds 0.2 --out "$DTRAIN_CALIBRATION"
-grep -E "B: all-reduce|alpha" "$OUT/calibrate.log" | sed 's/^\[rank 0\] //'
+if [ "${CALIBRATE_HOSTS:-1}" = 1 ]; then
+  echo "== calibrate the link between the hosts ($RATE) -> $DTRAIN_CALIBRATION"
+  PER_HOST=1 across "$OUT/calibrate.log" bench calibrate --transport tcp --no-compute --seconds 0.2 --out "$DTRAIN_CALIBRATION"
+  grep -E "B: all-reduce|alpha" "$OUT/calibrate.log" | sed 's/^\[rank 0\] //'
+else
+  jq -e '.links_by_size.hosts' "$DTRAIN_CALIBRATION" >/dev/null ||
+    { echo "validate_hosts: CALIBRATE_HOSTS=0 but $SRC_CAL has no link between hosts" >&2; exit 2; }
+  echo "== the link between the hosts as $SRC_CAL has it (CALIBRATE_HOSTS=0)"
+fi
 
 run() {  # name args...
   local name=$1
   shift
   if [ -n "${ONLY:-}" ] && ! [[ $name =~ $ONLY ]]; then return; fi
-  local j=$OUT/$name-n2-r$round.json
+  local j=$OUT/$name-n$RANKS-r$round.json
   # The run's flags, one a line: scripts/repredict_validation.py prices it again from them.
-  printf '%s\n' -n 2 "$@" >"$OUT/$name-n2-r$round.args"
-  if ! across "$OUT/$name-n2-r$round.log" train --quiet --json "$j" "$@"; then
-    printf "%-20s FAILED (see %s)\n" "$name" "$OUT/$name-n2-r$round.log"
+  printf '%s\n' -n $RANKS "$@" >"$OUT/$name-n$RANKS-r$round.args"
+  if ! across "$OUT/$name-n$RANKS-r$round.log" train --quiet --json "$j" "$@"; then
+    printf "%-20s FAILED (see %s)\n" "$name" "$OUT/$name-n$RANKS-r$round.log"
     return
   fi
   jq -r --arg name "$name" --arg r "$round" '.prediction as $p |
-    [$r, $name, 2, ($p.step_ms // 0), ($p.measured_step_ms // 0), ($p.memory_mb // 0),
+    [$r, $name, '"$RANKS"', ($p.step_ms // 0), ($p.measured_step_ms // 0), ($p.memory_mb // 0),
      ($p.measured_train_heap_mb // 0)] | @tsv' "$j" | tee -a "$OUT/runs.tsv" |
     awk -F'\t' '{ printf "%-20s %3s  %9.3f ms %9.3f ms %+7.1f%%   %8.2f MB %8.2f MB %+7.1f%%\n", $2, $3, $4, $5,
                   ($5 > 0 ? ($4 / $5 - 1) * 100 : 0), $6, $7, ($7 > 0 ? ($6 / $7 - 1) * 100 : 0) }'
@@ -96,7 +107,7 @@ MLP=(--model mlp:784-256-128-10 --data "mnist:$(realpath -m "$DATA/mnist")" --ep
 GARGS=(--model $GPT --data "$TEXT" --steps ${STEPS:-8} --eval-batches 1)
 : >"$OUT/runs.tsv"
 for round in $(seq 1 "$ROUNDS"); do
-  echo "== round $round of $ROUNDS, 2 hosts of 1 rank: strategy, ranks, predicted step, measured step, error; predicted memory, measured heap, error"
+  echo "== round $round of $ROUNDS, 2 hosts of $PER_HOST rank(s): strategy, ranks, predicted step, measured step, error; predicted memory, measured heap, error"
   run ddp --strategy ddp "${MLP[@]}"
   run localsgd --strategy localsgd "${MLP[@]}"
   run gossip --strategy gossip "${MLP[@]}"

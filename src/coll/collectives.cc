@@ -107,7 +107,14 @@ Algorithm allreduce(Communicator& comm, const void* send, void* recv, size_t cou
   DT_CHECK(!opts.shm || opts.shm->serves(comm), InvalidArgument,
            "allreduce: the options' ShmContext belongs to another communicator");
   bool small = false;
-  const Algorithm a = choose(CollOp::kAllreduce, comm, opts, bytes, true, &small);
+  Algorithm a = choose(CollOp::kAllreduce, comm, opts, bytes, true, &small);
+  // Ranks over tcp on several hosts, some with more than one rank: auto takes the hosts'
+  // hierarchy (coll/hierarchical.h). Every condition is the same on every rank, so the
+  // first such call builds it on all of them. Deterministic calls keep the flat rank order.
+  if (a != Algorithm::kShmDirect && opts.algorithm == Algorithm::kAuto && !opts.deterministic &&
+      !config_forces_algorithm(comm.coll_config(), CollOp::kAllreduce) &&
+      host_hierarchy(comm, resolve_timeout(opts.timeout_s, comm.timeout())))
+    a = Algorithm::kHierarchical;
   if (small) {
     // Everyone publishes its buffer, everyone reduces all of them.
     copy_if_needed(recv, send, bytes);

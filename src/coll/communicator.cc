@@ -92,7 +92,13 @@ void Communicator::barrier() {
   }
 }
 
-std::shared_ptr<Communicator> Communicator::split(int color, int key) {
+std::shared_ptr<Communicator> Communicator::split_auto(int color, int key) {
+  TransportOptions o = opts_;
+  o.kind = TransportKind::kAuto;
+  return split_with(color, key, o);
+}
+
+std::shared_ptr<Communicator> Communicator::split_with(int color, int key, const TransportOptions& opts) {
   int n = splits_++;
   std::string base = "split" + std::to_string(n);
   store_->set(base + "/" + std::to_string(rank_), std::to_string(color) + " " + std::to_string(key));
@@ -120,7 +126,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   }
   std::string child = name_ + "/" + base + "c" + std::to_string(color);
   // The child's store namespace hangs off the same base store, under the child's full name.
-  return std::make_shared<Communicator>(base_store_, new_rank, static_cast<int>(members.size()), opts_, child, world, coll_);
+  return std::make_shared<Communicator>(base_store_, new_rank, static_cast<int>(members.size()), opts, child, world, coll_);
 }
 
 }  // namespace dtrain

@@ -17,6 +17,8 @@
 // - split(color, key) makes sub-groups of the ranks with equal color, ordered by (key, rank),
 //   each with its own transport (so a sub-group of one host can use shm while the parent uses
 //   tcp). color < 0 returns nullptr (not in any group). Every rank of the parent must call it.
+//   split_auto(color, key) is split whose sub-groups choose their transport as kAuto does
+//   (shm among ranks of one host), whatever kind the parent was given.
 // - Every blocking call is bounded by timeout() (from DTRAIN_TIMEOUT or the constructor);
 //   coll_config() is the collectives' configuration (coll/config.h), handed on by split().
 // - attachment<T>(key, make) keeps per-communicator state that higher layers build once and
@@ -74,7 +76,8 @@ class Communicator {
   ProbeResult probe(uint32_t tag = 0);
 
   void barrier();
-  std::shared_ptr<Communicator> split(int color, int key);
+  std::shared_ptr<Communicator> split(int color, int key) { return split_with(color, key, opts_); }
+  std::shared_ptr<Communicator> split_auto(int color, int key);
 
   // The shared-memory context built with this communicator (coll/shm_context.h), or null:
   // the collectives' fast paths find it here without a lookup.
@@ -103,6 +106,7 @@ class Communicator {
 
  private:
   void check_peer(int peer, const char* what, bool any_ok = false) const;
+  std::shared_ptr<Communicator> split_with(int color, int key, const TransportOptions& opts);
 
   std::shared_ptr<Store> base_store_;
   std::shared_ptr<Store> store_;

@@ -1,10 +1,13 @@
-// Hierarchical all-reduce: intra-host reduce, inter-host all-reduce among leaders,
-// intra-host broadcast. Moves each byte across the slow inter-host links once per host
-// instead of once per rank.
+// Hierarchical all-reduce: within each host a reduce-scatter, across the hosts an all-reduce
+// of each rank's block among its peers (the ranks of the same local rank, one a host), within
+// each host an all-gather; or, hosts of unequal sizes, intra-host reduce, an all-reduce among
+// the leaders, intra-host broadcast. Each byte crosses the hosts' links once per host
+// instead of once per rank (coll/hierarchical.h says why and when auto takes it).
 #include "coll/hierarchical.h"
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 
 #include "base/error.h"
@@ -20,57 +23,156 @@ std::string hierarchy_host_id(const CollConfig& config) {
   return name;
 }
 
-Hierarchy::Hierarchy(Communicator& comm, const std::string& host_id) : comm_(comm) {
-  // Agree on host indices through the store: color = index of the host's first rank.
+std::vector<int> exchange_host_ids(Communicator& comm, const std::string& host_id) {
+  // Agree on host indices through the store: a host is numbered by its first rank's order.
+  // (A set-up sequence: the collectives' own numbers, which errors name, stay as they were.)
   Store& store = comm.store();
-  uint64_t round = comm.next_sequence();
-  std::string base = "hier/" + std::to_string(round) + "/";
+  const std::string base = "hosts/" + std::to_string(comm.next_setup_sequence()) + "/";
   store.set(base + std::to_string(comm.rank()), host_id);
   std::vector<std::string> keys;
   for (int r = 0; r < comm.size(); ++r) keys.push_back(base + std::to_string(r));
   store.wait(keys, comm.timeout());
-  std::map<std::string, int> first_rank;
-  int color = -1, local_rank_is_first = 0;
+  std::map<std::string, int> index;
+  std::vector<int> host_of(static_cast<size_t>(comm.size()));
   for (int r = 0; r < comm.size(); ++r) {
-    std::string h = store.get(keys[r]);
-    if (!first_rank.count(h)) first_rank[h] = r;
-    if (r == comm.rank()) {
-      color = first_rank[h];
-      local_rank_is_first = first_rank[h] == r;
-    }
+    const std::string h = store.get(keys[static_cast<size_t>(r)]);
+    auto it = index.emplace(h, static_cast<int>(index.size())).first;
+    host_of[static_cast<size_t>(r)] = it->second;
   }
-  hosts_ = static_cast<int>(first_rank.size());
-  local_ = comm.split(color, comm.rank());
-  leaders_ = comm.split(local_rank_is_first ? 0 : -1, comm.rank());
+  return host_of;
+}
+
+Hierarchy::Hierarchy(Communicator& comm, const std::string& host_id) : comm_(comm) {
+  split_by_host(exchange_host_ids(comm, host_id));
+}
+
+Hierarchy::Hierarchy(Communicator& comm, const std::vector<int>& host_of) : comm_(comm) { split_by_host(host_of); }
+
+void Hierarchy::split_by_host(const std::vector<int>& host_of) {
+  DT_CHECK_EQ(host_of.size(), static_cast<size_t>(comm_.size()), InvalidArgument, "Hierarchy: one host per rank");
+  hosts_ = *std::max_element(host_of.begin(), host_of.end()) + 1;
+  const int me = comm_.rank(), host = host_of[static_cast<size_t>(me)];
+  std::vector<int> ranks_on(static_cast<size_t>(hosts_));
+  int local_rank = 0;
+  for (int r = 0; r < comm_.size(); ++r) {
+    if (r == me) local_rank = ranks_on[static_cast<size_t>(host)];
+    ++ranks_on[static_cast<size_t>(host_of[static_cast<size_t>(r)])];
+  }
+  // Within a host the ranks share memory: its group takes shm (auto), even where the job
+  // was told tcp (as `dtrain train` is across hosts).
+  local_ = comm_.split_auto(host, me);
+  leaders_ = comm_.split(local_rank == 0 ? 0 : -1, me);
+  const bool even = std::all_of(ranks_on.begin(), ranks_on.end(), [&](int n) { return n == ranks_on[0]; });
+  // Every rank knows `even` (the same host_of), so all of them split or none does.
+  if (even && ranks_on[0] > 1 && hosts_ > 1) peers_ = comm_.split(local_rank, me);
 }
 
 void Hierarchy::allreduce(void* buf, size_t count, DType t, ReduceOp op, const AllreduceOptions& opts) {
   ReduceOp partial = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
-  ReduceOptions ro;
-  ro.timeout_s = opts.timeout_s;
-  ro.segment_bytes = opts.segment_bytes;
-  ro.deterministic = opts.deterministic;
-  ::dtrain::reduce(*local_, buf, buf, count, t, partial, 0, ro);
-  if (leaders_) {
-    AllreduceOptions lo = opts;
-    lo.algorithm = Algorithm::kAuto;
-    ::dtrain::allreduce(*leaders_, buf, count, t, partial, lo);
+  AllreduceOptions ao;
+  ao.timeout_s = opts.timeout_s;
+  ao.segment_bytes = opts.segment_bytes;
+  ao.deterministic = opts.deterministic;
+  if (peers_) {
+    // Reduce-scatter within the host, each block all-reduced among its peers, all-gathered.
+    const size_t L = static_cast<size_t>(local_->size()), es = dtype_size(t), q = count / L, tail = count - q * L;
+    char* data = static_cast<char*>(buf);
+    if (q > 0) {
+      block_.resize(q * es);
+      ReduceScatterOptions rs;
+      rs.timeout_s = opts.timeout_s;
+      rs.segment_bytes = opts.segment_bytes;
+      rs.deterministic = opts.deterministic;
+      ::dtrain::reduce_scatter(*local_, data, block_.data(), q, t, partial, rs);
+      ::dtrain::allreduce(*peers_, block_.data(), block_.data(), q, t, partial, ao);
+      AllgatherOptions ag;
+      ag.timeout_s = opts.timeout_s;
+      ag.segment_bytes = opts.segment_bytes;
+      ::dtrain::allgather(*local_, block_.data(), data, q, t, ag);
+    }
+    if (tail > 0) {  // fewer elements than the host has ranks: whole, in the host, then across
+      char* rest = data + q * L * es;
+      ::dtrain::allreduce(*local_, rest, rest, tail, t, partial, ao);
+      ::dtrain::allreduce(*peers_, rest, rest, tail, t, partial, ao);
+    }
+  } else {
+    ReduceOptions ro;
+    ro.timeout_s = opts.timeout_s;
+    ro.segment_bytes = opts.segment_bytes;
+    ro.deterministic = opts.deterministic;
+    ::dtrain::reduce(*local_, buf, buf, count, t, partial, 0, ro);
+    if (leaders_) {
+      AllreduceOptions lo = opts;
+      lo.algorithm = Algorithm::kAuto;
+      ::dtrain::allreduce(*leaders_, buf, count, t, partial, lo);
+    }
+    BroadcastOptions bo;
+    bo.timeout_s = opts.timeout_s;
+    bo.segment_bytes = opts.segment_bytes;
+    ::dtrain::broadcast(*local_, buf, count, t, 0, bo);
   }
-  BroadcastOptions bo;
-  bo.timeout_s = opts.timeout_s;
-  bo.segment_bytes = opts.segment_bytes;
-  ::dtrain::broadcast(*local_, buf, count, t, 0, bo);
   if (op == ReduceOp::kAvg) finish_avg(t, buf, count, comm_.size());
 }
 
+namespace {
+
+// A communicator's hosts, found once, and its hierarchy once one is asked for.
+struct HostHierarchy {
+  std::vector<int> host_of;
+  int hosts = 0;
+  std::unique_ptr<Hierarchy> hierarchy;
+};
+
+// The hosts through a collective of the communicator itself (an all-gather of each rank's
+// host id, hashed), bounded by the caller's timeout: a rank that never comes is an error
+// naming it, as any collective's is, not a wait on the store.
+HostHierarchy& host_hierarchy_of(Communicator& comm, double timeout_s) {
+  return *comm.attachment<HostHierarchy>("coll/host-hierarchy", [&] {
+    const std::string id = hierarchy_host_id(comm.coll_config());
+    uint64_t fnv = 1469598103934665603ull;  // FNV-1a: the same on every host and build
+    for (unsigned char ch : id) fnv = (fnv ^ ch) * 1099511628211ull;
+    int64_t mine = static_cast<int64_t>(fnv >> 1);
+    std::vector<int64_t> all(static_cast<size_t>(comm.size()));
+    AllgatherOptions o;
+    o.timeout_s = timeout_s;
+    o.algorithm = Algorithm::kRing;
+    const char* why = "the first all-reduce over tcp of more than 2 ranks gathers the ranks' hosts: ";
+    try {
+      allgather(comm, &mine, all.data(), 1, DType::kInt64, o);
+    } catch (const PeerFailure& e) {
+      throw PeerFailure(why + std::string(e.what()), e.peer());
+    } catch (const Timeout& e) {
+      throw Timeout(why + std::string(e.what()));
+    } catch (const Desync& e) {
+      throw Desync(why + std::string(e.what()));
+    }
+    auto h = std::make_shared<HostHierarchy>();
+    std::map<int64_t, int> index;
+    for (int64_t x : all) h->host_of.push_back(index.emplace(x, static_cast<int>(index.size())).first->second);
+    h->hosts = static_cast<int>(index.size());
+    return h;
+  });
+}
+
+}  // namespace
+
+Hierarchy* host_hierarchy(Communicator& comm, double timeout_s) {
+  if (comm.size() <= 2 || std::string(comm.transport().kind()) == "shm") return nullptr;
+  HostHierarchy& h = host_hierarchy_of(comm, timeout_s);
+  if (h.hosts <= 1 || h.hosts >= comm.size()) return nullptr;
+  if (!h.hierarchy) h.hierarchy = std::make_unique<Hierarchy>(comm, h.host_of);
+  return h.hierarchy.get();
+}
+
 void allreduce_hierarchical_once(Call& call, char* buf, size_t count) {
-  Hierarchy h(call.comm(), hierarchy_host_id(call.comm().coll_config()));
+  HostHierarchy& h = host_hierarchy_of(call.comm(), call.remaining() < 0 ? -1 : call.remaining());
+  if (!h.hierarchy) h.hierarchy = std::make_unique<Hierarchy>(call.comm(), h.host_of);
   AllreduceOptions opts;
   opts.timeout_s = call.remaining() < 0 ? -1 : call.remaining();
   opts.segment_bytes = call.segment_elems() * call.elem();
   // kAvg's division is done by the caller (allreduce) over the whole group.
   ReduceOp op = call.redop() == ReduceOp::kAvg ? ReduceOp::kSum : call.redop();
-  h.allreduce(buf, count, call.dtype(), op, opts);
+  h.hierarchy->allreduce(buf, count, call.dtype(), op, opts);
 }
 
 }  // namespace dtrain

@@ -45,9 +45,18 @@ double allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks, bool
     if (t >= 0) return t * (gapped ? gap_factor(c, g.size) : 1.0) * beyond(c, node_ranks, g.size);
     return best_allreduce_s(g.size, bytes, c.link_at(false, bytes, false)) * beyond(c, node_ranks, 2);
   }
-  // Over tcp the executors run one flat collective across every rank (no hierarchy): each
-  // step of it waits on its slowest edge, a link between hosts.
-  if (!c.shared_memory) return best_allreduce_s(g.size, bytes, c.link_at(true, bytes, false)) * beyond(c, node_ranks, 2);
+  // Over tcp, a rank a host: one flat collective across the hosts. Several ranks a host: the
+  // hosts' hierarchy (coll/hierarchical.h), a reduce-scatter and an all-gather within each
+  // host over its shared memory (the machine as calibrated, timed_on), and between them
+  // the per_node blocks all-reduced across the hosts at once, sharing the host's link.
+  if (!c.shared_memory) {
+    if (per_node <= 1) return best_allreduce_s(g.size, bytes, c.link_at(true, bytes, false)) * beyond(c, node_ranks, 2);
+    const Cluster& host = c.timed_on ? *c.timed_on : c;
+    CostParams inter = c.link_at(true, bytes / per_node, false);
+    inter.beta_s_per_byte *= per_node;
+    return hierarchical_allreduce_s(g.size / per_node, per_node, bytes, host.link_at(false, bytes, false), inter) *
+           beyond(c, node_ranks, 2);
+  }
   return hierarchical_allreduce_s(g.size / per_node, per_node, bytes, c.link_at(false, bytes, false),
                                   c.link_at(true, bytes / per_node, false)) * beyond(c, node_ranks, 2);
 }

@@ -320,8 +320,15 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // allreduce_apply): the copy, and the rank's slice (1/N) with the all-gather's chunks
   // ((N-1)/N) more, two models in all (measured 3.0 / 2.3 copies above --zero 0's heap at 2 /
   // 4 ranks).
+  // Across hosts of several ranks each the all-reduce is the hosts' hierarchy
+  // (coll/hierarchical.h): only the peers' all-reduce of a 1/L block crosses tcp, beside
+  // the block itself (measured, 2 hosts of 2 over 1 Gbit/s, ddp: 3.98 MB, priced 4.09 so).
   if (!c.shared_memory && workers > 1 && (s == "ddp" || s == "localsgd" || fed)) {
-    copies += 2.0 * (workers - 1) / workers;
+    const int per_host = std::clamp(c.ranks_on_node(workers), 1, workers), hosts = workers / per_host;
+    if (per_host > 1 && hosts > 1)
+      copies += (2.0 * (hosts - 1) / hosts + 1) / per_host;
+    else
+      copies += 2.0 * (workers - 1) / workers;
     if (s == "ddp" && l.zero > 0) copies += 2;
   }
   p.buffers_b = copies * bytes +

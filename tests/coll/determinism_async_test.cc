@@ -130,6 +130,47 @@ TEST(HierarchicalTest, FakeHostsOfTwoRanks) {
   }
 }
 
+// Over tcp, ranks that say they are on several hosts, some of several ranks: auto takes the
+// hosts' hierarchy (peers when the hosts are even, leaders when not) and sums right; one
+// host, a rank a host, a deterministic call and an explicit algorithm stay flat.
+TEST(HierarchicalTest, AutoTakesTheHostsOverTcp) {
+  struct Case {
+    int n;
+    std::function<std::string(int)> host_of;
+    bool hierarchical;
+  };
+  const std::vector<Case> cases{
+      {4, [](int r) { return "h" + std::to_string(r / 2); }, true},        // 2 hosts of 2: peers
+      {4, [](int r) { return r < 3 ? std::string("a") : "b"; }, true},     // 3 + 1: leaders
+      {4, [](int) { return std::string("one"); }, false},                  // one host
+      {3, [](int r) { return "h" + std::to_string(r); }, false},           // a rank a host
+  };
+  for (const Case& k : cases) {
+    testing::WorldOptions o;
+    o.kind = TransportKind::kTcp;
+    o.host_of = k.host_of;
+    testing::run_world(k.n, o, [&](Communicator& c) {
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg}) {
+        for (size_t n : {size_t{1}, size_t{7}, size_t{40001}}) {
+          auto buf = testing::input(DType::kFloat32, c.rank(), n, op);
+          const Algorithm a = allreduce(c, buf.data(), n, DType::kFloat32, op);
+          EXPECT_EQ(a == Algorithm::kHierarchical, k.hierarchical) << algorithm_name(a) << " n=" << n;
+          ASSERT_EQ(testing::compare(buf, testing::expected_reduce(DType::kFloat32, k.n, n, op), DType::kFloat32), "")
+              << reduce_op_name(op) << " n=" << n << " on " << k.n << " ranks";
+        }
+      }
+      std::vector<float> x(1000, 1.0f);
+      AllreduceOptions det;
+      det.deterministic = true;
+      EXPECT_NE(allreduce(c, x.data(), x.size(), DType::kFloat32, ReduceOp::kSum, det), Algorithm::kHierarchical);
+      AllreduceOptions ring;
+      ring.algorithm = Algorithm::kRing;
+      EXPECT_EQ(allreduce(c, x.data(), x.size(), DType::kFloat32, ReduceOp::kSum, ring), Algorithm::kRing);
+      EXPECT_EQ(x[0], static_cast<float>(k.n * k.n));
+    });
+  }
+}
+
 TEST(AsyncTest, WorkRunsInOrderAndOverlapsTheCaller) {
   testing::run_world(4, TransportKind::kShm, [&](Communicator& c) {
     ProgressQueue q(c);

@@ -24,7 +24,9 @@ void run_world(int n, const WorldOptions& opts, const std::function<void(Communi
       try {
         TransportOptions mine = t;
         if (r == opts.fault_rank) mine.decorate_fabric = fault_injector(opts.fault);
-        Communicator comm(store, r, n, mine, "world", {}, opts.coll);
+        CollConfig coll = opts.coll;
+        if (opts.host_of) coll.host_id = opts.host_of(r);
+        Communicator comm(store, r, n, mine, "world", {}, coll);
         fn(comm);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mu);

@@ -24,6 +24,8 @@ struct WorldOptions {
   CollConfig coll;       // the collectives' configuration (what DTRAIN_ALGO etc. set in a job)
   int ranks_on_host = 0;  // TransportOptions::ranks_on_host (what LOCAL_WORLD_SIZE sets in a job)
   int fault_rank = -1;   // this rank's fabric gets `fault` (support/faulty_fabric.h)
+  // The host each rank says it is on (CollConfig::host_id, what DTRAIN_HOST_ID sets), or none.
+  std::function<std::string(int rank)> host_of;
   Fault fault;
 };
 
