@@ -34,13 +34,17 @@ std::string rank_name(Communicator& c, int r) {
 std::string call_text(const Fingerprint& f) { return f.describe() + " as collective #" + std::to_string(f.seq); }
 
 // " (on host hB; this rank is on hA: ...)" naming the other hosts that ranks which never
-// arrived live on (the host ids the auto transport published); "" when none is elsewhere.
-std::string hosts_of(Store& store, const std::vector<int>& ranks, int me) {
+// arrived live on (the host ids the auto transport published: this communicator's, else,
+// for a group split off one whose transport was told tcp, the world's under the world
+// ranks); "" when none is elsewhere.
+std::string hosts_of(Communicator& c, const std::vector<int>& ranks, int me) {
   try {
-    auto host = [&](int r) {
+    auto host_in = [](Store& store, int r) {
       const std::string key = "transport/host/" + std::to_string(r);
       return store.check({key}) ? store.get(key, 1) : std::string();
     };
+    const bool own = !host_in(c.store(), me).empty();
+    auto host = [&](int r) { return own ? host_in(c.store(), r) : host_in(c.world_store(), c.world_rank(r)); };
     const std::string mine = host(me);
     std::vector<std::string> theirs;
     for (int r : ranks) {
@@ -223,6 +227,19 @@ void Call::fail(std::exception_ptr e) {
     throw;
   } catch (...) {
   }
+  // A collective of a sub-group this call ran (a hierarchy's step) has already named its
+  // ranks and looked in the store: say which call it was part of, and spend no second round
+  // of store waits (over a cut link each is a timeout, and together they outlasted a Work's
+  // wait, which then said only that it had not finished).
+  try {
+    std::rethrow_exception(e);
+  } catch (const NamedPeerFailure& inner) {
+    throw NamedPeerFailure(rank_name(comm_, rank_) + ": " + describe() + " failed in a sub-group's step: " + inner.what(),
+                           inner.peer());
+  } catch (const NamedTimeout& inner) {
+    throw NamedTimeout(rank_name(comm_, rank_) + ": " + describe() + " timed out in a sub-group's step: " + inner.what());
+  } catch (...) {
+  }
   Store& store = comm_.store();
   try {
     std::rethrow_exception(e);
@@ -259,7 +276,7 @@ void Call::fail(std::exception_ptr e) {
     if (dead != pf.peer()) m << " (learned from " << rank_name(comm_, pf.peer()) << ")";
     if (!reason.empty()) m << "; it reported: " << reason;
     m << " [" << pf.what() << "]";
-    throw PeerFailure(m.str(), dead);
+    throw NamedPeerFailure(m.str(), dead);
   } catch (const Timeout& t) {
     // Which ranks ever reached this call? Each rank that times out says so, waits a moment
     // for the others, and names the ones that never arrived.
@@ -304,16 +321,16 @@ void Call::fail(std::exception_ptr e) {
       if (!inside.empty()) {
         m << "; inside the call but not responding (stopped or hung?):";
         for (int r : inside) m << " " << rank_name(comm_, r);
-        m << hosts_of(store, inside, rank_);  // or a network between: say which host
+        m << hosts_of(comm_, inside, rank_);  // or a network between: say which host
       }
       if (!missing.empty()) {
         m << "; never reached by";
         for (int r : missing) m << " " << rank_name(comm_, r);
-        m << hosts_of(store, missing, rank_);
+        m << hosts_of(comm_, missing, rank_);
       }
     }
     m << " [" << t.what() << "]";
-    throw Timeout(m.str());
+    throw NamedTimeout(m.str());
   }
 }
 

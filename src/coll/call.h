@@ -48,6 +48,7 @@
 
 #include "base/buffer_pool.h"
 #include "base/clock.h"
+#include "base/error.h"
 #include "coll/communicator.h"
 #include "coll/types.h"
 
@@ -56,6 +57,18 @@ namespace dtrain {
 // Fingerprint::root of an allreduce_apply (coll/collectives.h), so that a rank in a plain
 // all-reduce and one in allreduce_apply never take each other's calls for theirs.
 inline constexpr int32_t kApplyRoot = -2;
+
+// The errors Call::run throws once it has named the call and its ranks (still a PeerFailure
+// and a Timeout to whoever catches them): a call whose algorithm ran collectives of its own
+// (a hierarchy's sub-groups) passes theirs on with its own name in front, not analysed twice.
+class NamedPeerFailure : public PeerFailure {
+ public:
+  using PeerFailure::PeerFailure;
+};
+class NamedTimeout : public Timeout {
+ public:
+  using Timeout::Timeout;
+};
 
 struct Fingerprint {
   uint64_t seq = 0;
@@ -79,13 +92,16 @@ class Call {
 
   template <class F>
   void run(F&& fn) {
+    // The closing fingerprint check fails as the algorithm would (named, with the ranks that
+    // never came): a hierarchy's algorithm sends nothing on this communicator, so its record
+    // leaves only here, and a link cut after the sub-groups' calls surfaces in this wait.
     try {
       if (setup_error_) std::rethrow_exception(setup_error_);
       fn();
+      finish();
     } catch (...) {
       fail(std::current_exception());
     }
-    finish();
   }
 
   Communicator& comm() { return comm_; }

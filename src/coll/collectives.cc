@@ -74,6 +74,15 @@ Algorithm choose(CollOp op, Communicator& comm, const CollOptions& opts, size_t 
   return a;
 }
 
+// The hosts' hierarchy for an auto reduce-scatter or all-gather across hosts of equal sizes
+// (coll/hierarchical.h), or null. The same on every rank, like the all-reduce's choice.
+Hierarchy* even_hosts(Communicator& comm, const CollOptions& opts, CollOp op) {
+  if (opts.algorithm != Algorithm::kAuto || opts.deterministic || config_forces_algorithm(comm.coll_config(), op))
+    return nullptr;
+  Hierarchy* h = host_hierarchy(comm, resolve_timeout(opts.timeout_s, comm.timeout()));
+  return h && h->peers() ? h : nullptr;
+}
+
 Fingerprint small_call(Communicator& comm, CollOp op, DType t, uint64_t count, int root, ReduceOp redop) {
   Fingerprint fp;
   fp.seq = comm.next_sequence();
@@ -297,6 +306,12 @@ Algorithm allgatherv(Communicator& comm, const void* send, void* recv, const std
   bool small = false;
   Algorithm a = choose(CollOp::kAllgather, comm, opts, blocks.total() * es, equal, &small);
   if (a == Algorithm::kRecursiveDoubling && (comm.size() & (comm.size() - 1))) a = Algorithm::kBruck;
+  if (Hierarchy* h = equal && a != Algorithm::kShmDirect ? even_hosts(comm, opts, CollOp::kAllgather) : nullptr) {
+    Call call(comm, CollOp::kAllgather, opts, Algorithm::kHierarchical, t, counts[0], -1, ReduceOp::kSum,
+              route_of(Algorithm::kHierarchical));
+    call.run([&] { h->allgather(send, recv, counts[0], t, call.remaining()); });
+    return Algorithm::kHierarchical;
+  }
   if (small) {
     // The own block goes into place from `send` between arriving and waiting, while the
     // peers still write theirs (2 ranks, 64 KiB, EPYC VM, cores close: see docs/COLLECTIVES.md).
@@ -341,6 +356,12 @@ Algorithm reduce_scatter(Communicator& comm, const void* send, void* recv, size_
   const size_t es = dtype_size(t), total = count * p;
   bool small = false;
   const Algorithm a = choose(CollOp::kReduceScatter, comm, opts, total * es, true, &small);
+  if (Hierarchy* h = a != Algorithm::kShmDirect ? even_hosts(comm, opts, CollOp::kReduceScatter) : nullptr) {
+    Call call(comm, CollOp::kReduceScatter, opts, Algorithm::kHierarchical, t, count, -1, op,
+              route_of(Algorithm::kHierarchical));
+    call.run([&] { h->reduce_scatter(send, recv, count, t, op, call.remaining()); });
+    return Algorithm::kHierarchical;
+  }
   if (small) {
     // Every rank publishes its whole input; each reduces its own block of all of them in rank
     // order (bit-identical to deterministic mode).

@@ -126,7 +126,9 @@ std::shared_ptr<Communicator> Communicator::split_with(int color, int key, const
   }
   std::string child = name_ + "/" + base + "c" + std::to_string(color);
   // The child's store namespace hangs off the same base store, under the child's full name.
-  return std::make_shared<Communicator>(base_store_, new_rank, static_cast<int>(members.size()), opts, child, world, coll_);
+  auto made = std::make_shared<Communicator>(base_store_, new_rank, static_cast<int>(members.size()), opts, child, world, coll_);
+  made->world_store_ = world_store_ ? world_store_ : store_;
+  return made;
 }
 
 }  // namespace dtrain

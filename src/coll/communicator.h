@@ -65,6 +65,9 @@ class Communicator {
   const std::string& name() const { return name_; }
   Transport& transport() { return *transport_; }
   Store& store() { return *store_; }
+  // The store of the communicator this one was split from, first of all (its own for a
+  // world): where the world's transport published each world rank's host.
+  Store& world_store() { return world_store_ ? *world_store_ : *store_; }
   const TransportOptions& options() const { return opts_; }
   const CollConfig& coll_config() const { return coll_; }
 
@@ -110,6 +113,7 @@ class Communicator {
 
   std::shared_ptr<Store> base_store_;
   std::shared_ptr<Store> store_;
+  std::shared_ptr<Store> world_store_;  // null: this is the world (store_)
   int rank_, size_;
   TransportOptions opts_;
   CollConfig coll_;

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "base/error.h"
+#include "coll/bytes.h"
 #include "coll/collectives.h"
 #include "coll/reduce_kernels.h"
 
@@ -64,7 +65,13 @@ void Hierarchy::split_by_host(const std::vector<int>& host_of) {
   leaders_ = comm_.split(local_rank == 0 ? 0 : -1, me);
   const bool even = std::all_of(ranks_on.begin(), ranks_on.end(), [&](int n) { return n == ranks_on[0]; });
   // Every rank knows `even` (the same host_of), so all of them split or none does.
-  if (even && ranks_on[0] > 1 && hosts_ > 1) peers_ = comm_.split(local_rank, me);
+  if (even && ranks_on[0] > 1 && hosts_ > 1) {
+    peers_ = comm_.split(local_rank, me);
+    by_local_.assign(static_cast<size_t>(ranks_on[0]), {});
+    std::vector<int> seen(static_cast<size_t>(hosts_));
+    for (int r = 0; r < comm_.size(); ++r)  // rank order: each list ascending, as the split's key orders the peers
+      by_local_[static_cast<size_t>(seen[static_cast<size_t>(host_of[static_cast<size_t>(r)])]++)].push_back(r);
+  }
 }
 
 void Hierarchy::allreduce(void* buf, size_t count, DType t, ReduceOp op, const AllreduceOptions& opts) {
@@ -114,6 +121,38 @@ void Hierarchy::allreduce(void* buf, size_t count, DType t, ReduceOp op, const A
   if (op == ReduceOp::kAvg) finish_avg(t, buf, count, comm_.size());
 }
 
+void Hierarchy::reduce_scatter(const void* send, void* recv, size_t count, DType t, ReduceOp op, double timeout_s) {
+  DT_CHECK(peers_, InvalidArgument, "Hierarchy::reduce_scatter: the hosts have unequal numbers of ranks");
+  const ReduceOp partial = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
+  const size_t es = dtype_size(t), b = count * es, L = by_local_.size(), H = static_cast<size_t>(hosts_);
+  packed_.resize(L * H * b);
+  block_.resize(H * b);
+  const char* in = static_cast<const char*>(send);
+  for (size_t j = 0; j < L; ++j)
+    for (size_t k = 0; k < H; ++k)
+      copy_bytes(packed_.data() + (j * H + k) * b, in + static_cast<size_t>(by_local_[j][k]) * b, b);
+  ReduceScatterOptions o;
+  o.timeout_s = timeout_s;
+  ::dtrain::reduce_scatter(*local_, packed_.data(), block_.data(), H * count, t, partial, o);
+  ::dtrain::reduce_scatter(*peers_, block_.data(), recv, count, t, partial, o);
+  if (op == ReduceOp::kAvg) finish_avg(t, recv, count, comm_.size());
+}
+
+void Hierarchy::allgather(const void* send, void* recv, size_t count, DType t, double timeout_s) {
+  DT_CHECK(peers_, InvalidArgument, "Hierarchy::allgather: the hosts have unequal numbers of ranks");
+  const size_t es = dtype_size(t), b = count * es, L = by_local_.size(), H = static_cast<size_t>(hosts_);
+  packed_.resize(L * H * b);
+  block_.resize(H * b);
+  AllgatherOptions o;
+  o.timeout_s = timeout_s;
+  ::dtrain::allgather(*peers_, send, block_.data(), count, t, o);
+  ::dtrain::allgather(*local_, block_.data(), packed_.data(), H * count, t, o);
+  char* out = static_cast<char*>(recv);
+  for (size_t j = 0; j < L; ++j)
+    for (size_t k = 0; k < H; ++k)
+      copy_bytes(out + static_cast<size_t>(by_local_[j][k]) * b, packed_.data() + (j * H + k) * b, b);
+}
+
 namespace {
 
 // A communicator's hosts, found once, and its hierarchy once one is asked for.
@@ -127,31 +166,32 @@ struct HostHierarchy {
 // host id, hashed), bounded by the caller's timeout: a rank that never comes is an error
 // naming it, as any collective's is, not a wait on the store.
 HostHierarchy& host_hierarchy_of(Communicator& comm, double timeout_s) {
-  return *comm.attachment<HostHierarchy>("coll/host-hierarchy", [&] {
-    const std::string id = hierarchy_host_id(comm.coll_config());
-    uint64_t fnv = 1469598103934665603ull;  // FNV-1a: the same on every host and build
-    for (unsigned char ch : id) fnv = (fnv ^ ch) * 1099511628211ull;
-    int64_t mine = static_cast<int64_t>(fnv >> 1);
-    std::vector<int64_t> all(static_cast<size_t>(comm.size()));
-    AllgatherOptions o;
-    o.timeout_s = timeout_s;
-    o.algorithm = Algorithm::kRing;
-    const char* why = "the first all-reduce over tcp of more than 2 ranks gathers the ranks' hosts: ";
-    try {
-      allgather(comm, &mine, all.data(), 1, DType::kInt64, o);
-    } catch (const PeerFailure& e) {
-      throw PeerFailure(why + std::string(e.what()), e.peer());
-    } catch (const Timeout& e) {
-      throw Timeout(why + std::string(e.what()));
-    } catch (const Desync& e) {
-      throw Desync(why + std::string(e.what()));
-    }
-    auto h = std::make_shared<HostHierarchy>();
-    std::map<int64_t, int> index;
-    for (int64_t x : all) h->host_of.push_back(index.emplace(x, static_cast<int>(index.size())).first->second);
-    h->hosts = static_cast<int>(index.size());
-    return h;
-  });
+  // Made empty under the attachments' lock, filled outside it (the all-gather is a
+  // collective of this communicator; collectives on it come one at a time).
+  HostHierarchy& h = *comm.attachment<HostHierarchy>("coll/host-hierarchy", [] { return std::make_shared<HostHierarchy>(); });
+  if (h.hosts > 0) return h;
+  const std::string id = hierarchy_host_id(comm.coll_config());
+  uint64_t fnv = 1469598103934665603ull;  // FNV-1a: the same on every host and build
+  for (unsigned char ch : id) fnv = (fnv ^ ch) * 1099511628211ull;
+  int64_t mine = static_cast<int64_t>(fnv >> 1);
+  std::vector<int64_t> all(static_cast<size_t>(comm.size()));
+  AllgatherOptions o;
+  o.timeout_s = timeout_s;
+  o.algorithm = Algorithm::kRing;
+  const char* why = "the first auto all-reduce, reduce-scatter or all-gather over tcp of more than 2 ranks gathers the ranks' hosts: ";
+  try {
+    allgather(comm, &mine, all.data(), 1, DType::kInt64, o);
+  } catch (const PeerFailure& e) {
+    throw PeerFailure(why + std::string(e.what()), e.peer());
+  } catch (const Timeout& e) {
+    throw Timeout(why + std::string(e.what()));
+  } catch (const Desync& e) {
+    throw Desync(why + std::string(e.what()));
+  }
+  std::map<int64_t, int> index;
+  for (int64_t x : all) h.host_of.push_back(index.emplace(x, static_cast<int>(index.size())).first->second);
+  h.hosts = static_cast<int>(index.size());
+  return h;
 }
 
 }  // namespace

@@ -23,8 +23,16 @@
 //   sizes): reduce within the host to the local leader (binomial tree), all-reduce among
 //   the leaders, broadcast within the host. kAvg divides by the whole group's size once
 //   at the end. All ranks end bit-identical.
-// - host_hierarchy(comm) is the hierarchy auto all-reduces take (coll/collectives.cc) on a
-//   communicator over tcp of more than 2 ranks: built on the first call that asks, which
+// - reduce_scatter / allgather (hosts of equal sizes, equal blocks): the same split of the
+//   work. The reduce-scatter packs the blocks by the local rank that owns them, reduce-
+//   scatters them within the host (local rank j ends with the host's sums of the H blocks
+//   of the ranks of local rank j) and then among the peers; the all-gather runs it back.
+//   Only (H-1)/H of a rank's H blocks cross the hosts' links, against a flat ring's edges
+//   between hosts carrying (N-1)/N of the buffer for each rank of the host behind them.
+//   Auto takes them where the all-reduce takes the hierarchy and the hosts are even.
+// - host_hierarchy(comm, timeout_s) is the hierarchy auto all-reduces (and, hosts even,
+//   reduce-scatters and all-gathers) take (coll/collectives.cc) on a communicator over tcp
+//   of more than 2 ranks: built on the first call that asks, which
 //   must be the same call on every rank (collective: an all-gather of the ranks'
 //   hierarchy_host_id, hashed, within timeout_s, then the splits), and kept as the
 //   communicator's attachment. Null, and nothing built, where the ranks are on one host, or on as many
@@ -52,6 +60,10 @@ class Hierarchy {
   // host_of[r]: the index of rank r's host (hosts numbered by their first rank).
   Hierarchy(Communicator& comm, const std::vector<int>& host_of);
   void allreduce(void* buf, size_t count, DType t, ReduceOp op, const AllreduceOptions& opts = {});
+  // With peers only (hosts of equal sizes), `count` elements a rank, in the parent's rank
+  // order as reduce_scatter and allgather have them; kAvg divides by the whole group.
+  void reduce_scatter(const void* send, void* recv, size_t count, DType t, ReduceOp op, double timeout_s);
+  void allgather(const void* send, void* recv, size_t count, DType t, double timeout_s);
   Communicator& local() { return *local_; }
   Communicator* leaders() { return leaders_.get(); }
   Communicator* peers() { return peers_.get(); }
@@ -63,7 +75,9 @@ class Hierarchy {
   Communicator& comm_;
   std::shared_ptr<Communicator> local_, leaders_, peers_;
   int hosts_ = 0;
-  std::vector<char> block_;  // the reduce-scatter's block (scratch between calls)
+  std::vector<char> block_, packed_;  // scratch between calls
+  // by_local_[j]: the parent's ranks of local rank j, one a host, in the peers' rank order.
+  std::vector<std::vector<int>> by_local_;
 };
 
 // The hosts of comm's ranks: host_of[r] for every rank (collective: through the store).

@@ -87,6 +87,17 @@ double half_collective_s(const Cluster& c, Group g, double bytes, int node_ranks
   const int rpn = c.ranks_per_node > 0 ? c.ranks_per_node : g.size * g.stride;
   const double t = std::clamp(rpn / g.stride, 1, g.size) >= g.size ? (c.*measured)(g.size, bytes) : -1;
   if (t >= 0) return t * gap_factor(c, g.size) * beyond(c, node_ranks, g.size);
+  // Over tcp across hosts of several ranks: the hosts' hierarchy (coll/hierarchical.h), the
+  // half within each host on its shared memory, then the 1/L blocks' half across the hosts
+  // with the host's L flows sharing its link (as allreduce_s prices the all-reduce's).
+  const int per_node = std::clamp(rpn / g.stride, 1, g.size);
+  if (!c.shared_memory && per_node > 1 && per_node < g.size && g.size % per_node == 0) {
+    const Cluster& host = c.timed_on ? *c.timed_on : c;
+    CostParams inter = c.link_at(true, bytes / per_node, false);
+    inter.beta_s_per_byte *= per_node;
+    return (ring(per_node, bytes, host.link_at(false, bytes, false)) + ring(g.size / per_node, bytes / per_node, inter)) *
+           beyond(c, node_ranks, 2);
+  }
   return ring(g.size, bytes, c.link_at(g.size * g.stride > rpn, bytes, false)) * beyond(c, node_ranks, 2);
 }
 

@@ -137,13 +137,14 @@ TEST(HierarchicalTest, AutoTakesTheHostsOverTcp) {
   struct Case {
     int n;
     std::function<std::string(int)> host_of;
-    bool hierarchical;
+    bool hierarchical, even;  // the all-reduce's choice; the reduce-scatter's and all-gather's
   };
   const std::vector<Case> cases{
-      {4, [](int r) { return "h" + std::to_string(r / 2); }, true},        // 2 hosts of 2: peers
-      {4, [](int r) { return r < 3 ? std::string("a") : "b"; }, true},     // 3 + 1: leaders
-      {4, [](int) { return std::string("one"); }, false},                  // one host
-      {3, [](int r) { return "h" + std::to_string(r); }, false},           // a rank a host
+      {4, [](int r) { return "h" + std::to_string(r / 2); }, true, true},     // 2 hosts of 2: peers
+      {6, [](int r) { return "h" + std::to_string(r % 3); }, true, true},     // 3 hosts of 2, interleaved
+      {4, [](int r) { return r < 3 ? std::string("a") : "b"; }, true, false}, // 3 + 1: leaders
+      {4, [](int) { return std::string("one"); }, false, false},              // one host
+      {3, [](int r) { return "h" + std::to_string(r); }, false, false},       // a rank a host
   };
   for (const Case& k : cases) {
     testing::WorldOptions o;
@@ -158,6 +159,21 @@ TEST(HierarchicalTest, AutoTakesTheHostsOverTcp) {
           ASSERT_EQ(testing::compare(buf, testing::expected_reduce(DType::kFloat32, k.n, n, op), DType::kFloat32), "")
               << reduce_op_name(op) << " n=" << n << " on " << k.n << " ranks";
         }
+      }
+      // Reduce-scatter and all-gather take the hierarchy where the hosts are even (not 3 + 1).
+      const bool even = k.even;
+      for (size_t per : {size_t{1}, size_t{333}}) {
+        std::vector<float> in(per * k.n), mine(per), all(per * k.n);
+        for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>((c.rank() + 1) * 1000 + i);
+        const Algorithm rs = reduce_scatter(c, in.data(), mine.data(), per, DType::kFloat32, ReduceOp::kSum);
+        EXPECT_EQ(rs == Algorithm::kHierarchical, even) << algorithm_name(rs);
+        const float ranks_sum = static_cast<float>(k.n * (k.n + 1) / 2);
+        for (size_t i = 0; i < per; ++i)
+          ASSERT_EQ(mine[i], ranks_sum * 1000 + k.n * static_cast<float>(c.rank() * per + i)) << "rs per=" << per;
+        const Algorithm ag = allgather(c, mine.data(), all.data(), per, DType::kFloat32);
+        EXPECT_EQ(ag == Algorithm::kHierarchical, even) << algorithm_name(ag);
+        for (size_t i = 0; i < all.size(); ++i)
+          ASSERT_EQ(all[i], ranks_sum * 1000 + k.n * static_cast<float>(i)) << "ag per=" << per;
       }
       std::vector<float> x(1000, 1.0f);
       AllreduceOptions det;

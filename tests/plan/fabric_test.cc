@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "base/error.h"
+#include "plan/closed_forms.h"
 #include "plan/cluster.h"
+#include "plan/sim_costs.h"
 #include "plan/simulator.h"
 #include "sim_test_util.h"
 
@@ -144,6 +146,28 @@ TEST(Fabric, AcrossHostsTheLinkBetweenThemIsTheCalibratedOne) {
   const Cluster guessed = over_fabric(c, "tcp", 2, 1);
   EXPECT_DOUBLE_EQ(guessed.inter.beta_s_per_byte, c.inter.beta_s_per_byte);
   EXPECT_NE(guessed.source.find("no calibration across hosts"), std::string::npos) << guessed.source;
+}
+
+// Two hosts of two ranks: the executors take the hosts' hierarchy (coll/hierarchical.h), so the
+// all-reduce is a reduce-scatter and an all-gather on the host's shared memory around the
+// half-size blocks' all-reduce across the hosts, both flows on the host's one link; the
+// reduce-scatter and all-gather likewise. A flat ring on that link costs more.
+TEST(Fabric, AcrossHostsOfSeveralRanksTheCollectivesAreTheHierarchy) {
+  const Cluster c = host();
+  const Cluster two = over_fabric(c, "tcp", 2, 2);
+  ASSERT_TRUE(two.timed_on);
+  const double n = 1 << 20;
+  CostParams shared = two.link_at(true, n / 2, false);
+  shared.beta_s_per_byte *= 2;
+  const CostParams shm = two.timed_on->link_at(false, n, false);
+  const sim::Group all{4, 1};
+  EXPECT_DOUBLE_EQ(sim::allreduce_s(two, all, n, 2), hierarchical_allreduce_s(2, 2, n, shm, shared));
+  EXPECT_LT(sim::allreduce_s(two, all, n, 2), best_allreduce_s(4, n, two.link_at(true, n, false)));
+  EXPECT_DOUBLE_EQ(sim::reduce_scatter_s(two, all, n, 2), ring_reduce_scatter_s(2, n, shm) + ring_reduce_scatter_s(2, n / 2, shared));
+  EXPECT_DOUBLE_EQ(sim::allgather_s(two, all, n, 2), ring_allgather_s(2, n, shm) + ring_allgather_s(2, n / 2, shared));
+  // A rank a host: one flat collective across them, as before.
+  const Cluster ones = over_fabric(c, "tcp", 2, 1);
+  EXPECT_DOUBLE_EQ(sim::allreduce_s(ones, sim::Group{2, 1}, n, 1), best_allreduce_s(2, n, ones.link_at(true, n, false)));
 }
 
 TEST(Fabric, TheHostsTableRoundTripsThroughACalibrationFile) {
