@@ -43,6 +43,18 @@ std::vector<int> exchange_host_ids(Communicator& comm, const std::string& host_i
   return host_of;
 }
 
+namespace {
+
+// What is left of one call's limit for each of the sub-groups' steps it runs in turn (-1:
+// none): the steps share the limit, they do not each get it whole.
+struct StepLimit {
+  Deadline by;
+  explicit StepLimit(double timeout_s) : by(Deadline::after(timeout_s)) {}
+  double left() const { return by.infinite() ? -1 : std::max(0.0, by.remaining_seconds()); }
+};
+
+}  // namespace
+
 Hierarchy::Hierarchy(Communicator& comm, const std::string& host_id) : comm_(comm) {
   split_by_host(exchange_host_ids(comm, host_id));
 }
@@ -76,8 +88,8 @@ void Hierarchy::split_by_host(const std::vector<int>& host_of) {
 
 void Hierarchy::allreduce(void* buf, size_t count, DType t, ReduceOp op, const AllreduceOptions& opts) {
   ReduceOp partial = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
+  const StepLimit limit(resolve_timeout(opts.timeout_s, comm_.timeout()));
   AllreduceOptions ao;
-  ao.timeout_s = opts.timeout_s;
   ao.segment_bytes = opts.segment_bytes;
   ao.deterministic = opts.deterministic;
   if (peers_) {
@@ -87,34 +99,38 @@ void Hierarchy::allreduce(void* buf, size_t count, DType t, ReduceOp op, const A
     if (q > 0) {
       block_.resize(q * es);
       ReduceScatterOptions rs;
-      rs.timeout_s = opts.timeout_s;
+      rs.timeout_s = limit.left();
       rs.segment_bytes = opts.segment_bytes;
       rs.deterministic = opts.deterministic;
       ::dtrain::reduce_scatter(*local_, data, block_.data(), q, t, partial, rs);
+      ao.timeout_s = limit.left();
       ::dtrain::allreduce(*peers_, block_.data(), block_.data(), q, t, partial, ao);
       AllgatherOptions ag;
-      ag.timeout_s = opts.timeout_s;
+      ag.timeout_s = limit.left();
       ag.segment_bytes = opts.segment_bytes;
       ::dtrain::allgather(*local_, block_.data(), data, q, t, ag);
     }
     if (tail > 0) {  // fewer elements than the host has ranks: whole, in the host, then across
       char* rest = data + q * L * es;
+      ao.timeout_s = limit.left();
       ::dtrain::allreduce(*local_, rest, rest, tail, t, partial, ao);
+      ao.timeout_s = limit.left();
       ::dtrain::allreduce(*peers_, rest, rest, tail, t, partial, ao);
     }
   } else {
     ReduceOptions ro;
-    ro.timeout_s = opts.timeout_s;
+    ro.timeout_s = limit.left();
     ro.segment_bytes = opts.segment_bytes;
     ro.deterministic = opts.deterministic;
     ::dtrain::reduce(*local_, buf, buf, count, t, partial, 0, ro);
     if (leaders_) {
       AllreduceOptions lo = opts;
       lo.algorithm = Algorithm::kAuto;
+      lo.timeout_s = limit.left();
       ::dtrain::allreduce(*leaders_, buf, count, t, partial, lo);
     }
     BroadcastOptions bo;
-    bo.timeout_s = opts.timeout_s;
+    bo.timeout_s = limit.left();
     bo.segment_bytes = opts.segment_bytes;
     ::dtrain::broadcast(*local_, buf, count, t, 0, bo);
   }
@@ -131,9 +147,11 @@ void Hierarchy::reduce_scatter(const void* send, void* recv, size_t count, DType
   for (size_t j = 0; j < L; ++j)
     for (size_t k = 0; k < H; ++k)
       copy_bytes(packed_.data() + (j * H + k) * b, in + static_cast<size_t>(by_local_[j][k]) * b, b);
+  const StepLimit limit(timeout_s);
   ReduceScatterOptions o;
-  o.timeout_s = timeout_s;
+  o.timeout_s = limit.left();
   ::dtrain::reduce_scatter(*local_, packed_.data(), block_.data(), H * count, t, partial, o);
+  o.timeout_s = limit.left();
   ::dtrain::reduce_scatter(*peers_, block_.data(), recv, count, t, partial, o);
   if (op == ReduceOp::kAvg) finish_avg(t, recv, count, comm_.size());
 }
@@ -143,9 +161,11 @@ void Hierarchy::allgather(const void* send, void* recv, size_t count, DType t, d
   const size_t es = dtype_size(t), b = count * es, L = by_local_.size(), H = static_cast<size_t>(hosts_);
   packed_.resize(L * H * b);
   block_.resize(H * b);
+  const StepLimit limit(timeout_s);
   AllgatherOptions o;
-  o.timeout_s = timeout_s;
+  o.timeout_s = limit.left();
   ::dtrain::allgather(*peers_, send, block_.data(), count, t, o);
+  o.timeout_s = limit.left();
   ::dtrain::allgather(*local_, block_.data(), packed_.data(), H * count, t, o);
   char* out = static_cast<char*>(recv);
   for (size_t j = 0; j < L; ++j)
