@@ -492,11 +492,14 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
         const double fs = calibrated_seconds(cal_far, op, p, b, cfg, requested, shm);
         if (cs > 0 && fs > 0) cal_s = (1 - row.far_share) * cs + row.far_share * fs;
       }
-      row.predicted_from = cal_s > 0 ? "cal" : "model";
-      row.predicted_us =
-          (cal_s > 0 ? cal_s
-                     : predict_seconds(op, used, p, row.size_bytes, cp, resolve_segment_bytes(c.coll_config(), seg_opts))) *
-          1e6;
+      const double model_s =
+          cal_s > 0 ? cal_s : predict_seconds(op, used, p, row.size_bytes, cp, resolve_segment_bytes(c.coll_config(), seg_opts));
+      // The hosts' hierarchy that auto reduce-scatters and all-gathers take across hosts has
+      // no formula in the cost model (1e30 there): no prediction, not a 10^31 % error.
+      if (model_s < 1e29) {
+        row.predicted_from = cal_s > 0 ? "cal" : "model";
+        row.predicted_us = model_s * 1e6;
+      }
     }
     row.wrong = wrong;
     row.settle_calls = settle_calls;

@@ -247,6 +247,11 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
     // parallel/zero.cc's own buffers: the shard's gradient and parameters (P/N each), and the
     // padded reduce-scatter copy of the one bucket (the whole gradient) with its receive slice.
     p.buffers_b = 2 * stage_params * kF / l.dp + stage_params * kF * (1 + 1.0 / l.dp);
+    // Across hosts of several data-parallel ranks each, the reduce-scatter and all-gather are
+    // the hosts' hierarchy (coll/hierarchical.h), which keeps its packed copy of the buffer
+    // and the host's 1/L share of it between calls.
+    const int per_host = std::clamp(c.ranks_on_node(n) / (l.tp * l.pp), 1, l.dp);
+    if (!c.shared_memory && per_host > 1 && per_host < l.dp) p.buffers_b += stage_params * kF * (1 + 1.0 / per_host);
   }
   // Memory does not depend on the timing below: a layout over the caller's limit stops here
   // (the planner drops it; most of a large model's layouts are, and the schedule's
