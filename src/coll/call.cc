@@ -234,10 +234,22 @@ void Call::fail(std::exception_ptr e) {
   try {
     std::rethrow_exception(e);
   } catch (const NamedPeerFailure& inner) {
+    int dead = inner.peer();  // renumbered from the sub-group's ranks to this communicator's
+    for (int r = 0; r < size_; ++r)
+      if (comm_.world_rank(r) == inner.world_peer()) dead = r;
     throw NamedPeerFailure(rank_name(comm_, rank_) + ": " + describe() + " failed in a sub-group's step: " + inner.what(),
-                           inner.peer());
+                           dead, inner.world_peer());
   } catch (const NamedTimeout& inner) {
-    throw NamedTimeout(rank_name(comm_, rank_) + ": " + describe() + " timed out in a sub-group's step: " + inner.what());
+    // Arrived, for the ranks of this call that look (those whose own wait failed here):
+    // where the sub-group's call could still reach the store, so can this one.
+    if (inner.store_reachable()) {
+      try {
+        comm_.store().set(culprit_key("arrived") + "/" + std::to_string(rank_), "1");
+      } catch (...) {
+      }
+    }
+    throw NamedTimeout(rank_name(comm_, rank_) + ": " + describe() + " timed out in a sub-group's step: " + inner.what(),
+                       inner.store_reachable());
   } catch (...) {
   }
   Store& store = comm_.store();
@@ -276,7 +288,7 @@ void Call::fail(std::exception_ptr e) {
     if (dead != pf.peer()) m << " (learned from " << rank_name(comm_, pf.peer()) << ")";
     if (!reason.empty()) m << "; it reported: " << reason;
     m << " [" << pf.what() << "]";
-    throw NamedPeerFailure(m.str(), dead);
+    throw NamedPeerFailure(m.str(), dead, comm_.world_rank(dead));
   } catch (const Timeout& t) {
     // Which ranks ever reached this call? Each rank that times out says so, waits a moment
     // for the others, and names the ones that never arrived.
@@ -330,7 +342,7 @@ void Call::fail(std::exception_ptr e) {
       }
     }
     m << " [" << t.what() << "]";
-    throw NamedTimeout(m.str());
+    throw NamedTimeout(m.str(), !store_lost);
   }
 }
 

@@ -61,13 +61,24 @@ inline constexpr int32_t kApplyRoot = -2;
 // The errors Call::run throws once it has named the call and its ranks (still a PeerFailure
 // and a Timeout to whoever catches them): a call whose algorithm ran collectives of its own
 // (a hierarchy's sub-groups) passes theirs on with its own name in front, not analysed twice.
+// NamedPeerFailure also carries the dead rank's world rank (peer() is in the numbering of the
+// communicator that named it); NamedTimeout whether that call could still reach the store.
 class NamedPeerFailure : public PeerFailure {
  public:
-  using PeerFailure::PeerFailure;
+  NamedPeerFailure(const std::string& what, int peer, int world_peer)
+      : PeerFailure(what, peer), world_peer_(world_peer) {}
+  int world_peer() const { return world_peer_; }
+
+ private:
+  int world_peer_;
 };
 class NamedTimeout : public Timeout {
  public:
-  using Timeout::Timeout;
+  NamedTimeout(const std::string& what, bool store_reachable) : Timeout(what), store_reachable_(store_reachable) {}
+  bool store_reachable() const { return store_reachable_; }
+
+ private:
+  bool store_reachable_;
 };
 
 struct Fingerprint {

@@ -53,6 +53,27 @@ struct StepLimit {
   double left() const { return by.infinite() ? -1 : std::max(0.0, by.remaining_seconds()); }
 };
 
+// One sub-group's step. A dead rank goes on as an error already named (coll/call.h) carrying
+// its world rank: the shared-memory paths throw theirs without Call's naming, and the outer
+// call must not read a sub-group's rank as one of its own.
+template <class F>
+void step(Communicator& sub, F&& f) {
+  try {
+    f();
+  } catch (const NamedPeerFailure&) {
+    throw;
+  } catch (const PeerFailure& e) {
+    const int world = e.peer() >= 0 && e.peer() < sub.size() ? sub.world_rank(e.peer()) : e.peer();
+    std::string what = e.what();
+    if (world != e.peer())
+      what += " (the group's rank " + std::to_string(e.peer()) + " is world rank " + std::to_string(world) + ")";
+    throw NamedPeerFailure(what, e.peer(), world);
+  }
+  // A bare Timeout (a shared-memory path's) goes on as it is: the outer call then finds, in
+  // its own numbers, which ranks never came, and on which host (a rank whose host-mate is
+  // stuck across a cut link learns so only from the outer call's view).
+}
+
 }  // namespace
 
 Hierarchy::Hierarchy(Communicator& comm, const std::string& host_id) : comm_(comm) {
@@ -102,37 +123,37 @@ void Hierarchy::allreduce(void* buf, size_t count, DType t, ReduceOp op, const A
       rs.timeout_s = limit.left();
       rs.segment_bytes = opts.segment_bytes;
       rs.deterministic = opts.deterministic;
-      ::dtrain::reduce_scatter(*local_, data, block_.data(), q, t, partial, rs);
+      step(*local_, [&] { ::dtrain::reduce_scatter(*local_, data, block_.data(), q, t, partial, rs); });
       ao.timeout_s = limit.left();
-      ::dtrain::allreduce(*peers_, block_.data(), block_.data(), q, t, partial, ao);
+      step(*peers_, [&] { ::dtrain::allreduce(*peers_, block_.data(), block_.data(), q, t, partial, ao); });
       AllgatherOptions ag;
       ag.timeout_s = limit.left();
       ag.segment_bytes = opts.segment_bytes;
-      ::dtrain::allgather(*local_, block_.data(), data, q, t, ag);
+      step(*local_, [&] { ::dtrain::allgather(*local_, block_.data(), data, q, t, ag); });
     }
     if (tail > 0) {  // fewer elements than the host has ranks: whole, in the host, then across
       char* rest = data + q * L * es;
       ao.timeout_s = limit.left();
-      ::dtrain::allreduce(*local_, rest, rest, tail, t, partial, ao);
+      step(*local_, [&] { ::dtrain::allreduce(*local_, rest, rest, tail, t, partial, ao); });
       ao.timeout_s = limit.left();
-      ::dtrain::allreduce(*peers_, rest, rest, tail, t, partial, ao);
+      step(*peers_, [&] { ::dtrain::allreduce(*peers_, rest, rest, tail, t, partial, ao); });
     }
   } else {
     ReduceOptions ro;
     ro.timeout_s = limit.left();
     ro.segment_bytes = opts.segment_bytes;
     ro.deterministic = opts.deterministic;
-    ::dtrain::reduce(*local_, buf, buf, count, t, partial, 0, ro);
+    step(*local_, [&] { ::dtrain::reduce(*local_, buf, buf, count, t, partial, 0, ro); });
     if (leaders_) {
       AllreduceOptions lo = opts;
       lo.algorithm = Algorithm::kAuto;
       lo.timeout_s = limit.left();
-      ::dtrain::allreduce(*leaders_, buf, count, t, partial, lo);
+      step(*leaders_, [&] { ::dtrain::allreduce(*leaders_, buf, count, t, partial, lo); });
     }
     BroadcastOptions bo;
     bo.timeout_s = limit.left();
     bo.segment_bytes = opts.segment_bytes;
-    ::dtrain::broadcast(*local_, buf, count, t, 0, bo);
+    step(*local_, [&] { ::dtrain::broadcast(*local_, buf, count, t, 0, bo); });
   }
   if (op == ReduceOp::kAvg) finish_avg(t, buf, count, comm_.size());
 }
@@ -150,9 +171,9 @@ void Hierarchy::reduce_scatter(const void* send, void* recv, size_t count, DType
   const StepLimit limit(timeout_s);
   ReduceScatterOptions o;
   o.timeout_s = limit.left();
-  ::dtrain::reduce_scatter(*local_, packed_.data(), block_.data(), H * count, t, partial, o);
+  step(*local_, [&] { ::dtrain::reduce_scatter(*local_, packed_.data(), block_.data(), H * count, t, partial, o); });
   o.timeout_s = limit.left();
-  ::dtrain::reduce_scatter(*peers_, block_.data(), recv, count, t, partial, o);
+  step(*peers_, [&] { ::dtrain::reduce_scatter(*peers_, block_.data(), recv, count, t, partial, o); });
   if (op == ReduceOp::kAvg) finish_avg(t, recv, count, comm_.size());
 }
 
@@ -164,9 +185,9 @@ void Hierarchy::allgather(const void* send, void* recv, size_t count, DType t, d
   const StepLimit limit(timeout_s);
   AllgatherOptions o;
   o.timeout_s = limit.left();
-  ::dtrain::allgather(*peers_, send, block_.data(), count, t, o);
+  step(*peers_, [&] { ::dtrain::allgather(*peers_, send, block_.data(), count, t, o); });
   o.timeout_s = limit.left();
-  ::dtrain::allgather(*local_, block_.data(), packed_.data(), H * count, t, o);
+  step(*local_, [&] { ::dtrain::allgather(*local_, block_.data(), packed_.data(), H * count, t, o); });
   char* out = static_cast<char*>(recv);
   for (size_t j = 0; j < L; ++j)
     for (size_t k = 0; k < H; ++k)

@@ -187,6 +187,41 @@ TEST(HierarchicalTest, AutoTakesTheHostsOverTcp) {
   }
 }
 
+// A rank that dies between hierarchical all-reduces: the ranks that shared a sub-group with it
+// (its host's other rank, its peer on the other host) name it in the world's numbering, not
+// in their sub-group's, and say which call it was part of.
+TEST(HierarchicalTest, ADeadRankIsNamedInTheWorldsNumbers) {
+  const int p = 4, dead = 3;
+  std::mutex mu;
+  std::vector<std::string> errors(p);
+  std::vector<int> peers(p, -1);
+  testing::WorldOptions o;
+  o.kind = TransportKind::kTcp;
+  o.timeout_s = 20;
+  o.host_of = [](int r) { return "h" + std::to_string(r / 2); };
+  testing::run_world(p, o, [&](Communicator& c) {
+    std::vector<float> buf(10000, 1.0f);
+    try {
+      EXPECT_EQ(allreduce(c, buf.data(), buf.size(), DType::kFloat32, ReduceOp::kSum), Algorithm::kHierarchical);
+      if (c.rank() == dead) return;  // its communicator, sub-groups and all, goes with it
+      allreduce(c, buf.data(), buf.size(), DType::kFloat32, ReduceOp::kSum);
+    } catch (const PeerFailure& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      errors[c.rank()] = e.what();
+      peers[c.rank()] = e.peer();
+    }
+  });
+  for (int r : {1, 2}) {
+    EXPECT_EQ(peers[r], dead) << "rank " << r << ": " << errors[r];
+    EXPECT_NE(errors[r].find("(hierarchical, float32 x 10000) failed in a sub-group's step"), std::string::npos)
+        << errors[r];
+    EXPECT_TRUE(errors[r].find("(world rank 3) is gone") != std::string::npos ||
+                errors[r].find("is world rank 3)") != std::string::npos)
+        << errors[r];
+  }
+  EXPECT_NE(peers[0], -1) << "rank 0 learned of no failure";
+}
+
 TEST(AsyncTest, WorkRunsInOrderAndOverlapsTheCaller) {
   testing::run_world(4, TransportKind::kShm, [&](Communicator& c) {
     ProgressQueue q(c);
