@@ -24,22 +24,31 @@ std::string hierarchy_host_id(const CollConfig& config) {
   return name;
 }
 
-std::vector<int> exchange_host_ids(Communicator& comm, const std::string& host_id) {
-  // Agree on host indices through the store: a host is numbered by its first rank's order.
-  // (A set-up sequence: the collectives' own numbers, which errors name, stay as they were.)
-  Store& store = comm.store();
-  const std::string base = "hosts/" + std::to_string(comm.next_setup_sequence()) + "/";
-  store.set(base + std::to_string(comm.rank()), host_id);
-  std::vector<std::string> keys;
-  for (int r = 0; r < comm.size(); ++r) keys.push_back(base + std::to_string(r));
-  store.wait(keys, comm.timeout());
-  std::map<std::string, int> index;
-  std::vector<int> host_of(static_cast<size_t>(comm.size()));
-  for (int r = 0; r < comm.size(); ++r) {
-    const std::string h = store.get(keys[static_cast<size_t>(r)]);
-    auto it = index.emplace(h, static_cast<int>(index.size())).first;
-    host_of[static_cast<size_t>(r)] = it->second;
+std::vector<int> host_indices(Communicator& comm, const std::string& host_id, double timeout_s) {
+  // An all-gather of each rank's host id, hashed (FNV-1a: the same on every host and build),
+  // bounded like any collective: a rank that never comes is an error naming it. A host is
+  // numbered by its first rank's order.
+  uint64_t fnv = 1469598103934665603ull;
+  for (unsigned char ch : host_id) fnv = (fnv ^ ch) * 1099511628211ull;
+  int64_t mine = static_cast<int64_t>(fnv >> 1);
+  std::vector<int64_t> all(static_cast<size_t>(comm.size()));
+  AllgatherOptions o;
+  o.timeout_s = timeout_s;
+  o.algorithm = Algorithm::kRing;
+  const char* why = "finding the ranks' hosts (an all-gather of their host ids, at a communicator's first collective "
+                    "that may take the hosts' hierarchy): ";
+  try {
+    allgather(comm, &mine, all.data(), 1, DType::kInt64, o);
+  } catch (const PeerFailure& e) {
+    throw PeerFailure(why + std::string(e.what()), e.peer());
+  } catch (const Timeout& e) {
+    throw Timeout(why + std::string(e.what()));
+  } catch (const Desync& e) {
+    throw Desync(why + std::string(e.what()));
   }
+  std::map<int64_t, int> index;
+  std::vector<int> host_of;
+  for (int64_t x : all) host_of.push_back(index.emplace(x, static_cast<int>(index.size())).first->second);
   return host_of;
 }
 
@@ -77,7 +86,7 @@ void step(Communicator& sub, F&& f) {
 }  // namespace
 
 Hierarchy::Hierarchy(Communicator& comm, const std::string& host_id) : comm_(comm) {
-  split_by_host(exchange_host_ids(comm, host_id));
+  split_by_host(host_indices(comm, host_id, comm.timeout()));
 }
 
 Hierarchy::Hierarchy(Communicator& comm, const std::vector<int>& host_of) : comm_(comm) { split_by_host(host_of); }
@@ -203,35 +212,13 @@ struct HostHierarchy {
   std::unique_ptr<Hierarchy> hierarchy;
 };
 
-// The hosts through a collective of the communicator itself (an all-gather of each rank's
-// host id, hashed), bounded by the caller's timeout: a rank that never comes is an error
-// naming it, as any collective's is, not a wait on the store.
 HostHierarchy& host_hierarchy_of(Communicator& comm, double timeout_s) {
-  // Made empty under the attachments' lock, filled outside it (the all-gather is a
-  // collective of this communicator; collectives on it come one at a time).
+  // Made empty under the attachments' lock, filled outside it (host_indices is a collective
+  // of this communicator; collectives on it come one at a time).
   HostHierarchy& h = *comm.attachment<HostHierarchy>("coll/host-hierarchy", [] { return std::make_shared<HostHierarchy>(); });
   if (h.hosts > 0) return h;
-  const std::string id = hierarchy_host_id(comm.coll_config());
-  uint64_t fnv = 1469598103934665603ull;  // FNV-1a: the same on every host and build
-  for (unsigned char ch : id) fnv = (fnv ^ ch) * 1099511628211ull;
-  int64_t mine = static_cast<int64_t>(fnv >> 1);
-  std::vector<int64_t> all(static_cast<size_t>(comm.size()));
-  AllgatherOptions o;
-  o.timeout_s = timeout_s;
-  o.algorithm = Algorithm::kRing;
-  const char* why = "the first auto all-reduce, reduce-scatter or all-gather over tcp of more than 2 ranks gathers the ranks' hosts: ";
-  try {
-    allgather(comm, &mine, all.data(), 1, DType::kInt64, o);
-  } catch (const PeerFailure& e) {
-    throw PeerFailure(why + std::string(e.what()), e.peer());
-  } catch (const Timeout& e) {
-    throw Timeout(why + std::string(e.what()));
-  } catch (const Desync& e) {
-    throw Desync(why + std::string(e.what()));
-  }
-  std::map<int64_t, int> index;
-  for (int64_t x : all) h.host_of.push_back(index.emplace(x, static_cast<int>(index.size())).first->second);
-  h.hosts = static_cast<int>(index.size());
+  h.host_of = host_indices(comm, hierarchy_host_id(comm.coll_config()), timeout_s);
+  h.hosts = *std::max_element(h.host_of.begin(), h.host_of.end()) + 1;
   return h;
 }
 
@@ -246,10 +233,10 @@ Hierarchy* host_hierarchy(Communicator& comm, double timeout_s) {
 }
 
 void allreduce_hierarchical_once(Call& call, char* buf, size_t count) {
-  HostHierarchy& h = host_hierarchy_of(call.comm(), call.remaining() < 0 ? -1 : call.remaining());
+  HostHierarchy& h = host_hierarchy_of(call.comm(), call.remaining());
   if (!h.hierarchy) h.hierarchy = std::make_unique<Hierarchy>(call.comm(), h.host_of);
   AllreduceOptions opts;
-  opts.timeout_s = call.remaining() < 0 ? -1 : call.remaining();
+  opts.timeout_s = call.remaining();
   opts.segment_bytes = call.segment_elems() * call.elem();
   // kAvg's division is done by the caller (allreduce) over the whole group.
   ReduceOp op = call.redop() == ReduceOp::kAvg ? ReduceOp::kSum : call.redop();

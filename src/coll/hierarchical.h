@@ -80,8 +80,9 @@ class Hierarchy {
   std::vector<std::vector<int>> by_local_;
 };
 
-// The hosts of comm's ranks: host_of[r] for every rank (collective: through the store).
-std::vector<int> exchange_host_ids(Communicator& comm, const std::string& host_id);
+// The hosts of comm's ranks: host_of[r] for every rank (collective: an all-gather of each
+// rank's host_id, hashed, within timeout_s).
+std::vector<int> host_indices(Communicator& comm, const std::string& host_id, double timeout_s);
 Hierarchy* host_hierarchy(Communicator& comm, double timeout_s);
 
 std::string hierarchy_host_id(const CollConfig& config);

@@ -33,6 +33,19 @@ double gap_factor(const Cluster& c, int ranks) {
   return it == c.intra_sizes.gap_factor_by_ranks.end() ? 1.0 : it->second;
 }
 
+// Over tcp across hosts of per_node ranks, the hosts' hierarchy (coll/hierarchical.h): the
+// shared memory each host's half runs on (the machine as calibrated, timed_on), and the
+// link the per_node blocks of `bytes` cross at once, sharing the host's one link.
+struct HostsHierarchy {
+  CostParams within, across;
+};
+HostsHierarchy hosts_hierarchy(const Cluster& c, double bytes, int per_node) {
+  const Cluster& host = c.timed_on ? *c.timed_on : c;
+  HostsHierarchy h{host.link_at(false, bytes, false), c.link_at(true, bytes / per_node, false)};
+  h.across.beta_s_per_byte *= per_node;
+  return h;
+}
+
 }  // namespace
 
 double allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks, bool gapped) {
@@ -51,11 +64,8 @@ double allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks, bool
   // the per_node blocks all-reduced across the hosts at once, sharing the host's link.
   if (!c.shared_memory) {
     if (per_node <= 1) return best_allreduce_s(g.size, bytes, c.link_at(true, bytes, false)) * beyond(c, node_ranks, 2);
-    const Cluster& host = c.timed_on ? *c.timed_on : c;
-    CostParams inter = c.link_at(true, bytes / per_node, false);
-    inter.beta_s_per_byte *= per_node;
-    return hierarchical_allreduce_s(g.size / per_node, per_node, bytes, host.link_at(false, bytes, false), inter) *
-           beyond(c, node_ranks, 2);
+    const HostsHierarchy h = hosts_hierarchy(c, bytes, per_node);
+    return hierarchical_allreduce_s(g.size / per_node, per_node, bytes, h.within, h.across) * beyond(c, node_ranks, 2);
   }
   return hierarchical_allreduce_s(g.size / per_node, per_node, bytes, c.link_at(false, bytes, false),
                                   c.link_at(true, bytes / per_node, false)) * beyond(c, node_ranks, 2);
@@ -92,11 +102,8 @@ double half_collective_s(const Cluster& c, Group g, double bytes, int node_ranks
   // with the host's L flows sharing its link (as allreduce_s prices the all-reduce's).
   const int per_node = std::clamp(rpn / g.stride, 1, g.size);
   if (!c.shared_memory && per_node > 1 && per_node < g.size && g.size % per_node == 0) {
-    const Cluster& host = c.timed_on ? *c.timed_on : c;
-    CostParams inter = c.link_at(true, bytes / per_node, false);
-    inter.beta_s_per_byte *= per_node;
-    return (ring(per_node, bytes, host.link_at(false, bytes, false)) + ring(g.size / per_node, bytes / per_node, inter)) *
-           beyond(c, node_ranks, 2);
+    const HostsHierarchy h = hosts_hierarchy(c, bytes, per_node);
+    return (ring(per_node, bytes, h.within) + ring(g.size / per_node, bytes / per_node, h.across)) * beyond(c, node_ranks, 2);
   }
   return ring(g.size, bytes, c.link_at(g.size * g.stride > rpn, bytes, false)) * beyond(c, node_ranks, 2);
 }
