@@ -46,8 +46,18 @@ MeshDims gpt_mesh(const TrainConfig& c) {
   else if (s == "tp") dp = dp ? dp : 1, pp = pp ? pp : 1, tp = tp ? tp : std::max(1, n / (dp * pp));
   else if (s == "pp") dp = dp ? dp : 1, tp = tp ? tp : 1, pp = pp ? pp : std::max(1, n / (dp * tp));
   else if (s == "zero" || s == "ddp") tp = tp ? tp : 1, pp = pp ? pp : 1, dp = dp ? dp : std::max(1, n / (tp * pp));
-  else if (s == "hybrid")
-    DT_CHECK(dp && tp && pp, InvalidArgument, "--strategy hybrid needs --dp D --tp T --pp P with D x T x P = -n");
+  else if (s == "hybrid") {
+    // Two of the three given: the third is what -n leaves (--dp 2 --pp 2 -n 4 is tp 1).
+    const int given = (dp > 0) + (tp > 0) + (pp > 0);
+    DT_CHECK(given >= 2, InvalidArgument,
+             "--strategy hybrid needs at least two of --dp D --tp T --pp P (the third is -n / the other two)");
+    if (given == 2) {
+      const int known = (dp ? dp : 1) * (tp ? tp : 1) * (pp ? pp : 1);
+      DT_CHECK(known > 0 && n % known == 0, InvalidArgument,
+               "--strategy hybrid: -n " << n << " is not a multiple of " << known << " (the product of the --dp/--tp/--pp given)");
+      (dp ? (tp ? pp : tp) : dp) = n / known;
+    }
+  }
   DT_CHECK(dp >= 1 && tp >= 1 && pp >= 1 && dp * tp * pp == n, InvalidArgument,
            "--strategy " << s << ": dp " << dp << " x tp " << tp << " x pp " << pp << " must equal -n " << n);
   return {dp, tp, pp};

@@ -307,7 +307,7 @@ const std::vector<StrategyEntry>& strategies() {
        Models::kGpt, true, gpt_flags, make_gpt, {}},
       {"zero", "the GPT, data parallel with ZeRO: --zero 1|2|3 shards optimizer state, gradients, parameters",
        Models::kGpt, true, gpt_flags, make_gpt, {}},
-      {"hybrid", "the GPT on a --dp D x --tp T x --pp P mesh (optionally --zero 1|2)", Models::kGpt, true, gpt_flags,
+      {"hybrid", "the GPT on a --dp D x --tp T x --pp P mesh (two given: the third from -n; optionally --zero 1|2)", Models::kGpt, true, gpt_flags,
        make_gpt, {}},
       {"search", "parallel hyper-parameter search: --search GRID or --trials N, trials spread over the ranks",
        Models::kDataset, true, whole_job, {}, run_search},
