@@ -45,8 +45,7 @@ std::string coll_args(Algorithm a, size_t bytes) {
 // A blocking collective is communication and, since nothing overlaps it, waiting too.
 void record_blocking(Instrument* inst, const std::string& name, double t0, double t1, size_t bytes, Algorithm a) {
   if (!inst) return;
-  inst->comm(0, name, t0, t1, static_cast<int64_t>(bytes), coll_args(a, bytes));
-  inst->span(0, "wait:" + name, SpanKind::kWait, t0, t1);
+  inst->blocking(name, t0, t1, static_cast<int64_t>(bytes), coll_args(a, bytes));
 }
 
 Algorithm blocking_allreduce(Communicator& comm, Instrument* inst, const std::string& name, void* buf, size_t count,

@@ -99,9 +99,8 @@ void Gossip::mix(std::vector<Request> reqs) {
   for (Request& r : reqs) r.wait();
   const double t1 = now_seconds();
   if (inst_) {
-    inst_->comm(0, "gossip exchange", t0, t1, static_cast<int64_t>(bytes * neighbors_.size()),
-                "\"peers\":" + std::to_string(neighbors_.size()) + ",\"bytes\":" + std::to_string(bytes));
-    inst_->wait("wait:gossip exchange", t0, t1);
+    inst_->blocking("gossip exchange", t0, t1, static_cast<int64_t>(bytes * neighbors_.size()),
+                    "\"peers\":" + std::to_string(neighbors_.size()) + ",\"bytes\":" + std::to_string(bytes));
   }
   std::vector<const float*> theirs;
   const size_t base = static_cast<size_t>(set_) * neighbors_.size();
@@ -133,10 +132,9 @@ void Gossip::exchange_words(const char* what, int64_t recorded_bytes) {
   for (Request& r : reqs) r.wait();
   const double t1 = now_seconds();
   if (inst_) {
-    inst_->comm(0, what, t0, t1, recorded_bytes,
-                "\"peers\":" + std::to_string(neighbors_.size()) + ",\"bytes\":" + std::to_string(bytes) +
-                    ",\"through\":\"window\"");
-    inst_->wait(std::string("wait:") + what, t0, t1);
+    inst_->blocking(what, t0, t1, recorded_bytes,
+                    "\"peers\":" + std::to_string(neighbors_.size()) + ",\"bytes\":" + std::to_string(bytes) +
+                        ",\"through\":\"window\"");
   }
 }
 

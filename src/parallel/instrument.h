@@ -6,7 +6,8 @@
 //                    rank was in flight (on the training thread or on a progress thread, so it
 //                    may overlap compute);
 //   wait_seconds     the training thread blocked on communication: exposed (un-hidden)
-//                    communication plus time spent waiting for slower peers.
+//                    communication plus time spent waiting for slower peers. A blocking
+//                    call (blocking()) is both communication and wait over its interval.
 // hidden_fraction() = 1 - wait/comm is the share of communication that overlapped compute
 // (0 when every byte was waited for, 1 when none was).
 //
@@ -77,6 +78,13 @@ class Instrument {
   // progress thread).
   void comm(int track, const std::string& name, double t0, double t1, int64_t bytes, const std::string& args = "") {
     span(track, name, SpanKind::kComm, t0, t1, bytes, args);
+  }
+  // Communication that blocked the training thread for [t0, t1]: nothing overlapped it, so
+  // it is waiting too ("wait:NAME"). Every blocking call records itself so; recording only
+  // the communication read as 100% hidden.
+  void blocking(const std::string& name, double t0, double t1, int64_t bytes, const std::string& args = "") {
+    comm(0, name, t0, t1, bytes, args);
+    span(0, "wait:" + name, SpanKind::kWait, t0, t1);
   }
 
   TimeSplit totals() const {

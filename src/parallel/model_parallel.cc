@@ -161,6 +161,7 @@ void GptTrainer::build_model_parallel() {
   }
   chunks_->buffers = {std::span<const float>(params_)};
   zopt_ = std::make_unique<ZeroOptimizer>(&mesh_->dp(), cfg_.zero, n, cfg_.optimizer);
+  zopt_->set_instrument(instrument_);
   if (cfg_.zero == 2) bind_grads(false);
   clip_.max_norm = cfg_.clip;
   clip_.extra_reduce = [this](double sq) {
@@ -221,11 +222,8 @@ float GptTrainer::step() {
   po.recompute = cfg_.recompute;
   po.instrument = instrument_;
   po.step = step_;
-  PipelineStats st = run_pipeline(&mesh_->pp(), schedule_, ch, po, [&] {
-    const double t0 = now_seconds();
-    zopt_->step(params_, grads_, lr, clip_);
-    if (instrument_) instrument_->compute("optimizer", t0, now_seconds());
-  });
+  // The optimizer records its own spans: the data-parallel collectives and the step.
+  PipelineStats st = run_pipeline(&mesh_->pp(), schedule_, ch, po, [&] { zopt_->step(params_, grads_, lr, clip_); });
   if (cfg_.zero == 2) bind_grads(false);
   max_in_flight_ = std::max(max_in_flight_, st.max_in_flight);
   peak_act_ = std::max(peak_act_, st.peak_activation_bytes);

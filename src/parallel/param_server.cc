@@ -125,8 +125,7 @@ LossAcc ParamServer::worker_epoch(std::span<const int64_t> order, int64_t batch,
     if (inst_) {
       const double t1 = now_seconds();
       const int64_t bytes = model_.num_params() * static_cast<int64_t>(esize + sizeof(float));
-      inst_->comm(0, "push+pull", t0, t1, bytes, "\"bytes\":" + std::to_string(bytes));
-      inst_->wait("wait:push+pull", t0, t1);
+      inst_->blocking("push+pull", t0, t1, bytes, "\"bytes\":" + std::to_string(bytes));
     }
     local.loss += r.loss * static_cast<double>(r.examples);
     local.correct += r.correct;

@@ -43,6 +43,13 @@ struct Slot {  // one (micro-batch, chunk) in flight
   int64_t bytes = 0;
 };
 
+struct Send {  // an activation or gradient on its way to the next or previous stage
+  Tensor tensor;
+  Request request;
+  double t0;  // when it was sent
+  const char* what;
+};
+
 class Executor {
  public:
   Executor(Communicator* pp, const PipeSchedule& s, PipelineModel& m, const PipelineOptions& o)
@@ -125,7 +132,17 @@ class Executor {
       mailbox_[key(grad, micro, s_.chunk_of(dst_piece))] = c.clone();
       return;
     }
-    sends_.push_back({c, pp_->isend(dst, c.data(), static_cast<size_t>(c.numel()) * 4, make_tag(o_.step, grad, dst_piece, micro))});
+    const size_t bytes = static_cast<size_t>(c.numel()) * 4;
+    sends_.push_back({c, pp_->isend(dst, c.data(), bytes, make_tag(o_.step, grad, dst_piece, micro)), now_seconds(),
+                      grad ? "send grad" : "send act"});
+  }
+
+  // A send the transport is done with: communication in flight from its isend until now,
+  // beside the training thread (track 1), with its bytes.
+  void sent(const Send& s) {
+    if (o_.instrument)
+      o_.instrument->comm(1, s.what, s.t0, now_seconds(), s.tensor.numel() * 4,
+                          "\"bytes\":" + std::to_string(s.tensor.numel() * 4));
   }
 
   // Drops the sends the transport is done with, so that a sent activation or gradient is
@@ -136,8 +153,12 @@ class Executor {
   void reap_sends() {
     size_t kept = 0;
     for (auto& s : sends_) {
-      if (s.second.test()) s.second.wait();
-      else sends_[kept++] = std::move(s);
+      if (s.request.test()) {
+        s.request.wait();
+        sent(s);
+      } else {
+        sends_[kept++] = std::move(s);
+      }
     }
     sends_.resize(kept);
   }
@@ -204,9 +225,15 @@ class Executor {
       }
       case PipeOp::kStep: {
         const double t0 = now_seconds();
-        for (auto& [t, r] : sends_) r.wait();
+        for (auto& s : sends_) {
+          s.request.wait();
+          sent(s);
+        }
+        const bool waited = !sends_.empty();
         sends_.clear();
-        st_.wait_seconds += now_seconds() - t0;
+        const double t1 = now_seconds();
+        st_.wait_seconds += t1 - t0;
+        if (o_.instrument && waited) o_.instrument->wait("wait:sends", t0, t1);
         slots_.clear();
         if (step) step();
         break;
@@ -226,7 +253,7 @@ class Executor {
   std::map<uint64_t, Slot> slots_;
   std::map<uint64_t, std::pair<Tensor, Request>> posted_;
   std::map<uint64_t, Tensor> mailbox_;
-  std::vector<std::pair<Tensor, Request>> sends_;
+  std::vector<Send> sends_;
 };
 
 }  // namespace

@@ -18,7 +18,7 @@ namespace dtrain {
 
 void TpGroup::record(const char* name, double t0, int64_t bytes) {
   counts_.bytes += bytes;
-  if (instrument_) instrument_->comm(0, name, t0, now_seconds(), bytes);
+  if (instrument_) instrument_->blocking(name, t0, now_seconds(), bytes, "\"bytes\":" + std::to_string(bytes));
 }
 
 void TpGroup::allreduce(float* data, int64_t n, bool backward) {

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/clock.h"
 #include "base/copy.h"
 #include "base/error.h"
 #include "coll/collectives.h"
@@ -21,6 +22,11 @@
 #include "optim/clip.h"
 
 namespace dtrain {
+namespace {
+
+std::string coll_bytes(int64_t bytes) { return "\"bytes\":" + std::to_string(bytes); }
+
+}  // namespace
 
 void ZeroComm::add(const char* kind, int64_t full_bytes, int n) {
   const double frac = n > 1 ? static_cast<double>(n - 1) / n : 0.0;
@@ -133,13 +139,16 @@ Algorithm ZeroOptimizer::reduce(int bucket, std::span<float> grads, std::span<fl
   ApplySumFn apply_sum;
   if (params_shared && inv == 1.0f && ranks_ <= static_cast<int>(Optimizer::kMaxTerms)) apply_sum = step_piece;
   if (ranks_ > 1) {
+    const double t0 = now_seconds();
     const Algorithm a =
         allreduce_apply(*dp_, grads.data() + s.begin, p, counts, apply, {}, window_, params_shared, apply_sum);
+    if (inst_) inst_->blocking("zero.allreduce_apply", t0, now_seconds(), s.len * 4, coll_bytes(s.len * 4));
     comm_.add("reduce_scatter", s.len * 4, ranks_);
     comm_.add("allgather", s.len * 4, ranks_);
     return a;
   }
   if (s.len) {
+    Instrument::Scope step(inst_, "optimizer", SpanKind::kCompute);
     std::vector<float> g(grads.data() + s.begin, grads.data() + s.begin + s.len);
     apply(0, g.data(), g.size());
   }
@@ -152,7 +161,9 @@ void ZeroOptimizer::reduce(int bucket, std::span<float> grads) {
   const float inv = average_ ? 1.0f / static_cast<float>(ranks_) : 1.0f;
   if (stage_ == 0) {
     if (ranks_ > 1) {
+      const double t0 = now_seconds();
       allreduce(*dp_, g, static_cast<size_t>(s.len), DType::kFloat32, average_ ? ReduceOp::kAvg : ReduceOp::kSum);
+      if (inst_) inst_->blocking("dp.allreduce", t0, now_seconds(), s.len * 4, coll_bytes(s.len * 4));
       comm_.add("allreduce", s.len * 4, ranks_);
     }
     return;
@@ -165,7 +176,9 @@ void ZeroOptimizer::reduce(int bucket, std::span<float> grads) {
   copy_elements(padded_.data(), g, static_cast<size_t>(s.len));
   recv_.resize(static_cast<size_t>(per));
   if (ranks_ > 1) {
+    const double t0 = now_seconds();
     reduce_scatter(*dp_, padded_.data(), recv_.data(), static_cast<size_t>(per), DType::kFloat32, ReduceOp::kSum);
+    if (inst_) inst_->blocking("zero.reduce_scatter", t0, now_seconds(), per * ranks_ * 4, coll_bytes(per * ranks_ * 4));
     comm_.add("reduce_scatter", per * ranks_ * 4, ranks_);
   } else {
     copy_elements(recv_.data(), padded_.data(), static_cast<size_t>(per));
@@ -184,6 +197,7 @@ double ZeroOptimizer::finish(std::span<float> params, std::span<float> grads, fl
     return 0;
   }
   std::span<float> g = stage_ == 0 ? grads : std::span<float>(shard_grad_);
+  const double t0 = now_seconds();
   double sq = 0, norm = 0;
   if (clip.max_norm > 0) {
     if (stage_ == 0) {
@@ -200,6 +214,7 @@ double ZeroOptimizer::finish(std::span<float> params, std::span<float> grads, fl
   opt_->set_lr(lr);
   if (stage_ == 0) {
     opt_->step(params, g);
+    if (inst_) inst_->compute("optimizer", t0, now_seconds());
     return norm;
   }
   // Step the concatenation of this rank's slices, put them back, then all-gather every bucket.
@@ -207,12 +222,15 @@ double ZeroOptimizer::finish(std::span<float> params, std::span<float> grads, fl
   for (const Slice& s : buckets_)
     std::copy_n(params.data() + s.mine, s.mine_len, shard_param_.data() + s.at);
   opt_->step(shard_param_, g);
+  if (inst_) inst_->compute("optimizer", t0, now_seconds());
   for (const Slice& s : buckets_) {
     std::copy_n(shard_param_.data() + s.at, s.mine_len, params.data() + s.mine);
     if (ranks_ == 1) continue;
     std::vector<size_t> counts;
     for (int r = 0; r < ranks_; ++r) counts.push_back(static_cast<size_t>(zero_shard(s.len, ranks_, r).second));
+    const double t1 = now_seconds();
     allgatherv(*dp_, shard_param_.data() + s.at, params.data() + s.begin, counts, DType::kFloat32);
+    if (inst_) inst_->blocking("zero.allgather", t1, now_seconds(), s.len * 4, coll_bytes(s.len * 4));
     comm_.add("allgather", s.len * 4, ranks_);
   }
   return norm;

@@ -63,6 +63,7 @@
 
 #include "coll/communicator.h"
 #include "optim/optimizer.h"
+#include "parallel/instrument.h"
 
 namespace dtrain {
 
@@ -110,6 +111,10 @@ class ZeroOptimizer {
   int stage() const { return stage_; }
   ZeroBytes bytes() const;
   const ZeroComm& comm() const { return comm_; }
+  // Records the collectives (blocking: communication and wait) and the optimizer step
+  // (compute) as spans. For a caller that runs step() on its training thread (the GPT); ddp,
+  // which reduces on a progress thread, records its own spans and leaves this unset.
+  void set_instrument(Instrument* inst) { inst_ = inst; }
   Optimizer& optimizer() { return *opt_; }
 
  private:
@@ -132,6 +137,7 @@ class ZeroOptimizer {
   std::vector<float> shard_param_;  // stages 1-2: this rank's slices of the parameters (scratch)
   std::vector<float> padded_, recv_;  // reduce-scatter scratch
   ZeroComm comm_;
+  Instrument* inst_ = nullptr;
 };
 
 // sum_i w_i g_i^2 over [off, off + len) of grads, with w from `weight` (empty = 1).

@@ -60,7 +60,7 @@ void Zero3Gpt::compute_span(const std::string& name, double t0) {
 }
 
 void Zero3Gpt::comm_span(const char* name, double t0, int64_t bytes) {
-  if (instrument_) instrument_->comm(0, name, t0, now_seconds(), bytes, "\"bytes\":" + std::to_string(bytes));
+  if (instrument_) instrument_->blocking(name, t0, now_seconds(), bytes, "\"bytes\":" + std::to_string(bytes));
 }
 
 void Zero3Gpt::gather(Unit& u, std::vector<float>& full, bool count) {
