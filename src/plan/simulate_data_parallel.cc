@@ -15,6 +15,7 @@
 #include "parallel/share_grad.h"
 #include "plan/closed_forms.h"
 #include "plan/sim_costs.h"
+#include "plan/unit_memory.h"
 
 namespace dtrain::plan::sim {
 
@@ -160,12 +161,13 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // model's 0.94 / 1.88 had been predicted (+11..+30%).
   const double state_share = (s == "ddp" && l.zero >= 1 && workers > 1) ? 1.0 / workers : s == "ps" ? 0.0 : 1.0;
   p.weights_b = bytes, p.grads_b = bytes, p.optimizer_b = opt_states * bytes * state_share;
-  // Activations: each unit's calibrated high-water heap bytes per item when the cluster has
-  // them (else the closed form), plus the gathered input batch.
+  // Activations: each unit's high-water heap bytes per item, calibrated or the code's own
+  // figures (plan/unit_memory.h; the closed form for a kind without them), plus the gathered
+  // input batch.
   double transient = 0;
   for (const auto& u : m.units) {
-    const UnitCost* uc = c.unit_for(u.kind, m.unit_spec);
-    if (uc && uc->has_memory()) {
+    const UnitCost* uc = unit_memory_for(c, u.kind, m.unit_spec);
+    if (uc) {
       // The graph keeps every node's gradient until it is destroyed: a unit's footprint at
       // the end of backward is its whole high-water mark, not its forward share.
       p.activations_b += uc->peak_b(mem_elems(u), u.score_elems) * mem_items;

@@ -18,6 +18,7 @@
 #include "parallel/pipeline_schedule.h"
 #include "plan/closed_forms.h"
 #include "plan/sim_costs.h"
+#include "plan/unit_memory.h"
 
 namespace dtrain::plan::sim {
 
@@ -177,17 +178,13 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
       pc.bc += x.block ? 2 * (tp_ar_timed * rb + tp_ar - tp_ar_timed) : 0;
       pc.params += x.block ? x.params / l.tp : x.params;
       pc.blocks |= x.block, pc.head |= x.kind == "gpt_head";
-      // Kept activations: calibrated heap bytes per item (a block's scaled by the closed
-      // form's tp share), or the closed form; with recompute a block keeps its input only.
-      const UnitCost* uc = c.unit_for(x.kind, m.unit_spec);
-      const bool measured = uc && uc->has_memory();
+      // Kept activations: the unit's heap bytes per item (calibrated, or plan/unit_memory.h's
+      // defaults; a block's scaled by its tp share), or the closed form for an unknown kind.
+      const UnitCost* uc = unit_memory_for(c, x.kind, m.unit_spec);
+      const bool measured = uc != nullptr;
       const double me = mem_elems(x);
       const double closed = x.block ? block_activation_elems(m.context, 1, m.width, m.heads, l.tp, recompute) : x.act_elems;
-      if (measured && x.block && recompute) {
-        // Inputs kept; in backward one unit at a time is re-run and holds its high-water mark.
-        pc.act += kF * items * closed;
-        pc.transient = std::max(pc.transient, uc->peak_b(me, x.score_elems) * items);
-      } else if (measured) {
+      if (measured) {
         // A tensor-parallel block keeps much of what it keeps unsplit (the f/g copies, the
         // replicated LayerNorm and residual tensors and their gradients), and more than a
         // tp-1 block would: measured here on the 6x128 GPT (docs/history/planner.md's gpt-tp rows),
@@ -198,10 +195,26 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
         // +3.0 / +7.9%, and tp 2 inside a pipeline, the gpt-hybrid-tp rows, at -4.9 / -7.6%.)
         constexpr double kTpKept = 0.572, kTpSplit = 0.591;
         const double share = x.block && l.tp > 1 ? kTpKept + kTpSplit / l.tp : 1.0;
-        pc.act += uc->act_b(me, x.score_elems) * items * share;
-        // Gradients of the activations stay until the graph goes: the live micro-batch in
-        // backward holds the whole high-water mark.
-        pc.transient += (uc->peak_b(me, x.score_elems) - uc->act_b(me, x.score_elems)) * items * share;
+        const double kept = uc->act_b(me, x.score_elems) * items * share;
+        const double peak = uc->peak_b(me, x.score_elems) * items * share;
+        if (recompute && l.zero >= 3 && x.block) {
+          // ZeRO-3 keeps each block's input and re-runs one block at a time in backward,
+          // which holds that block's high-water mark.
+          pc.act += kF * items * closed;
+          pc.transient = std::max(pc.transient, peak);
+        } else if (recompute && l.zero < 3) {
+          // The pipeline (parallel/pipeline.cc) keeps only the piece's received input (the
+          // walk below adds it) and re-runs the whole piece's forward on one graph before
+          // its backward: every unit's high-water mark is live at once. (Charged one block
+          // at a time with each block's input kept, uncalibrated gpt-pp --recompute read
+          // -49%: its last stage, one micro-batch in flight, saves nothing by recomputing.)
+          pc.transient += peak;
+        } else {
+          pc.act += kept;
+          // Gradients of the activations stay until the graph goes: the live micro-batch in
+          // backward holds the whole high-water mark.
+          pc.transient += peak - kept;
+        }
       } else {
         pc.act += kF * items * closed;
       }

@@ -1,7 +1,8 @@
 // The simulator's compute from the calibration's unit lines (plan/calibrate_units.h): the MLP
 // step around its layers and the gather of its rows, the input gradients every layer but the
 // first pays, and models whose shape the calibration did not time (an MLP between or beyond
-// the timed ones, a GPT of another width), against a GPT of a timed shape.
+// the timed ones, a GPT of another width), against a GPT of a timed shape; and each unit's
+// memory where the calibration measured none (plan/unit_memory.h).
 #include "plan/simulator.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include "plan/calibrate_units.h"
 #include "plan/sim_costs.h"
 #include "plan/sim_test_util.h"
+#include "plan/unit_memory.h"
 
 namespace dtrain::plan {
 namespace {
@@ -282,6 +284,45 @@ TEST(Simulator, AGptOfAnUntimedContextPaysItsAttentionPerProbability) {
   const Unit u16 = block(hd16);
   const double rho128 = 20e-12, expect = rho128 * (unit_work(u16) - 4 * 16 * u16.score_elems) + u16.score_elems * (kTau0 + kTau1 * 16);
   EXPECT_NEAR(sim::untimed_gpt_rate(one, "gpt_block", hd16, u16.params, 6)->f * unit_work(u16) / expect, 1, 1e-9);
+}
+
+// A cluster whose calibration measured no memory prices every unit the code runs from the
+// code's own figures, never the textbook closed form; a unit it did measure keeps its own
+// figures; a kind the code does not know has none.
+TEST(UnitMemory, TheCodesOwnFiguresStandInForAnUncalibratedCluster) {
+  for (const char* kind : {"gpt_embedding", "gpt_block", "gpt_head", "mlp_layer"}) {
+    const UnitCost* d = default_unit_memory(kind);
+    ASSERT_NE(d, nullptr) << kind;
+    EXPECT_TRUE(d->has_memory()) << kind;
+    EXPECT_GT(d->peak_b_per_elem, d->act_b_per_elem) << kind << ": the high-water mark holds the gradients too";
+  }
+  EXPECT_EQ(default_unit_memory("conv_layer"), nullptr);
+  Cluster c = ideal();
+  EXPECT_EQ(unit_memory_for(c, "gpt_block", kGpt), default_unit_memory("gpt_block"));
+  UnitCost timed;
+  timed.act_b_per_elem = 7, timed.peak_b_per_elem = 11;
+  c.units["gpt_block"] = timed;
+  const UnitCost* got = unit_memory_for(c, "gpt_block", kGpt);
+  ASSERT_NE(got, nullptr);
+  EXPECT_EQ(got->peak_b_per_elem, 11);
+  c.units["gpt_block"] = UnitCost{};  // timed, but no memory measured: the defaults again
+  EXPECT_EQ(unit_memory_for(c, "gpt_block", kGpt), default_unit_memory("gpt_block"));
+}
+
+// The pipeline re-runs a whole piece's forward on one graph before its backward
+// (parallel/pipeline.cc), so with one micro-batch in flight recompute keeps nothing less: the
+// re-run holds every unit's high-water mark at once, as the stored graph did. ZeRO-3 re-runs
+// one block at a time and holds less than the stored graph. (Priced one block at a time, an
+// uncalibrated 2-stage pp --recompute of the 6x128 GPT read its memory -49%.)
+TEST(UnitMemory, ThePipelinesRecomputeHoldsTheWholePieceAtOnce) {
+  ModelSpec m = ModelSpec::parse(kGpt);
+  Cluster c = ideal();
+  const Prediction a = simulate(m, {.strategy = "pp", .pp = 2, .micro = 1}, c, 8);
+  const Prediction b = simulate(m, {.strategy = "pp", .pp = 2, .micro = 1, .recompute = true}, c, 8);
+  EXPECT_NEAR(b.activations_b, a.activations_b, 1e-9 * a.activations_b);
+  const Prediction z = simulate(m, {.strategy = "zero", .dp = 2, .zero = 3}, c, 8);
+  const Prediction d = simulate(m, {.strategy = "zero", .dp = 2, .zero = 2}, c, 8);
+  EXPECT_LT(z.activations_b, 0.8 * d.activations_b);
 }
 
 }  // namespace
