@@ -218,8 +218,15 @@ void GptStage::init_gpt(uint64_t seed) {
 
 Var GptStage::forward_stage(Graph& g, const Var& x, std::span<const int32_t> tokens, std::span<const int32_t> targets,
                             int64_t batch, int64_t seq, TensorParallelHooks* hooks) {
+  return forward_units(g, x, tokens, targets, batch, seq, hooks, begin_, end_);
+}
+
+Var GptStage::forward_units(Graph& g, const Var& x, std::span<const int32_t> tokens, std::span<const int32_t> targets,
+                            int64_t batch, int64_t seq, TensorParallelHooks* hooks, int first, int last) {
+  DT_CHECK(begin_ <= first && first < last && last <= end_, InvalidArgument,
+           "GPT stage of units [" << begin_ << ", " << end_ << "): cannot run units [" << first << ", " << last << ")");
   Var h = x;
-  for (int u = begin_; u < end_; ++u) {
+  for (int u = first; u < last; ++u) {
     GptUnit* unit = units_[static_cast<size_t>(u - begin_)].get();
     if (u == 0) {
       h = static_cast<Embed*>(unit)->run(g, tokens, batch, seq);

@@ -90,6 +90,10 @@ class GptStage : public Module {
   // the mean loss (head + targets) or logits (head, no targets).
   Var forward_stage(Graph& g, const Var& x, std::span<const int32_t> tokens, std::span<const int32_t> targets,
                     int64_t batch, int64_t seq, TensorParallelHooks* hooks = nullptr);
+  // Units [first, last) of this stage (global unit indices, within [unit_begin, unit_end)):
+  // x is unit `first`'s input; activation checkpointing re-runs one unit at a time.
+  Var forward_units(Graph& g, const Var& x, std::span<const int32_t> tokens, std::span<const int32_t> targets,
+                    int64_t batch, int64_t seq, TensorParallelHooks* hooks, int first, int last);
   // Module interface: activations -> activations (or logits), for stages without embedding.
   Var forward(Graph& graph, const Var& x) override;
   using Module::forward;

@@ -29,6 +29,16 @@ class GptTrainer::Chunks : public PipelineModel {
     return stages[static_cast<size_t>(chunk)]->forward_stage(g, input, x[static_cast<size_t>(micro)],
                                                              y[static_cast<size_t>(micro)], seqs, context, hooks);
   }
+  int units(int chunk) const override {
+    const GptStage& s = *stages[static_cast<size_t>(chunk)];
+    return s.unit_end() - s.unit_begin();
+  }
+  Var forward_unit(Graph& g, int chunk, int micro, int unit, const Var& input) override {
+    GptStage& s = *stages[static_cast<size_t>(chunk)];
+    const int u = s.unit_begin() + unit;
+    return s.forward_units(g, input, x[static_cast<size_t>(micro)], y[static_cast<size_t>(micro)], seqs, context, hooks,
+                           u, u + 1);
+  }
   Shape activation_shape(int) const override { return {seqs * context, width}; }
   std::vector<std::span<const float>> param_buffers() const override { return buffers; }
 };

@@ -38,6 +38,7 @@ struct Slot {  // one (micro-batch, chunk) in flight
   std::unique_ptr<Graph> graph;
   Var input, output;
   Tensor received;   // activation received (kept for recompute)
+  std::vector<Tensor> checkpoints;  // recompute: each unit's input (unit 0's is `received`)
   Tensor grad_in;    // gradient received for the output
   Tensor out_value;  // the forward's output (sent on; survives a recompute graph's reset)
   int64_t bytes = 0;
@@ -169,8 +170,54 @@ class Executor {
     return b;
   }
 
-  Var run_forward(Slot& sl, int micro, int chunk, bool record) {
-    sl.graph = std::make_unique<Graph>(nullptr, record);
+  Tensor loss_seed(const Var& loss) const {  // the loss is the mean over the M micro-batches
+    return Tensor::full(loss.value().shape(), 1.0f / static_cast<float>(s_.micro));
+  }
+
+  static int64_t checkpoint_bytes(const Slot& sl) {
+    int64_t b = 0;
+    for (const Tensor& t : sl.checkpoints)
+      if (t.defined()) b += t.numel() * static_cast<int64_t>(sizeof(float));
+    return b;
+  }
+
+  // Recompute's forward: the units in order, each on its own graph that records nothing (so
+  // a unit's intermediate values go with it), each unit's input kept as its checkpoint.
+  // Returns the chunk's output.
+  Tensor run_checkpointed(Slot& sl, int micro, int chunk) {
+    const int n = m_.units(chunk);
+    sl.checkpoints.assign(static_cast<size_t>(n), Tensor());
+    Tensor h = sl.received;
+    for (int u = 0; u < n; ++u) {
+      sl.checkpoints[static_cast<size_t>(u)] = h;
+      Graph g(nullptr, false);
+      h = m_.forward_unit(g, chunk, micro, u, h.defined() ? g.leaf(h, false) : Var()).value();
+    }
+    return h;
+  }
+
+  // Recompute's backward: from the last unit to the first, re-run the unit from its
+  // checkpoint on a recording graph, backpropagate its output's gradient, carry its input's
+  // gradient to the unit before. Leaves the chunk input's gradient in sl.grad_in.
+  void backward_checkpointed(Slot& sl, int micro, int chunk, bool last) {
+    const int n = m_.units(chunk);
+    Tensor grad = sl.grad_in;
+    for (int u = n - 1; u >= 0; --u) {
+      Tensor& cp = sl.checkpoints[static_cast<size_t>(u)];
+      Graph g(nullptr, true);
+      Var in = cp.defined() ? g.leaf(cp) : Var();
+      Var out = m_.forward_unit(g, chunk, micro, u, in);
+      st_.peak_activation_bytes = std::max(st_.peak_activation_bytes, live_bytes() + graph_bytes(g, params_));
+      g.backward(out, last && u == n - 1 ? loss_seed(out) : grad);
+      grad = in.defined() ? in.grad().clone() : Tensor();
+      cp = Tensor();
+      sl.bytes = checkpoint_bytes(sl);
+    }
+    sl.grad_in = grad;
+  }
+
+  Var run_forward(Slot& sl, int micro, int chunk) {
+    sl.graph = std::make_unique<Graph>();
     sl.input = sl.received.defined() ? sl.graph->leaf(sl.received) : Var();
     sl.output = m_.forward(*sl.graph, chunk, micro, sl.input);
     return sl.output;
@@ -184,17 +231,15 @@ class Executor {
       case PipeOp::kRecvGrad: slots_[k].grad_in = receive(true, in.micro, in.chunk); break;
       case PipeOp::kForward: {
         Slot& sl = slots_[k];
-        Var out = run_forward(sl, in.micro, in.chunk, !o_.recompute);
-        sl.out_value = out.value();
+        sl.out_value = o_.recompute ? run_checkpointed(sl, in.micro, in.chunk) : run_forward(sl, in.micro, in.chunk).value();
         if (last) {
-          st_.loss_sum += out.item();
+          st_.loss_sum += sl.out_value.item();
           ++st_.losses;
         }
-        sl.bytes = o_.recompute ? (sl.received.defined() ? sl.received.numel() * 4 : 0) : graph_bytes(*sl.graph, params_);
+        sl.bytes = o_.recompute ? checkpoint_bytes(sl) : graph_bytes(*sl.graph, params_);
         ++in_flight_;
         st_.max_in_flight = std::max(st_.max_in_flight, in_flight_);
         st_.peak_activation_bytes = std::max(st_.peak_activation_bytes, live_bytes());
-        if (o_.recompute) sl.graph.reset();
         break;
       }
       case PipeOp::kSendAct: send(false, in.micro, in.chunk, slots_.at(k).out_value);
@@ -203,13 +248,13 @@ class Executor {
       case PipeOp::kBackward: {
         Slot& sl = slots_.at(k);
         if (o_.recompute) {
-          run_forward(sl, in.micro, in.chunk, true);
-          st_.peak_activation_bytes = std::max(st_.peak_activation_bytes, live_bytes() + graph_bytes(*sl.graph, params_));
+          backward_checkpointed(sl, in.micro, in.chunk, last);
+        } else {
+          if (last) sl.graph->backward(sl.output, loss_seed(sl.output));
+          else sl.graph->backward(sl.output, sl.grad_in);
+          if (sl.input.defined()) sl.grad_in = sl.input.grad().clone();  // reuse the slot for the outgoing gradient
+          else sl.grad_in = Tensor();
         }
-        if (last) sl.graph->backward(sl.output, Tensor::full(sl.output.value().shape(), 1.0f / static_cast<float>(s_.micro)));
-        else sl.graph->backward(sl.output, sl.grad_in);
-        if (sl.input.defined()) sl.grad_in = sl.input.grad().clone();  // reuse the slot for the outgoing gradient
-        else sl.grad_in = Tensor();
         sl.graph.reset();
         sl.output = Var();
         sl.received = Tensor();

@@ -14,9 +14,17 @@
 //   SendGrad  isend the input's gradient back
 //   OptimizerStep  wait for this rank's outstanding sends, then call the step callback
 // Receives are posted ahead (irecv for the next two receive instructions), so an arriving
-// activation lands while the rank still computes. With recompute, Forward runs on a graph
-// that records nothing and keeps only the received input; Backward re-runs the forward with
-// recording first (activation checkpointing at stage boundaries).
+// activation lands while the rank still computes.
+//
+// Recompute (activation checkpointing, per unit as Megatron's full recompute): Forward runs
+// the chunk's units one after another on a graph that records nothing, keeping only each
+// unit's input (the checkpoints; the first unit's is the received activation). Backward walks
+// the units from the last: it re-runs one unit's forward with recording from its checkpoint,
+// backpropagates the gradient of that unit's output through it, keeps the gradient of its
+// input for the unit before, and drops that unit's graph. A micro-batch in flight holds its
+// checkpoints only, and a backward one unit's activations at a time. (Re-running the whole
+// chunk on one graph, as the executor did until the sixtieth session, held every unit's
+// activations at once: a stage with one micro-batch in flight, the last, saved nothing.)
 //
 // Contract
 // - Every rank of the pipeline communicator runs the same schedule (built from the same
@@ -27,7 +35,7 @@
 //   (through the transport); every wait is bounded by the communicator's timeout.
 // - Stats per run: each instruction's wall interval and thread CPU time; busy (Forward +
 //   Backward) and wait seconds; the most micro-batches in flight; peak activation bytes (the
-//   values held by live graphs, excluding parameters, plus received inputs kept for
+//   values held by live graphs, excluding parameters, plus the checkpoints kept for
 //   recompute); and the sum of micro-batch losses on the rank holding the last piece.
 // Thread-safety: one executor per rank thread.
 #pragma once
@@ -50,6 +58,13 @@ class PipelineModel {
   // Forward of local chunk `chunk` for `micro`; input is undefined on piece 0. On the last
   // piece it returns the micro-batch's scalar loss.
   virtual Var forward(Graph& g, int chunk, int micro, const Var& input) = 0;
+  // The units of local chunk `chunk` that recompute checkpoints between, and the forward of
+  // unit `unit` (0 .. units(chunk) - 1) from its input; the units in order are forward().
+  // By default the chunk is one unit.
+  virtual int units(int /*chunk*/) const { return 1; }
+  virtual Var forward_unit(Graph& g, int chunk, int micro, int /*unit*/, const Var& input) {
+    return forward(g, chunk, micro, input);
+  }
   // Shape of the output of piece `piece` (= the input of piece + 1, and the shape of the
   // gradient sent back across that boundary).
   virtual Shape activation_shape(int piece) const = 0;

@@ -172,7 +172,7 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
         pc.b += b;
       } else {
         pc.f += ps.f * rf;
-        pc.b += ps.b * rb + (recompute && x.block ? ps.f * rf : 0);
+        pc.b += ps.b * rb + (recompute && (x.block || l.zero < 3) ? ps.f * rf : 0);  // the re-run forward
       }
       pc.fc += x.block ? 2 * (tp_ar_timed * rf + tp_ar - tp_ar_timed) : 0;
       pc.bc += x.block ? 2 * (tp_ar_timed * rb + tp_ar - tp_ar_timed) : 0;
@@ -203,12 +203,13 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
           pc.act += kF * items * closed;
           pc.transient = std::max(pc.transient, peak);
         } else if (recompute && l.zero < 3) {
-          // The pipeline (parallel/pipeline.cc) keeps only the piece's received input (the
-          // walk below adds it) and re-runs the whole piece's forward on one graph before
-          // its backward: every unit's high-water mark is live at once. (Charged one block
-          // at a time with each block's input kept, uncalibrated gpt-pp --recompute read
-          // -49%: its last stage, one micro-batch in flight, saves nothing by recomputing.)
-          pc.transient += peak;
+          // The pipeline's recompute (parallel/pipeline.cc) checkpoints every unit's input
+          // and re-runs one unit at a time in backward. The piece's first unit's input is the
+          // received activation (the walk below adds it), or the tokens; the others' are one
+          // activation each. (Until the sixtieth session the executor re-ran the whole piece
+          // on one graph, which saved nothing on a stage with one micro-batch in flight.)
+          if (u > cut[k]) pc.act += act_bytes;
+          pc.transient = std::max(pc.transient, peak);
         } else {
           pc.act += kept;
           // Gradients of the activations stay until the graph goes: the live micro-batch in
