@@ -107,6 +107,8 @@ for round in $(seq 1 "$ROUNDS"); do
     if [ "$n" -le 8 ]; then
       run gpt-pp-1f1b "$n" --strategy pp --microbatches $((2 * n)) --schedule 1f1b "${GARGS[@]}" --batch $((4 * n))
       run gpt-pp-gpipe "$n" --strategy pp --microbatches $((2 * n)) --schedule gpipe "${GARGS[@]}" --batch $((4 * n))
+      # activation checkpointing per unit (parallel/pipeline.h): memory and the re-run forward
+      run gpt-pp-recompute "$n" --strategy pp --microbatches $((2 * n)) --schedule 1f1b --recompute "${GARGS[@]}" --batch $((4 * n))
     fi
     if [ "$n" -le 4 ]; then
       run gpt-pp-interleaved "$n" --strategy pp --microbatches $((2 * n)) --schedule interleaved --virtual-stages 2 "${GARGS[@]}" --batch $((4 * n))

@@ -163,7 +163,11 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
         // ZeRO-3's block as timed the way it runs (calibrate_units.h): a forward that records
         // nothing, and the re-run forward with the backward on the activations it just wrote.
         // (Charged as the stacked block's f + b + f, the 2- and 4-rank gpt-zero3 rows read
-        // +17% and +15%: its 18.1 ms a block measured against ~21 predicted.)
+        // +17% and +15%: its 18.1 ms a block measured against ~21 predicted.) The pipeline's
+        // recompute runs its blocks the same way since the sixtieth session, but priced by
+        // this timing its gpt-pp-recompute rows read 1-2 points further over than by the
+        // stacked f + b + f (dv-r1 repriced: +18.9 / +16.6 / +22.6% at 2 / 4 / 8 ranks,
+        // against +17.2 / +15.0 / +21.6%), so it keeps the stacked charge (below).
         const double w = items * unit_work(x);
         if (!zero3_rate) zero3_rate = untimed_gpt_rate(c, kZero3Block, m.unit_spec, x.params, items);
         const std::optional<Pass>& rate = *zero3_rate;
@@ -232,7 +236,27 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
   // the received input of every (micro, chunk) in flight on a piece that receives, kept for
   // its backward (the unit timings measure a unit's activations without its input), and the
   // receives posted ahead (kPostedAhead). Sent tensors are freed as each send completes.
+  // And the messages that arrive before their receive is posted: the transport keeps each in
+  // an early buffer in the receiver's heap (comm/transport.h) until the receive comes. A
+  // neighbour can be ahead by its micro-batches in flight, less the receives posted: the
+  // activations from the stage before, the gradients from the stage after. (Without them
+  // the 8-stage pipelines read -4.3% (1F1B, GPipe) and -8.9% (recompute, whose smaller
+  // footprint shows the same 0.6-0.8 MB), dv-r1.)
   constexpr double kPostedAhead = 2;
+  std::vector<int> in_flight(static_cast<size_t>(l.pp), 0);
+  for (int st = 0; st < l.pp; ++st) {
+    int now = 0;
+    for (const PipeInstr& in : sched.per_stage[st]) {
+      if (in.op == PipeOp::kForward) in_flight[st] = std::max(in_flight[st], ++now);
+      if (in.op == PipeOp::kBackward) --now;
+    }
+  }
+  auto early_from = [&](int st, int d) {  // from stage st + d (d = -1 activations, +1 gradients)
+    const int from = st + d;
+    const bool wraps = from < 0 || from >= l.pp;
+    if (l.pp == 1 || (wraps && V == 1)) return 0.0;  // only interleaved chunks wrap around
+    return std::max(0.0, in_flight[(from + l.pp) % l.pp] - kPostedAhead) * act_bytes;
+  };
   const auto rows = static_cast<int64_t>(std::ceil(items)) * m.context;
   double stage_params = 0, stage_act = 0;
   for (int st = 0; st < l.pp; ++st) {
@@ -252,7 +276,8 @@ Prediction simulate_model_parallel(const ModelSpec& m, const Layout& l, const Cl
       if (in.op == PipeOp::kBackward) live -= kept;
     }
     stage_params = std::max(stage_params, par);
-    stage_act = std::max(stage_act, peak + transient + (l.pp > 1 ? kPostedAhead * act_bytes : 0));
+    const double early = early_from(st, -1) + early_from(st, +1);
+    stage_act = std::max(stage_act, peak + transient + (l.pp > 1 ? kPostedAhead * act_bytes : 0) + early);
   }
   auto z = zero_bytes(l.zero, stage_params, l.dp, kF, kF, opt_states * kF);
   p.weights_b = z.weights, p.grads_b = z.grads, p.optimizer_b = z.optimizer, p.activations_b = stage_act;
