@@ -442,7 +442,9 @@ void Call::flow(int from, uint32_t rtag, void* rbuf, size_t rn, bool reduce, int
     if (scratch) {
       auto pool = comm_.attachment<BufferPool>("coll/window_pool",
                                                [] { return std::make_shared<BufferPool>(2 * kReduceWindowBytes); });
-      lease.emplace(*pool, window * seg * es);
+      // No more than the message: a 4-byte all-reduce leased a whole 1 MiB segment, which
+      // the pool then kept (2 MiB a rank of the 4-stage GPT pipeline over tcp).
+      lease.emplace(*pool, std::min(window * seg, rn) * es);
       slots = lease->data();
     }
     std::vector<Request> recvs(nseg);
