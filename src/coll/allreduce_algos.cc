@@ -188,22 +188,25 @@ void allreduce_param_server(Call& c, char* buf, size_t n) {
     c.wait_all(reqs);
     return;
   }
-  const int kSlots = 2;  // double buffering: segment k+1 arrives while k is reduced
-  char* pushed = c.scratch(kSlots * (p - 1) * seg * es);
+  const size_t kSlots = 2;  // double buffering: segment k+1 arrives while k is reduced
+  // A slot holds one segment, or the whole message where it is shorter: a 4-byte call leases
+  // 4 bytes a worker, not two 1 MiB segments that the scratch pool would then keep.
+  const size_t slot = std::min(seg, n);
+  char* pushed = c.scratch(std::min(kSlots, nseg) * (p - 1) * slot * es);
   std::vector<std::vector<Request>> incoming(nseg);
   auto post = [&](size_t k) {
     size_t lo = k * seg, len = std::min(seg, n - lo);
     for (int q = 1; q < p; ++q)
-      incoming[k].push_back(t.irecv(q, c.tag(kPush), pushed + ((k % kSlots) * (p - 1) + q - 1) * seg * es, len * es));
+      incoming[k].push_back(t.irecv(q, c.tag(kPush), pushed + ((k % kSlots) * (p - 1) + q - 1) * slot * es, len * es));
   };
   std::vector<Request> pulls;
-  for (size_t k = 0; k < std::min<size_t>(kSlots, nseg); ++k) post(k);
+  for (size_t k = 0; k < std::min(kSlots, nseg); ++k) post(k);
   std::vector<const void*> in_rank_order(p);
   for (size_t k = 0; k < nseg; ++k) {
     size_t lo = k * seg, len = std::min(seg, n - lo);
     c.wait_all(incoming[k]);
     in_rank_order[0] = buf + lo * es;
-    for (int q = 1; q < p; ++q) in_rank_order[q] = pushed + ((k % kSlots) * (p - 1) + q - 1) * seg * es;
+    for (int q = 1; q < p; ++q) in_rank_order[q] = pushed + ((k % kSlots) * (p - 1) + q - 1) * slot * es;
     reduce_ordered(c.dtype(), c.redop(), buf + lo * es, in_rank_order.data(), p, len);
     if (k + kSlots < nseg) post(k + kSlots);
     for (int q = 1; q < p; ++q) pulls.push_back(t.isend(q, c.tag(kPull), buf + lo * es, len * es));

@@ -229,10 +229,10 @@ TEST_P(CollectivesTest, ASmallReductionKeepsNoLargeScratch) {
     barrier(c);
     const int64_t before = heap_stats().live;
     barrier(c);
-    // The algorithms that reduce through windows (Call::flow); the parameter server keeps
-    // its own buffers (2 MiB here: not this test's subject).
+    // The algorithms that reduce through windows (Call::flow), and the parameter server's
+    // push slots (two 1 MiB segments a worker before 2026-12-03).
     for (Algorithm a : {Algorithm::kAuto, Algorithm::kNaive, Algorithm::kRing, Algorithm::kTree, Algorithm::kButterfly,
-                        Algorithm::kRecursiveDoubling, Algorithm::kHalvingDoubling}) {
+                        Algorithm::kRecursiveDoubling, Algorithm::kHalvingDoubling, Algorithm::kParamServer}) {
       float y = 1.0f + static_cast<float>(c.rank());
       AllreduceOptions o;
       o.algorithm = a;
