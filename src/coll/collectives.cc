@@ -239,6 +239,7 @@ Algorithm allreduce_apply(Communicator& comm, const float* send, float* recv, co
   ReduceScatterOptions rs;
   static_cast<CollOptions&>(rs) = opts;
   rs.algorithm = Algorithm::kAuto;
+  rs.scratch_send = true;  // padded is ours
   const Algorithm a = reduce_scatter(comm, padded.data(), mine.data(), per, DType::kFloat32, ReduceOp::kSum, rs);
   // Where apply wrote its block into recv itself, the all-gather takes it from there (in place).
   const bool in_recv = counts[me] && apply(blocks.off[me], mine.data(), counts[me]);
@@ -392,8 +393,10 @@ Algorithm reduce_scatter(Communicator& comm, const void* send, void* recv, size_
         return;
       }
     }
-    char* work = call.temp(total * es);  // the algorithms clobber blocks they do not own
-    copy_if_needed(work, send, total * es);
+    // The algorithms clobber blocks they do not own: a working copy, or the send buffer
+    // itself where the caller gave it up.
+    char* work = opts.scratch_send ? static_cast<char*>(const_cast<void*>(send)) : call.temp(total * es);
+    if (!opts.scratch_send) copy_if_needed(work, send, total * es);
     if (opts.deterministic || a == Algorithm::kNaive)
       algo::reduce_scatter_direct(call, work, blocks, 0);
     else if (a == Algorithm::kHalvingDoubling)

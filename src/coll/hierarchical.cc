@@ -132,6 +132,7 @@ void Hierarchy::allreduce(void* buf, size_t count, DType t, ReduceOp op, const A
       rs.timeout_s = limit.left();
       rs.segment_bytes = opts.segment_bytes;
       rs.deterministic = opts.deterministic;
+      rs.scratch_send = true;  // the all-gather below writes every block of data again
       step(*local_, [&] { ::dtrain::reduce_scatter(*local_, data, block_.data(), q, t, partial, rs); });
       ao.timeout_s = limit.left();
       step(*peers_, [&] { ::dtrain::allreduce(*peers_, block_.data(), block_.data(), q, t, partial, ao); });
@@ -180,6 +181,7 @@ void Hierarchy::reduce_scatter(const void* send, void* recv, size_t count, DType
   const StepLimit limit(timeout_s);
   ReduceScatterOptions o;
   o.timeout_s = limit.left();
+  o.scratch_send = true;  // packed_ and block_ are this object's own
   step(*local_, [&] { ::dtrain::reduce_scatter(*local_, packed_.data(), block_.data(), H * count, t, partial, o); });
   o.timeout_s = limit.left();
   step(*peers_, [&] { ::dtrain::reduce_scatter(*peers_, block_.data(), recv, count, t, partial, o); });

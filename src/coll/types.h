@@ -72,7 +72,14 @@ struct AllreduceOptions : CollOptions {};
 struct BroadcastOptions : CollOptions {};
 struct ReduceOptions : CollOptions {};
 struct AllgatherOptions : CollOptions {};
-struct ReduceScatterOptions : CollOptions {};
+struct ReduceScatterOptions : CollOptions {
+  // The caller gives up its send buffer: it must be writable, and what it holds after the
+  // call is unspecified. The message-path algorithms (ring, halving, direct) then reduce in
+  // it instead of a working copy of the whole input, which they otherwise lease for the call
+  // (ZeRO's gradient bucket: one model-size copy fewer a rank over tcp). Shared-memory paths
+  // read it in place either way.
+  bool scratch_send = false;
+};
 struct GatherOptions : CollOptions {};
 struct ScatterOptions : CollOptions {};
 struct AlltoallOptions : CollOptions {};

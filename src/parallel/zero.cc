@@ -177,7 +177,9 @@ void ZeroOptimizer::reduce(int bucket, std::span<float> grads) {
   recv_.resize(static_cast<size_t>(per));
   if (ranks_ > 1) {
     const double t0 = now_seconds();
-    reduce_scatter(*dp_, padded_.data(), recv_.data(), static_cast<size_t>(per), DType::kFloat32, ReduceOp::kSum);
+    ReduceScatterOptions o;
+    o.scratch_send = true;  // padded_ is this optimizer's own copy
+    reduce_scatter(*dp_, padded_.data(), recv_.data(), static_cast<size_t>(per), DType::kFloat32, ReduceOp::kSum, o);
     if (inst_) inst_->blocking("zero.reduce_scatter", t0, now_seconds(), per * ranks_ * 4, coll_bytes(per * ranks_ * 4));
     comm_.add("reduce_scatter", per * ranks_ * 4, ranks_);
   } else {

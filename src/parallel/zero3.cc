@@ -81,7 +81,9 @@ void Zero3Gpt::reduce_grads(Unit& u, std::vector<float>& g) {
   float* mine = shard_grads_.data() + u.soff;
   if (ranks_ > 1) {
     const double t0 = now_seconds();
-    reduce_scatter(*dp_, g.data(), mine, static_cast<size_t>(u.per), DType::kFloat32, ReduceOp::kSum);
+    ReduceScatterOptions o;
+    o.scratch_send = true;  // g is the unit's gradient scratch, assigned afresh for the next unit
+    reduce_scatter(*dp_, g.data(), mine, static_cast<size_t>(u.per), DType::kFloat32, ReduceOp::kSum, o);
     comm_.add("reduce_scatter", u.per * ranks_ * 4, ranks_);
     comm_span("zero3.reduce_scatter", t0, u.per * ranks_ * 4);
   } else {
