@@ -43,6 +43,11 @@ const std::vector<SettingInfo> kTable = {
      "world"},
     {"DTRAIN_BIND_ADDR", T::kString, "127.0.0.1",
      "address or interface name the tcp transport listens on and publishes", "world"},
+    {"DTRAIN_TCP_CONGESTION", T::kString, "auto",
+     "congestion control of the tcp transport's connections: auto (reno within one host, where the system's "
+     "default may pace sends as bbr does; the system's default across hosts), system (never changed), or an "
+     "algorithm the kernel permits (reno, cubic, bbr, ...)",
+     "world"},
     {"DTRAIN_SHM_RING_BYTES", T::kBytes, "1M", "bytes of each shared-memory ring (one per directed pair of ranks)",
      "world"},
     {"DTRAIN_SPIN_US", T::kMicroseconds, "50, or 2 when ranks outnumber cores",

@@ -55,6 +55,12 @@ struct FabricOptions {
   size_t shm_ring_bytes = 1 << 20;      // shm: bytes per directed pair
   double connect_timeout_s = 60;
   std::string token;                     // tcp: presented by connecting ranks
+  // tcp: the connections' congestion control. "auto": a connection within one host uses reno
+  // where the system's default is another (bbr paces its sends, which throttles loopback;
+  // with no network between the ends no algorithm has anything to manage); across hosts the
+  // system's default. "system": never changed. Else an algorithm's name, set on every
+  // connection (an error if the kernel refuses it).
+  std::string tcp_congestion = "auto";
 };
 
 // Collective: every rank of the group calls it with the same store namespace.

@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <thread>
 
 #include "base/error.h"
@@ -179,9 +180,55 @@ void set_nonblocking(int fd, bool on) {
   ::fcntl(fd, F_SETFL, on ? (flags | O_NONBLOCK) : (flags & ~O_NONBLOCK));
 }
 
-void set_buffer_sizes(int fd, int bytes) {
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+std::string tcp_congestion(int fd) {
+  char name[64] = {};
+  socklen_t len = sizeof name - 1;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) != 0) return "";
+  return std::string(name, strnlen(name, len));
+}
+
+std::string set_tcp_congestion(int fd, const std::string& algorithm) {
+  if (::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, algorithm.data(), static_cast<socklen_t>(algorithm.size())) == 0)
+    return "";
+  const int err = errno;
+  std::string why = errno_string(err);
+  auto first_line = [](const char* path) {
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);
+    return line;
+  };
+  const std::string available = first_line("/proc/sys/net/ipv4/tcp_available_congestion_control");
+  const std::string allowed = first_line("/proc/sys/net/ipv4/tcp_allowed_congestion_control");
+  if (!available.empty()) why += "; this kernel has: " + available;
+  if (!allowed.empty()) why += "; a process without CAP_NET_ADMIN may use: " + allowed;
+  return why;
+}
+
+std::string congestion_to_set(const std::string& setting, bool same_host, const std::string& current) {
+  if (setting == "system") return "";
+  const std::string want = setting == "auto" ? (same_host ? "reno" : "") : setting;
+  return want == current ? "" : want;
+}
+
+bool peer_on_this_host(int fd) {
+  sockaddr_storage mine{}, theirs{};
+  socklen_t a = sizeof mine, b = sizeof theirs;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &a) != 0 ||
+      ::getpeername(fd, reinterpret_cast<sockaddr*>(&theirs), &b) != 0 || mine.ss_family != theirs.ss_family)
+    return false;
+  if (mine.ss_family == AF_INET) {
+    const auto& x = reinterpret_cast<const sockaddr_in&>(mine).sin_addr;
+    const auto& y = reinterpret_cast<const sockaddr_in&>(theirs).sin_addr;
+    const bool loopback = (ntohl(y.s_addr) >> 24) == 127;
+    return loopback || x.s_addr == y.s_addr;
+  }
+  if (mine.ss_family == AF_INET6) {
+    const auto& x = reinterpret_cast<const sockaddr_in6&>(mine).sin6_addr;
+    const auto& y = reinterpret_cast<const sockaddr_in6&>(theirs).sin6_addr;
+    return IN6_IS_ADDR_LOOPBACK(&y) || std::memcmp(&x, &y, sizeof x) == 0;
+  }
+  return false;
 }
 
 std::string peer_name(int fd) {

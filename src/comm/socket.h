@@ -52,7 +52,16 @@ void read_full(int fd, void* data, size_t n, const Deadline& deadline, const std
 
 void set_nodelay(int fd);
 void set_nonblocking(int fd, bool on);
-void set_buffer_sizes(int fd, int bytes);
+// The connection's congestion control ("reno", "cubic", "bbr", ...); "" where it cannot be read.
+std::string tcp_congestion(int fd);
+// Sets it; returns "" on success, else why not (the kernel's words and, where the algorithm
+// is not permitted, the algorithms net.ipv4.tcp_allowed_congestion_control lets this process use).
+std::string set_tcp_congestion(int fd, const std::string& algorithm);
+// True when both ends of the connected socket are on this host: the same address, or loopback.
+bool peer_on_this_host(int fd);
+// The algorithm a connection should be switched to under `setting` (DTRAIN_TCP_CONGESTION:
+// auto, system or a name), or "" to leave `current` alone. auto: reno within one host.
+std::string congestion_to_set(const std::string& setting, bool same_host, const std::string& current);
 std::string peer_name(int fd);   // "127.0.0.1:53122"
 std::string local_name(int fd);
 

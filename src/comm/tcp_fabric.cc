@@ -6,6 +6,7 @@
 // rank. A connecting rank introduces itself with {magic, rank, job token}; a connection with
 // a wrong magic or token is logged and dropped. Sockets are non-blocking with TCP_NODELAY:
 // the engine writes whole small messages at once and lets the kernel pipeline large ones.
+// Their congestion control follows opts.tcp_congestion (see choose_congestion_control).
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -120,6 +121,21 @@ class TcpFabric : public Fabric {
   Fd wake_fd_;
 };
 
+// Loopback under bbr, the 2-vCPU VM's default: 1 MiB all-reduce on 2 ranks 383 us, 241 with
+// reno; 16 MiB on 4 ranks 22.6 ms, 15.4 with reno; a 0.94 MB exchange 190-370 us, 160-170 with
+// reno, and steady where bbr's times were bimodal. bbr paces its sends at its estimate of the
+// path's rate (our reading of it, not traced in the kernel); reno sends what the window allows.
+void choose_congestion_control(int fd, int rank, const std::string& setting) {
+  const std::string want = congestion_to_set(setting, peer_on_this_host(fd), tcp_congestion(fd));
+  if (want.empty()) return;
+  const std::string why = set_tcp_congestion(fd, want);
+  if (why.empty()) return;
+  DT_CHECK(setting == "auto", InvalidArgument,
+           "rank " << rank << ": DTRAIN_TCP_CONGESTION=" << setting << " refused by the kernel on the connection to "
+                   << peer_name(fd) << " (" << why << "); name a permitted algorithm, or auto or system");
+  DT_LOG(Debug) << "rank " << rank << ": kept the system's congestion control on " << peer_name(fd) << ": " << why;
+}
+
 }  // namespace
 
 std::unique_ptr<Fabric> make_tcp_fabric(Store& store, int rank, int size, const FabricOptions& opts) {
@@ -183,7 +199,10 @@ std::unique_ptr<Fabric> make_tcp_fabric(Store& store, int rank, int size, const 
     --expected;
   }
   for (auto& c : fabric->channels_)
-    if (c) set_nonblocking(c->fd(), true);
+    if (c) {
+      set_nonblocking(c->fd(), true);
+      choose_congestion_control(c->fd(), rank, opts.tcp_congestion);
+    }
   return fabric;
 }
 

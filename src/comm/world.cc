@@ -75,6 +75,7 @@ TransportOptions transport_options(const Settings& settings, int ranks_on_host) 
   t.fabric.connect_timeout_s = settings.has("DTRAIN_CONNECT_TIMEOUT") ? settings.number("DTRAIN_CONNECT_TIMEOUT") : t.timeout_s;
   t.fabric.bind_host = resolve_bind_address(settings.text("DTRAIN_BIND_ADDR"));
   t.fabric.shm_ring_bytes = static_cast<size_t>(settings.bytes("DTRAIN_SHM_RING_BYTES"));
+  t.fabric.tcp_congestion = settings.text("DTRAIN_TCP_CONGESTION");
   if (settings.has("DTRAIN_SPIN_US")) t.spin_us = settings.number("DTRAIN_SPIN_US");
   t.yield_us = settings.number("DTRAIN_YIELD_US");
   if (settings.has("DTRAIN_HOST_ID")) t.host_id = settings.text("DTRAIN_HOST_ID");

@@ -14,6 +14,7 @@ void run_world(int n, const WorldOptions& opts, const std::function<void(Communi
   t.timeout_s = opts.timeout_s;
   t.fabric.connect_timeout_s = opts.timeout_s;
   t.fabric.shm_ring_bytes = opts.shm_ring_bytes;
+  t.fabric.tcp_congestion = opts.tcp_congestion;
   t.ranks_on_host = opts.ranks_on_host;
   t.fabric.token = "test-token";
   std::mutex mu;

@@ -21,6 +21,7 @@ struct WorldOptions {
   TransportKind kind = TransportKind::kShm;
   double timeout_s = 30;
   size_t shm_ring_bytes = 1 << 20;
+  std::string tcp_congestion = "auto";  // FabricOptions::tcp_congestion (DTRAIN_TCP_CONGESTION)
   CollConfig coll;       // the collectives' configuration (what DTRAIN_ALGO etc. set in a job)
   int ranks_on_host = 0;  // TransportOptions::ranks_on_host (what LOCAL_WORLD_SIZE sets in a job)
   int fault_rank = -1;   // this rank's fabric gets `fault` (support/faulty_fabric.h)
