@@ -8,7 +8,8 @@
 //   T = 2(p-1) alpha + 2(p-1)/p n beta + (p-1)/p n gamma
 // for beta. Times are max over ranks. Then, per size (16 KiB .. 16 MiB), the all-reduce the
 // executors call (auto algorithm) and a two-way exchange with one peer (isend + irecv, what
-// ps, gossip and the pipeline's sends do): the planner costs a transfer from the figure of
+// ps, gossip and the pipeline's sends do; over tcp paced with a gap of compute between
+// transfers, at x2 sizes, and one way too: paced_transfer): the planner costs a transfer from the figure of
 // its size (plan/cluster.h LinkSizes), not from the 16 MiB beta, which is 2-4x too slow for
 // the ~1 MB, cache-resident buffers the models move here. They go to the file's
 // "links_by_size" section ({"intra": ..., "inter": ...}, keyed by link, not transport name, so
@@ -141,6 +142,62 @@ double median_collective(Communicator& c, double seconds, int batches, Fn&& fn) 
   return t[t.size() / 2];
 }
 
+// Over tcp the executors' messages have compute between them (gossip's step, the parameter
+// server's apply, a pipeline stage's forward): a message sent then lands in the peer's socket
+// while the peer computes, and the peer's wait is little more than its read. Timed back to
+// back behind a barrier (the loop in calibrate, which shared memory keeps) a 0.94 MB exchange
+// took 266-281 us on loopback where gossip's took 165-173 in training (docs/PLANNER.md, the
+// sixty-second session). So over tcp each transfer follows kTcpGapS of untimed spinning,
+// receives are posted one transfer ahead as gossip and the parameter server post theirs, and
+// the figure is the median transfer, the max over ranks: a two-way exchange with the pair's
+// other rank, or (one_way) half a ping-pong timed on the pair's even rank (the parameter
+// server's push and pull are one: a message each way with the server's work between).
+constexpr double kTcpGapS = 300e-6;
+
+double paced_transfer(Communicator& c, int peer, size_t bytes, const float* tx, std::vector<float>& rx_a,
+                      std::vector<float>& rx_b, bool one_way, double seconds) {
+  const bool alone = peer == c.rank(), leads = c.rank() < peer;
+  float* rx[2] = {rx_a.data(), rx_b.data()};
+  constexpr uint64_t kTag = 0x7ca3;
+  auto run = [&](int iters, std::vector<double>* times) {
+    barrier(c);
+    if (alone) return;
+    int set = 0;
+    Request ahead = c.irecv(peer, rx[set], bytes, kTag);
+    for (int i = 0; i < iters; ++i) {
+      const bool timed = !one_way || leads;
+      if (timed) {
+        const double until = now_seconds() + kTcpGapS;
+        while (now_seconds() < until) {
+        }
+      }
+      const double t0 = now_seconds();
+      Request s, next;
+      if (!one_way || leads) s = c.isend(peer, tx, bytes, kTag);
+      if (one_way && !leads) {  // the server's side: answer each message as it comes
+        ahead.wait();
+        s = c.isend(peer, tx, bytes, kTag);
+      }
+      if (i + 1 < iters) next = c.irecv(peer, rx[1 - set], bytes, kTag);
+      if (!(one_way && !leads)) ahead.wait();
+      s.wait();
+      if (times && timed) times->push_back((now_seconds() - t0) / (one_way ? 2.0 : 1.0));
+      ahead = std::move(next);
+      set = 1 - set;
+    }
+  };
+  std::vector<double> warm;
+  run(5, &warm);
+  double trial = warm.empty() ? 0.0 : median(warm);
+  allreduce(c, &trial, 1, DType::kFloat64, ReduceOp::kMax);
+  const int iters = static_cast<int>(std::clamp(seconds / (kTcpGapS + 2 * trial), 30.0, 2000.0));
+  std::vector<double> times;
+  run(iters, &times);
+  double med = times.empty() ? 0.0 : median(times);
+  allreduce(c, &med, 1, DType::kFloat64, ReduceOp::kMax);
+  return med;
+}
+
 Calibrated calibrate(Communicator& c, double seconds) {
   const int p = c.size();
   CostParams cp;
@@ -169,51 +226,51 @@ Calibrated calibrate(Communicator& c, double seconds) {
   const int peer = (c.rank() ^ 1) < p ? (c.rank() ^ 1) : c.rank();
   const bool tcp = std::string(c.transport().kind()) == "tcp" && p > 1;
   if (tcp) out.by_size["send"] = nlohmann::json::array();
-  std::vector<float> rx(big);
+  std::vector<float> rx(big), rx2(tcp ? big : 0);
   for (size_t bytes = 16u << 10; bytes <= big * 4; bytes *= 4) {
     const size_t count = bytes / 4;
     double t_ar = median_collective(c, seconds / 2, 5, [&] { allreduce(c, a.data(), count, DType::kFloat32, ReduceOp::kSum); });
-    // The receive is posted before the peer may send (a barrier between): the executors post
-    // theirs ahead (gossip's inboxes, the parameter server's pushes, the pipeline's
-    // activations), so their messages go straight into place. Without it a rank a call ahead
-    // sent into the transport's buffer, and the exchange read twice gossip's measured one
-    // (1 MiB: 285-311 us against ~150 us for gossip's 0.94 MB, 2026-11-25).
-    double t_x = median_collective(c, seconds / 2, 5, [&] {
-      if (peer == c.rank()) return;
-      Request r = c.irecv(peer, rx.data(), bytes, 0x7ca1);
-      barrier(c);
-      Request s = c.isend(peer, b.data(), bytes, 0x7ca1);
-      s.wait();
-      r.wait();
-    });
+    // Over shared memory the receive is posted before the peer may send (a barrier between):
+    // the executors post theirs ahead (gossip's inboxes, the parameter server's pushes, the
+    // pipeline's activations), so their messages go straight into place. Without it a rank a
+    // call ahead sent into the transport's buffer, and the exchange read twice gossip's
+    // measured one (1 MiB: 285-311 us against ~150 us for gossip's 0.94 MB, 2026-11-25).
+    // Over tcp paced, as the executors send (paced_transfer, above), and also one way (ps's
+    // push and pull, a pipeline's sends): the kernel copies on both sides, so a two-way
+    // exchange costs about two one-way sends (plan/cluster.h LinkSizes::send); over shared
+    // memory each side copies its own half and an exchange is one way's time.
+    double t_x = 0, t_send = -1;
+    if (tcp) {
+      t_x = paced_transfer(c, peer, bytes, b.data(), rx, rx2, false, seconds / 2);
+      t_send = paced_transfer(c, peer, bytes, b.data(), rx, rx2, true, seconds / 2);
+    } else {
+      t_x = median_collective(c, seconds / 2, 5, [&] {
+        if (peer == c.rank()) return;
+        Request r = c.irecv(peer, rx.data(), bytes, 0x7ca1);
+        barrier(c);
+        Request s = c.isend(peer, b.data(), bytes, 0x7ca1);
+        s.wait();
+        r.wait();
+      });
+    }
     out.by_size["allreduce"].push_back({static_cast<double>(bytes), t_ar});
     out.by_size["exchange"].push_back({static_cast<double>(bytes), t_x});
-    // Over tcp also one way (ps's push and pull, a pipeline's sends): the kernel copies on
-    // both sides, so a two-way exchange costs about two one-way sends (plan/cluster.h
-    // LinkSizes::send); over shared memory each side copies its own half and an exchange is
-    // one way's time. Rank 0 sends to rank 1, its receive posted first as above.
-    double t_send = -1;
-    if (tcp) {
-      t_send = median_collective(c, seconds / 2, 5, [&] {
-        if (c.rank() > 1) {
-          barrier(c);
-          return;
-        }
-        if (c.rank() == 1) {
-          Request r = c.irecv(0, rx.data(), bytes, 0x7ca2);
-          barrier(c);
-          r.wait();
-        } else {
-          barrier(c);
-          c.isend(1, b.data(), bytes, 0x7ca2).wait();
-        }
-      });
-      out.by_size["send"].push_back({static_cast<double>(bytes), t_send});
-    }
+    if (tcp) out.by_size["send"].push_back({static_cast<double>(bytes), t_send});
     if (c.rank() == 0) {
       std::printf("      %8zu B: all-reduce %8.1f us, exchange %8.1f us", bytes, t_ar * 1e6, t_x * 1e6);
       if (t_send >= 0) std::printf(", one way %8.1f us", t_send * 1e6);
       std::printf("\n");
+    }
+    // Over tcp also halfway to the next size: a loopback transfer's time per byte rises by a
+    // third between 512 KiB and 1 MiB (a knee the x4 points straddle; the sixty-second
+    // session), and a model of 0.94 MB was priced from the line between 256 KiB and 1 MiB.
+    if (tcp && 2 * bytes < big * 4) {
+      const size_t mid = 2 * bytes;
+      const double x_mid = paced_transfer(c, peer, mid, b.data(), rx, rx2, false, seconds / 2);
+      const double s_mid = paced_transfer(c, peer, mid, b.data(), rx, rx2, true, seconds / 2);
+      out.by_size["exchange"].push_back({static_cast<double>(mid), x_mid});
+      out.by_size["send"].push_back({static_cast<double>(mid), s_mid});
+      if (c.rank() == 0) std::printf("      %8zu B: exchange %8.1f us, one way %8.1f us\n", mid, x_mid * 1e6, s_mid * 1e6);
     }
   }
   if (c.rank() == 0) {

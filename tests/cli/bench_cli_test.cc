@@ -320,7 +320,8 @@ TEST(BenchCalibrateCli, WritesAFileThePlannerReads) {
 }
 
 // Over tcp the calibration also times a one-way send at every size (plan/cluster.h
-// LinkSizes::send: ps's push and pull, a pipeline's sends); over shared memory it times none.
+// LinkSizes::send: ps's push and pull, a pipeline's sends), paced as the executors send
+// (half a ping-pong after a gap of compute); over shared memory it times none.
 TEST(BenchCalibrateCli, TcpAlsoTimesAOneWaySend) {
   std::string path = temp_path("calib-send.json");
   EXPECT_EQ(bench_calibrate({"-n", "2", "--threads", "--transport", "shm,tcp", "--no-compute", "--seconds", "0.02", "--out",
@@ -335,6 +336,13 @@ TEST(BenchCalibrateCli, TcpAlsoTimesAOneWaySend) {
     EXPECT_GT(inter["send"][i][1].get<double>(), 0);
   }
   EXPECT_FALSE(j["links_by_size"]["intra"].contains("send")) << j["links_by_size"]["intra"].dump();
+  // Over tcp the transfers are also timed halfway between the all-reduce's x4 sizes (a knee
+  // between 512 KiB and 1 MiB on loopback), in increasing order.
+  const auto& intra = j["links_by_size"]["intra"];
+  ASSERT_EQ(inter["exchange"].size(), 2 * intra["exchange"].size() - 1) << inter.dump();
+  for (size_t i = 1; i < inter["exchange"].size(); ++i)
+    EXPECT_EQ(inter["exchange"][i][0].get<double>(), 2 * inter["exchange"][i - 1][0].get<double>()) << i;
+  EXPECT_EQ(inter["allreduce"].size(), intra["allreduce"].size());
   // And the planner reads it back.
   EXPECT_EQ(plan::this_machine(path).inter_sizes.send.size(), inter["send"].size());
   std::remove(path.c_str());
