@@ -125,15 +125,18 @@ class TcpFabric : public Fabric {
 // reno; 16 MiB on 4 ranks 22.6 ms, 15.4 with reno; a 0.94 MB exchange 190-370 us, 160-170 with
 // reno, and steady where bbr's times were bimodal. bbr paces its sends at its estimate of the
 // path's rate (our reading of it, not traced in the kernel); reno sends what the window allows.
-void choose_congestion_control(int fd, int rank, const std::string& setting) {
-  const std::string want = congestion_to_set(setting, peer_on_this_host(fd), tcp_congestion(fd));
-  if (want.empty()) return;
+// Returns what the connection was switched from and to ("bbr -> reno"), or "" if untouched.
+std::string choose_congestion_control(int fd, int rank, const std::string& setting) {
+  const std::string was = tcp_congestion(fd);
+  const std::string want = congestion_to_set(setting, peer_on_this_host(fd), was);
+  if (want.empty()) return "";
   const std::string why = set_tcp_congestion(fd, want);
-  if (why.empty()) return;
+  if (why.empty()) return was + " -> " + want;
   DT_CHECK(setting == "auto", InvalidArgument,
            "rank " << rank << ": DTRAIN_TCP_CONGESTION=" << setting << " refused by the kernel on the connection to "
                    << peer_name(fd) << " (" << why << "); name a permitted algorithm, or auto or system");
   DT_LOG(Debug) << "rank " << rank << ": kept the system's congestion control on " << peer_name(fd) << ": " << why;
+  return "";
 }
 
 }  // namespace
@@ -198,11 +201,18 @@ std::unique_ptr<Fabric> make_tcp_fabric(Store& store, int rank, int size, const 
     fabric->channels_[r] = std::make_unique<TcpChannel>(std::move(fd), rank, r);
     --expected;
   }
+  int switched = 0;
+  std::string how;
   for (auto& c : fabric->channels_)
     if (c) {
       set_nonblocking(c->fd(), true);
-      choose_congestion_control(c->fd(), rank, opts.tcp_congestion);
+      std::string change = choose_congestion_control(c->fd(), rank, opts.tcp_congestion);
+      if (!change.empty()) ++switched, how = change;
     }
+  if (switched) {
+    DT_LOG(Info) << "rank " << rank << ": congestion control " << how << " on " << switched
+                 << " tcp connection(s) (DTRAIN_TCP_CONGESTION=" << opts.tcp_congestion << ")";
+  }
   return fabric;
 }
 
