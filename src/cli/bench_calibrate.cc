@@ -159,29 +159,26 @@ double paced_transfer(Communicator& c, int peer, size_t bytes, const float* tx, 
   const bool alone = peer == c.rank(), leads = c.rank() < peer;
   float* rx[2] = {rx_a.data(), rx_b.data()};
   constexpr uint64_t kTag = 0x7ca3;
+  // One way, the pair's odd rank is the server: it answers each message as it comes, untimed.
+  const bool answers = one_way && !leads;
   auto run = [&](int iters, std::vector<double>* times) {
     barrier(c);
     if (alone) return;
     int set = 0;
     Request ahead = c.irecv(peer, rx[set], bytes, kTag);
     for (int i = 0; i < iters; ++i) {
-      const bool timed = !one_way || leads;
-      if (timed) {
+      if (!answers) {
         const double until = now_seconds() + kTcpGapS;
         while (now_seconds() < until) {
         }
       }
       const double t0 = now_seconds();
-      Request s, next;
-      if (!one_way || leads) s = c.isend(peer, tx, bytes, kTag);
-      if (one_way && !leads) {  // the server's side: answer each message as it comes
-        ahead.wait();
-        s = c.isend(peer, tx, bytes, kTag);
-      }
+      if (answers) ahead.wait();
+      Request s = c.isend(peer, tx, bytes, kTag), next;
       if (i + 1 < iters) next = c.irecv(peer, rx[1 - set], bytes, kTag);
-      if (!(one_way && !leads)) ahead.wait();
+      if (!answers) ahead.wait();
       s.wait();
-      if (times && timed) times->push_back((now_seconds() - t0) / (one_way ? 2.0 : 1.0));
+      if (times && !answers) times->push_back((now_seconds() - t0) / (one_way ? 2.0 : 1.0));
       ahead = std::move(next);
       set = 1 - set;
     }
