@@ -46,6 +46,9 @@ class Fabric {
   virtual void close() = 0;
   // Wakes every thread sleeping in sleep() on this rank (used by close and by tests).
   virtual void wake() = 0;
+  // > 0: the engine pads a large payload's place in the stream to the sender's address
+  // modulo this (comm/transport.cc says why); 0: payloads follow their header directly.
+  virtual size_t payload_alignment() const { return 0; }
 };
 
 class Store;

@@ -1,6 +1,8 @@
 // comm/tcp_hello.h — the introduction a rank sends first on a tcp transport connection.
 //
-// hello = u64 magic "dtrntcp1" | u32 rank | u32 token length | token   (little-endian)
+// hello = u64 magic "dtrntcp2" | u32 rank | u32 token length | token   (little-endian)
+// (Version 2: a large payload may follow its header after padding, comm/transport.cc
+// kPadShift; a rank of version 1 is refused for its magic instead of misreading the stream.)
 // The accepting rank admits a connection only from a rank of the job above its own, not yet
 // connected, presenting the job's token; anything else is refused with a reason (and logged
 // by the caller), never trusted. The token may be at most kMaxTcpToken bytes, so a hostile
@@ -16,7 +18,7 @@
 
 namespace dtrain {
 
-constexpr uint64_t kTcpHelloMagic = 0x6474726e74637031ull;  // "dtrntcp1"
+constexpr uint64_t kTcpHelloMagic = 0x6474726e74637032ull;  // "dtrntcp2"
 constexpr size_t kTcpHelloHeader = 16;
 constexpr uint32_t kMaxTcpToken = 4096;
 
