@@ -325,12 +325,18 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // Across hosts of several ranks each the all-reduce is the hosts' hierarchy
   // (coll/hierarchical.h): only the peers' all-reduce of a 1/L block crosses tcp, beside
   // the block itself (measured, 2 hosts of 2 over 1 Gbit/s, ddp: 3.98 MB, priced 4.09 so).
+  // Local SGD's average, which every rank reaches at the same step with nothing in flight,
+  // keeps one copy less than the worst case since its reduce-scatter reduces in the send
+  // buffer it gives up (ReduceScatterOptions::scratch_send): over loopback tcp its heap read
+  // 3.74 MB at 2 ranks in all 12 runs of four validations (dv-s2, dv-s3, dv-s4, dv-t1;
+  // 2026-12-03/04), the other terms exactly, and 4.71-5.41 MB at 4 (median 4.94), the other
+  // terms 4.46 and half a model; the worst case read +25% and +19% there.
   if (!c.shared_memory && workers > 1 && (s == "ddp" || s == "localsgd" || fed)) {
     const int per_host = std::clamp(c.ranks_on_node(workers), 1, workers), hosts = workers / per_host;
     if (per_host > 1 && hosts > 1)
       copies += (2.0 * (hosts - 1) / hosts + 1) / per_host;
     else
-      copies += 2.0 * (workers - 1) / workers;
+      copies += 2.0 * (workers - 1) / workers - (s == "localsgd" ? 1 : 0);
     if (s == "ddp" && l.zero > 0) copies += 2;
   }
   p.buffers_b = copies * bytes +
@@ -360,11 +366,12 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
         p.weights_b + p.grads_b + p.optimizer_b + p.activations_b + (ps_window || !l.ps_sync ? 0 : bytes);
     p.buffers_b = std::max(worker, server) - (p.weights_b + p.grads_b + p.optimizer_b + p.activations_b);
   }
-  // Over tcp with more ranks than cores a rank is often off its core when a peer's model
-  // arrives, and one more message of the model's size waits in the transport's buffers
-  // (gossip and sync ps at 4 ranks on 2 cores over loopback, dv-b1: +1.06 MB each for the
-  // 0.94 MB model, the heap 8.35 / 7.18 MB against 7.29 / 6.12 priced; none at 2 ranks).
-  if (!c.shared_memory && node_n > c.cores_per_node && (s == "gossip" || s == "ps")) p.buffers_b += bytes;
+  // (Over tcp with more ranks than cores, gossip and sync ps were charged one more message of
+  // the model's size waiting in the transport's buffers, from dv-b1 (2026-12-01: 8.35 / 7.18
+  // MB at 4 ranks on 2 cores over loopback, against 7.29 / 6.12 without it). Since every
+  // receive is posted before its message can come, 23 of 24 runs at 4 ranks in four
+  // validations (dv-s2 to dv-t1, 2026-12-03/04) read 7.30 and 6.13 MB, which that message
+  // over-priced by 13% and 15%; one gossip run read 7.70, a partial chunk, not a model.)
   // The epoch's order of the training set (sim_costs.h kOrderBytesPerRow), and fedavg's
   // partition of it among its clients.
   const double train_rows = static_cast<double>(l.train_rows > 0 ? l.train_rows : kDefaultTrainRows);
