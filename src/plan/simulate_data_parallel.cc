@@ -469,11 +469,13 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
     // job spans them.)
     const CostParams lk = link_of(c, Group{n, 1}, per_server, true, true);
     p.comm_s = 2 * (lk.alpha_s + per_server * lk.beta_s_per_byte) * comm_slow;
-    // ... unless the server's own side is longer: it copies each of the W pushes out of its
-    // ring and each of the W replies into one, one after another on its thread (one copy
-    // of an exchange each: half its beta at the server's total, W x the slice), while the
-    // workers wait for it: alone on the node, so not slowed by their number.
-    const double serial = 2 * workers * per_server * link_of(c, Group{n, 1}, workers * per_server, true).beta_s_per_byte / 2;
+    // ... unless the server's own side is longer: it takes the W pushes and sends the W
+    // replies one after another on its thread, each a one-way transfer of its slice, while
+    // the workers wait for it: alone on the node, so not slowed by their number. (Priced
+    // before as one copy of an exchange each, half the exchange's beta at W slices: over
+    // loopback tcp at 4 ranks, 0.42 ms where the server's trace showed 3 pushes and 3
+    // replies of 0.94 MB in 0.97 ms, each near a one-way transfer's 90-150 us, 2026-12-04.)
+    const double serial = 2 * workers * (lk.alpha_s + per_server * lk.beta_s_per_byte);
     p.comm_s = std::max(p.comm_s, serial);
     // Through the window (sync, one host) a worker's gradient is computed in its slot; it
     // copies the slices out of the servers' slots, a server its slice into its slot (each

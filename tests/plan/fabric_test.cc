@@ -109,6 +109,28 @@ TEST(Fabric, LocalSgdOverTcpKeepsOneEarlyCopyLessThanTheWorstCase) {
   EXPECT_NEAR(simulate(mlp(), l, tcp, 64).buffers_b - two, 1.5 * model, 1.0);
 }
 
+// A parameter server over tcp takes its W workers' pushes and sends their replies one after
+// another, each a one-way transfer of its slice: 2W of them bound the step's communication.
+TEST(Fabric, TheServerMovesEachPushAndReplyInTurn) {
+  // A one-way send at a fifth of the exchange's time per byte, so the two prices differ.
+  Cluster fast_sends = host();
+  fast_sends.inter_sizes.send.clear();
+  for (double b : {65536.0, 1048576.0, 16777216.0}) fast_sends.inter_sizes.send.push_back({b, 1e-5 + b * 0.2e-9});
+  const Cluster tcp = over_fabric(fast_sends, "tcp", 1, 0);
+  const double model = 235146 * 4.0;
+  const double one_way = 1e-5 + model * 0.2e-9;
+  Layout ps;
+  ps.strategy = "ps";
+  ps.dp = 4;
+  ps.servers = 1;
+  ps.ps_sync = true;
+  const Prediction p = simulate(mlp(), ps, tcp, 64);
+  EXPECT_GE(p.comm_s, 2 * 3 * one_way * 0.999);
+  EXPECT_LE(p.comm_s, 2 * 3 * one_way * 1.2);  // the refill of ranks sharing a core on top
+  ps.dp = 2;  // one worker: its push and reply, as the worker sees them
+  EXPECT_NEAR(simulate(mlp(), ps, tcp, 64).comm_s, 2 * one_way, 0.2 * one_way);
+}
+
 TEST(Fabric, AOneWaySendTakesItsOwnTableWhereTheLinkHasOne) {
   const Cluster tcp = over_fabric(host(), "tcp", 1, 0);
   const double b = 1048576.0;
