@@ -558,6 +558,7 @@ void Transport::deliver_header_locked(int peer) {
     u->arrival = ++arrivals_;
     u->buf = early_buffers_.take(size64);
     u->size = size64;
+    bytes_early_.fetch_add(size64, std::memory_order_relaxed);
     p.buffer = u;
     p.unexpected.push_back(u);
   }

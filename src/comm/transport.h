@@ -155,6 +155,9 @@ class Transport {
   // Total bytes this rank sent / received (payload only), for benchmarks and traces.
   uint64_t bytes_sent() const { return bytes_sent_.load(std::memory_order_relaxed); }
   uint64_t bytes_received() const { return bytes_received_.load(std::memory_order_relaxed); }
+  // Payload bytes from peers that arrived before their receive was posted and went through
+  // an early buffer (messages to oneself not counted).
+  uint64_t bytes_buffered_early() const { return bytes_early_.load(std::memory_order_relaxed); }
 
  private:
   friend class Request;
@@ -189,7 +192,7 @@ class Transport {
   std::deque<std::shared_ptr<detail::Op>> any_posted_;
   uint64_t posted_ = 0, arrivals_ = 0;
   bool closed_ = false;
-  std::atomic<uint64_t> bytes_sent_{0}, bytes_received_{0};
+  std::atomic<uint64_t> bytes_sent_{0}, bytes_received_{0}, bytes_early_{0};
   // Early messages are common in pipelined collectives (the peer's next phase starts before
   // this rank posts its receives); their buffers come from here, up to 64 MiB kept warm.
   BufferPool early_buffers_{size_t{64} << 20};
