@@ -49,6 +49,10 @@ class Fabric {
   // > 0: the engine pads a large payload's place in the stream to the sender's address
   // modulo this (comm/transport.cc says why); 0: payloads follow their header directly.
   virtual size_t payload_alignment() const { return 0; }
+  // true: bytes this rank has not read wait in buffers of the fabric's own (the kernel's
+  // socket buffers), so the engine may leave an early payload there until its receive is
+  // posted (comm/transport.cc); false: it reads every payload as it comes.
+  virtual bool holds_early_payloads() const { return false; }
 };
 
 class Store;

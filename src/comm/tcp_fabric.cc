@@ -110,6 +110,7 @@ class TcpFabric : public Fabric {
   // speed when it wrote less than a cache line ahead of where it read modulo 4 KiB: a
   // page-aligned 1 MiB tensor behind the 16-byte header (transport.cc).
   size_t payload_alignment() const override { return 64; }
+  bool holds_early_payloads() const override { return true; }
   void close() override {
     for (auto& c : channels_)
       if (c) c->shutdown();

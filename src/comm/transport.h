@@ -7,7 +7,10 @@
 // - isend(peer, tag, data, n) / irecv(peer, tag, data, n) return a Request at once; the buffer
 //   must stay valid and untouched until the Request completes. send/recv block (with the
 //   transport's timeout). Messages between a pair with the same tag arrive in the order they
-//   were sent; different tags may be received in any order (early messages are buffered).
+//   were sent; different tags may be received in any order (early messages are buffered;
+//   over tcp a large one stays in the kernel's buffers, holding back the stream behind it,
+//   until its receive is posted, a wait needs what is behind it, or this rank would block in
+//   a wait, so that it lands in the receive's buffer without an early copy).
 //   Sending to oneself works. Tag kLeaveTag (2^62 + 1) is the transport's own.
 // - Receive from any source: irecv(kAnySource, tag, ...) takes the next message with `tag` from
 //   whichever rank (this one included) it comes: one already buffered (the earliest to have
@@ -165,16 +168,19 @@ class Transport {
   struct Unexpected;
 
   void wait(detail::Op& op, double timeout_s);
-  void progress_locked();
+  // One pass over every peer: send what fits, read what arrived. eager: read past deferred
+  // payloads into early buffers (transport.cc); `waiting`, a receive, does so for its peer
+  // while it is incomplete.
+  void progress_locked(const detail::Op* waiting, bool eager);
   void progress_send_locked(int peer);
   bool write_batch_locked(Peer& p);
-  void progress_recv_locked(int peer);
+  void progress_recv_locked(int peer, const detail::Op* waiting, bool eager_all);
   void take_unexpected_locked(int peer, std::shared_ptr<detail::Op> op,
                               std::deque<std::shared_ptr<Unexpected>>::iterator u);
   std::shared_ptr<detail::Op> match_posted_locked(int peer, uint64_t tag);
   Request irecv_any(uint64_t tag, void* data, size_t bytes);
   void fail_any_locked(int peer, std::exception_ptr error);
-  void deliver_header_locked(int peer);
+  void deliver_header_locked(int peer, bool eager);
   void fail_peer_locked(int peer, std::exception_ptr error);
   void check_liveness_locked();
   void on_timeout_locked(detail::Op& op, double timeout_s);
@@ -184,6 +190,7 @@ class Transport {
   std::unique_ptr<Fabric> fabric_;
   TransportOptions opts_;
   double spin_s_, yield_s_ = 0;
+  bool defer_early_ = false;  // the fabric holds early payloads unread (Fabric::holds_early_payloads)
   std::mutex mu_;
   std::vector<std::unique_ptr<Peer>> peers_;
   std::string gone_peers_locked() const;

@@ -331,19 +331,21 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // 3.74 MB at 2 ranks in all 12 runs of four validations (dv-s2, dv-s3, dv-s4, dv-t1;
   // 2026-12-03/04), the other terms exactly, and 4.71-5.41 MB at 4 (median 4.94), the other
   // terms 4.46 and half a model; the worst case read +25% and +19% there.
-  // ddp's ZeRO fallback on ranks that fit the cores keeps none early: at 2 ranks over loopback
-  // tcp --zero 1 and 2 read 5.80-5.82 MB in all 16 runs (2026-12-04), its two copies above
-  // --zero 0's other terms (5.75 so; 6.69 with the worst case's early copy), where --zero 0
-  // read 3.91-4.84 from run to run, which of the ranks kept an early chunk. Beyond the cores
-  // the early chunks come back (4 ranks on 2 cores: 6.50-7.44 MB, the worst case 7.76).
+  // ddp on ranks that fit the cores keeps none early since the transport leaves an early
+  // payload in the kernel until its receive is posted (comm/transport.cc): at 2 ranks over
+  // loopback tcp its heap read 3.88-3.94 MB in 8 of 8 runs (2026-12-04; 3.91-4.84 from run to
+  // run before, which of the ranks had kept an early chunk), priced 3.87 so; with --zero 1 and 2
+  // 5.80-5.82 in 16 of 16 runs of either transport build, its two copies above (5.75). Beyond
+  // the cores a rank's waits sleep, and a wait that sleeps reads every stream at once: 4 ranks
+  // on 2 cores read 4.84-5.56 MB (--zero 1/2 6.50-7.44), under the worst case's 5.87 (7.76),
+  // which stays.
   if (!c.shared_memory && workers > 1 && (s == "ddp" || s == "localsgd" || fed)) {
     const int per_host = std::clamp(c.ranks_on_node(workers), 1, workers), hosts = workers / per_host;
-    const bool zero_fallback = s == "ddp" && l.zero > 0;
     if (per_host > 1 && hosts > 1)
       copies += (2.0 * (hosts - 1) / hosts + 1) / per_host;
-    else if (!(zero_fallback && c.ranks_on_node(workers) <= c.cores_per_node))
+    else if (!(s == "ddp" && c.ranks_on_node(workers) <= c.cores_per_node))
       copies += 2.0 * (workers - 1) / workers - (s == "localsgd" ? 1 : 0);
-    if (zero_fallback) copies += 2;
+    if (s == "ddp" && l.zero > 0) copies += 2;
   }
   p.buffers_b = copies * bytes +
                 (read_pieces ? (workers - 1) * std::min(kReadPieceBytes, bytes / workers) : 0) +

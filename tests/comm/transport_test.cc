@@ -208,6 +208,42 @@ TEST_P(TransportTest, ReceivePostedMidArrival) {
   });
 }
 
+// Two large messages back to back; the receiver waits for the first and is then busy
+// elsewhere (it only probes) when the second comes. Over tcp the second waits unread in the
+// kernel's buffers, even when it came in the pass that finished the first, and lands in its
+// receive's buffer with no early copy; over shared memory it is read into an early buffer.
+TEST_P(TransportTest, EarlyLargePayloadWaitsUnreadForItsReceive) {
+  run_world(2, GetParam(), [&](Communicator& c) {
+    const size_t bytes = 1u << 20;
+    std::vector<unsigned char> a = pattern(0, 1, 1, bytes), b = pattern(0, 1, 2, bytes);
+    if (c.rank() == 0) {
+      Request ra = c.isend(1, a.data(), bytes, 1);
+      Request rb = c.isend(1, b.data(), bytes, 2);
+      ra.wait();
+      rb.wait();
+    } else {
+      std::vector<unsigned char> got(bytes);
+      c.recv(0, got.data(), bytes, 1);
+      EXPECT_TRUE(got == a);
+      ProbeResult p;
+      Deadline until = Deadline::after(30);
+      while (!(p = c.probe(2)).found() && !until.expired()) {
+      }
+      ASSERT_TRUE(p.found()) << "probe never saw rank 0's second message";
+      EXPECT_EQ(p.bytes, bytes);
+      const uint64_t early = c.transport().bytes_buffered_early();
+      c.recv(0, got.data(), bytes, 2);
+      EXPECT_TRUE(got == b);
+      if (GetParam() == TransportKind::kTcp) {
+        EXPECT_EQ(early, 0u) << "a pass or the probe read the early payload";
+        EXPECT_EQ(c.transport().bytes_buffered_early(), 0u) << "the receive copied it through a buffer";
+      } else {
+        EXPECT_EQ(early, bytes);
+      }
+    }
+  });
+}
+
 // A receive whose message is behind a large one nobody has asked for yet reads past it: that
 // payload goes to an early buffer, counted, and a later receive takes it from there intact.
 TEST_P(TransportTest, AReceiveBehindAnEarlyPayloadReadsPastIt) {

@@ -109,23 +109,23 @@ TEST(Fabric, LocalSgdOverTcpKeepsOneEarlyCopyLessThanTheWorstCase) {
   EXPECT_NEAR(simulate(mlp(), l, tcp, 64).buffers_b - two, 1.5 * model, 1.0);
 }
 
-// ddp's ZeRO over tcp (a reduce-scatter of a padded copy, then an all-gather) keeps two copies
-// more than --zero 0's other terms, and on ranks that fit the cores none of the early chunks
-// --zero 0 is priced at in the worst case; beyond the cores those come back.
-TEST(Fabric, DdpZeroOverTcpKeepsNoEarlyChunkWhereTheRanksFitTheCores) {
-  const Cluster tcp = over_fabric(host(), "tcp", 1, 0);
+// ddp over tcp on ranks that fit the cores keeps no early chunk (the transport leaves early
+// payloads in the kernel); beyond the cores the worst case's 2(N-1)/N of the model stays. Its
+// ZeRO (a reduce-scatter of a padded copy, then an all-gather) keeps two copies more.
+TEST(Fabric, DdpOverTcpKeepsNoEarlyChunkWhereTheRanksFitTheCores) {
+  Cluster four_cores = host();
+  four_cores.cores_per_node = 4;
+  const Cluster tcp = over_fabric(host(), "tcp", 1, 0), tcp4 = over_fabric(four_cores, "tcp", 1, 0);
   const double model = 235146 * 4.0;
   Layout l;
   l.strategy = "ddp";
-  l.dp = 2;
+  l.dp = 4;
   l.train_rows = 1000;
-  const double plain = simulate(mlp(), l, tcp, 64).buffers_b;  // one early model at 2 ranks
+  const double beyond = simulate(mlp(), l, tcp, 64).buffers_b, fits = simulate(mlp(), l, tcp4, 64).buffers_b;
+  EXPECT_NEAR(beyond - fits, 1.5 * model, 1.0);
   l.zero = 1;
-  EXPECT_NEAR(simulate(mlp(), l, tcp, 64).buffers_b - plain, model, 1.0);
-  l.dp = 4;  // 4 ranks on 2 cores
-  const double four = simulate(mlp(), l, tcp, 64).buffers_b;
-  l.zero = 0;
-  EXPECT_NEAR(four - simulate(mlp(), l, tcp, 64).buffers_b, 2 * model, 1.0);
+  EXPECT_NEAR(simulate(mlp(), l, tcp, 64).buffers_b - beyond, 2 * model, 1.0);
+  EXPECT_NEAR(simulate(mlp(), l, tcp4, 64).buffers_b - fits, 2 * model, 1.0);
 }
 
 // A parameter server over tcp takes its W workers' pushes and sends their replies one after

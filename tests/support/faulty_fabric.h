@@ -49,6 +49,8 @@ class FaultyFabric : public Fabric {
   std::string peer_gone(int peer) override;
   void close() override { inner_->close(); }
   void wake() override { inner_->wake(); }
+  size_t payload_alignment() const override { return inner_->payload_alignment(); }
+  bool holds_early_payloads() const override { return inner_->holds_early_payloads(); }
 
   // Whether the fault has fired (for assertions that it was reached).
   bool fired() const { return fired_; }
