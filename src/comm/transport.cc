@@ -35,8 +35,10 @@ namespace dtrain {
 // stream with nothing copied, so the message never occupies an early buffer. The bytes are
 // read into an early buffer as before by any pass that must get past them: one waiting on a
 // receive from that peer (any peer, for an any-source receive) that is still incomplete when
-// the header comes, since its own message may lie behind, and every pass of a wait that is
-// about to sleep, since a rank that blocks might be what its peers' sends wait for. So a
+// the header comes, since its own message may lie behind; a pass of a wait that is about to
+// sleep, since a rank that blocks might be what its peers' sends wait for, and of a test() (a
+// loop of them never sleeps), each until what it waits for completes; and a probe that
+// misses, past the payloads deferred before it (its message may be behind them). So a
 // pattern that completed with eager reading still does (it reads eagerly once it would
 // block). What it removes is the common early copy: a pass that completes the awaited
 // receive used to read on into the peer's next message, which the rank had not asked for
@@ -477,17 +479,35 @@ void Transport::fail_any_locked(int peer, std::exception_ptr error) {
 
 ProbeResult Transport::probe(uint64_t tag) {
   std::lock_guard<std::mutex> lock(mu_);
-  progress_locked(nullptr, /*eager=*/false);
-  ProbeResult r;
-  uint64_t first = 0;
-  for (int peer = 0; peer < size_; ++peer) {
-    auto& q = peers_[peer]->unexpected;
-    auto it = find_tag(q, tag);
-    if (it != q.end() && (r.source < 0 || (*it)->arrival < first)) {
-      r.source = peer;
-      r.bytes = (*it)->size;
-      first = (*it)->arrival;
+  auto find = [&] {
+    ProbeResult r;
+    uint64_t first = 0;
+    for (int peer = 0; peer < size_; ++peer) {
+      auto& q = peers_[peer]->unexpected;
+      auto it = find_tag(q, tag);
+      if (it != q.end() && (r.source < 0 || (*it)->arrival < first)) {
+        r.source = peer;
+        r.bytes = (*it)->size;
+        first = (*it)->arrival;
+      }
     }
+    return r;
+  };
+  // A deferred payload is found by its header; one probed for that is not there may be
+  // behind another's, so a miss reads past the payloads deferred so far (those that come in
+  // its pass may wait in turn: a loop of probes moves on by at least one each time).
+  progress_locked(nullptr, /*eager=*/false);
+  ProbeResult r = find();
+  if (!r.found()) {
+    for (int peer = 0; peer < size_; ++peer) {
+      Peer& p = *peers_[peer];
+      if (peer == rank_ || !p.buffer || !p.buffer->deferred) continue;
+      p.buffer->buf = early_buffers_.take(p.buffer->size);
+      p.buffer->deferred = false;
+      bytes_early_.fetch_add(p.buffer->size, std::memory_order_relaxed);
+    }
+    progress_locked(nullptr, /*eager=*/false);
+    r = find();
   }
   return r;
 }
@@ -596,12 +616,13 @@ void Transport::deliver_header_locked(int peer, bool eager) {
 void Transport::progress_recv_locked(int peer, const Op* waiting, bool eager_all) {
   Peer& p = *peers_[peer];
   char discard[4096];
-  // Read past a deferred payload? When told to, or for a receive waited on from this peer (or
-  // any peer) that is still incomplete: its message may be behind. Asked per message, so a
-  // pass that completed the waited receive leaves the next early payload where it is.
+  // Read past a deferred payload? While the operation waited on is incomplete: when told to
+  // (a wait about to sleep, a test), or for a receive from this peer (or any peer), whose
+  // message may be behind. Asked per message, so a pass that completed what it waited for
+  // leaves the next early payload where it is. (No operation: when told to.)
   auto eager = [&] {
-    return eager_all || (waiting && waiting->kind == Op::kRecv && (waiting->peer == peer || waiting->peer == kAnySource) &&
-                         !waiting->complete.load(std::memory_order_acquire));
+    if (waiting && waiting->complete.load(std::memory_order_acquire)) return false;
+    return eager_all || (waiting && waiting->kind == Op::kRecv && (waiting->peer == peer || waiting->peer == kAnySource));
   };
   for (;;) {
     if (!p.in_message) {
@@ -815,7 +836,9 @@ bool Request::test() {
   DT_CHECK(op_, InvalidArgument, "test on an empty Request");
   if (op_->complete.load(std::memory_order_acquire)) return true;
   std::lock_guard<std::mutex> lock(t_->mu_);
-  t_->progress_locked(op_.get(), /*eager=*/false);
+  // Eager, as a wait about to sleep: a loop of tests never sleeps, and what it waits for may
+  // depend on a peer whose send waits for this rank to read (a pipeline's sends, tested).
+  t_->progress_locked(op_.get(), /*eager=*/true);
   return op_->complete.load(std::memory_order_acquire);
 }
 
