@@ -409,13 +409,9 @@ char* Call::temp(size_t bytes) {
   return temps_.back()->data();
 }
 
-namespace {
-// A reduction posts receives for this many bytes ahead; segments beyond it that arrive early
-// are buffered by the transport as unexpected messages (an allocation and an extra copy).
-// The windows come from a per-communicator BufferPool keeping up to two of them warm;
-// several collectives in flight on one communicator each lease their own.
-constexpr size_t kReduceWindowBytes = 64u << 20;
-}  // namespace
+// A reduction posts receives for kReduceWindowBytes (coll/config.h) ahead; segments beyond it
+// that arrive early are buffered by the transport as unexpected messages (an allocation and an
+// extra copy). Several collectives in flight on one communicator each lease their own window.
 
 void Call::flow(int from, uint32_t rtag, void* rbuf, size_t rn, bool reduce, int to, uint32_t stag, const void* sbuf,
                 size_t sn, bool forward, const void* base) {

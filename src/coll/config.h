@@ -43,6 +43,11 @@ inline constexpr size_t kSlotsAllreduceCloseMinBytes = size_t{256} << 10;
 inline constexpr int64_t kCloseRoundTripNs = 250;  // measured: 0.06-0.21 us close, 0.53 us far
 // DTRAIN_SHM_SLOTS_BYTES's default: the slots carry calls of every size (coll/shm_slots.cc).
 inline constexpr size_t kDefaultShmSlotsBytes = size_t{64} << 30;
+// An in-place reduction over a transport (coll/call.cc flow) receives into a window of
+// scratch segments of up to this many bytes, posted ahead so the sender's segments land there
+// rather than in the transport's early buffers. The windows come from a per-communicator
+// BufferPool that keeps up to two warm; the planner prices one (a ring's chunk) per rank.
+inline constexpr size_t kReduceWindowBytes = size_t{64} << 20;
 
 // How close two ranks' cores are, for the choice between the slots and cross-memory reads
 // (ShmContext): measured when the context is built and again every ~DTRAIN_SHM_REPROBE_MS of

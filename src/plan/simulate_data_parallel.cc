@@ -313,39 +313,45 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   // (-7.7%). (Under the shared parameters the piece above is the same buffer.)
   const bool streamed_piece = ddp_window && !shared_params && workers == 2 &&
                               c.ranks_on_node(workers) <= c.cores_per_node && c.cores_verdict == "far";
-  // Over tcp (no shared memory: plan/fabric.cc) a message that arrives before its receive is
-  // posted waits in a buffer of its own (comm/transport.cc's unexpected messages): at worst
-  // every chunk a ring all-reduce receives, 2(N-1)/N of the model. Measured, the 0.94 MB MLP
-  // over loopback tcp, 1 run each (2026-12-02): ddp (--zero 0) 0.7 / 2.0 and localsgd 0.6 /
-  // 0.9 model copies above the other terms at 2 / 4 ranks. ddp's fused ZeRO falls back there
-  // to a reduce-scatter of a padded copy and an all-gather (coll/collectives.cc
-  // allreduce_apply): the copy, and the rank's slice (1/N) with the all-gather's chunks
-  // ((N-1)/N) more, two models in all (measured 3.0 / 2.3 copies above --zero 0's heap at 2 /
-  // 4 ranks).
+  // Over tcp (no shared memory: plan/fabric.cc) the ring all-reduce reduces in place through a
+  // window of scratch segments (coll/call.cc flow, up to kReduceWindowBytes): one chunk, 1/N
+  // of the call, where the model-sized copy counted above stands for the shared-memory paths'
+  // (fedavg's two copies are its own). Since the transport leaves an early payload of 64 KiB
+  // or more in the kernel until its receive is posted or a wait must read past it
+  // (comm/transport.cc), ranks that fit the cores keep no chunk early: the 0.94 MB MLP over
+  // loopback tcp at 2 ranks read ddp 3.43-3.45 MB, localsgd 3.27 and fedavg 6.09 in 7 of 7,
+  // 7 of 7 and 4 of 4 runs (2026-12-04, dv-t4 and mt1), the chunk priced 3.40 / 3.27 / 6.08.
+  // (Until then a chunk came early in nearly every run, and the worst case 2(N-1)/N of a
+  // model stood for it: +13%, +15% and +8% over that day.)
+  // Beyond the cores a rank's waits sleep, and a wait that sleeps reads every stream: the
+  // chunks its peers sent meanwhile come early, more the more ranks share a core. Measured,
+  // model copies above the chunk at R ranks a core (2 cores; 4 runs at 4 ranks, 3 at 8):
+  //   ddp       R = 2: 0.16-0.66 (median 0.41)   R = 4: 1.21-1.58 (1.46)
+  //   localsgd  R = 2: 0.01-0.50 (0.01)          R = 4: 0.77-1.15 (1.02)
+  //   fedavg    R = 2: 0.50-0.75 (0.50)          R = 4: 0.78-1.16 (1.04)
+  // priced as half a model per extra rank on a core for ddp, whose buckets go out while its
+  // peers are still in backward, and a third for the averages every rank reaches at one
+  // point, up to the worst case 2(N-1)/N (the old price was that worst case: +19..+50%).
+  // ddp's fused ZeRO falls back over tcp to a reduce-scatter of a padded copy and an
+  // all-gather (coll/collectives.cc allreduce_apply): 1.5 model copies above --zero 0's heap,
+  // measured 1.53 / 1.51 / 1.35 at 2 / 4 / 8 ranks (the copy, and half a model not yet traced
+  // to its buffer; two copies before the early chunks stayed in the kernel).
   // Across hosts of several ranks each the all-reduce is the hosts' hierarchy
   // (coll/hierarchical.h): only the peers' all-reduce of a 1/L block crosses tcp, beside
-  // the block itself (measured, 2 hosts of 2 over 1 Gbit/s, ddp: 3.98 MB, priced 4.09 so).
-  // Local SGD's average, which every rank reaches at the same step with nothing in flight,
-  // keeps one copy less than the worst case since its reduce-scatter reduces in the send
-  // buffer it gives up (ReduceScatterOptions::scratch_send): over loopback tcp its heap read
-  // 3.74 MB at 2 ranks in all 12 runs of four validations (dv-s2, dv-s3, dv-s4, dv-t1;
-  // 2026-12-03/04), the other terms exactly, and 4.71-5.41 MB at 4 (median 4.94), the other
-  // terms 4.46 and half a model; the worst case read +25% and +19% there.
-  // ddp on ranks that fit the cores keeps none early since the transport leaves an early
-  // payload in the kernel until its receive is posted (comm/transport.cc): at 2 ranks over
-  // loopback tcp its heap read 3.88-3.94 MB in 8 of 8 runs (2026-12-04; 3.91-4.84 from run to
-  // run before, which of the ranks had kept an early chunk), priced 3.87 so; with --zero 1 and 2
-  // 5.80-5.82 in 16 of 16 runs of either transport build, its two copies above (5.75). Beyond
-  // the cores a rank's waits sleep, and a wait that sleeps reads every stream at once: 4 ranks
-  // on 2 cores read 4.84-5.56 MB (--zero 1/2 6.50-7.44), under the worst case's 5.87 (7.76),
-  // which stays.
+  // the block itself (measured, 2 hosts of 2 over 1 Gbit/s, ddp: 3.98 MB, priced 4.09 so;
+  // before the early payloads stayed in the kernel, not measured since).
   if (!c.shared_memory && workers > 1 && (s == "ddp" || s == "localsgd" || fed)) {
     const int per_host = std::clamp(c.ranks_on_node(workers), 1, workers), hosts = workers / per_host;
-    if (per_host > 1 && hosts > 1)
+    if (per_host > 1 && hosts > 1) {
       copies += (2.0 * (hosts - 1) / hosts + 1) / per_host;
-    else if (!(s == "ddp" && c.ranks_on_node(workers) <= c.cores_per_node))
-      copies += 2.0 * (workers - 1) / workers - (s == "localsgd" ? 1 : 0);
-    if (s == "ddp" && l.zero > 0) copies += 2;
+    } else {
+      const double window = std::min(call_b / workers, static_cast<double>(kReduceWindowBytes));
+      copies += window / bytes - (fed ? 0 : 1);
+      const double per_core = static_cast<double>(c.ranks_on_node(workers)) / std::max(1, c.cores_per_node);
+      if (per_core > 1)
+        copies += std::min(2.0 * (workers - 1) / workers, (s == "ddp" ? 0.5 : 1.0 / 3) * (per_core - 1));
+    }
+    if (s == "ddp" && l.zero > 0) copies += 1.5;
   }
   p.buffers_b = copies * bytes +
                 (read_pieces ? (workers - 1) * std::min(kReadPieceBytes, bytes / workers) : 0) +

@@ -93,39 +93,60 @@ TEST(Fabric, RanksBeyondTheCoresOverTcpKeepNoMessageMore) {
   }
 }
 
-// Local SGD's average over tcp keeps one early copy less than the ring's worst case, 2(N-1)/N
-// models: at 2 ranks its buffers are the epoch's order and the one model its average keeps,
-// at 4 the ring's receive buffer and half a model of early chunks more.
-TEST(Fabric, LocalSgdOverTcpKeepsOneEarlyCopyLessThanTheWorstCase) {
-  const Cluster tcp = over_fabric(host(), "tcp", 1, 0);
+// Over tcp the ring reduces in place through a scratch window of one chunk, 1/N of the call,
+// and on ranks that fit the cores no chunk comes early (the transport leaves early payloads in
+// the kernel): Local SGD at 2 ranks keeps the epoch's order and half a model; at 4 the ring's
+// receive buffer and a quarter of a model. fedavg keeps its own two copies and the chunk.
+TEST(Fabric, TheRingOverTcpKeepsOneChunkWhereTheRanksFitTheCores) {
+  Cluster four_cores = host();
+  four_cores.cores_per_node = 4;
+  const Cluster tcp = over_fabric(four_cores, "tcp", 1, 0);
   const double model = 235146 * 4.0;
   Layout l;
   l.strategy = "localsgd";
   l.dp = 2;
   l.train_rows = 1000;
   const double two = simulate(mlp(), l, tcp, 64).buffers_b;
-  EXPECT_NEAR(two, 8.0 * 1000 + model, 1.0);
+  EXPECT_NEAR(two, 8.0 * 1000 + model / 2, 1.0);
   l.dp = 4;
-  EXPECT_NEAR(simulate(mlp(), l, tcp, 64).buffers_b - two, 1.5 * model, 1.0);
+  EXPECT_NEAR(simulate(mlp(), l, tcp, 64).buffers_b, 8.0 * 1000 + 1.25 * model, 1.0);
+  l.strategy = "ddp";
+  l.dp = 2;
+  EXPECT_NEAR(simulate(mlp(), l, tcp, 64).buffers_b, 8.0 * 1000 + model / 2, 1.0);
+  l.strategy = "fedavg";
+  EXPECT_NEAR(simulate(mlp(), l, tcp, 64).buffers_b, 2 * 8.0 * 1000 + 2.5 * model, 1.0);
 }
 
-// ddp over tcp on ranks that fit the cores keeps no early chunk (the transport leaves early
-// payloads in the kernel); beyond the cores the worst case's 2(N-1)/N of the model stays. Its
-// ZeRO (a reduce-scatter of a padded copy, then an all-gather) keeps two copies more.
-TEST(Fabric, DdpOverTcpKeepsNoEarlyChunkWhereTheRanksFitTheCores) {
-  Cluster four_cores = host();
-  four_cores.cores_per_node = 4;
-  const Cluster tcp = over_fabric(host(), "tcp", 1, 0), tcp4 = over_fabric(four_cores, "tcp", 1, 0);
+// Beyond the cores a sleeping wait reads every stream, so chunks come early: half a model per
+// extra rank on a core for ddp, a third for Local SGD and fedavg, never more than the ring's
+// worst case 2(N-1)/N. ddp's ZeRO over tcp keeps 1.5 copies more wherever its ranks run.
+TEST(Fabric, RanksSharingACoreOverTcpKeepEarlyChunksUpToTheWorstCase) {
+  Cluster wide = host();
+  wide.cores_per_node = 16;
+  const Cluster tcp = over_fabric(host(), "tcp", 1, 0), tcp16 = over_fabric(wide, "tcp", 1, 0);
   const double model = 235146 * 4.0;
+  auto extra = [&](const char* s, int n, int zero = 0) {
+    Layout l;
+    l.strategy = s;
+    l.dp = n;
+    l.zero = zero;
+    l.train_rows = 1000;
+    return (simulate(mlp(), l, tcp, 64).buffers_b - simulate(mlp(), l, tcp16, 64).buffers_b) / model;
+  };
+  EXPECT_NEAR(extra("ddp", 4), 0.5, 1e-6);       // 2 ranks a core
+  EXPECT_NEAR(extra("ddp", 8), 1.5, 1e-6);       // 4 a core
+  EXPECT_NEAR(extra("ddp", 16), 1.875, 1e-6);    // 8 a core: 3.5, capped at 2 x 15/16
+  EXPECT_NEAR(extra("localsgd", 4), 1.0 / 3, 1e-6);
+  EXPECT_NEAR(extra("localsgd", 8), 1.0, 1e-6);
+  EXPECT_NEAR(extra("fedavg", 8), 1.0, 1e-6);
+  EXPECT_NEAR(extra("ddp", 4, 1), 0.5, 1e-6);    // ZeRO's copies are the same either way
   Layout l;
   l.strategy = "ddp";
   l.dp = 4;
   l.train_rows = 1000;
-  const double beyond = simulate(mlp(), l, tcp, 64).buffers_b, fits = simulate(mlp(), l, tcp4, 64).buffers_b;
-  EXPECT_NEAR(beyond - fits, 1.5 * model, 1.0);
-  l.zero = 1;
-  EXPECT_NEAR(simulate(mlp(), l, tcp, 64).buffers_b - beyond, 2 * model, 1.0);
-  EXPECT_NEAR(simulate(mlp(), l, tcp4, 64).buffers_b - fits, 2 * model, 1.0);
+  const double plain = simulate(mlp(), l, tcp, 64).buffers_b;
+  l.zero = 2;
+  EXPECT_NEAR(simulate(mlp(), l, tcp, 64).buffers_b - plain, 1.5 * model, 1.0);
 }
 
 // A parameter server over tcp takes its W workers' pushes and sends their replies one after
