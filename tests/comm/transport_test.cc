@@ -263,7 +263,16 @@ TEST_P(TransportTest, AReceiveBehindAnEarlyPayloadReadsPastIt) {
       int small = 0;
       c.recv(0, &small, sizeof small, 2);
       EXPECT_EQ(small, 11);
-      EXPECT_EQ(c.transport().bytes_buffered_early(), bytes);
+      // Over tcp the small message is read straight into its receive; shared memory reads what
+      // has come at once, so the small one may have come before its receive too (seen under
+      // ASan's pace: bytes + 4).
+      const uint64_t early = c.transport().bytes_buffered_early();
+      if (GetParam() == TransportKind::kTcp) {
+        EXPECT_EQ(early, bytes);
+      } else {
+        EXPECT_GE(early, bytes);
+        EXPECT_LE(early, bytes + sizeof small);
+      }
       std::vector<unsigned char> got(bytes);
       c.recv(0, got.data(), bytes, 1);
       EXPECT_TRUE(got == big);
