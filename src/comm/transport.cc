@@ -502,9 +502,7 @@ ProbeResult Transport::probe(uint64_t tag) {
     for (int peer = 0; peer < size_; ++peer) {
       Peer& p = *peers_[peer];
       if (peer == rank_ || !p.buffer || !p.buffer->deferred) continue;
-      p.buffer->buf = early_buffers_.take(p.buffer->size);
-      p.buffer->deferred = false;
-      bytes_early_.fetch_add(p.buffer->size, std::memory_order_relaxed);
+      buffer_early_locked(*p.buffer);
     }
     progress_locked(nullptr, /*eager=*/false);
     r = find();
@@ -602,15 +600,19 @@ void Transport::deliver_header_locked(int peer, bool eager) {
     u->tag = tag;
     u->arrival = ++arrivals_;
     u->size = size64;
-    if (!eager && defer_early_ && size64 >= kDeferBytes) {
-      u->deferred = true;
-    } else {
-      u->buf = early_buffers_.take(size64);
-      bytes_early_.fetch_add(size64, std::memory_order_relaxed);
-    }
+    u->deferred = true;
+    if (eager || !defer_early_ || size64 < kDeferBytes) buffer_early_locked(*u);
     p.buffer = u;
     p.unexpected.push_back(u);
   }
+}
+
+// An unexpected message's payload gets its early buffer (counted in bytes_buffered_early),
+// at its header or, deferred until then, when a pass must read past it.
+void Transport::buffer_early_locked(Unexpected& u) {
+  u.buf = early_buffers_.take(u.size);
+  u.deferred = false;
+  bytes_early_.fetch_add(u.size, std::memory_order_relaxed);
 }
 
 void Transport::progress_recv_locked(int peer, const Op* waiting, bool eager_all) {
@@ -634,9 +636,7 @@ void Transport::progress_recv_locked(int peer, const Op* waiting, bool eager_all
     }
     if (p.buffer && p.buffer->deferred) {
       if (!eager()) return;  // the stream waits here for its receive, or for a pass that must pass it
-      p.buffer->buf = early_buffers_.take(p.buffer->size);
-      p.buffer->deferred = false;
-      bytes_early_.fetch_add(p.buffer->size, std::memory_order_relaxed);
+      buffer_early_locked(*p.buffer);
     }
     while (p.pad_left > 0) {
       const size_t k = p.channel->read_some(discard, p.pad_left);

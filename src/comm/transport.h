@@ -181,6 +181,7 @@ class Transport {
   Request irecv_any(uint64_t tag, void* data, size_t bytes);
   void fail_any_locked(int peer, std::exception_ptr error);
   void deliver_header_locked(int peer, bool eager);
+  void buffer_early_locked(Unexpected& u);
   void fail_peer_locked(int peer, std::exception_ptr error);
   void check_liveness_locked();
   void on_timeout_locked(detail::Op& op, double timeout_s);
