@@ -559,12 +559,17 @@ int bench_calibrate(const Args& args) {
     o.timeout_s = timeout;
     o.tag_output = false;
     const int rc = launch::relaunch_command(o, {"bench", "calibrate"}, args);
-    const bool shm = std::find(kinds.begin(), kinds.end(), TransportKind::kShm) != kinds.end();
+    const bool shm = std::find(kinds.begin(), kinds.end(), TransportKind::kShm) != kinds.end(),
+               tcp = std::find(kinds.begin(), kinds.end(), TransportKind::kTcp) != kinds.end();
     if (rc != 0) return rc;
     if (compute_seconds > 0 && shm) {
       if (const int rc2 = add_collectives_by_ranks(out, timeout); rc2 != 0) return rc2;
       if (const int rc3 = add_tp_blocks(out, timeout, extra); rc3 != 0) return rc3;
     }
+    // The tcp collectives by rank count, on this host (a calibration across hosts times the
+    // link between them and leaves this host's loopback figures as they were).
+    if (compute_seconds > 0 && tcp)
+      if (const int rc4 = add_tcp_collectives_by_ranks(out, timeout); rc4 != 0) return rc4;
     carry_other_placements(out, previous);
     return 0;
   }

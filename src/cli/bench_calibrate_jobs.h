@@ -9,6 +9,13 @@
 //   window all-reduce (kWindowSizes), at every rank count of plan::calibrated_rank_counts,
 //   into links_by_size.intra of the file at `path` (which must hold it); returns the first
 //   failing job's exit code, else 0.
+// - add_tcp_collectives_by_ranks(path, timeout): the same four collectives over loopback tcp
+//   (kTcpByRanksSizes, the median of kByRanksPasses jobs each) at every rank count of
+//   plan::calibrated_rank_counts, into links_by_size.inter (which must hold the 2-rank tcp
+//   figures); the same returns. A job over tcp on one host prices its collectives from these
+//   (plan/fabric.cc over_fabric): loopback's copies are kernel work on the ranks' own cores,
+//   so more ranks than the 2 timed by the link's figures are not the ring formula on them
+//   (4 ranks on 2 cores 1 MiB 737 us against 451 so priced; 8 ranks 2,554 against 544).
 // - add_tp_blocks(path, timeout, extra model specs): compute.tp_blocks; the same returns.
 // - host_cores() and replace_calibration_file(path, json) (whole or not at all) are shared
 //   with cli/bench_calibrate.cc, which defines them.
@@ -30,6 +37,9 @@ namespace dtrain::cli {
 constexpr const char* kByRanksSizes = "16K,64K,256K,512K,1M,2M,4M,8M,16M,32M,64M,128M,256M";
 constexpr double kByRanksSeconds = 0.25;
 constexpr int kByRanksPasses = 3;
+// Over loopback tcp: up to 64 MiB (8 ranks' 64 MiB all-reduce takes ~0.2 s on 2 cores; the
+// sizes past it are priced on the last point's time per byte).
+constexpr const char* kTcpByRanksSizes = "16K,64K,256K,512K,1M,2M,4M,16M,64M";
 // ddp's all-reduce in its window (`bench collectives --window`): the sizes of its buckets.
 constexpr const char* kWindowSizes = "16K,64K,256K,1M,4M,16M,64M";
 // Up to this many passes, to see both verdicts of the cores' distance (below).
@@ -69,6 +79,7 @@ GapFactors gap_factors(const std::vector<std::pair<std::string, double>>& counte
 int host_cores();
 void replace_calibration_file(const std::string& path, const nlohmann::json& j);
 int add_collectives_by_ranks(const std::string& path, double timeout);
+int add_tcp_collectives_by_ranks(const std::string& path, double timeout);
 int add_tp_blocks(const std::string& path, double timeout, const std::vector<std::string>& extra);
 
 }  // namespace dtrain::cli

@@ -32,7 +32,10 @@
 //   (T - alpha) / bytes for an exchange), interpolated in log(bytes) and held flat beyond the
 //   ends; without a table it is the link's own (the 16 MiB beta). measured_allreduce_s gives the
 //   time itself where the calibration measured that many ranks ("allreduce_by_ranks": {"4":
-//   [[bytes, s]], "8": ...}: what ranks beyond the cores cost, which no formula here has).
+//   [[bytes, s]], "8": ...}: what ranks beyond the cores cost, which no formula here has);
+//   "inter" carries the same tables over loopback tcp, which a job over tcp on one host is
+//   priced from (over_fabric moves them to intra_sizes; its copies are kernel work on the
+//   ranks' own cores, so no formula on the 2-rank link holds there either).
 // - cluster_to_json writes the same format load_cluster reads.
 // Thread-safety: plain values; this_machine reads files.
 #pragma once

@@ -25,6 +25,8 @@ Cluster over_fabric(Cluster c, const std::string& transport, int hosts, int rank
   // too, and none of the shared-memory paths' figures (their tables and gap factors).
   c.shared_memory = false;
   c.intra = c.inter;
+  // (The tcp tables carry the collectives by rank count timed over loopback, where the
+  // calibration has them: `bench calibrate`'s add_tcp_collectives_by_ranks.)
   c.intra_sizes = c.inter_sizes;
   // What the shared-memory tables measured of the cores rather than of the link stays: the
   // meeting penalty (ranks beyond the cores finishing their compute one core at a time).

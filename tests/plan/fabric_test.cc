@@ -76,6 +76,40 @@ TEST(Fabric, TcpOnOneHostTakesTheTcpLinkAndNoSharedMemoryPath) {
   EXPECT_GT(simulate(mlp(), z, tcp, 64).memory_b(), simulate(mlp(), ddp(2), tcp, 64).memory_b());
 }
 
+// Over loopback tcp the copies are kernel work on the ranks' own cores, so the calibration
+// times the tcp collectives at each rank count (`bench calibrate`, links_by_size.inter's
+// *_by_ranks) and a job over tcp on one host is priced from those tables, not from shared
+// memory's tables at that count nor from the ring formula on the 2-rank link (4 ranks on
+// 2 cores, 1 MiB: 737 us measured against 451 so priced, 2026-12-04).
+TEST(Fabric, TcpOnOneHostPricesTheCollectivesFromItsOwnTablesByRankCount) {
+  Cluster c = host();
+  const double n = 1048576.0;
+  const sim::Group four{4, 1};
+  const double formula = sim::allreduce_s(over_fabric(c, "tcp", 1, 0), four, n, 4);
+  c.intra_sizes.allreduce_by_ranks[4] = {{65536.0, 1e-6}, {n, 2e-6}};  // shared memory's: not tcp's
+  c.intra_sizes.reducescatter_by_ranks[4] = {{65536.0, 1e-6}, {n, 2e-6}};
+  EXPECT_DOUBLE_EQ(sim::allreduce_s(over_fabric(c, "tcp", 1, 0), four, n, 4), formula);
+  c.inter_sizes.allreduce_by_ranks[4] = {{65536.0, 2e-4}, {n, 7.4e-4}};
+  c.inter_sizes.reducescatter_by_ranks[4] = {{65536.0, 1e-4}, {n, 3.3e-4}};
+  c.inter_sizes.allgather_by_ranks[4] = {{65536.0, 1e-4}, {n, 3.5e-4}};
+  const Cluster tcp = over_fabric(c, "tcp", 1, 0);
+  EXPECT_NEAR(sim::allreduce_s(tcp, four, n, 4), 7.4e-4, 1e-12);
+  EXPECT_NEAR(sim::reduce_scatter_s(tcp, four, n, 4), 3.3e-4, 1e-12);
+  EXPECT_NEAR(sim::allgather_s(tcp, four, n, 4), 3.5e-4, 1e-12);
+  EXPECT_NE(formula, 7.4e-4);
+  // Between the points, log-log as every table; at a count not timed, the formula as before.
+  EXPECT_GT(sim::allreduce_s(tcp, four, n / 2, 4), 2e-4);
+  EXPECT_LT(sim::allreduce_s(tcp, four, n / 2, 4), 7.4e-4);
+  EXPECT_DOUBLE_EQ(sim::allreduce_s(tcp, sim::Group{8, 1}, n, 8), sim::allreduce_s(over_fabric(host(), "tcp", 1, 0),
+                                                                                     sim::Group{8, 1}, n, 8));
+  // Shared memory keeps its own.
+  EXPECT_NEAR(sim::allreduce_s(c, four, n, 4), 2e-6, 1e-15);
+  // The tables round-trip through a calibration file's links_by_size.inter.
+  const LinkSizes back = link_sizes_from_json(link_sizes_json(c.inter_sizes), "test");
+  EXPECT_EQ(back.allreduce_by_ranks, c.inter_sizes.allreduce_by_ranks);
+  EXPECT_EQ(back.allgather_by_ranks, c.inter_sizes.allgather_by_ranks);
+}
+
 // Over tcp every receive of gossip and the parameter server is posted before its message can
 // come: with more ranks than cores no model waits in the transport's buffers more than with a
 // core each (simulate_data_parallel.cc; it was charged one until the 2026-12-04 validations).
