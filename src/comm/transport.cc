@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "comm/heartbeat.h"
 #include "comm/store.h"
+#include "comm/transport_internal.h"
 
 namespace dtrain {
 
@@ -57,113 +58,10 @@ namespace dtrain {
 // then, and from there on it is an ordinary receive from that peer. Until it has matched it
 // depends on every peer, so it is failed by any peer's failure and keeps all peers watched.
 //
-// Progress is driven by waiters: wait() runs progress passes over all peers (send what fits,
-// read what arrived) until its operation completes, spinning for spin_s_ and then sleeping in
-// the fabric until there is news or a 100 ms slice ends, when it checks that the peers it
-// waits on are still alive.
+// The waiting side (the wait loop, liveness, timeouts, a peer's failure) is in
+// comm/transport_wait.cc; the pieces both files share, in comm/transport_internal.h.
 
-namespace detail {
-struct Op {
-  enum Kind { kSend, kRecv } kind;
-  int peer;
-  uint64_t tag;
-  char* data;
-  size_t bytes;
-  size_t done = 0;          // payload bytes moved
-  // send: the header (+ a small payload) leaves in one write from here.
-  static constexpr size_t kInline = 16 + 240;
-  char inline_stage[kInline];
-  std::string big_stage;    // header + payload of up to 4 KiB that do not fit inline
-  const char* staged = nullptr;
-  size_t staged_size = 0, staged_done = 0;
-  bool started = false;     // any byte moved: can no longer be cancelled
-  uint64_t order = 0;       // receives: when posted (matching across specific / any-source)
-  std::atomic<bool> complete{false};
-  std::exception_ptr error;
-};
-}  // namespace detail
-
-using detail::Op;
-
-struct Transport::Unexpected {
-  uint64_t tag;
-  uint64_t arrival = 0;    // Transport::arrivals_ when its header came
-  BufferPool::Buffer buf;  // uninitialised, from early_buffers_ (see there)
-  size_t size = 0;
-  size_t got = 0;
-  bool deferred = false;   // its bytes wait unread in the fabric (no buffer yet)
-  char* data() { return buf.get(); }
-  bool complete() const { return got == size; }
-};
-
-template <class Q>
-typename Q::iterator find_tag(Q& q, uint64_t tag) {
-  for (auto it = q.begin(); it != q.end(); ++it)
-    if ((*it)->tag == tag) return it;
-  return q.end();
-}
-
-struct Transport::Peer {
-  Channel* channel = nullptr;
-  std::deque<std::shared_ptr<Op>> sends;
-  // Posted receives and early messages, each in arrival order across tags. A peer rarely has
-  // more than a handful outstanding, so the first match of a tag is found by a short scan —
-  // cheaper than a map of queues that allocates for every new tag (collective tags are new
-  // every call) — and taking the first match keeps per-tag order.
-  std::deque<std::shared_ptr<Op>> posted;
-  std::deque<std::shared_ptr<Unexpected>> unexpected;
-  // The message being read.
-  char header[16];
-  size_t header_got = 0;
-  size_t pad_left = 0;  // padding before the payload still to be read (kPadShift)
-  bool in_message = false;
-  size_t msg_size = 0, msg_got = 0;
-  std::shared_ptr<Op> target;             // a posted receive, or
-  std::shared_ptr<Unexpected> buffer;     // an unexpected message, or neither (discard)
-  std::exception_ptr error;
-  bool left = false;  // said it was leaving (kLeaveTag): will send nothing more
-  bool busy() const { return !sends.empty() || !posted.empty() || in_message; }
-};
-
-namespace {
-constexpr size_t kHeader = 16;
-constexpr size_t kStageLimit = 4096;  // payloads up to this go out with their header in one write
-// Unexpected payloads from this size up wait unread where the fabric holds them (see above);
-// smaller ones are buffered at once, which costs little and keeps the stream moving.
-constexpr size_t kDeferBytes = size_t{64} << 10;
-// The padding between a large payload's header and its bytes. Over tcp the kernel copies a
-// send into pages of its own, starting at a page's offset 0 when the connection's earlier
-// bytes were all read (a request after a pause: a parameter server's push, a pipeline's
-// activation); the payload then lands at offset 16, behind its header. When that copy
-// writes 1-63 bytes ahead of where it reads modulo 4 KiB it ran at half speed on the EPYC
-// VM (a page-aligned 1 MiB ping-pong over loopback 275 us one way, 140 with the payload's
-// place in the stream matching its address modulo 64; a plain C pair of processes the same,
-// 300-323 against 135-152 us, whether the header was 8, 16, 32 or 48 bytes), which is where
-// a tensor from the 2 MiB-aligned large blocks sits. So the sender pads until the payload's
-// place modulo the fabric's payload_alignment matches its address's; the receiver learns
-// the pad from the size word (bits 56-63) and drops it. Streams that never pause keep
-// whatever alignment their history gives, as before. Payloads are below 2^56 bytes.
-constexpr unsigned kPadShift = 56;
-constexpr uint64_t kSizeMask = (uint64_t{1} << kPadShift) - 1;
-// A header with this tag and no payload says "this rank is leaving" (close()).
-constexpr uint64_t kLeaveTag = (uint64_t{1} << 62) + 1;
-
-void complete_op(Op& op, std::exception_ptr err = nullptr) {
-  op.error = err;
-  op.complete.store(true, std::memory_order_release);
-}
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
-int online_cpus() {
-  long n = ::sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? static_cast<int>(n) : 1;
-}
-}  // namespace
+using namespace detail;  // the engine's Op, constants and helpers (comm/transport_internal.h)
 
 TransportKind parse_transport_kind(const std::string& name) {
   if (name == "auto") return TransportKind::kAuto;
@@ -666,29 +564,6 @@ void Transport::progress_recv_locked(int peer, const Op* waiting, bool eager_all
   }
 }
 
-void Transport::fail_peer_locked(int peer, std::exception_ptr error) {
-  Peer& p = *peers_[peer];
-  if (!p.error) {
-    p.error = error;
-    try {
-      std::rethrow_exception(error);
-    } catch (const PeerFailure&) {
-      if (!closed_) tell_launcher_a_peer_failed();  // a witness, not the culprit (comm/heartbeat.h)
-    } catch (...) {
-    }
-  }
-  for (auto& op : p.sends) complete_op(*op, p.error);
-  p.sends.clear();
-  for (auto& op : p.posted) complete_op(*op, p.error);
-  p.posted.clear();
-  if (p.target && !p.target->complete.load()) complete_op(*p.target, p.error);
-  p.target.reset();
-  p.buffer.reset();
-  p.in_message = false;
-  p.pad_left = 0;
-  if (!any_posted_.empty() && (!p.left || closed_)) fail_any_locked(peer, p.error);
-}
-
 void Transport::progress_locked(const Op* waiting, bool eager) {
   for (int peer = 0; peer < size_; ++peer) {
     Peer& p = *peers_[peer];
@@ -700,158 +575,6 @@ void Transport::progress_locked(const Op* waiting, bool eager) {
       fail_peer_locked(peer, std::current_exception());
     }
   }
-}
-
-std::string Transport::peer_gone(int peer) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (peer == rank_ || peer < 0 || peer >= size_) return "";
-  if (Peer& p = *peers_[peer]; p.error) {
-    try {
-      std::rethrow_exception(p.error);
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-  }
-  std::string why = fabric_->peer_gone(peer);
-  if (!why.empty()) tell_launcher_a_peer_failed();
-  return why;
-}
-
-void Transport::check_liveness_locked() {
-  for (int peer = 0; peer < size_; ++peer) {
-    Peer& p = *peers_[peer];
-    if (peer == rank_ || p.error || (!p.busy() && (any_posted_.empty() || p.left))) continue;
-    std::string why = fabric_->peer_gone(peer);
-    if (why.empty()) continue;
-    // Drain whatever the peer wrote before it went away, then fail what is left.
-    try {
-      progress_recv_locked(peer, nullptr, /*eager_all=*/true);
-    } catch (const PeerFailure&) {
-    }
-    fail_peer_locked(peer, std::make_exception_ptr(PeerFailure(
-                               "rank " + std::to_string(rank_) + " <-> rank " + std::to_string(peer) + ": " + why, peer)));
-  }
-}
-
-void Transport::on_timeout_locked(Op& op, double timeout_s) {
-  std::ostringstream msg;
-  msg << describe(op) << ": timed out after " << timeout_s << " s";
-  if (op.peer == kAnySource) {  // not matched yet, so nothing moved: cancel
-    auto it = std::find_if(any_posted_.begin(), any_posted_.end(), [&](auto& o) { return o.get() == &op; });
-    if (it != any_posted_.end()) any_posted_.erase(it);
-    msg << " (no rank sent a message with this tag" << gone_peers_locked() << ")";
-    complete_op(op, std::make_exception_ptr(Timeout(msg.str())));
-    return;
-  }
-  Peer& p = *peers_[op.peer];
-  if (!op.started) {
-    // Cancel cleanly: nothing of it has moved, so the link stays usable.
-    if (op.kind == Op::kSend) {
-      p.sends.erase(std::find_if(p.sends.begin(), p.sends.end(), [&](auto& o) { return o.get() == &op; }));
-    } else {
-      auto it = std::find_if(p.posted.begin(), p.posted.end(), [&](auto& o) { return o.get() == &op; });
-      if (it != p.posted.end()) p.posted.erase(it);
-    }
-    msg << (op.kind == Op::kRecv ? " (rank " + std::to_string(op.peer) + " sent nothing with this tag)"
-                                 : " (rank " + std::to_string(op.peer) + " is not receiving)");
-    complete_op(op, std::make_exception_ptr(Timeout(msg.str())));
-  } else {
-    msg << " mid-transfer (" << op.done << " of " << op.bytes << " bytes); the link to rank " << op.peer
-        << " is broken";
-    fail_peer_locked(op.peer, std::make_exception_ptr(Timeout(msg.str())));
-  }
-}
-
-// ", ranks 2, 5 had left" for the peers this rank lost, or "".
-std::string Transport::gone_peers_locked() const {
-  std::string ranks;
-  int n = 0;
-  for (int peer = 0; peer < size_; ++peer)
-    if (peer != rank_ && peers_[peer]->error) ranks += (n++ ? ", " : " ") + std::to_string(peer);
-  if (!n) return "";
-  return std::string(n == 1 ? "; rank" : "; ranks") + ranks + (n == 1 ? " has" : " have") + " left or failed";
-}
-
-void Transport::wait(Op& op, double timeout_s) {
-  timeout_s = resolve_timeout(timeout_s, opts_.timeout_s);
-  Deadline deadline = Deadline::after(timeout_s);
-  double spin_until = now_seconds() + spin_s_;
-  const double yield_until = spin_until + yield_s_;
-  double next_liveness = now_seconds() + 0.1;
-  std::vector<int> want_write;
-  while (!op.complete.load(std::memory_order_acquire)) {
-    // The activity token is read only when the pass may end in sleep (it must precede that
-    // pass); while spinning we leave the doorbell's cache line alone.
-    const double t = now_seconds();
-    bool may_sleep = t >= yield_until;
-    const bool yield_now = !may_sleep && t >= spin_until;
-    uint64_t token = may_sleep ? fabric_->activity_token() : 0;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      progress_locked(&op, /*eager=*/may_sleep);  // a pass before sleeping reads every stream
-      if (op.complete.load(std::memory_order_acquire)) break;
-      double now = now_seconds();
-      if (now >= next_liveness) {
-        check_liveness_locked();
-        next_liveness = now + 0.1;
-        if (op.complete.load(std::memory_order_acquire)) break;
-      }
-      if (deadline.expired()) {
-        on_timeout_locked(op, timeout_s);
-        break;
-      }
-      if (!may_sleep) {
-        // Spin, or (oversubscribed) yield, then sleep below: sleeping on the fabric frees the
-        // core for a peer that needs it and wakes as soon as the peer writes.
-        if (!yield_now) {
-          cpu_relax();
-          continue;
-        }
-      } else {
-        want_write.clear();
-        for (int p = 0; p < size_; ++p)
-          if (!peers_[p]->sends.empty()) want_write.push_back(p);
-      }
-    }
-    if (yield_now) {
-      sched_yield();  // outside the lock
-      continue;
-    }
-    fabric_->sleep(token, std::min(deadline.remaining_ms(), 100), want_write);
-  }
-  if (op.error) std::rethrow_exception(op.error);
-}
-
-void Request::wait(double timeout_s) {
-  DT_CHECK(op_, InvalidArgument, "wait on an empty Request");
-  t_->wait(*op_, timeout_s);
-}
-
-int Request::source() const {
-  if (!op_ || op_->kind != Op::kRecv || !op_->complete.load(std::memory_order_acquire) || op_->error) return -1;
-  return op_->peer;
-}
-
-bool Request::test() {
-  DT_CHECK(op_, InvalidArgument, "test on an empty Request");
-  if (op_->complete.load(std::memory_order_acquire)) return true;
-  std::lock_guard<std::mutex> lock(t_->mu_);
-  // Eager, as a wait about to sleep: a loop of tests never sleeps, and what it waits for may
-  // depend on a peer whose send waits for this rank to read (a pipeline's sends, tested).
-  t_->progress_locked(op_.get(), /*eager=*/true);
-  return op_->complete.load(std::memory_order_acquire);
-}
-
-void Transport::wait_all(std::span<Request> requests, double timeout_s) {
-  std::exception_ptr first;
-  for (auto& r : requests) {
-    try {
-      r.wait(timeout_s);
-    } catch (...) {
-      if (!first) first = std::current_exception();
-    }
-  }
-  if (first) std::rethrow_exception(first);
 }
 
 }  // namespace dtrain

@@ -303,8 +303,8 @@ CollBenchRow median_pass(const std::vector<CollBenchRow>& of_shape) {
 }  // namespace
 
 double calibrated_seconds(const plan::Cluster& cal, CollOp op, int p, double bytes, const CollBenchConfig& cfg,
-                          Algorithm requested, bool shm) {
-  if (!shm || cfg.ranks_are_threads || requested != Algorithm::kAuto || cfg.dtype != DType::kFloat32 ||
+                          Algorithm requested, bool tables) {
+  if (!tables || cfg.ranks_are_threads || requested != Algorithm::kAuto || cfg.dtype != DType::kFloat32 ||
       cfg.redop != ReduceOp::kSum || cfg.in_place || cfg.deterministic || cfg.segment_bytes || cfg.shm_context)
     return -1;
   switch (op) {
@@ -354,6 +354,11 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
   const plan::Cluster cal_close = by_verdict ? plan::with_core_distance(mixed, false) : mixed;
   const plan::Cluster cal_far = by_verdict ? plan::with_core_distance(mixed, true) : mixed;
   const plan::Cluster& cal = !own_verdict ? mixed : verdict->cores_far() ? cal_far : cal_close;
+  // Over tcp with every rank on this host: the calibration's loopback tcp tables by rank
+  // count (its copies are kernel work on the ranks' own cores, which the formula on the
+  // 2-rank link does not see: 4 ranks on 2 cores 1 MiB 839 us against 439 so priced).
+  const bool one_host_tcp = kind == "tcp" && c.transport().ranks_on_host() >= p;
+  const plan::Cluster tcp_cal = one_host_tcp ? plan::over_fabric(mixed, "tcp", 1, 0) : plan::Cluster{};
   if (lead) {
     std::printf("# dtrain bench collectives: %d ranks, transport %s%s, type %s, cost model %s\n", p, kind.c_str(),
                 ctx ? " + ShmContext" : "", dtype_name(cfg.dtype), cp.source.c_str());
@@ -486,8 +491,8 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
     row.predicted_from = "none";  // with --gap-us: the row is not a collective's time alone
     if (cfg.gap_s <= 0) {
       const double b = static_cast<double>(row.size_bytes);
-      double cal_s = calibrated_seconds(cal, op, p, b, cfg, requested, shm);
-      if (row.far_share >= 0) {
+      double cal_s = calibrated_seconds(shm ? cal : tcp_cal, op, p, b, cfg, requested, shm || one_host_tcp);
+      if (shm && row.far_share >= 0) {
         const double cs = calibrated_seconds(cal_close, op, p, b, cfg, requested, shm);
         const double fs = calibrated_seconds(cal_far, op, p, b, cfg, requested, shm);
         if (cs > 0 && fs > 0) cal_s = (1 - row.far_share) * cs + row.far_share * fs;

@@ -20,9 +20,11 @@
 // - Rank 0 prints one row per point in nccl-tests columns (size, count, type, redop, root,
 //   algo, time us, algbw, busbw, #wrong) plus the prediction and its error, and the rows are
 //   returned on every rank (rank 0's values). The prediction is the calibration's own
-//   measurement where it has one for the shape (shm, ranks as processes, the default path,
-//   float32 sum, broadcast from rank 0: "links_by_size"."intra" by rank count, interpolated in
-//   log-log between its sizes), column src "cal"; else the cost model's formula, src "model".
+//   measurement where it has one for the shape (ranks as processes, the default path,
+//   float32 sum, broadcast from rank 0; over shm "links_by_size"."intra" by rank count, over
+//   tcp with every rank on this host "links_by_size"."inter" by rank count, as plan::over_fabric
+//   prices a training job; interpolated in log-log between its sizes), column src "cal";
+//   else the cost model's formula, src "model".
 //   The formulas have no term for ranks beyond the cores or for the shared-memory paths'
 //   switch points; the calibrated tables are what a prediction can be held to there.
 // - bench_collectives_threads(nproc, kind, cfg) runs the same in-process with ranks as
@@ -114,9 +116,11 @@ struct CollBenchRow {
 std::vector<size_t> parse_size_range(const std::string& spec, int factor);
 double bus_factor(CollOp op, int p);
 // The calibration's measured seconds for one call of this shape (see the contract), or -1
-// where it has none: `cal` holds the calibration file's intra-host tables.
+// where it has none: `cal` holds the tables of the job's fabric in its intra-host tables (the
+// file's own for shm; plan::over_fabric's for tcp on one host), `tables` says they apply
+// (false: tcp across hosts, which no table of this host prices).
 double calibrated_seconds(const plan::Cluster& cal, CollOp op, int p, double bytes, const CollBenchConfig& cfg,
-                          Algorithm requested, bool shm);
+                          Algorithm requested, bool tables);
 
 std::vector<CollBenchRow> run_collective_bench(Communicator& comm, const CollBenchConfig& cfg);
 std::vector<CollBenchRow> bench_collectives_threads(int nproc, TransportKind kind, const CollBenchConfig& cfg);

@@ -216,7 +216,12 @@ TEST(BenchCollectivesCli, CalibratedPredictionOnlyForTheShapesTheCalibrationTime
   EXPECT_NEAR(calibrated_seconds(cal, CollOp::kBroadcast, 4, 1 << 20, cfg, Algorithm::kAuto, true), 5e-5, 1e-12);
   EXPECT_EQ(calibrated_seconds(cal, CollOp::kAllreduce, 8, 2 << 20, cfg, Algorithm::kAuto, true), -1);  // not timed
   EXPECT_EQ(calibrated_seconds(cal, CollOp::kAllreduce, 4, 2 << 20, cfg, Algorithm::kRing, true), -1);
-  EXPECT_EQ(calibrated_seconds(cal, CollOp::kAllreduce, 4, 2 << 20, cfg, Algorithm::kAuto, false), -1);  // tcp
+  EXPECT_EQ(calibrated_seconds(cal, CollOp::kAllreduce, 4, 2 << 20, cfg, Algorithm::kAuto, false), -1);  // tcp, hosts
+  // Over tcp on one host: the calibration's loopback tcp tables, as a training job is priced.
+  cal.inter_sizes.allreduce_by_ranks[4] = {{1 << 20, 3e-4}, {4 << 20, 1.2e-3}};
+  const plan::Cluster tcp = plan::over_fabric(cal, "tcp", 1, 0);
+  EXPECT_NEAR(calibrated_seconds(tcp, CollOp::kAllreduce, 4, 2 << 20, cfg, Algorithm::kAuto, true), 6e-4, 1e-12);
+  EXPECT_EQ(calibrated_seconds(tcp, CollOp::kBroadcast, 4, 1 << 20, cfg, Algorithm::kAuto, true), -1);  // shm's only
   EXPECT_EQ(calibrated_seconds(cal, CollOp::kReduceScatter, 4, 2 << 20, cfg, Algorithm::kAuto, true), -1);
   CollBenchConfig half = cfg;
   half.dtype = DType::kFloat16;
