@@ -1,6 +1,7 @@
 #include "parallel/data_parallel.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "base/clock.h"
 #include "base/copy.h"
@@ -88,7 +89,15 @@ void DataParallel::start() {
   // 11.4k with; 4 ranks: 8.2k against 7.9k).
   // One rank has nothing to overlap: its bucket work (a fused ZeRO step, or a collective of one
   // that moves nothing) runs on the caller after backward (launch below).
-  overlap_ = o_.overlap && comm_.size() > 1 && !(comm_.shm_context() && !comm_.shm_context()->spare_cores());
+  // Over tcp the same holds, and costs more: the progress thread's copies through the kernel
+  // took the backward's core (2 ranks on 2 cores over loopback: 0.56-0.60 ms a step with
+  // overlap, its compute 0.44-0.48 ms; 0.53 without, compute 0.28; 2026-12-04). There the
+  // host's ranks are the transport's count of the job's ranks on it.
+  const bool spare = comm_.shm_context()
+                         ? comm_.shm_context()->spare_cores()
+                         : std::max(1u, std::thread::hardware_concurrency()) >
+                               static_cast<unsigned>(comm_.transport().ranks_on_host());
+  overlap_ = o_.overlap && comm_.size() > 1 && spare;
   // Start from rank 0's parameters (identical seeds make this a no-op; a resumed or
   // differently initialised rank is brought in line).
   blocking_broadcast(comm_, inst_, "broadcast-params", model_.params().data(), model_.params().size(),

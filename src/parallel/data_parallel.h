@@ -67,7 +67,8 @@ inline constexpr int64_t kSharedParamsMinBytes = int64_t{8} << 20;
 struct DdpOptions {
   size_t bucket_bytes = size_t{1} << 20;
   // false: all-reduce every bucket after backward (for comparison). Off anyway on a host
-  // without a core beyond one per rank (ShmContext::spare_cores): nothing to overlap on.
+  // without a core beyond one per rank of the job on the host (ShmContext::spare_cores; over
+  // tcp the transport's ranks_on_host against the cores): nothing to overlap on.
   bool overlap = true;
   bool deterministic = false;
   int64_t det_shard = 8;
