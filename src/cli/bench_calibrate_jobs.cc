@@ -410,45 +410,50 @@ int add_collectives_by_ranks(const std::string& path, double timeout) {
   return 0;
 }
 
-int add_tcp_collectives_by_ranks(const std::string& path, double timeout) {
+int tcp_collectives_pass(const std::string& path, double timeout, TcpByRanksPasses* passes) {
+  for (int p : plan::calibrated_rank_counts(host_cores())) {
+    nlohmann::json got;
+    const int rc = bench_job("collectives", path + ".tcp", p, timeout,
+                             {"--transport", "tcp", "--op", "allreduce,reducescatter,allgather,broadcast", "--sizes",
+                              kTcpByRanksSizes, "--seconds", std::to_string(kByRanksSeconds)},
+                             &got);
+    if (rc != 0) return rc;
+    for (const auto& row : got)
+      passes->seconds[p][{row["op"].get<std::string>(), row["size_bytes"].get<double>()}].push_back(
+          row["time_us"].get<double>() * 1e-6);
+  }
+  ++passes->count;
+  return 0;
+}
+
+void write_tcp_collectives_by_ranks(const std::string& path, const TcpByRanksPasses& passes) {
   std::ifstream in(path);
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   DT_CHECK(j.is_object() && j.contains("links_by_size") && j["links_by_size"].contains("inter"), IoError,
            "bench calibrate: " << path << " has no tcp link figures to add the tcp collectives by rank count to");
-  std::map<std::string, nlohmann::json> tables;  // op -> {"ranks": [[bytes, s], ...]}
-  for (int p : plan::calibrated_rank_counts(host_cores())) {
-    std::map<std::pair<std::string, double>, PassTimes> passes;  // (op, bytes) -> its timings
-    for (int pass = 0; pass < kByRanksPasses; ++pass) {
-      nlohmann::json got;
-      const int rc = bench_job("collectives", path + ".tcp", p, timeout,
-                               {"--transport", "tcp", "--op", "allreduce,reducescatter,allgather,broadcast", "--sizes",
-                                kTcpByRanksSizes, "--seconds", std::to_string(kByRanksSeconds)},
-                               &got);
-      if (rc != 0) return rc;
-      for (const auto& row : got)
-        passes[{row["op"].get<std::string>(), row["size_bytes"].get<double>()}].add(row["time_us"].get<double>() * 1e-6,
-                                                                                    false);
-    }
+  std::map<std::string, nlohmann::json> tables;  // "allreduce_by_ranks" ... -> {"ranks": [[bytes, s], ...]}
+  for (const auto& [p, rows] : passes.seconds) {
     const std::string key = std::to_string(p);
-    for (const auto& [k, pt] : passes) {  // (op, bytes) order: bytes increase within an op
+    for (const auto& [k, seconds] : rows) {  // (op, bytes) order: bytes increase within an op
+      const double t = dtrain::median(seconds, "tcp collective passes");
       nlohmann::json& dst = tables[k.first + "_by_ranks"];
       if (!dst.contains(key)) dst[key] = nlohmann::json::array();
-      dst[key].push_back({k.second, pt.median()});
-      if (k.second == 1048576.0 || k.second == 16777216.0)
-        std::printf("tcp %s, %d ranks (processes), %8.0f B: %8.1f us\n", k.first.c_str(), p, k.second,
-                    pt.median() * 1e6);
+      dst[key].push_back({k.second, t});
+      if (k.second == 1048576.0 || k.second == 16777216.0) {
+        std::printf("tcp %s, %d ranks (processes), %8.0f B: %8.1f us (passes", k.first.c_str(), p, k.second, t * 1e6);
+        for (double s : seconds) std::printf(" %.1f", s * 1e6);
+        std::printf(")\n");
+      }
     }
-    std::fflush(stdout);
   }
   for (const auto& [name, t] : tables) j["links_by_size"]["inter"][name] = t;
   j["links_by_size"]["inter"]["allreduce_by_ranks_with"] = "processes";
   replace_calibration_file(path, j);
-  std::printf("added the tcp all-reduce, reduce-scatter, all-gather and broadcast by rank count (processes, one host) "
-              "to %s\n",
-              path.c_str());
-  return 0;
+  std::printf("added the tcp all-reduce, reduce-scatter, all-gather and broadcast by rank count (processes, one host, "
+              "the median of %d passes) to %s\n",
+              passes.count, path.c_str());
+  std::fflush(stdout);
 }
-
 
 nlohmann::json median_tp_rows(const nlohmann::json& rows) {
   // Rows by (spec, tp, ranks or 0, items), in the order first seen, and their rounds' times.

@@ -9,13 +9,17 @@
 //   window all-reduce (kWindowSizes), at every rank count of plan::calibrated_rank_counts,
 //   into links_by_size.intra of the file at `path` (which must hold it); returns the first
 //   failing job's exit code, else 0.
-// - add_tcp_collectives_by_ranks(path, timeout): the same four collectives over loopback tcp
-//   (kTcpByRanksSizes, the median of kByRanksPasses jobs each) at every rank count of
-//   plan::calibrated_rank_counts, into links_by_size.inter (which must hold the 2-rank tcp
-//   figures); the same returns. A job over tcp on one host prices its collectives from these
-//   (plan/fabric.cc over_fabric): loopback's copies are kernel work on the ranks' own cores,
-//   so more ranks than the 2 timed by the link's figures are not the ring formula on them
-//   (4 ranks on 2 cores 1 MiB 737 us against 451 so priced; 8 ranks 2,554 against 544).
+// - tcp_collectives_pass(path, timeout, &passes): one pass of the same four collectives over
+//   loopback tcp (kTcpByRanksSizes) at every rank count of plan::calibrated_rank_counts, into
+//   `passes`; the same returns. write_tcp_collectives_by_ranks(path, passes): each row's
+//   median pass into links_by_size.inter (which must hold the 2-rank tcp figures). The
+//   launcher spreads the passes over the calibration (before, between and after the
+//   shared-memory jobs): three passes a minute apart caught one slow minute of the VM at
+//   once (4 ranks, 1 MiB: 923-1,119 us, where 688-817 read a few minutes later). A job over
+//   tcp on one host prices its collectives from these (plan/fabric.cc over_fabric):
+//   loopback's copies are kernel work on the ranks' own cores, so more ranks than the 2
+//   timed by the link's figures are not the ring formula on them (4 ranks on 2 cores 1 MiB
+//   737 us against 451 so priced; 8 ranks 2,554 against 544).
 // - add_tp_blocks(path, timeout, extra model specs): compute.tp_blocks; the same returns.
 // - host_cores() and replace_calibration_file(path, json) (whole or not at all) are shared
 //   with cli/bench_calibrate.cc, which defines them.
@@ -79,7 +83,13 @@ GapFactors gap_factors(const std::vector<std::pair<std::string, double>>& counte
 int host_cores();
 void replace_calibration_file(const std::string& path, const nlohmann::json& j);
 int add_collectives_by_ranks(const std::string& path, double timeout);
-int add_tcp_collectives_by_ranks(const std::string& path, double timeout);
+// The tcp passes so far: by rank count, (op, bytes) -> each pass's seconds.
+struct TcpByRanksPasses {
+  std::map<int, std::map<std::pair<std::string, double>, std::vector<double>>> seconds;
+  int count = 0;
+};
+int tcp_collectives_pass(const std::string& path, double timeout, TcpByRanksPasses* passes);
+void write_tcp_collectives_by_ranks(const std::string& path, const TcpByRanksPasses& passes);
 int add_tp_blocks(const std::string& path, double timeout, const std::vector<std::string>& extra);
 
 }  // namespace dtrain::cli
