@@ -84,6 +84,9 @@ int bench_collectives(const Args& args) {
                                "collectives (time then includes it; no prediction)");
   bool window = f.get_bool("window", "the all-reduce as ddp runs it on one host: the buffer in a shared-memory window, "
                                      "reduced in place where it lies (float32, shm)");
+  bool touch = f.get_bool("touch", "with --window: each size also as ddp's lockstep step around the call (gradient "
+                                   "from private parameters before it, the sum into them after; algo window+touch, "
+                                   "JSON touch_us the touches' in-cache time)");
   if (f.help_requested()) {
     std::printf("%s", f.help_text("-n N [--op allreduce,...] [--algo ring|tree|...|auto|all] [--transport shm|tcp] "
                                   "[--type float32] [--sizes 8:256M] [--check] [--json FILE]")
@@ -112,6 +115,8 @@ int bench_collectives(const Args& args) {
   cfg.shm_context = shm_context;
   cfg.gap_s = gap_us * 1e-6;
   cfg.window = window;
+  cfg.touch = touch;
+  DT_CHECK(!touch || window, InvalidArgument, "--touch times ddp's step around its window all-reduce: add --window");
   DT_CHECK(!window || (cfg.dtype == DType::kFloat32 && cfg.redop == ReduceOp::kSum && transport == "shm" && !in_place &&
                        !deterministic && !threads),
            InvalidArgument,

@@ -401,7 +401,7 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
   // The sampler's counts at the start of each row's timed calls (rank 0, with cores_samples).
   std::vector<std::pair<int64_t, int64_t>> sample_marks;
   // One row: warm up, settle the path, time about cfg.seconds of calls, price it.
-  auto measure = [&](CollOp op, Algorithm requested, size_t bytes) {
+  auto measure = [&](CollOp op, Algorithm requested, size_t bytes, bool touch) {
     Point pt = shape(op, bytes, es, p);
     // On cache lines, as tensors and gradients are (base/aligned.h).
     AlignedVector<char> in_heap(pt.in_elems * es), out(pt.out_elems * es);
@@ -410,15 +410,54 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
       window.reset(new WindowBuffer{std::make_unique<ShmWindow>(c, pt.in_elems * es), even_counts(pt.total, p)});
     char* const in = window ? window->window->mine() : in_heap.data();
     for (size_t i = 0; i < pt.in_elems; ++i) put(cfg.dtype, in, i, value(c.rank(), i, cfg.redop));
+    // The lockstep step's touches (CollBenchConfig::touch): gradient from the parameters
+    // before the call, the summed gradient into them after it. Every rank's parameters are
+    // alike, so the update (the sum less p times the gradient) leaves them where they are.
+    AlignedVector<float> params(touch ? pt.in_elems : 0, 1.0f);
+    float* const grad = reinterpret_cast<float*>(in);
+    auto before_call = [&] {
+      for (size_t i = 0; i < params.size(); ++i) grad[i] = 0.5f * params[i];
+    };
+    auto after_call = [&] {
+      const float each = 0.5f * static_cast<float>(p);
+      for (size_t i = 0; i < params.size(); ++i) params[i] += 1e-6f * (grad[i] - each * params[i]);
+    };
+    auto one_step = [&] {
+      if (touch) before_call();
+      const Algorithm a = run_once(c, pt, requested, cfg, in, out.data(), ctx.get(), window.get());
+      if (touch) after_call();
+      return a;
+    };
+    // The touches' own time, each rank alone in turn while the others wait at a barrier (a
+    // rank whose core's other ranks touch their own data at the same time reads from memory
+    // what alone it reads from cache: at 8 ranks on 2 cores the 0.94 MB touches took 288 us
+    // measured all at once, the refill itself): the fastest of a few repeats after one that
+    // brings the data in.
+    double touch_s = 0;
+    if (touch) {
+      for (int r = 0; r < p; ++r) {
+        if (r == c.rank()) {
+          before_call(), after_call();
+          touch_s = 1e30;
+          for (int i = 0; i < 5; ++i) {
+            const double t = thread_cpu_seconds();
+            before_call(), after_call();
+            touch_s = std::min(touch_s, thread_cpu_seconds() - t);
+          }
+        }
+        c.barrier();
+      }
+      allreduce(c, &touch_s, 1, DType::kFloat64, ReduceOp::kMax);
+    }
     Algorithm used = requested;
-    for (int w = 0; w < cfg.warmup; ++w) used = run_once(c, pt, requested, cfg, in, out.data(), ctx.get(), window.get());
+    for (int w = 0; w < cfg.warmup; ++w) used = one_step();
     const int64_t settle_calls = cfg.settle_s > 0 && used == Algorithm::kShmDirect
                                      ? settle_paths(c, pt, op, requested, cfg, in, out.data(), ctx.get(), window.get())
                                      : 0;
     // Trial: the slowest rank's time of one call decides the iteration count everywhere.
     double t0 = now_seconds();
     if (cfg.gap_s > 0) compute_for(cfg.gap_s);
-    run_once(c, pt, requested, cfg, in, out.data(), ctx.get(), window.get());
+    one_step();
     double trial = now_seconds() - t0;
     allreduce(c, &trial, 1, DType::kFloat64, ReduceOp::kMax);
     int64_t iters = std::clamp<int64_t>(static_cast<int64_t>(cfg.seconds / std::max(trial, 1e-7)), 1, cfg.max_iters);
@@ -431,7 +470,7 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
     t0 = now_seconds();
     for (int64_t i = 0; i < iters; ++i) {
       if (cfg.gap_s > 0) compute_for(cfg.gap_s);
-      run_once(c, pt, requested, cfg, in, out.data(), ctx.get(), window.get());
+      one_step();
     }
     double per_call = (now_seconds() - t0) / static_cast<double>(iters);
     const std::pair<int64_t, int64_t> samples1 = sampled ? cfg.cores_samples() : std::pair<int64_t, int64_t>{};
@@ -446,7 +485,9 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
     }
     CollBenchRow row;
     row.op = coll_op_name(op);
-    row.algo = window ? std::string("window/") + algorithm_name(used) : std::string(algorithm_name(used));
+    row.algo = window ? std::string(touch ? "window+touch/" : "window/") + algorithm_name(used)
+                      : std::string(algorithm_name(used));
+    row.touch_us = touch_s * 1e6;
     if (used == Algorithm::kShmDirect) {
       const ShmContext* eff = ctx ? ctx.get() : c.shm_context();
       const size_t call = pt.total * es;
@@ -489,7 +530,7 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
       }
     }
     row.predicted_from = "none";  // with --gap-us: the row is not a collective's time alone
-    if (cfg.gap_s <= 0) {
+    if (cfg.gap_s <= 0 && !touch) {  // a touch row is not the collective alone either
       const double b = static_cast<double>(row.size_bytes);
       double cal_s = calibrated_seconds(shm ? cal : tcp_cal, op, p, b, cfg, requested, shm || one_host_tcp);
       if (shm && row.far_share >= 0) {
@@ -532,16 +573,21 @@ std::vector<CollBenchRow> run_collective_bench(Communicator& c, const CollBenchC
     CollOp op;
     Algorithm requested;
     size_t bytes;
+    bool touch;
   };
   std::vector<Shape> shapes;
   for (CollOp op : cfg.ops)
     for (Algorithm requested : algorithms_for(op, cfg.algos, shm))
-      for (size_t bytes : cfg.sizes) shapes.push_back({op, requested, bytes});
+      for (size_t bytes : cfg.sizes) {
+        shapes.push_back({op, requested, bytes, false});
+        // The touch row right after its plain row: the two are compared, so the same minute.
+        if (cfg.touch && cfg.window && op == CollOp::kAllreduce) shapes.push_back({op, requested, bytes, true});
+      }
   // Passes: every row once in order, cfg.passes times over; one pass prints as it goes.
   std::vector<std::vector<CollBenchRow>> passes(shapes.size());
   for (int pass = 0; pass < cfg.passes; ++pass)
     for (size_t i = 0; i < shapes.size(); ++i) {
-      passes[i].push_back(measure(shapes[i].op, shapes[i].requested, shapes[i].bytes));
+      passes[i].push_back(measure(shapes[i].op, shapes[i].requested, shapes[i].bytes, shapes[i].touch));
       if (cfg.passes == 1) print_row(passes[i].back());
     }
   for (const auto& of_shape : passes) {
@@ -626,6 +672,7 @@ std::string rows_to_json(const std::vector<CollBenchRow>& rows) {
                    {"passes", r.passes},
                    {"time_min_us", r.time_min_us},
                    {"time_max_us", r.time_max_us},
+                   {"touch_us", r.touch_us},
                    {"iters", r.iters}});
   return out.dump(2) + "\n";
 }

@@ -78,6 +78,17 @@ struct CollBenchConfig {
   // reading every rank's buffer where it lies; the row's algo is "window/<algorithm>". float32,
   // every rank on one host.
   bool window = false;
+  // With window: every size is timed twice, as above and as ddp's lockstep step around the
+  // call (row algo "window+touch/<algorithm>"): before each call the rank writes its gradient
+  // into the window from private parameters of the same size (read the parameters, write the
+  // gradient: backward's last touch of both), after it applies the sum to the parameters
+  // (the optimizer: read both, write the parameters). Such a row's touch_us is the touches'
+  // own time, each rank alone in turn (thread CPU time, the fastest of repeats, the slowest
+  // rank's), so that, with more ranks than cores, the row's time less the plain row's and
+  // less k touches (k ranks a core) is what the ranks pay for refilling their caches after
+  // their core's other ranks ran: a probe of what plan/sim_costs.h lockstep_refill_s prices
+  // (docs/PLANNER.md, the sixty-eighth session: too noisy a difference to calibrate it from).
+  bool touch = false;
   // The counts {close, far} of a sampler of the cores running beside the job
   // (cli/cores_sampler.h), read by rank 0 before and after each row's timed calls; empty:
   // none. A row with no verdict of its own (more ranks than two) is priced with each
@@ -106,6 +117,7 @@ struct CollBenchRow {
   std::string predicted_from = "model";  // "cal": the calibration's measurement; "model": the formula
   int64_t wrong = -1;  // -1: not checked
   int64_t iters = 0;
+  double touch_us = 0;  // CollBenchConfig::touch rows: the touches' in-cache time (0: not a touch row)
   int64_t settle_calls = 0;  // untimed calls while the path choice settled (CollBenchConfig::settle_s)
   // CollBenchConfig::passes: how many passes timed the row (time_us and predicted_us are the
   // median pass's), and the fastest and slowest pass's time.

@@ -457,6 +457,15 @@ TEST(BenchCollectivesCli, WindowNeedsWhatDdpRuns) {
   }
 }
 
+TEST(BenchCollectivesCli, TouchNeedsTheWindow) {
+  try {
+    bench_collectives({"--touch", "-n", "2"});
+    ADD_FAILURE() << "accepted --touch without --window";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("add --window"), std::string::npos) << e.what();
+  }
+}
+
 // dtrain bench cores: each sample is a round trip in ns and the verdict the shared-memory
 // context would give it; the summary's counts add up; bad flags are usage errors.
 TEST(BenchCoresCli, SamplesTheRoundTripAndItsVerdict) {

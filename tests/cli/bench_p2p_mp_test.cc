@@ -139,4 +139,34 @@ TEST(BenchCollectivesWindow, ChecksAndLabelsTheWindowAllreduce) {
   }
 }
 
+// --touch adds, after each size's plain row, the same call as ddp's step makes it: the
+// gradient written from the parameters before it, the sum applied after it. That row is
+// labelled window+touch, carries the touches' in-cache time and no prediction (the call is
+// not alone in it), and the call still sums right.
+TEST(BenchCollectivesWindow, TouchRowsFollowTheirPlainRows) {
+  std::string bin = testing::env_path("DTRAIN_BIN");
+  std::string json = "/tmp/dtrain-touch-" + std::to_string(::getpid()) + ".json";
+  auto r = testing::run_command(bin + " bench collectives -n 3 --transport shm --op allreduce --window --touch "
+                                      "--sizes 4K,1M --seconds 0.01 --check --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(json);
+  ASSERT_TRUE(in.good()) << "no JSON written: " << r.output;
+  nlohmann::json rows = nlohmann::json::parse(in);
+  std::remove(json.c_str());
+  ASSERT_EQ(rows.size(), 4u) << rows.dump();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& row = rows[i];
+    const bool touch = i % 2 == 1;
+    EXPECT_EQ(row["wrong"], 0) << row;
+    EXPECT_EQ(row["size_bytes"], rows[i - i % 2]["size_bytes"]) << row;
+    EXPECT_EQ(row["algo"].get<std::string>().rfind(touch ? "window+touch/" : "window/", 0), 0u) << row;
+    if (touch) {
+      EXPECT_GT(row["touch_us"].get<double>(), 0.0) << row;
+      EXPECT_EQ(row["predicted_from"], "none") << row;
+    } else {
+      EXPECT_EQ(row["touch_us"].get<double>(), 0.0) << row;
+    }
+  }
+}
+
 }  // namespace dtrain
