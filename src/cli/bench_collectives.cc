@@ -86,7 +86,7 @@ int bench_collectives(const Args& args) {
                                      "reduced in place where it lies (float32, shm)");
   bool touch = f.get_bool("touch", "with --window: each size also as ddp's lockstep step around the call (gradient "
                                    "from private parameters before it, the sum into them after; algo window+touch, "
-                                   "JSON touch_us the touches' in-cache time)");
+                                   "JSON touch_us the touches' time, each rank alone)");
   if (f.help_requested()) {
     std::printf("%s", f.help_text("-n N [--op allreduce,...] [--algo ring|tree|...|auto|all] [--transport shm|tcp] "
                                   "[--type float32] [--sizes 8:256M] [--check] [--json FILE]")

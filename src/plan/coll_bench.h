@@ -117,7 +117,7 @@ struct CollBenchRow {
   std::string predicted_from = "model";  // "cal": the calibration's measurement; "model": the formula
   int64_t wrong = -1;  // -1: not checked
   int64_t iters = 0;
-  double touch_us = 0;  // CollBenchConfig::touch rows: the touches' in-cache time (0: not a touch row)
+  double touch_us = 0;  // CollBenchConfig::touch rows: the touches' time, each rank alone (0: not one)
   int64_t settle_calls = 0;  // untimed calls while the path choice settled (CollBenchConfig::settle_s)
   // CollBenchConfig::passes: how many passes timed the row (time_us and predicted_us are the
   // median pass's), and the fastest and slowest pass's time.

@@ -118,19 +118,32 @@ TEST(BenchP2p, BadFlagsAreClearErrors) {
   EXPECT_NE(r.output.find("needs -n 2 or more"), std::string::npos) << r.output;
 }
 
+// `dtrain bench collectives --window` at 3 ranks (uneven blocks), sizes 4K and 1M, checked,
+// with `flags` added: its exit code and output, and its JSON rows (null where none were written).
+struct WindowBench {
+  int exit_code;
+  std::string output;
+  nlohmann::json rows;
+};
+WindowBench window_bench(const std::string& flags) {
+  const std::string json = "/tmp/dtrain-window-" + std::to_string(::getpid()) + ".json";
+  auto r = testing::run_command(testing::env_path("DTRAIN_BIN") +
+                                " bench collectives -n 3 --transport shm --op allreduce --window " + flags +
+                                " --sizes 4K,1M --seconds 0.01 --check --json " + json);
+  std::ifstream in(json);
+  WindowBench out{r.exit_code, r.output, in.good() ? nlohmann::json::parse(in) : nlohmann::json()};
+  std::remove(json.c_str());
+  return out;
+}
+
 }  // namespace
 // `dtrain bench collectives --window`: ddp's in-place all-reduce in a shared-memory window,
 // checked element by element at 3 ranks (uneven blocks) and labelled as such.
 TEST(BenchCollectivesWindow, ChecksAndLabelsTheWindowAllreduce) {
-  std::string bin = testing::env_path("DTRAIN_BIN");
-  std::string json = "/tmp/dtrain-window-" + std::to_string(::getpid()) + ".json";
-  auto r = testing::run_command(bin + " bench collectives -n 3 --transport shm --op allreduce --window --sizes 4K,1M "
-                                      "--seconds 0.01 --check --json " + json);
+  const WindowBench r = window_bench("");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::ifstream in(json);
-  ASSERT_TRUE(in.good()) << "no JSON written: " << r.output;
-  nlohmann::json rows = nlohmann::json::parse(in);
-  std::remove(json.c_str());
+  ASSERT_FALSE(r.rows.is_null()) << "no JSON written: " << r.output;
+  const nlohmann::json& rows = r.rows;
   ASSERT_EQ(rows.size(), 2u) << rows.dump();
   for (const auto& row : rows) {
     EXPECT_EQ(row["wrong"], 0) << row;
@@ -141,18 +154,13 @@ TEST(BenchCollectivesWindow, ChecksAndLabelsTheWindowAllreduce) {
 
 // --touch adds, after each size's plain row, the same call as ddp's step makes it: the
 // gradient written from the parameters before it, the sum applied after it. That row is
-// labelled window+touch, carries the touches' in-cache time and no prediction (the call is
+// labelled window+touch, carries the touches' own time and no prediction (the call is
 // not alone in it), and the call still sums right.
 TEST(BenchCollectivesWindow, TouchRowsFollowTheirPlainRows) {
-  std::string bin = testing::env_path("DTRAIN_BIN");
-  std::string json = "/tmp/dtrain-touch-" + std::to_string(::getpid()) + ".json";
-  auto r = testing::run_command(bin + " bench collectives -n 3 --transport shm --op allreduce --window --touch "
-                                      "--sizes 4K,1M --seconds 0.01 --check --json " + json);
+  const WindowBench r = window_bench("--touch");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::ifstream in(json);
-  ASSERT_TRUE(in.good()) << "no JSON written: " << r.output;
-  nlohmann::json rows = nlohmann::json::parse(in);
-  std::remove(json.c_str());
+  ASSERT_FALSE(r.rows.is_null()) << "no JSON written: " << r.output;
+  const nlohmann::json& rows = r.rows;
   ASSERT_EQ(rows.size(), 4u) << rows.dump();
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& row = rows[i];
