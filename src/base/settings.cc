@@ -113,6 +113,10 @@ const std::vector<SettingInfo> kTable = {
     {"DTRAIN_SPEED_PROBE_S", T::kString, "unset",
      "internal: the seconds of the speed probe dtrain train --probe-speed's launcher timed before starting the ranks",
      "train"},
+    {"DTRAIN_SPEED_PROBE_CPUS_S", T::kString, "unset",
+     "internal: the speed probe's seconds on each CPU in turn (comma-separated), which dtrain train --probe-speed's "
+     "launcher timed before starting the ranks",
+     "train"},
     {"DTRAIN_CORES_PROBE_NS", T::kString, "unset",
      "internal: the cache-line round trip between two cores, ns, that dtrain train's launcher timed before "
      "starting the ranks",

@@ -8,9 +8,13 @@
 // launcher and reports the speedup.
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "base/env.h"
 #include "base/error.h"
@@ -30,8 +34,30 @@
 namespace dtrain::cli {
 namespace {
 
-// How long --probe-speed's probe runs (a pass is 4-7 ms here: 40-75 passes).
+// How long --probe-speed's probe runs on each CPU (a pass is 3-7 ms here: 40-100 passes).
 constexpr double kRunProbeSeconds = 0.3;
+
+// --probe-speed's pace for a job of `ranks` lockstep ranks: the probe on each CPU in turn
+// (plan::speed_probe_each_cpu; every CPU at once would meet the ranks' own contention) and
+// the slowest CPU the ranks need (plan::lockstep_probe). The passes by CPU go to *by_cpu.
+double run_speed_probe(int ranks, std::vector<double>* by_cpu) {
+  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  // 0.3 s a CPU on the 2-vCPU VM, never under 50 ms (10+ passes) nor over 2.4 s in all.
+  const double each = std::clamp(2.4 / cpus, 0.05, kRunProbeSeconds);
+  *by_cpu = plan::speed_probe_each_cpu(each);
+  const double pace = plan::lockstep_probe(*by_cpu, ranks);
+  return pace > 0 ? pace : plan::speed_probe(kRunProbeSeconds);
+}
+
+std::string joined(const std::vector<double>& v) {
+  std::string s;
+  char one[32];
+  for (double x : v) {
+    std::snprintf(one, sizeof one, "%s%.9g", s.empty() ? "" : ",", x);
+    s += one;
+  }
+  return s;
+}
 // The cores' round trip beside it: 5 ms of batches (a far round trip is ~0.4 us).
 constexpr double kCoresProbeSeconds = 0.005;
 
@@ -96,10 +122,20 @@ RunResult run_rank(const TrainConfig& f, bool print) {
     const auto cores = env_get("DTRAIN_CORES_PROBE_NS");
     round_trip_ns = cores ? std::atof(cores->c_str()) : 0;
   }
+  std::vector<double> probe_by_cpu;
   if (f.probe_speed && print && w.rank == 0) {
     const auto passed = env_get("DTRAIN_SPEED_PROBE_S");
     probe_s = passed ? std::atof(passed->c_str()) : 0;
-    if (!(probe_s > 0)) probe_s = plan::speed_probe(kRunProbeSeconds);
+    if (const auto cpus = env_get("DTRAIN_SPEED_PROBE_CPUS_S")) {
+      for (const char* c = cpus->c_str(); *c;) {
+        char* end = nullptr;
+        const double x = std::strtod(c, &end);
+        if (end == c) break;
+        probe_by_cpu.push_back(x);
+        c = *end == ',' ? end + 1 : end;
+      }
+    }
+    if (!(probe_s > 0)) probe_s = run_speed_probe(w.size, &probe_by_cpu);
     if (!(round_trip_ns > 0)) round_trip_ns = plan::probe_core_round_trip_ns(kCoresProbeSeconds);
   }
   RunResult r = run_training(f, nullptr, ro);
@@ -131,6 +167,11 @@ RunResult run_rank(const TrainConfig& f, bool print) {
   // every run), and in the JSON.
   if (!f.json.empty() || !f.quiet) {
     r.json["prediction"] = prediction_for_run(f, r.json, probe_s);
+    if (!probe_by_cpu.empty()) {
+      nlohmann::json ms = nlohmann::json::array();
+      for (double x : probe_by_cpu) ms.push_back(x * 1e3);
+      r.json["prediction"]["speed_probe_cpus_ms"] = ms;
+    }
     const std::string line = f.quiet ? std::string() : prediction_line(r.json["prediction"]);
     if (!line.empty()) std::printf("%s\n", line.c_str());
   }
@@ -187,8 +228,10 @@ int launch_job(const TrainConfig& f, const Args& args) {
   }
   char probe[32];
   if (f.probe_speed) {
-    std::snprintf(probe, sizeof probe, "%.9g", plan::speed_probe(kRunProbeSeconds));
+    std::vector<double> by_cpu;
+    std::snprintf(probe, sizeof probe, "%.9g", run_speed_probe(f.ranks, &by_cpu));
     ::setenv("DTRAIN_SPEED_PROBE_S", probe, 1);
+    ::setenv("DTRAIN_SPEED_PROBE_CPUS_S", joined(by_cpu).c_str(), 1);
   }
   // The cores' distance, always (5 ms, before any rank runs): the run records it and its
   // prediction takes the calibration's figures of that verdict.
@@ -198,6 +241,7 @@ int launch_job(const TrainConfig& f, const Args& args) {
   const int rc = run_sampled_job([&] { return launch::relaunch_self(lo, again); }, kSampleEvery, "", nullptr, kSamplerCpuShare);
   ::unsetenv("DTRAIN_PROGRESS_FD");
   ::unsetenv("DTRAIN_SPEED_PROBE_S");
+  ::unsetenv("DTRAIN_SPEED_PROBE_CPUS_S");
   ::unsetenv("DTRAIN_CORES_PROBE_NS");
   if (rc != 0 || !f.baseline) {
     if (temp_json) std::remove(json.c_str());

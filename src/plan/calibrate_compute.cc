@@ -9,6 +9,7 @@
 #include <numeric>
 #include <thread>
 
+#include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -207,6 +208,30 @@ double speed_probe(double seconds) {
   const UnitPoint blk{"gpt_block", "gpt:layers=1,heads=8,width=128,context=64", 1, 4, 0, 0, 0};
   const UnitPass r = time_unit(blk, seconds, 0);
   return r.fwd_s + r.bwd_s;
+}
+
+std::vector<double> speed_probe_each_cpu(double seconds_each) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (::pthread_getaffinity_np(::pthread_self(), sizeof allowed, &allowed) != 0) return {};
+  std::vector<double> passes;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (!CPU_ISSET(c, &allowed)) continue;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(c, &one);
+    if (::pthread_setaffinity_np(::pthread_self(), sizeof one, &one) != 0) continue;
+    passes.push_back(speed_probe(seconds_each));
+  }
+  ::pthread_setaffinity_np(::pthread_self(), sizeof allowed, &allowed);
+  return passes;
+}
+
+double lockstep_probe(std::vector<double> passes, int ranks) {
+  if (passes.empty()) return 0;
+  std::sort(passes.begin(), passes.end());
+  const size_t used = static_cast<size_t>(std::clamp<int64_t>(ranks, 1, static_cast<int64_t>(passes.size())));
+  return passes[used - 1];
 }
 
 double step_around_layers(const std::vector<double>& step_s, const std::vector<double>& layers_s) {

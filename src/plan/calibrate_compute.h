@@ -99,6 +99,17 @@ std::vector<std::pair<double, double>> measure_slowdown(int cores, double* pass_
 // (measure_slowdown's pass_s counts a forked process's start-up and its first touch of every
 // buffer, and read 1.5-2x slower alone than inside a calibration whose parent heap was warm).
 double speed_probe(double seconds);
+// The speed probe on each CPU this thread may run on, one after another: the thread pinned to
+// each in turn (its affinity restored after), `seconds_each` a CPU. The passes in CPU order
+// (empty where the affinity cannot be read). On the 2-vCPU VM one vCPU at a time ran 25-35%
+// slow for minutes (2026-12-05: in a 2-rank run one rank computed 1.01 s against the other's
+// 0.80), which an unpinned probe sees or misses by where the scheduler puts it.
+std::vector<double> speed_probe_each_cpu(double seconds_each);
+// The pass that `ranks` ranks stepping in lockstep compute at, from the passes by CPU: at best
+// the ranks take the min(ranks, CPUs) fastest CPUs, and each step waits for the slowest of
+// those; with more ranks than CPUs every CPU carries some, and the slowest sets the pace.
+// 0 for no passes.
+double lockstep_probe(std::vector<double> passes, int ranks);
 // The process counts the curve is measured at besides 1: every power of two below the cores,
 // the cores, and twice the cores (2 cores: 2 and 4; 16: 2, 4, 8, 16 and 32).
 std::vector<int> slowdown_process_counts(int cores);

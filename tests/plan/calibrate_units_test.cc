@@ -3,6 +3,8 @@
 #include "plan/calibrate_units.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -294,6 +296,32 @@ TEST(CalibrateUnits, SpeedProbeTimesOnePass) {
   const double s = speed_probe(0.05);
   EXPECT_GT(s, 0);
   EXPECT_LT(s, 1.0);
+}
+
+// One pass for each CPU this thread may run on, and the thread's own affinity given back.
+TEST(CalibrateUnits, SpeedProbeTimesEachCpuInTurn) {
+  cpu_set_t before;
+  ASSERT_EQ(::pthread_getaffinity_np(::pthread_self(), sizeof before, &before), 0);
+  const std::vector<double> passes = speed_probe_each_cpu(0.02);
+  ASSERT_EQ(static_cast<int>(passes.size()), CPU_COUNT(&before));
+  for (double s : passes) {
+    EXPECT_GT(s, 0);
+    EXPECT_LT(s, 1.0);
+  }
+  cpu_set_t after;
+  ASSERT_EQ(::pthread_getaffinity_np(::pthread_self(), sizeof after, &after), 0);
+  EXPECT_TRUE(CPU_EQUAL(&before, &after));
+}
+
+// Lockstep ranks take the fastest CPUs they need and wait for the slowest of them.
+TEST(CalibrateUnits, LockstepRanksComputeAtTheirSlowestCpu) {
+  const std::vector<double> passes{4e-3, 3e-3, 5e-3, 3.5e-3};
+  EXPECT_DOUBLE_EQ(lockstep_probe(passes, 1), 3e-3);
+  EXPECT_DOUBLE_EQ(lockstep_probe(passes, 2), 3.5e-3);
+  EXPECT_DOUBLE_EQ(lockstep_probe(passes, 4), 5e-3);
+  EXPECT_DOUBLE_EQ(lockstep_probe(passes, 8), 5e-3);  // beyond the CPUs: every one, the slowest
+  EXPECT_DOUBLE_EQ(lockstep_probe(passes, 0), 3e-3);  // a nonsense count reads as one rank
+  EXPECT_EQ(lockstep_probe({}, 2), 0);
 }
 
 TEST(CalibrateUnits, SimulatorUsesTheCalibratedLines) {
