@@ -16,11 +16,13 @@
 # the measured steps' spread as (max - min) / median %). The measured step is the run's steady
 # step (plan/plan_measure.h steady_step_s: the GPT's median round after the first, the MLP's
 # epoch rate); the GPT's mean including the first step's warm-up is in each JSON beside it.
-# PROBE_SPEED=1: every run times the speed probe right before itself (`dtrain train
-# --probe-speed`) and is priced at that pace against the calibration's own probe (off by
-# default: on the 2-vCPU VM it made the table worse, docs/PLANNER.md "The speed probe"), and
-# $OUT/runs-pace.tsv keeps each run against the calibration's pace too (round, name, ranks,
-# predicted ms at the calibration's pace, measured ms, the run's compute scale).
+# PROBE_SPEED=1 (default): every run times the speed probe right before itself (`dtrain train
+# --probe-speed`: each CPU in turn, the ranks priced at the slowest CPU they need) and is
+# priced at that pace against the calibration's own probe; $OUT/runs-pace.tsv keeps each run
+# against the calibration's pace too (round, name, ranks, predicted ms at the calibration's
+# pace, measured ms, the run's compute scale), and the last line gives that table's step
+# figures. PROBE_SPEED=0 prices every run at the calibration's pace only (docs/PLANNER.md,
+# "The speed probe": dv-f2 8.6% against 12.9%, dv-f3 5.3% against 5.8%).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -57,7 +59,7 @@ run() {  # name ranks args...
   # the prediction sees the background load the run will see (the machine is shared).
   if [ "${REPROBE:-0}" = 1 ]; then "$BIN" bench calibrate --slowdown-only >>"$OUT/reprobe.log" 2>&1; fi
   local probe=(--probe-speed)
-  if [ "${PROBE_SPEED:-0}" = 0 ]; then probe=(); fi
+  if [ "${PROBE_SPEED:-1}" = 0 ]; then probe=(); fi
   # The run's flags, one a line: scripts/repredict_validation.py prices it again from them.
   printf '%s\n' -n "$n" "$@" >"$OUT/$name-n$n-r$round.args"
   if ! "$BIN" train -n "$n" --quiet --json "$j" "${probe[@]}" "$@" >"$OUT/$name-n$n-r$round.log" 2>&1; then
@@ -171,3 +173,19 @@ print(f"== step: median |error| {statistics.median(step):.1f}% (target <= 10%), 
 print(f"== memory: {sum(abs(e) <= 10 for e in mem)} of {len(rows)} rows within 10% (target all), the most under "
       f"{min(mem):+.1f}% (target never under by more than 5%)")
 PY
+# With the probe, the same step figures at the calibration's pace (each row the median of its
+# runs' errors), so a table shows what the probe moved.
+if [ -s "$OUT/runs-pace.tsv" ]; then
+  python3 - "$OUT/runs-pace.tsv" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    x = line.rstrip("\n").split("\t")
+    if len(x) >= 5 and float(x[4]) > 0:
+        rows.setdefault((x[1], x[2]), []).append((float(x[3]) / float(x[4]) - 1) * 100)
+step = [abs(statistics.median(v)) for v in rows.values()]
+if step:
+    print(f"== step at the calibration's pace (no speed probe): median |error| {statistics.median(step):.1f}%, "
+          f"{sum(e <= 10 for e in step)} of {len(step)} rows within 10%, {sum(e > 25 for e in step)} beyond 25%")
+PY
+fi
