@@ -49,6 +49,8 @@ double run_speed_probe(int ranks, std::vector<double>* by_cpu) {
   return pace > 0 ? pace : plan::speed_probe(kRunProbeSeconds);
 }
 
+// The passes by CPU as the launcher hands them to rank 0 (DTRAIN_SPEED_PROBE_CPUS_S), and
+// back: comma-separated seconds; reading stops at the first entry that is not a number.
 std::string joined(const std::vector<double>& v) {
   std::string s;
   char one[32];
@@ -57,6 +59,18 @@ std::string joined(const std::vector<double>& v) {
     s += one;
   }
   return s;
+}
+
+std::vector<double> split_seconds(const std::string& text) {
+  std::vector<double> v;
+  for (const char* c = text.c_str(); *c;) {
+    char* end = nullptr;
+    const double x = std::strtod(c, &end);
+    if (end == c) break;
+    v.push_back(x);
+    c = *end == ',' ? end + 1 : end;
+  }
+  return v;
 }
 // The cores' round trip beside it: 5 ms of batches (a far round trip is ~0.4 us).
 constexpr double kCoresProbeSeconds = 0.005;
@@ -126,15 +140,7 @@ RunResult run_rank(const TrainConfig& f, bool print) {
   if (f.probe_speed && print && w.rank == 0) {
     const auto passed = env_get("DTRAIN_SPEED_PROBE_S");
     probe_s = passed ? std::atof(passed->c_str()) : 0;
-    if (const auto cpus = env_get("DTRAIN_SPEED_PROBE_CPUS_S")) {
-      for (const char* c = cpus->c_str(); *c;) {
-        char* end = nullptr;
-        const double x = std::strtod(c, &end);
-        if (end == c) break;
-        probe_by_cpu.push_back(x);
-        c = *end == ',' ? end + 1 : end;
-      }
-    }
+    if (const auto cpus = env_get("DTRAIN_SPEED_PROBE_CPUS_S")) probe_by_cpu = split_seconds(*cpus);
     if (!(probe_s > 0)) probe_s = run_speed_probe(w.size, &probe_by_cpu);
     if (!(round_trip_ns > 0)) round_trip_ns = plan::probe_core_round_trip_ns(kCoresProbeSeconds);
   }
