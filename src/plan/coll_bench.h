@@ -87,7 +87,7 @@ struct CollBenchConfig {
   // rank's), so that, with more ranks than cores, the row's time less the plain row's and
   // less k touches (k ranks a core) is what the ranks pay for refilling their caches after
   // their core's other ranks ran: a probe of what plan/sim_costs.h lockstep_refill_s prices
-  // (docs/PLANNER.md, the sixty-eighth session: too noisy a difference to calibrate it from).
+  // (docs/history/planner.md, the sixty-eighth session: too noisy a difference to calibrate it from).
   bool touch = false;
   // The counts {close, far} of a sampler of the cores running beside the job
   // (cli/cores_sampler.h), read by rank 0 before and after each row's timed calls; empty:

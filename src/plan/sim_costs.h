@@ -113,7 +113,7 @@ std::optional<Pass> untimed_gpt_rate(const Cluster& c, const std::string& kind, 
 // 32x10 to 2048x10; 2026-12-02) at a median error of 27-44% by item count (8-128), every last
 // layer -60..-75%; 1-rank runs of 784-64-10 read -9..-22% on their step. This reads them at a
 // median 5-12% (in parameters alone the hidden layers read worse: 256x256 sits beside 784x64
-// there and runs at 1.5x its rate per work). Docs: docs/PLANNER.md, fifty-fifth session.
+// there and runs at 1.5x its rate per work). Docs: docs/history/planner.md, fifty-fifth session.
 std::optional<Pass> untimed_mlp_layer(const Cluster& c, const Unit& u, const std::string& spec, double items);
 
 // The small products' packing scratch (tensor/gemm_small.h) that a rank's thread keeps from
