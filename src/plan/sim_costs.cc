@@ -77,6 +77,18 @@ double lockstep_refill_s(const Cluster& c, int node_ranks, double bytes) {
   return k * k * bytes / c.elementwise_bps;
 }
 
+double tcp_message_cpu_s_per_byte(const Cluster& c, int node_ranks, double bytes) {
+  if (c.shared_memory || node_ranks <= c.cores_per_node || c.cores_per_node < 1 || bytes <= 0) return -1;
+  const double t = c.measured_allreduce_s(node_ranks, bytes);
+  if (t <= 0) return -1;
+  const double p = node_ranks;
+  // The reduce-scatter half sums (p - 1) / p of the buffer on each rank: two operands read
+  // and one written, in the element-wise calibration's measure (bytes read and written).
+  const double sums_s = c.elementwise_bps > 0 ? (p - 1) * bytes * 3 / c.elementwise_bps : 0;
+  const double cpu_s = t * c.cores_per_node - sums_s;
+  return cpu_s > 0 ? cpu_s / (2 * (p - 1) * bytes) : -1;
+}
+
 double window_allreduce_s(const Cluster& c, Group g, double bytes, int node_ranks, bool gapped) {
   if (g.size <= 1 || bytes <= 0) return 0;
   const double t = g.stride == 1 ? c.measured_allreduce_window_s(g.size, bytes) : -1;

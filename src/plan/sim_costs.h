@@ -75,6 +75,17 @@ CostParams link_of(const Cluster& c, Group g, double bytes, bool p2p, bool one_w
 // k = 2, 0.33-0.60 at k = 4 (the 0.2 MB model: 0.01 and 0.13 ms), where this prices 0.12 and
 // 0.49 at the calibration's 32.5 GB/s. A GPT's step is hundreds of times the refill.
 double lockstep_refill_s(const Cluster& c, int node_ranks, double bytes);
+// The CPU a message of `bytes` costs the node over tcp when the node's ranks outnumber its
+// cores (seconds per byte, its send and its receive together), from the calibrated tcp
+// all-reduce at node_ranks ranks: that all-reduce keeps every core busy, so its time on all
+// the cores, less its reductions at the element-wise rate, over the bytes its messages carry
+// (each rank sends 2 (p - 1) / p of the buffer). -1 where it does not apply: shared memory,
+// a core per rank, or no such table. The 2-rank exchange's beta (both ends running at once,
+// each message read as it lands) prices a message at a third of this: over loopback on the
+// EPYC VM, 4 ranks on 2 cores, gossip's 0.94 MB messages took about 0.29 ms of the node's
+// CPU each where the exchange table says 0.10 (2026-12-05, dv-g1 and dv-g2: gossip -30%,
+// sync ps -23..-28%).
+double tcp_message_cpu_s_per_byte(const Cluster& c, int node_ranks, double bytes);
 
 struct Pass {
   double f = 0, b = 0;

@@ -638,6 +638,10 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
   if ((s == "gossip" || s == "ps") && workers > 1 && node_n > c.cores_per_node) {
     const double per_byte = c.link_at(false, bytes * node_n, true).beta_s_per_byte;
     const double penalty = c.compute_slowdown(node_n) * c.cores_per_node / node_n;
+    // Over tcp a message's CPU at this many ranks a core, where the calibration timed the
+    // tcp all-reduce at node_n ranks (sim_costs.h tcp_message_cpu_s_per_byte): a message
+    // waits in the socket until its reader is switched in, and both of its copies run then.
+    const double tcp_msg = tcp_message_cpu_s_per_byte(c, node_n, bytes);
     double node_cpu = 0, node_stream_b = 0, node_mix_s = 0;
     if (s == "gossip") {
       // Since every receive is posted before its message can come (gossip.cc), a model
@@ -661,7 +665,7 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
       // 1.64-1.85 ms from the streaming rate; the whole traffic at the timed mix's 23 GB/s a
       // core is 0.41 and 0.82 ms.
       // Through the window a rank copies nothing (it trains in its slot).
-      const double msg_byte = c.link_at(false, bytes, true).beta_s_per_byte;
+      const double msg_byte = tcp_msg > 0 ? tcp_msg : c.link_at(false, bytes, true).beta_s_per_byte;
       const double own = (p.compute_s + p.optimizer_s) / slow;
       const double copying = gossip_window ? 0.0 : degree * bytes * msg_byte;
       node_cpu = n * (own + copying);
@@ -679,7 +683,7 @@ Prediction simulate_data_parallel(const ModelSpec& m, const Layout& l, const Clu
       if (l.ps_sync) node_stream_b += workers * P * sum_bytes;
       // A worker's copies: its push and pull through the rings, or its pull out of the
       // window (read and written).
-      node_cpu = workers * (own + (ps_window ? 0.0 : 2 * bytes * per_byte)) + server;
+      node_cpu = workers * (own + (ps_window ? 0.0 : 2 * bytes * (tcp_msg > 0 ? tcp_msg : per_byte))) + server;
       if (ps_window) node_stream_b += workers * 2 * bytes;
       // Through the window each side rewrites lines the other read last step (a worker its
       // gradient slot, a server its slice), at the calibrated hand-off rate, where the

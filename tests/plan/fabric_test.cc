@@ -127,6 +127,45 @@ TEST(Fabric, RanksBeyondTheCoresOverTcpKeepNoMessageMore) {
   }
 }
 
+// Over tcp with more ranks than cores a message waits in the socket until its reader is
+// switched in, and costs the node's CPU at the rate of the calibrated tcp all-reduce at that
+// rank count (sim_costs.h tcp_message_cpu_s_per_byte), not at the 2-rank exchange's: gossip
+// and the parameter server's workers pay their messages at it in the node's floor.
+TEST(Fabric, RanksSharingACoreOverTcpPayEachMessageAtTheAllReducesRate) {
+  const double n = 1048576.0, model = 235146 * 4.0;
+  Cluster c = host();
+  c.gemm_flops = 1e12;  // the step's compute small beside its messages
+  c.inter_sizes.allreduce_by_ranks[4] = {{65536.0, 4e-4}, {n, 6e-3}};
+  const Cluster tcp = over_fabric(c, "tcp", 1, 0);
+  // The all-reduce's 6 ms on both cores over its messages: 4 ranks sending 3/2 MiB each
+  // (element-wise work is free in this cluster, so no sums come off).
+  EXPECT_NEAR(sim::tcp_message_cpu_s_per_byte(tcp, 4, n), 6e-3 * 2 / (2 * 3 * n), 1e-15);
+  const double m = sim::tcp_message_cpu_s_per_byte(tcp, 4, model);
+  EXPECT_NEAR(m, tcp.measured_allreduce_s(4, model) * 2 / (2 * 3 * model), 1e-15);
+  // Not where it does not apply: shared memory, a core per rank, no table at that count.
+  EXPECT_LT(sim::tcp_message_cpu_s_per_byte(c, 4, n), 0);
+  EXPECT_LT(sim::tcp_message_cpu_s_per_byte(tcp, 2, n), 0);
+  EXPECT_LT(sim::tcp_message_cpu_s_per_byte(over_fabric(host(), "tcp", 1, 0), 4, n), 0);
+  Layout gossip;
+  gossip.strategy = "gossip";
+  gossip.dp = 4;
+  Layout ps;
+  ps.strategy = "ps";
+  ps.dp = 4;
+  ps.servers = 1;
+  ps.ps_sync = true;
+  // gossip: 4 ranks x 2 neighbours' messages; ps: 3 workers' pushes and pulls; on 2 cores.
+  EXPECT_GE(simulate(mlp(), gossip, tcp, 64).step_s, 4 * 2 * model * m / 2);
+  EXPECT_GE(simulate(mlp(), ps, tcp, 64).step_s, 3 * 2 * model * m / 2);
+  Cluster untimed_host = host();
+  untimed_host.gemm_flops = 1e12;
+  const Cluster untimed = over_fabric(untimed_host, "tcp", 1, 0);
+  EXPECT_GT(simulate(mlp(), gossip, tcp, 64).step_s, simulate(mlp(), gossip, untimed, 64).step_s);
+  // Two ranks, a core each: the exchange's own price, the table at 4 ranks unused.
+  gossip.dp = 2;
+  EXPECT_DOUBLE_EQ(simulate(mlp(), gossip, tcp, 64).step_s, simulate(mlp(), gossip, untimed, 64).step_s);
+}
+
 // Over tcp the ring reduces in place through a scratch window of one chunk, 1/N of the call,
 // and on ranks that fit the cores no chunk comes early (the transport leaves early payloads in
 // the kernel): Local SGD at 2 ranks keeps the epoch's order and half a model; at 4 the ring's
