@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -352,6 +353,37 @@ nlohmann::json link_sizes_json(const LinkSizes& t) {
   return j;
 }
 
+std::vector<std::pair<double, double>> verdict_points_over_mixed(const std::vector<std::pair<double, double>>& verdict,
+                                                                 const std::vector<std::pair<double, double>>& mixed) {
+  // A verdict can cover only some sizes: the calibration files each row under the verdict
+  // most of its calls ran under, and the VM flips within a pass. Beyond the sizes it spans,
+  // the mixed points as they are (on the EPYC VM, 2026-11-30, "close" held only the 16 and
+  // 32 MiB reduce-scatter, and a 1 MiB reduce-scatter was priced at the 16 MiB row's 1.6 ms,
+  // 21x its 76 us). Within its span, a size it lacks takes the mixed point there at the
+  // verdict's level: scaled by the verdict's ratio to the mixed table at its neighbouring
+  // points, interpolated in log size. Interpolating the verdict's points alone across such a
+  // hole drew a straight line over the tables' knees: a far table holding the 2-rank
+  // broadcast at 16 KiB and 256 MiB only priced the 4 MiB broadcast at 248 us, which ran in
+  // 62-74 us far and 56 close (2026-12-06, cal-h1).
+  std::vector<std::pair<double, double>> merged = verdict;
+  if (mixed.empty()) return merged;
+  auto ratio_at = [&](const std::pair<double, double>& v) { return v.second / interpolate_points(mixed, v.first); };
+  for (const auto& point : mixed) {
+    const double s = point.first;
+    if (s < verdict.front().first || s > verdict.back().first) {
+      merged.push_back(point);
+      continue;
+    }
+    auto hi = std::lower_bound(verdict.begin(), verdict.end(), s, [](const auto& v, double b) { return v.first < b; });
+    if (hi->first == s) continue;  // the verdict's own point
+    const auto lo = std::prev(hi);
+    const double x = std::log(s / lo->first) / std::log(hi->first / lo->first);
+    merged.push_back({s, point.second * (ratio_at(*lo) + x * (ratio_at(*hi) - ratio_at(*lo)))});
+  }
+  std::sort(merged.begin(), merged.end());
+  return merged;
+}
+
 Cluster with_core_distance(Cluster c, bool far, bool* used) {
   if (used) *used = false;
   const std::string verdict = far ? "far" : "close";
@@ -376,21 +408,12 @@ Cluster with_core_distance(Cluster c, bool far, bool* used) {
   for (const auto& [p, by] : t.by_cores_by_ranks)
     if (const auto it = by.find(verdict); it != by.end()) tables[p] = it->second;
   for (const auto& [p, r] : tables) {
-    // Within the sizes the verdict's table spans, its points alone; outside them the mixed
-    // table's. A verdict can cover only some sizes: the calibration files each row under the
-    // verdict most of its calls ran under, and the VM flips within a pass. (On the EPYC VM,
-    // 2026-11-30, "close" held only the 16 and 32 MiB reduce-scatter, and a 1 MiB
-    // reduce-scatter was priced at the 16 MiB row's 1.6 ms, 21x its 76 us.)
     for (auto [dst, src] : {std::pair{&t.allreduce_by_ranks, &r.allreduce}, std::pair{&t.reducescatter_by_ranks, &r.reducescatter},
                             std::pair{&t.allgather_by_ranks, &r.allgather}, std::pair{&t.broadcast_by_ranks, &r.broadcast},
                             std::pair{&t.allreduce_window_by_ranks, &r.allreduce_window}}) {
       if (src->empty()) continue;
-      std::vector<std::pair<double, double>> merged = *src;
-      if (const auto mixed = dst->find(p); mixed != dst->end())
-        for (const auto& point : mixed->second)
-          if (point.first < src->front().first || point.first > src->back().first) merged.push_back(point);
-      std::sort(merged.begin(), merged.end());
-      (*dst)[p] = std::move(merged);
+      const auto mixed = dst->find(p);
+      (*dst)[p] = verdict_points_over_mixed(*src, mixed == dst->end() ? std::vector<std::pair<double, double>>{} : mixed->second);
     }
     // With a core per rank (2 ranks here) the verdict decides whether the all-reduce takes the
     // slots at all; with more ranks than cores it always does from the mixed figure's size.

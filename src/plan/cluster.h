@@ -383,10 +383,16 @@ Cluster this_machine(const std::string& calibration_path);
 // nodes is hosts_link where a calibration timed it, else this host's loopback tcp; source
 // says which. hosts <= 1 and shm: c unchanged.
 Cluster over_fabric(Cluster c, const std::string& transport, int hosts, int ranks_per_host);
+// One collective's table under a verdict: the verdict's own points; beyond the sizes they
+// span, the mixed table's points as they are; within their span, at a size the verdict lacks,
+// the mixed point scaled by the verdict's ratio to the mixed table at its neighbouring points
+// (interpolated in log size). Sorted by size. mixed empty: the verdict's points alone.
+std::vector<std::pair<double, double>> verdict_points_over_mixed(const std::vector<std::pair<double, double>>& verdict,
+                                                                 const std::vector<std::pair<double, double>>& mixed);
 // c with the 2-rank intra-node tables of the verdict "close" or "far" (a 2-rank job's
 // ShmContext::cores_far()) in place of the mixed ones, where the calibration measured that
-// verdict (LinkSizes::two_rank_by_cores), over the sizes the verdict's table spans (the mixed
-// points beyond them stay), and the verdict's cache hand-off and gossip mix rates in place of
+// verdict (LinkSizes::two_rank_by_cores), merged with the mixed ones by
+// verdict_points_over_mixed, and the verdict's cache hand-off and gossip mix rates in place of
 // the mixed ones where it has them; c unchanged otherwise. The same for each larger rank
 // count the verdict has tables of (by_cores_by_ranks), with its gap factor, or none where it
 // timed none. *used (optional) says whether it replaced anything.

@@ -88,6 +88,24 @@ TEST(Simulator, TwoRankRunPricesThePathItsProbeChose) {
   const auto& rs = part.intra_sizes.reducescatter_by_ranks.at(2);
   const std::vector<std::pair<double, double>> want = {{1e6, 7e-5}, {4e6, 2.5e-4}, {16e6, 1.6e-3}, {32e6, 3.2e-3}, {64e6, 9e-3}};
   EXPECT_EQ(rs, want);
+  // A size the verdict lacks within its span takes the mixed point at the verdict's level:
+  // far held the broadcast at 1 MB (2x the mixed) and 256 MB (1x) only; the mixed 4 MB and
+  // 16 MB points sit 1/4 and 1/2 of the way between them in log size. A straight line
+  // through the verdict's two points would have put 4 MB at 4x its mixed time.
+  LinkSizes::VerdictTables sparse;
+  sparse.broadcast = {{1e6, 2e-4}, {256e6, 2e-2}};
+  Cluster q = c;
+  q.intra_sizes.broadcast_by_ranks[2] = {{1e6, 1e-4}, {4e6, 1e-4}, {16e6, 1e-3}, {256e6, 2e-2}, {512e6, 4e-2}};
+  q.intra_sizes.two_rank_by_cores = {{"far", sparse}};
+  const Cluster far_sparse = with_core_distance(q, true);
+  const auto& bc = far_sparse.intra_sizes.broadcast_by_ranks.at(2);
+  ASSERT_EQ(bc.size(), 5u);
+  EXPECT_DOUBLE_EQ(bc[0].second, 2e-4);
+  EXPECT_NEAR(bc[1].second, 1e-4 * 1.75, 1e-12);
+  EXPECT_NEAR(bc[2].second, 1e-3 * 1.5, 1e-12);
+  EXPECT_DOUBLE_EQ(bc[3].second, 2e-2);
+  EXPECT_DOUBLE_EQ(bc[4].second, 4e-2);  // beyond the span: the mixed point as it is
+  EXPECT_EQ(verdict_points_over_mixed(sparse.broadcast, {}), sparse.broadcast);
   // A verdict the calibration never saw: unchanged.
   c.intra_sizes.two_rank_by_cores.erase("far");
   EXPECT_NEAR(with_core_distance(c, true, &used).measured_allreduce_s(2, 1e6), 2e-4, 1e-12);
