@@ -23,6 +23,8 @@
 # pace, measured ms, the run's compute scale), and the last line gives that table's step
 # figures. PROBE_SPEED=0 prices every run at the calibration's pace only (docs/PLANNER.md,
 # "The speed probe": dv-f2 8.6% against 12.9%, dv-f3 5.3% against 5.8%).
+# CARRY_FROM=FILE: the calibration replaces FILE's copy and keeps what FILE has of the cores'
+# placements it does not see (below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -44,6 +46,13 @@ if ! "$BIN" data 2>/dev/null | grep -q "^fashion-mnist  *found"; then
 fi
 [ -f "${TEXT#text:}" ] || { echo "validate_planner: ${TEXT#text:} is missing (the GPT rows' text; set DTRAIN_SHARED_DATA)" >&2; exit 2; }
 
+# CARRY_FROM=FILE: an earlier calibration of this machine, which the new one replaces and keeps
+# the cores' placements it does not see from, as `dtrain bench calibrate` over a user's file
+# does (plan/calibration_carry.h). Without it $OUT starts empty and carries nothing.
+if [ -n "${CARRY_FROM:-}" ] && [ ! -s "$DTRAIN_CALIBRATION" ]; then
+  cp "$CARRY_FROM" "$DTRAIN_CALIBRATION"
+  CALIBRATE=1
+fi
 # Calibrate once per $OUT (CALIBRATE=1 to redo): the runs below can then go in pieces.
 if [ ! -s "$DTRAIN_CALIBRATION" ] || [ "${CALIBRATE:-0}" = 1 ]; then
   echo "== calibrate (collectives at 2 ranks over shm and tcp, compute rates, unit timings) -> $DTRAIN_CALIBRATION"
